@@ -1,0 +1,24 @@
+/* The reference interpreter: runs a graph on concrete tensors on the CPU. */
+#ifndef TG_EXEC_H
+#define TG_EXEC_H
+
+#include "../graph.h"
+#include "../tensor.h"
+
+typedef struct tg_exec tg_exec;
+
+/* Prepare to run g (borrowed; must outlive the exec). nthreads <= 0: all cores. */
+tg_exec *tg_exec_new(const tg_graph *g, int nthreads);
+void tg_exec_free(tg_exec *e);
+
+/* Run once. inputs: g->ninput tensors in graph-input order, checked against the
+ * graph (dtype, rank, shape, symbol ranges; a clear tg_err otherwise). outputs:
+ * g->noutput tensors filled with newly allocated data (caller frees them). */
+int tg_exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs);
+
+/* Optional per-node timing hook: called after each node with its index and the
+ * seconds it took (trun --profile). */
+typedef void (*tg_exec_hook)(void *ctx, int node, double seconds);
+void tg_exec_set_hook(tg_exec *e, tg_exec_hook hook, void *ctx);
+
+#endif

@@ -1,0 +1,162 @@
+/* The tgraph IR: a graph of values (typed tensors with symbolic shapes) and nodes
+ * (one op applied to input values, producing output values).
+ *
+ * Invariants kept by every function here and checked by tg_graph_validate:
+ * - nodes are in topological order: a node reads only graph inputs, constants and
+ *   outputs of earlier nodes;
+ * - every value has exactly one origin: a graph input, a constant (weights), or one
+ *   node output;
+ * - value and node names are unique.
+ * Building a node checks its inputs and infers its outputs' dtype and shape through
+ * the op's entry in the op table (ops/ops.def); nothing computes. */
+#ifndef TG_GRAPH_H
+#define TG_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "sym.h"
+#include "ops/ops.h"
+
+#define TG_MAX_RANK 8
+
+typedef struct {
+    int rank;
+    tg_dim d[TG_MAX_RANK];
+} tg_shape;
+
+typedef enum {
+    TG_VALUE_NODE = 0,      /* output of a node */
+    TG_VALUE_INPUT,         /* graph input, supplied at run time */
+    TG_VALUE_CONST,         /* weights, buffers, constants: data below */
+} tg_value_kind;
+
+typedef struct {
+    char *name;
+    tg_value_kind kind;
+    tg_dtype dtype;
+    tg_shape shape;
+    int producer;           /* node index for TG_VALUE_NODE, else -1 */
+    void *data;             /* TG_VALUE_CONST: owned, contiguous, row-major */
+    size_t nbytes;
+} tg_value;
+
+typedef enum {
+    TG_ATTR_INT = 1, TG_ATTR_FLOAT, TG_ATTR_STRING, TG_ATTR_INTS, TG_ATTR_FLOATS,
+    TG_ATTR_DIMS, TG_ATTR_DTYPE,
+} tg_attr_kind;
+
+typedef struct {
+    char *name;
+    tg_attr_kind kind;
+    int n;                  /* element count for INTS, FLOATS, DIMS */
+    union {
+        int64_t i;          /* INT, and DTYPE (a tg_dtype) */
+        double f;
+        char *s;
+        int64_t *ints;
+        double *floats;
+        tg_dim *dims;
+    } u;
+} tg_attr;
+
+typedef struct {
+    tg_op op;
+    char *name;
+    int nin;
+    int *in;                /* value ids; -1 for an omitted optional input */
+    int nout;
+    int *out;               /* value ids */
+    int nattr;
+    tg_attr *attr;
+    char *source;           /* user's source location ("model.py:42"), or NULL */
+} tg_node;
+
+typedef struct tg_graph {
+    int nsym;
+    tg_symbol sym[TG_MAX_SYMS];
+    int nvalue, value_cap;
+    tg_value *values;
+    int nnode, node_cap;
+    tg_node *nodes;
+    int ninput;
+    int *inputs;            /* value ids, in call order */
+    int noutput;
+    int *outputs;           /* value ids, in result order */
+} tg_graph;
+
+tg_graph *tg_graph_new(void);
+void tg_graph_free(tg_graph *g);
+
+/* Returns the symbol index, or -1 (tg_err). */
+int tg_graph_add_symbol(tg_graph *g, const char *name, int64_t min, int64_t max);
+int tg_graph_find_symbol(const tg_graph *g, const char *name);
+/* Return the new value id, or -1 (tg_err). */
+int tg_graph_add_input(tg_graph *g, const char *name, tg_dtype dt, const tg_shape *shape);
+/* Takes ownership of data (malloc'd, nbytes must match dtype and constant shape). */
+int tg_graph_add_const(tg_graph *g, const char *name, tg_dtype dt, const tg_shape *shape,
+                       void *data, size_t nbytes);
+int tg_graph_add_output(tg_graph *g, int value);
+int tg_graph_find_value(const tg_graph *g, const char *name);
+
+/* Add a node: checks inputs and attributes, infers outputs. in[i] may be -1 for an
+ * omitted optional input. Attributes are copied. name may be NULL (one is made up);
+ * outputs are named after the node. Returns the first output's value id, or -1
+ * (tg_err, naming the node). */
+int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                      int nattr, const tg_attr *attr);
+/* Source location for the node that produced value v (copied). */
+void tg_graph_set_source(tg_graph *g, int v, const char *source);
+
+/* Attribute constructors for tg_graph_add_node (they borrow; add_node copies). */
+tg_attr tg_attr_int(const char *name, int64_t v);
+tg_attr tg_attr_float(const char *name, double v);
+tg_attr tg_attr_string(const char *name, const char *s);
+tg_attr tg_attr_ints(const char *name, int n, const int64_t *v);
+tg_attr tg_attr_floats(const char *name, int n, const double *v);
+tg_attr tg_attr_dims(const char *name, int n, const tg_dim *v);
+tg_attr tg_attr_dtype(const char *name, tg_dtype t);
+
+/* Attribute lookup on a node; the default when absent. */
+const tg_attr *tg_node_attr(const tg_node *n, const char *name);
+int64_t tg_node_int(const tg_node *n, const char *name, int64_t dflt);
+double tg_node_float(const tg_node *n, const char *name, double dflt);
+const char *tg_node_string(const tg_node *n, const char *name, const char *dflt);
+/* Returns the count and sets *v, or -1 when absent. */
+int tg_node_ints(const tg_node *n, const char *name, const int64_t **v);
+int tg_node_floats(const tg_node *n, const char *name, const double **v);
+int tg_node_dims(const tg_node *n, const char *name, const tg_dim **v);
+
+/* The value of input i of node n, or NULL when omitted / out of range. */
+const tg_value *tg_node_input(const tg_graph *g, const tg_node *n, int i);
+
+/* Shapes. */
+tg_shape tg_shape_of(int rank, const int64_t *dims);   /* all-constant shape */
+bool tg_shape_eq(const tg_shape *a, const tg_shape *b);
+bool tg_shape_is_const(const tg_shape *s, int64_t *dims /* may be NULL */);
+/* Element count as an expression; -1 (tg_err) on overflow. */
+int tg_shape_numel(const tg_shape *s, tg_dim *out);
+/* "[s0, 64, 2*s0]" */
+int tg_shape_format(const tg_shape *s, const tg_symbol *syms, char *buf, size_t n);
+/* Concrete dims for symbol values; -1 (tg_err) on overflow or negative. */
+int tg_shape_eval(const tg_shape *s, const int64_t *symvals, int64_t *dims);
+
+/* Editing, for passes. Replace every use of value `from` (node inputs and graph
+ * outputs) by value `to`. */
+void tg_graph_replace_uses(tg_graph *g, int from, int to);
+/* Mark node i dead; tg_graph_compact drops dead nodes, values nothing refers to
+ * (except graph inputs), and renumbers. */
+void tg_graph_kill_node(tg_graph *g, int i);
+int tg_graph_compact(tg_graph *g);
+/* Number of uses of each value (node inputs + graph outputs); caller frees. */
+int *tg_graph_use_counts(const tg_graph *g);
+/* Deep copy. */
+tg_graph *tg_graph_clone(const tg_graph *g);
+
+/* Check every invariant and every node's inference again; report every problem
+ * (one line each, with the node name) in the tg_err message. 0 or -1. */
+int tg_graph_validate(const tg_graph *g);
+
+#endif
