@@ -1,0 +1,93 @@
+/* CPU kernels: plain C over pointers and sizes, float32 unless the name says
+ * otherwise. No IR types here: the same code serves the interpreter (linked into
+ * libtgraph) and compiled models (libtgkernels.a, linked into every .so that
+ * tcompile writes). Layouts are PyTorch's: row-major, NCHW, weights [out, in].
+ * Every kernel is unit-tested against a float64 reference (tests/unit/). */
+#ifndef TGK_KERNELS_H
+#define TGK_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- threads (parallel.c): a persistent pthread pool ---------------------- */
+typedef void (*tgk_task_fn)(void *ctx, int64_t begin, int64_t end);
+/* Split [0, n) into chunks of at least `grain` and run fn on the pool; returns
+ * when all are done. Runs inline when n is small or one thread is set. Safe to
+ * call from several threads at once (callers then share the pool's workers). */
+void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx);
+void tgk_set_num_threads(int n);   /* <= 0: all cores */
+int tgk_num_threads(void);
+
+/* ---- GEMM (gemm.c, OpenBLAS) ----------------------------------------------- */
+/* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major. */
+void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float beta, float *C, int64_t ldc);
+/* y[M,N] = x[M,K] * w[N,K]^T + b[N] (b may be NULL). */
+void tgk_linear_f32(const float *x, const float *w, const float *b, float *y,
+                    int64_t M, int64_t N, int64_t K);
+
+/* ---- convolution (conv.c): im2col + GEMM, groups, dilation, transposed ----- */
+typedef struct {
+    int nsp;                    /* spatial dims: 1, 2 or 3 */
+    int64_t n, c, k, groups;    /* batch, in channels, out channels, groups */
+    int64_t in[3], out[3];      /* spatial sizes */
+    int64_t kernel[3], stride[3], pad[3], dil[3];
+    bool transposed;            /* weight [C, K/groups, *kernel] instead of [K, C/groups, *kernel] */
+} tgk_conv_desc;
+/* b may be NULL. out[] must be filled in by the caller. */
+void tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y);
+
+/* ---- attention (sdpa.c): FlashAttention-2 style, tiled, online softmax ------ */
+typedef struct {
+    int64_t batch;              /* product of leading dims */
+    int64_t hq, hk;             /* query heads, key/value heads (hq % hk == 0: GQA) */
+    int64_t L, S, E, Ev;        /* query len, key len, qk head dim, v head dim */
+    float scale;
+    bool causal;                /* upper-left aligned, like torch is_causal */
+    const float *mask;          /* additive, or NULL; element (b,h,l,s) at */
+    int64_t mask_stride[4];     /* b*st[0] + h*st[1] + l*st[2] + s*st[3] (0 = broadcast) */
+} tgk_sdpa_desc;
+/* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev].
+ * Extra memory O(tile), never O(L*S). Fully masked rows give 0. */
+void tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o);
+
+/* ---- pooling (pool.c), NC + 1 or 2 spatial dims ------------------------------ */
+typedef struct {
+    int nsp;
+    int64_t n, c;
+    int64_t in[2], out[2], kernel[2], stride[2], pad[2], dil[2];
+    bool count_include_pad;     /* avg only */
+} tgk_pool_desc;
+void tgk_max_pool_f32(const tgk_pool_desc *d, const float *x, float *y);
+void tgk_avg_pool_f32(const tgk_pool_desc *d, const float *x, float *y);
+/* x [nc, in_h, in_w] -> y [nc, out_h, out_w], PyTorch's adaptive bins. */
+void tgk_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w,
+                               int64_t out_h, int64_t out_w, const float *x, float *y);
+
+/* ---- normalization and softmax (norm.c, softmax.c) ---------------------------- */
+/* rows of `cols` elements; w, b [cols] may be NULL. */
+void tgk_layer_norm_f32(const float *x, const float *w, const float *b, float *y,
+                        int64_t rows, int64_t cols, float eps);
+/* x [n, c, spatial]; w, b [c] may be NULL. */
+void tgk_group_norm_f32(const float *x, const float *w, const float *b, float *y,
+                        int64_t n, int64_t c, int64_t spatial, int64_t groups, float eps);
+/* inference form; w, b may be NULL. */
+void tgk_batch_norm_f32(const float *x, const float *mean, const float *var,
+                        const float *w, const float *b, float *y,
+                        int64_t n, int64_t c, int64_t spatial, float eps);
+/* softmax over the middle axis of [outer, len, inner]; log: log_softmax. */
+void tgk_softmax_f32(const float *x, float *y, int64_t outer, int64_t len, int64_t inner,
+                     bool log);
+
+/* ---- vector primitives (vec.c): y[i] = f(x[i]); x == y allowed ---------------- */
+void tgk_vec_exp_f32(int64_t n, const float *x, float *y);
+void tgk_vec_tanh_f32(int64_t n, const float *x, float *y);
+void tgk_vec_sigmoid_f32(int64_t n, const float *x, float *y);
+void tgk_vec_gelu_f32(int64_t n, const float *x, float *y);       /* erf form */
+void tgk_vec_gelu_tanh_f32(int64_t n, const float *x, float *y);
+void tgk_vec_silu_f32(int64_t n, const float *x, float *y);
+void tgk_vec_erf_f32(int64_t n, const float *x, float *y);
+
+#endif
