@@ -1,0 +1,212 @@
+/* Linear algebra and convolution: matmul, linear, conv, sdpa. */
+#include "infer.h"
+
+#include <inttypes.h>
+
+/* Dims [from, to) of s as a shape. */
+static tg_shape sub_shape(const tg_shape *s, int from, int to)
+{
+    tg_shape r = { .rank = to > from ? to - from : 0 };
+    for (int i = 0; i < r.rank; i++)
+        r.d[i] = s->d[from + i];
+    return r;
+}
+
+static int push_dim(tg_shape *s, tg_dim d)
+{
+    if (s->rank >= TG_MAX_RANK)
+        return tg_err("result has more than %d dims", TG_MAX_RANK);
+    s->d[s->rank++] = d;
+    return 0;
+}
+
+/* NumPy matmul: a 1-D operand gains a dim of 1 (front for a, back for b) that the
+ * result then drops; the batch dims in front of the last two broadcast. */
+int tg_infer_matmul(tg_graph *g, int node)
+{
+    const tg_value *a = tg_infer_in(g, node, 0), *b = tg_infer_in(g, node, 1);
+    if (!a || !b || tg_check_numeric(a, 0) || tg_check_same_dtype(b, 1, a, 0) ||
+        tg_check_rank(a, 0, 1, TG_MAX_RANK) || tg_check_rank(b, 1, 1, TG_MAX_RANK))
+        return -1;
+    const tg_shape *sa = &a->shape, *sb = &b->shape;
+    tg_dim ka = sa->d[sa->rank - 1];
+    tg_dim kb = sb->rank == 1 ? sb->d[0] : sb->d[sb->rank - 2];
+    if (tg_check_dim_eq(g, ka, kb, "matmul inner dims differ"))
+        return -1;
+    tg_shape ba = sub_shape(sa, 0, sa->rank - 2), bb = sub_shape(sb, 0, sb->rank - 2), s;
+    if (tg_shape_broadcast(g, &ba, &bb, &s))
+        return -1;
+    if ((sa->rank >= 2 && push_dim(&s, sa->d[sa->rank - 2])) ||
+        (sb->rank >= 2 && push_dim(&s, sb->d[sb->rank - 1])))
+        return -1;
+    return tg_infer_set(g, node, a->dtype, &s);
+}
+
+int tg_infer_linear(tg_graph *g, int node)
+{
+    const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
+    const tg_value *b = tg_infer_opt(g, node, 2);
+    if (!x || !w || tg_check_numeric(x, 0) || tg_check_same_dtype(w, 1, x, 0) ||
+        tg_check_rank(x, 0, 1, TG_MAX_RANK) || tg_check_rank(w, 1, 2, 2) ||
+        tg_check_dim_eq(g, x->shape.d[x->shape.rank - 1], w->shape.d[1],
+                        "input features differ from weight [N, K]'s K"))
+        return -1;
+    tg_shape bs = { .rank = 1, .d = { w->shape.d[0] } };
+    if (b && (tg_check_same_dtype(b, 2, x, 0) || tg_check_shape(g, b, 2, &bs)))
+        return -1;
+    tg_shape s = x->shape;
+    s.d[s.rank - 1] = w->shape.d[0];
+    return tg_infer_set(g, node, x->dtype, &s);
+}
+
+/* --- conv --- */
+
+typedef struct {
+    int nsp, groups, transposed;
+    int64_t stride[3], pad[3], dil[3], outpad[3], kernel[3];
+} conv_params;
+
+static int read_conv_params(const tg_node *n, const tg_value *w, conv_params *p)
+{
+    int64_t groups;
+    if (tg_attr_get_int(n, "groups", 1, &groups) ||
+        tg_attr_get_flag(n, "transposed", 0, &p->transposed) ||
+        tg_attr_per_axis(n, "stride", p->nsp, 1, p->stride) ||
+        tg_attr_per_axis(n, "padding", p->nsp, 0, p->pad) ||
+        tg_attr_per_axis(n, "dilation", p->nsp, 1, p->dil) ||
+        tg_attr_per_axis(n, "output_padding", p->nsp, 0, p->outpad))
+        return -1;
+    if (groups < 1 || groups > INT32_MAX)
+        return tg_err("attribute 'groups' is %" PRId64 ", must be positive", groups);
+    p->groups = (int)groups;
+    for (int i = 0; i < p->nsp; i++) {
+        if (p->stride[i] < 1 || p->dil[i] < 1)
+            return tg_err("stride and dilation must be positive (spatial axis %d)", i);
+        if (p->pad[i] < 0 || p->outpad[i] < 0)
+            return tg_err("padding and output_padding must not be negative (spatial axis %d)", i);
+        if (p->outpad[i] && !p->transposed)
+            return tg_err("attribute 'output_padding' needs transposed=1");
+        if (p->outpad[i] >= p->stride[i] && p->outpad[i] >= p->dil[i])
+            return tg_err("output_padding %" PRId64 " must be smaller than stride or dilation"
+                          " (spatial axis %d)", p->outpad[i], i);
+        if (!tg_dim_is_const(w->shape.d[2 + i], &p->kernel[i]) || p->kernel[i] < 1)
+            return tg_err("weight kernel size must be a positive constant (spatial axis %d)", i);
+    }
+    return 0;
+}
+
+/* One spatial output size. */
+static int conv_out_dim(const conv_params *p, int i, tg_dim in, tg_dim *out)
+{
+    int64_t span = p->dil[i] * (p->kernel[i] - 1);
+    tg_dim t;
+    if (p->transposed)   /* (in-1)*s - 2p + d(k-1) + output_padding + 1 */
+        return tg_dim_affine(in, p->stride[i],
+                             -p->stride[i] - 2 * p->pad[i] + span + p->outpad[i] + 1, out);
+    /* floor((in + 2p - d(k-1) - 1) / s) + 1 */
+    if (tg_dim_affine(in, 1, 2 * p->pad[i] - span - 1, &t) ||
+        tg_dim_floordiv(t, p->stride[i], &t))
+        return -1;
+    return tg_dim_add(t, tg_dim_const(1), out);
+}
+
+int tg_infer_conv(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
+    const tg_value *b = tg_infer_opt(g, node, 2);
+    conv_params p;
+    tg_dim cin_w, cout, q;
+    char s1[TG_INFER_STR];
+    if (!x || !w || tg_check_numeric(x, 0) || tg_check_same_dtype(w, 1, x, 0) ||
+        tg_check_rank(x, 0, 3, 5) || tg_check_rank(w, 1, x->shape.rank, x->shape.rank))
+        return -1;
+    p.nsp = x->shape.rank - 2;
+    if (read_conv_params(n, w, &p))
+        return -1;
+    /* weight [K, C/groups, *k], or transposed [C, K/groups, *k] */
+    tg_dim wgroups = tg_dim_const(p.groups);
+    if (tg_dim_div(w->shape.d[0], wgroups, &q))
+        return tg_err("groups %d does not divide weight dim 0 (%s)", p.groups,
+                      tg_infer_dim_str(g, w->shape.d[0], s1));
+    if (p.transposed) {
+        cin_w = w->shape.d[0];
+        if (tg_dim_mul(w->shape.d[1], wgroups, &cout))
+            return -1;
+    } else {
+        cout = w->shape.d[0];
+        if (tg_dim_mul(w->shape.d[1], wgroups, &cin_w))
+            return -1;
+    }
+    if (tg_check_dim_eq(g, x->shape.d[1], cin_w, "input channels differ from the weight's"))
+        return -1;
+    tg_shape bs = { .rank = 1, .d = { cout } };
+    if (b && (tg_check_same_dtype(b, 2, x, 0) || tg_check_shape(g, b, 2, &bs)))
+        return -1;
+    tg_shape s = { .rank = x->shape.rank, .d = { x->shape.d[0], cout } };
+    for (int i = 0; i < p.nsp; i++) {
+        int64_t v;
+        if (conv_out_dim(&p, i, x->shape.d[2 + i], &s.d[2 + i]))
+            return -1;
+        if (tg_dim_is_const(s.d[2 + i], &v) && v < 1)
+            return tg_err("output size %" PRId64 " along spatial axis %d: input too small"
+                          " for the kernel", v, i);
+    }
+    return tg_infer_set(g, node, x->dtype, &s);
+}
+
+/* --- scaled dot-product attention --- */
+
+int tg_infer_sdpa(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *q = tg_infer_in(g, node, 0), *k = tg_infer_in(g, node, 1);
+    const tg_value *v = tg_infer_in(g, node, 2), *m = tg_infer_opt(g, node, 3);
+    int causal, gqa;
+    double scale;
+    if (!q || !k || !v || tg_check_float(q, 0) || tg_check_same_dtype(k, 1, q, 0) ||
+        tg_check_same_dtype(v, 2, q, 0) || tg_check_rank(q, 0, 3, TG_MAX_RANK))
+        return -1;
+    int r = q->shape.rank;
+    if (tg_check_rank(k, 1, r, r) || tg_check_rank(v, 2, r, r) ||
+        tg_attr_get_flag(n, "causal", 0, &causal) || tg_attr_get_flag(n, "gqa", 0, &gqa) ||
+        tg_attr_get_float(n, "scale", 0, &scale))
+        return -1;
+    const tg_dim *qd = q->shape.d, *kd = k->shape.d, *vd = v->shape.d;
+    for (int i = 0; i < r - 3; i++)
+        if (tg_check_dim_eq(g, qd[i], kd[i], "q and k batch dims differ") ||
+            tg_check_dim_eq(g, qd[i], vd[i], "q and v batch dims differ"))
+            return -1;
+    if (tg_check_dim_eq(g, qd[r - 1], kd[r - 1], "q and k head sizes (E) differ") ||
+        tg_check_dim_eq(g, kd[r - 3], vd[r - 3], "k and v head counts differ") ||
+        tg_check_dim_eq(g, kd[r - 2], vd[r - 2], "k and v sequence lengths differ"))
+        return -1;
+    if (!tg_dim_eq(qd[r - 3], kd[r - 3])) {
+        tg_dim ratio;
+        char s1[TG_INFER_STR], s2[TG_INFER_STR];
+        if (!gqa)
+            return tg_err("q has %s heads and k %s: set gqa=1 for grouped-query attention",
+                          tg_infer_dim_str(g, qd[r - 3], s1), tg_infer_dim_str(g, kd[r - 3], s2));
+        if (tg_dim_div(qd[r - 3], kd[r - 3], &ratio))
+            return tg_err("grouped-query attention needs q heads (%s) to be a multiple of"
+                          " k heads (%s)", tg_infer_dim_str(g, qd[r - 3], s1),
+                          tg_infer_dim_str(g, kd[r - 3], s2));
+    }
+    tg_shape out = q->shape;
+    out.d[r - 1] = vd[r - 1];
+    if (m) {
+        tg_shape scores = q->shape, b;
+        char s1[TG_INFER_STR], s2[TG_INFER_STR];
+        scores.d[r - 1] = kd[r - 2];
+        if (causal)
+            return tg_err("a mask and causal=1 together are ambiguous: give one");
+        if (m->dtype != TG_BOOL && m->dtype != q->dtype)
+            return tg_err("input 3 (mask) has dtype %s, expected bool or %s",
+                          tg_dtype_name(m->dtype), tg_dtype_name(q->dtype));
+        if (tg_shape_broadcast(g, &m->shape, &scores, &b) || !tg_shape_eq(&b, &scores))
+            return tg_err("mask %s does not broadcast to the scores %s",
+                          tg_infer_shape_str(g, &m->shape, s1),
+                          tg_infer_shape_str(g, &scores, s2));
+    }
+    return tg_infer_set(g, node, q->dtype, &out);
+}
