@@ -95,11 +95,19 @@ int tg_graph_add_symbol(tg_graph *g, const char *name, int64_t min, int64_t max)
 int tg_graph_find_symbol(const tg_graph *g, const char *name);
 /* Return the new value id, or -1 (tg_err). */
 int tg_graph_add_input(tg_graph *g, const char *name, tg_dtype dt, const tg_shape *shape);
-/* Takes ownership of data (malloc'd, nbytes must match dtype and constant shape). */
+/* Takes ownership of data (malloc'd, nbytes must match dtype and constant shape);
+ * on failure data is freed too. */
 int tg_graph_add_const(tg_graph *g, const char *name, tg_dtype dt, const tg_shape *shape,
                        void *data, size_t nbytes);
+/* The same with a copy of data (numel * dtype size bytes); the caller keeps data. */
+int tg_graph_add_const_copy(tg_graph *g, const char *name, tg_dtype dt, const tg_shape *shape,
+                            const void *data);
+/* A rank-0 constant holding v converted to dt (as tg_store_f64). */
+int tg_graph_add_scalar(tg_graph *g, const char *name, tg_dtype dt, double v);
 int tg_graph_add_output(tg_graph *g, int value);
+/* Index by name, or -1. */
 int tg_graph_find_value(const tg_graph *g, const char *name);
+int tg_graph_find_node(const tg_graph *g, const char *name);
 
 /* Add a node: checks inputs and attributes, infers outputs. in[i] may be -1 for an
  * omitted optional input. Attributes are copied. name may be NULL (one is made up);
@@ -144,10 +152,14 @@ int tg_shape_format(const tg_shape *s, const tg_symbol *syms, char *buf, size_t 
 int tg_shape_eval(const tg_shape *s, const int64_t *symvals, int64_t *dims);
 
 /* Editing, for passes. Replace every use of value `from` (node inputs and graph
- * outputs) by value `to`. */
+ * outputs) by value `to`, except in the node that produces `to` (so a node just
+ * inserted after `from` keeps reading it). */
 void tg_graph_replace_uses(tg_graph *g, int from, int to);
 /* Mark node i dead; tg_graph_compact drops dead nodes, values nothing refers to
- * (except graph inputs), and renumbers. */
+ * (except graph inputs), renumbers, and puts the nodes back in topological order
+ * (keeping the current order where it is valid), so passes may append nodes and
+ * rewire earlier ones. -1 (tg_err, graph unchanged) when a live node or a graph
+ * output still reads a dead node's output, or on a cycle. */
 void tg_graph_kill_node(tg_graph *g, int i);
 int tg_graph_compact(tg_graph *g);
 /* Number of uses of each value (node inputs + graph outputs); caller frees. */
