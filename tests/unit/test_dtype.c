@@ -1,0 +1,283 @@
+/* dtype tables and conversions, checked against float64 arithmetic:
+ * every f16/bf16/fp8 code decoded, every rounding boundary encoded. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "unit.h"
+
+typedef struct {
+    const char *name;
+    int ebits, mbits, bias;
+    bool ieee;              /* all-ones exponent is inf/NaN; else only S.1111.111 is NaN */
+    int nbits;
+    uint32_t (*enc)(float);
+    double (*dec)(uint32_t);
+    void (*store)(void *, double);   /* through tg_store_f64 */
+} format;
+
+static uint32_t enc_f16(float f) { return tg_f32_to_f16(f); }
+static uint32_t enc_bf16(float f) { return tg_f32_to_bf16(f); }
+static uint32_t enc_e4m3(float f) { return tg_f32_to_f8e4m3(f); }
+static uint32_t enc_e5m2(float f) { return tg_f32_to_f8e5m2(f); }
+static double dec_f16(uint32_t c) { return tg_f16_to_f32((uint16_t)c); }
+static double dec_bf16(uint32_t c) { return tg_bf16_to_f32((uint16_t)c); }
+static double dec_e4m3(uint32_t c) { return tg_f8e4m3_to_f32((uint8_t)c); }
+static double dec_e5m2(uint32_t c) { return tg_f8e5m2_to_f32((uint8_t)c); }
+
+static const format formats[] = {
+    {"f16", 5, 10, 15, true, 16, enc_f16, dec_f16, NULL},
+    {"bf16", 8, 7, 127, true, 16, enc_bf16, dec_bf16, NULL},
+    {"f8e4m3", 4, 3, 7, false, 8, enc_e4m3, dec_e4m3, NULL},
+    {"f8e5m2", 5, 2, 15, true, 8, enc_e5m2, dec_e5m2, NULL},
+};
+static const tg_dtype format_dtype[] = {TG_F16, TG_BF16, TG_F8E4M3, TG_F8E5M2};
+
+/* The value of a code, computed from its fields in float64. */
+static double reference(const format *f, uint32_t c)
+{
+    int sign = (c >> (f->nbits - 1)) & 1;
+    int e = (int)((c >> f->mbits) & ((1u << f->ebits) - 1));
+    int m = (int)(c & ((1u << f->mbits) - 1));
+    int emax = (1 << f->ebits) - 1;
+    double v;
+    if (f->ieee && e == emax)
+        v = m ? NAN : INFINITY;
+    else if (!f->ieee && e == emax && m == (1 << f->mbits) - 1)
+        v = NAN;
+    else if (e == 0)
+        v = ldexp(m, 1 - f->bias - f->mbits);
+    else
+        v = ldexp((1 << f->mbits) + m, e - f->bias - f->mbits);
+    return sign ? -v : v;
+}
+
+static bool same(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+static void test_decode(const format *f)
+{
+    int bad = 0;
+    for (uint32_t c = 0; c < (1u << f->nbits); c++)
+        bad += !same(f->dec(c), reference(f, c));
+    CHECK(bad == 0);
+    if (bad)
+        fprintf(stderr, "  %s: %d codes decode wrong\n", f->name, bad);
+}
+
+
+typedef struct {
+    uint32_t code;
+    double v;
+} entry;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    double x = ((const entry *)a)->v, y = ((const entry *)b)->v;
+    return x < y ? -1 : x > y;
+}
+
+/* Encoding: every finite code round-trips, and around the midpoint of every pair of
+ * adjacent non-negative values the rounding goes to the right neighbour. */
+static void test_encode(const format *f, tg_dtype dt)
+{
+    uint32_t ncode = 1u << f->nbits, signbit_ = 1u << (f->nbits - 1);
+    entry *e = malloc(ncode * sizeof *e);
+    int n = 0, bad_rt = 0, bad_mid = 0, bad_store = 0;
+    for (uint32_t c = 0; c < ncode; c++) {
+        double v = reference(f, c);
+        if (isnan(v) || isinf(v))
+            continue;
+        bad_rt += f->enc((float)v) != c;
+        if (!(c & signbit_))
+            e[n++] = (entry){c, v};
+    }
+    qsort(e, (size_t)n, sizeof *e, cmp_entry);
+    for (int i = 0; i + 1 < n; i++) {
+        uint32_t a = e[i].code, b = e[i + 1].code;
+        double mid = (e[i].v + e[i + 1].v) / 2;     /* exact in float and double */
+        uint32_t even = (a & 1) ? b : a;
+        float below = nextafterf((float)mid, 0), above = nextafterf((float)mid, INFINITY);
+        bad_mid += f->enc((float)mid) != even;
+        bad_mid += f->enc(below) != a || f->enc(above) != b;
+        bad_mid += f->enc(-(float)mid) != (even | signbit_);
+        bad_mid += f->enc(-below) != (a | signbit_) || f->enc(-above) != (b | signbit_);
+        /* a double just off the midpoint, which an f32 detour would round onto it */
+        double eps = (e[i + 1].v - e[i].v) * 0x1p-30;
+        unsigned char out[2] = {0};
+        tg_store_f64(dt, out, 0, mid + eps);
+        uint32_t got = f->nbits == 8 ? out[0] : (uint32_t)(out[0] | out[1] << 8);
+        bad_store += got != b;
+        tg_store_f64(dt, out, 0, mid - eps);
+        got = f->nbits == 8 ? out[0] : (uint32_t)(out[0] | out[1] << 8);
+        bad_store += got != a;
+    }
+    CHECK(bad_rt == 0);
+    CHECK(bad_mid == 0);
+    CHECK(bad_store == 0);
+    if (bad_rt || bad_mid || bad_store)
+        fprintf(stderr, "  %s: %d round-trip, %d midpoint, %d store errors\n", f->name, bad_rt,
+                bad_mid, bad_store);
+    free(e);
+}
+
+static void test_specials(void)
+{
+    /* f16: 65520 is the midpoint between 65504 (odd) and 2^16 (would-be even): inf */
+    CHECK(tg_f32_to_f16(65519.0f) == 0x7bff);
+    CHECK(tg_f32_to_f16(65520.0f) == 0x7c00);
+    CHECK(tg_f32_to_f16(1e10f) == 0x7c00);
+    CHECK(tg_f32_to_f16(-INFINITY) == 0xfc00);
+    CHECK((tg_f32_to_f16(NAN) & 0x7fff) > 0x7c00);
+    CHECK(tg_f32_to_f16(0x1p-25f) == 0);            /* half the smallest subnormal: even */
+    CHECK(tg_f32_to_f16(0x1.000002p-25f) == 1);
+    CHECK(tg_f32_to_f16(-0.0f) == 0x8000);
+    /* bf16 */
+    CHECK(tg_f32_to_bf16(3.4028235e38f) == 0x7f80);
+    CHECK(tg_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK((tg_f32_to_bf16(-NAN) & 0x7fff) > 0x7f80);
+    CHECK(tg_f32_to_bf16(0x1p-149f) == 0);          /* f32 subnormal below bf16's half step */
+    CHECK(tg_f32_to_bf16(0x1p-133f) == 1);          /* smallest bf16 subnormal */
+    /* e4m3fn: no inf; overflow and inf saturate to 448; NaN is 0x7f/0xff */
+    CHECK(tg_f32_to_f8e4m3(448.0f) == 0x7e);
+    CHECK(tg_f32_to_f8e4m3(464.0f) == 0x7e);
+    CHECK(tg_f32_to_f8e4m3(1e6f) == 0x7e);
+    CHECK(tg_f32_to_f8e4m3(INFINITY) == 0x7e);
+    CHECK(tg_f32_to_f8e4m3(-INFINITY) == 0xfe);
+    CHECK(tg_f32_to_f8e4m3(NAN) == 0x7f);
+    CHECK(tg_f32_to_f8e4m3(-NAN) == 0xff);
+    CHECK(isnan(tg_f8e4m3_to_f32(0x7f)) && isnan(tg_f8e4m3_to_f32(0xff)));
+    CHECK(tg_f8e4m3_to_f32(0x7e) == 448.0f);
+    CHECK(tg_f8e4m3_to_f32(0x01) == 0x1p-9f);
+    /* e5m2: has inf */
+    CHECK(tg_f32_to_f8e5m2(57344.0f) == 0x7b);
+    CHECK(tg_f32_to_f8e5m2(61440.0f) == 0x7c);
+    CHECK(tg_f32_to_f8e5m2(1e9f) == 0x7c);
+    CHECK(isinf(tg_f8e5m2_to_f32(0x7c)) && isnan(tg_f8e5m2_to_f32(0x7d)));
+    CHECK(tg_f32_to_f8e5m2(NAN) == 0x7e);
+}
+
+static void test_tables(void)
+{
+    CHECK(tg_dtype_size(TG_DTYPE_NONE) == 0);
+    CHECK(tg_dtype_size((tg_dtype)99) == 0);
+    CHECK(tg_dtype_from_name("nope") == TG_DTYPE_NONE);
+    CHECK(tg_dtype_from_name(NULL) == TG_DTYPE_NONE);
+    for (int t = 1; t < TG_DTYPE_COUNT; t++) {
+        CHECK(tg_dtype_size((tg_dtype)t) > 0);
+        CHECK(tg_dtype_from_name(tg_dtype_name((tg_dtype)t)) == t);
+        CHECK(tg_dtype_from_st_name(tg_dtype_st_name((tg_dtype)t)) == t);
+        const char *d = tg_dtype_npy_descr((tg_dtype)t);
+        if (d)
+            CHECK(tg_dtype_from_npy_descr(d) == t);
+        CHECK(tg_dtype_is_float((tg_dtype)t) + tg_dtype_is_int((tg_dtype)t) +
+                  (t == TG_BOOL) == 1);
+    }
+    CHECK(strcmp(tg_dtype_name(TG_BF16), "bf16") == 0);
+    CHECK(strcmp(tg_dtype_st_name(TG_F8E4M3), "F8_E4M3") == 0);
+    CHECK(strcmp(tg_dtype_npy_descr(TG_BOOL), "|b1") == 0);
+    CHECK(tg_dtype_npy_descr(TG_BF16) == NULL);
+    CHECK(tg_dtype_from_npy_descr("f4") == TG_F32);
+    CHECK(tg_dtype_from_npy_descr("=f8") == TG_F64);
+    CHECK(tg_dtype_from_npy_descr("<i1") == TG_I8);
+    CHECK(tg_dtype_from_npy_descr(">f4") == TG_DTYPE_NONE);
+    CHECK(tg_dtype_from_npy_descr("|f4") == TG_DTYPE_NONE);
+    CHECK(tg_dtype_size(TG_I64) == 8 && tg_dtype_size(TG_BF16) == 2);
+}
+
+/* Every type stores and loads back values it can hold exactly. */
+static void test_load_store(void)
+{
+    const double vals[] = {0, 1, -2, 3, 96, -6, 0.25};   /* exact even in e5m2 */
+    for (int t = 1; t < TG_DTYPE_COUNT; t++) {
+        unsigned char buf[8 * 8];
+        for (int i = 0; i < 7; i++) {
+            double v = vals[i];
+            if (!tg_dtype_is_float((tg_dtype)t))
+                v = trunc(v);
+            if (t == TG_U8 && v < 0)
+                v = -v;
+            if (t == TG_BOOL)
+                v = v != 0;
+            tg_store_f64((tg_dtype)t, buf, (size_t)i, v);
+            CHECK(tg_load_f64((tg_dtype)t, buf, (size_t)i) == v);
+        }
+    }
+    unsigned char b[8];
+    tg_store_f64(TG_I8, b, 0, 1000.7);
+    CHECK(tg_load_f64(TG_I8, b, 0) == 127);
+    tg_store_f64(TG_I8, b, 0, -3.9);
+    CHECK(tg_load_f64(TG_I8, b, 0) == -3);
+    tg_store_f64(TG_U8, b, 0, -1);
+    CHECK(tg_load_f64(TG_U8, b, 0) == 0);
+    tg_store_f64(TG_I32, b, 0, NAN);
+    CHECK(tg_load_f64(TG_I32, b, 0) == 0);
+    tg_store_f64(TG_I64, b, 0, 1e30);
+    CHECK(*(int64_t *)b == INT64_MAX);
+    tg_store_f64(TG_BOOL, b, 0, 0.5);
+    CHECK(b[0] == 1);
+}
+
+static double urand(void) { return (double)rand() / RAND_MAX * 2 - 1; }
+
+static void test_convert(void)
+{
+    enum { N = 257 };
+    float src[N], back[N];
+    double ref[N];
+    for (int i = 0; i < N; i++)
+        src[i] = (float)(urand() * 300);
+    /* every float type: convert there and back equals encode+decode of each element */
+    for (int t = 1; t < TG_DTYPE_COUNT; t++) {
+        unsigned char mid[N * 8];
+        tg_convert((tg_dtype)t, mid, TG_F32, src, N);
+        tg_convert(TG_F32, back, (tg_dtype)t, mid, N);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            unsigned char one[8];
+            tg_store_f64((tg_dtype)t, one, 0, src[i]);
+            ref[i] = (float)tg_load_f64((tg_dtype)t, one, 0);
+            bad += !same(back[i], ref[i]);
+        }
+        CHECK(bad == 0);
+    }
+    /* integers stay exact above 2^53 and narrow by wrapping */
+    int64_t big[3] = {(INT64_C(1) << 60) + 1, -5, 300};
+    int64_t big2[3];
+    int8_t small[3];
+    int32_t mid32[3];
+    tg_convert(TG_I32, mid32, TG_I64, big, 3);
+    tg_convert(TG_I64, big2, TG_I32, mid32, 3);
+    CHECK(big2[1] == -5 && big2[2] == 300 && mid32[0] == 1);
+    tg_convert(TG_I8, small, TG_I64, big, 3);
+    CHECK(small[1] == -5 && small[2] == 44);
+    tg_convert(TG_I64, big2, TG_I64, big, 3);
+    CHECK(big2[0] == big[0]);
+    uint8_t bools[3] = {0, 7, 1}, bools2[3];
+    tg_convert(TG_BOOL, bools2, TG_BOOL, bools, 3);
+    CHECK(bools2[0] == 0 && bools2[1] == 1 && bools2[2] == 1);
+    float fb[3];
+    tg_convert(TG_F32, fb, TG_BOOL, bools, 3);
+    CHECK(fb[0] == 0 && fb[1] == 1 && fb[2] == 1);
+    double d[2] = {0.1, -2.5};
+    float f[2];
+    tg_convert(TG_F32, f, TG_F64, d, 2);
+    CHECK(f[0] == 0.1f && f[1] == -2.5f);
+}
+
+int main(void)
+{
+    srand(12345);
+    test_tables();
+    for (int i = 0; i < 4; i++) {
+        test_decode(&formats[i]);
+        test_encode(&formats[i], format_dtype[i]);
+    }
+    test_specials();
+    test_load_store();
+    test_convert();
+    return unit_report();
+}
