@@ -15,5 +15,8 @@ typedef struct {
 tg_graph *tg_import_pt2(const char *path, const tg_import_opts *opts);
 /* ONNX models, opset >= 13; external data resolved beside the model. */
 tg_graph *tg_import_onnx(const char *path, const tg_import_opts *opts);
+/* The same from memory; external data is looked up in dir (fuzzing, embedding). */
+tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
+                             const tg_import_opts *opts);
 
 #endif

@@ -1,0 +1,555 @@
+/* ONNX models to tgraph graphs: decoding (libprotobuf-c with the subset in
+ * onnx.proto), tensors and external data, symbols, and the walk over the nodes.
+ * The op mapping itself is in onnx_ops.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "import.h"
+#include "onnx_internal.h"
+
+#define ONNX_MAX_FILE ((size_t)2 << 30)     /* protobuf's own limit for one message */
+#define ONNX_MIN_OPSET 13
+/* dim_param symbols get this range unless --range says otherwise (documented in
+ * texport(1)). */
+#define ONNX_SYM_MIN 1
+#define ONNX_SYM_MAX INT32_MAX
+
+/* ---- the name table --------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603u;         /* FNV-1a */
+    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211u;
+    return h;
+}
+
+static int hash_find(const onnx_ctx *c, const char *name)
+{
+    if (!c->hash_cap) return -1;
+    for (size_t i = hash_str(name) & (c->hash_cap - 1);; i = (i + 1) & (c->hash_cap - 1)) {
+        int e = c->hash[i];
+        if (e < 0) return -1;
+        if (!strcmp(c->ents[e].name, name)) return e;
+    }
+}
+
+static int hash_grow(onnx_ctx *c)
+{
+    int cap = c->hash_cap ? c->hash_cap * 2 : 256;
+    int *h = malloc(sizeof *h * cap);
+    if (!h) return tg_err("out of memory");
+    memset(h, 0xff, sizeof *h * cap);
+    for (int e = 0; e < c->nent; e++) {
+        size_t i = hash_str(c->ents[e].name) & (cap - 1);
+        while (h[i] >= 0) i = (i + 1) & (cap - 1);
+        h[i] = e;
+    }
+    free(c->hash);
+    c->hash = h;
+    c->hash_cap = cap;
+    return 0;
+}
+
+static void ent_clear(onnx_ent *e)
+{
+    free(e->data);
+    free(e->syms);
+    e->data = NULL;
+    e->syms = NULL;
+}
+
+/* A new entry for name; redefinition replaces (ONNX names are SSA, but a graph
+ * input may share a name with an initializer that provides its default). */
+static onnx_ent *ent_new(onnx_ctx *c, const char *name)
+{
+    int e = hash_find(c, name);
+    if (e >= 0) {
+        ent_clear(&c->ents[e]);
+        char *keep = c->ents[e].name;
+        memset(&c->ents[e], 0, sizeof c->ents[e]);
+        c->ents[e].name = keep;
+        c->ents[e].value = -1;
+        return &c->ents[e];
+    }
+    if (c->nent == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 128;
+        onnx_ent *n = realloc(c->ents, sizeof *n * cap);
+        if (!n) return tg_err("out of memory"), NULL;
+        c->ents = n;
+        c->cap = cap;
+    }
+    if ((c->nent + 1) * 2 > c->hash_cap && hash_grow(c)) return NULL;
+    onnx_ent *p = &c->ents[c->nent];
+    memset(p, 0, sizeof *p);
+    p->name = strdup(name);
+    p->value = -1;
+    if (!p->name) return tg_err("out of memory"), NULL;
+    size_t i = hash_str(name) & (c->hash_cap - 1);
+    while (c->hash[i] >= 0) i = (i + 1) & (c->hash_cap - 1);
+    c->hash[i] = c->nent++;
+    return p;
+}
+
+onnx_ent *onnx_get(onnx_ctx *c, const char *name)
+{
+    int e = hash_find(c, name);
+    if (e < 0) return tg_err("tensor '%s' is used before it is defined", name), NULL;
+    return &c->ents[e];
+}
+
+int onnx_def_value(onnx_ctx *c, const char *name, int value)
+{
+    onnx_ent *e = ent_new(c, name);
+    if (!e) return -1;
+    e->kind = ONNX_ENT_VALUE;
+    e->value = value;
+    return 0;
+}
+
+int onnx_def_const(onnx_ctx *c, const char *name, tg_dtype dt, int rank, const int64_t *dims,
+                   void *data)
+{
+    onnx_ent *e = ent_new(c, name);
+    if (!e) return free(data), -1;
+    e->kind = ONNX_ENT_CONST;
+    e->dtype = dt;
+    e->rank = rank;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (e->dims[i] = dims[i]);
+    e->data = data;
+    e->nbytes = (size_t)n * tg_dtype_size(dt);
+    return 0;
+}
+
+int onnx_def_syms(onnx_ctx *c, const char *name, int rank, int n, const tg_dim *syms)
+{
+    /* All-constant results are ordinary constants: they can become runtime data. */
+    int64_t *v = malloc(sizeof *v * (n ? n : 1));
+    if (!v) return tg_err("out of memory");
+    bool all_const = true;
+    for (int i = 0; i < n && all_const; i++) all_const = tg_dim_is_const(syms[i], &v[i]);
+    if (all_const) {
+        int64_t dims[1] = {n};
+        return onnx_def_const(c, name, TG_I64, rank, dims, v);
+    }
+    free(v);
+    onnx_ent *e = ent_new(c, name);
+    if (!e) return -1;
+    e->kind = ONNX_ENT_SYMS;
+    e->rank = rank;
+    e->dims[0] = n;
+    e->nsyms = n;
+    e->syms = malloc(sizeof *e->syms * (n ? n : 1));
+    if (!e->syms) return tg_err("out of memory");
+    memcpy(e->syms, syms, sizeof *syms * n);
+    return 0;
+}
+
+int onnx_value(onnx_ctx *c, onnx_ent *e)
+{
+    if (e->value >= 0) return e->value;
+    if (e->kind == ONNX_ENT_VALUE)
+        return tg_err("'%s' comes from an operator that could not be imported", e->name);
+    if (e->kind == ONNX_ENT_SYMS)
+        return tg_err("shape value '%s' depends on a dynamic dimension and is used as "
+                      "tensor data (unsupported)", e->name);
+    tg_shape s = tg_shape_of(e->rank, e->dims);
+    void *copy = malloc(e->nbytes ? e->nbytes : 1);
+    if (!copy) return tg_err("out of memory");
+    memcpy(copy, e->data, e->nbytes);
+    int v = tg_graph_add_const(c->g, e->name, e->dtype, &s, copy, e->nbytes);
+    if (v < 0) return -1;
+    e->value = v;
+    return v;
+}
+
+int onnx_int_list(const onnx_ent *e, int max, int64_t *out, int *n)
+{
+    if (e->kind != ONNX_ENT_CONST)
+        return tg_err("'%s' must be a constant here", e->name);
+    if (e->rank > 1) return tg_err("'%s' must be a scalar or 1-D", e->name);
+    int64_t cnt = e->rank ? e->dims[0] : 1;
+    if (cnt > max) return tg_err("'%s' has %lld elements, at most %d allowed", e->name,
+                                 (long long)cnt, max);
+    for (int64_t i = 0; i < cnt; i++) {
+        double d = tg_load_f64(e->dtype, e->data, i);
+        out[i] = e->dtype == TG_I64 ? ((const int64_t *)e->data)[i] : (int64_t)d;
+    }
+    *n = (int)cnt;
+    return 0;
+}
+
+int onnx_dim_list(onnx_ctx *c, const onnx_ent *e, int max, tg_dim *out, int *n)
+{
+    if (e->kind == ONNX_ENT_SYMS) {
+        if (e->nsyms > max) return tg_err("'%s' has too many elements", e->name);
+        memcpy(out, e->syms, sizeof *out * e->nsyms);
+        *n = e->nsyms;
+        return 0;
+    }
+    int64_t v[TG_MAX_RANK * 2];
+    if (max > (int)(sizeof v / sizeof v[0])) max = sizeof v / sizeof v[0];
+    if (e->kind != ONNX_ENT_CONST || !tg_dtype_is_int(e->dtype))
+        return tg_err("'%s' must be a constant or a shape of integers here", e->name);
+    if (onnx_int_list(e, max, v, n)) return -1;
+    for (int i = 0; i < *n; i++) out[i] = tg_dim_const(v[i]);
+    return 0;
+}
+
+int onnx_scalar_f64(const onnx_ent *e, double *out)
+{
+    if (e->kind != ONNX_ENT_CONST) return tg_err("'%s' must be a constant here", e->name);
+    if (e->nbytes != tg_dtype_size(e->dtype)) return tg_err("'%s' must be a scalar", e->name);
+    *out = tg_load_f64(e->dtype, e->data, 0);
+    return 0;
+}
+
+/* ---- attributes ------------------------------------------------------------------ */
+
+const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+            return n->attribute[i];
+    return NULL;
+}
+
+int64_t onnx_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
+{
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
+    return a && a->has_i ? a->i : dflt;
+}
+
+double onnx_attr_float(const Onnx__NodeProto *n, const char *name, double dflt)
+{
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
+    return a && a->has_f ? a->f : dflt;
+}
+
+const char *onnx_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt)
+{
+    static _Thread_local char buf[64];
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
+    if (!a || !a->has_s) return dflt;
+    size_t len = a->s.len < sizeof buf - 1 ? a->s.len : sizeof buf - 1;
+    memcpy(buf, a->s.data, len);
+    buf[len] = 0;
+    return buf;
+}
+
+/* ---- tensors ----------------------------------------------------------------------- */
+
+tg_dtype onnx_elem_dtype(int32_t t)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return TG_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return TG_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return TG_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return TG_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return TG_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return TG_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return TG_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return TG_F16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return TG_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return TG_BF16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FN: return TG_F8E4M3;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2: return TG_F8E5M2;
+    default: return TG_DTYPE_NONE;
+    }
+}
+
+/* Read [offset, offset+len) of an external data file that must lie inside the
+ * model's folder: a relative name without "..", no symlink escaping it. */
+static int read_external(onnx_ctx *c, const char *loc, int64_t off, int64_t len, void *dst)
+{
+    if (!loc || !*loc || loc[0] == '/' || strstr(loc, ".."))
+        return tg_err("external data location '%s' must be a file inside the model's folder",
+                      loc ? loc : "");
+    char path[PATH_MAX], real_dir[PATH_MAX], real_file[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", c->model_dir, loc) >= (int)sizeof path)
+        return tg_err("external data path too long");
+    if (!realpath(c->model_dir, real_dir) || !realpath(path, real_file))
+        return tg_err("external data '%s': %s", loc, strerror(errno));
+    size_t dl = strlen(real_dir);
+    if (strncmp(real_file, real_dir, dl) || real_file[dl] != '/')
+        return tg_err("external data '%s' resolves outside the model's folder", loc);
+    FILE *f = fopen(real_file, "rb");
+    if (!f) return tg_err("external data '%s': %s", loc, strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fileno(f), &st) || off < 0 || len < 0 || off > st.st_size || len > st.st_size - off)
+        rc = tg_err("external data '%s': range %lld+%lld outside the file", loc,
+                    (long long)off, (long long)len);
+    else if (fseeko(f, off, SEEK_SET) || fread(dst, 1, len, f) != (size_t)len)
+        rc = tg_err("external data '%s': read failed", loc);
+    fclose(f);
+    return rc;
+}
+
+int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, int *rank,
+                       int64_t *dims, void **data, size_t *nbytes)
+{
+    const char *name = t->name ? t->name : "(unnamed)";
+    *dt = onnx_elem_dtype(t->data_type);
+    if (*dt == TG_DTYPE_NONE)
+        return tg_err("tensor '%s': unsupported data type %d", name, t->data_type);
+    if (t->n_dims > TG_MAX_RANK) return tg_err("tensor '%s': rank %zu too large", name, t->n_dims);
+    *rank = (int)t->n_dims;
+    int64_t n = 1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        dims[i] = t->dims[i];
+        if (t->dims[i] < 0 || __builtin_mul_overflow(n, t->dims[i], &n))
+            return tg_err("tensor '%s': bad dims", name);
+    }
+    size_t es = tg_dtype_size(*dt), bytes;
+    if (__builtin_mul_overflow((size_t)n, es, &bytes) || bytes > ONNX_MAX_FILE * 8)
+        return tg_err("tensor '%s': too large", name);
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) return tg_err("tensor '%s': out of memory (%zu bytes)", name, bytes);
+    int rc = 0;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        const char *loc = NULL;
+        int64_t off = 0, len = -1;
+        for (size_t i = 0; i < t->n_external_data; i++) {
+            const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
+            if (!k || !v) continue;
+            if (!strcmp(k, "location")) loc = v;
+            else if (!strcmp(k, "offset")) off = strtoll(v, NULL, 10);
+            else if (!strcmp(k, "length")) len = strtoll(v, NULL, 10);
+        }
+        if (len < 0) len = (int64_t)bytes;
+        if ((size_t)len != bytes)
+            rc = tg_err("tensor '%s': external length %lld, expected %zu bytes", name,
+                        (long long)len, bytes);
+        else
+            rc = read_external(c, loc, off, len, p);
+    } else if (t->has_raw_data) {
+        if (t->raw_data.len != bytes)
+            rc = tg_err("tensor '%s': raw_data has %zu bytes, expected %zu", name,
+                        t->raw_data.len, bytes);
+        else
+            memcpy(p, t->raw_data.data, bytes);
+    } else {
+        /* Typed fields: float_data (f32), int32_data (small ints, bool, f16/bf16 bits),
+         * int64_data, double_data. */
+        size_t have = *dt == TG_F32 ? t->n_float_data : *dt == TG_I64 ? t->n_int64_data
+                    : *dt == TG_F64 ? t->n_double_data : t->n_int32_data;
+        if (have != (size_t)n)
+            rc = tg_err("tensor '%s': %zu values stored, expected %lld", name, have, (long long)n);
+        else if (*dt == TG_F32) memcpy(p, t->float_data, bytes);
+        else if (*dt == TG_I64) memcpy(p, t->int64_data, bytes);
+        else if (*dt == TG_F64) memcpy(p, t->double_data, bytes);
+        else
+            for (int64_t i = 0; i < n; i++) {
+                int32_t v = t->int32_data[i];
+                if (es == 1) ((uint8_t *)p)[i] = (uint8_t)v;
+                else if (es == 2) ((uint16_t *)p)[i] = (uint16_t)v;
+                else ((int32_t *)p)[i] = v;
+            }
+    }
+    if (rc) return free(p), -1;
+    *data = p;
+    *nbytes = bytes;
+    return 0;
+}
+
+/* ---- graph inputs and outputs --------------------------------------------------------- */
+
+static int symbol_for(onnx_ctx *c, const char *param, const tg_import_opts *opts, tg_dim *out)
+{
+    int s = tg_graph_find_symbol(c->g, param);
+    if (s < 0) {
+        int64_t lo = ONNX_SYM_MIN, hi = ONNX_SYM_MAX;
+        for (int i = 0; opts && i < opts->nrange; i++)
+            if (!strcmp(opts->range[i].name, param)) lo = opts->range[i].min, hi = opts->range[i].max;
+        s = tg_graph_add_symbol(c->g, param, lo, hi);
+        if (s < 0) return -1;
+        TG_LOG(IMPORT, TG_LOG_INFO, "symbol %s in [%lld, %lld]", param, (long long)lo, (long long)hi);
+    }
+    *out = tg_dim_sym(s);
+    return 0;
+}
+
+static int add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi, const tg_import_opts *opts)
+{
+    const char *name = vi->name ? vi->name : "";
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return tg_err("input '%s': only tensor inputs are supported", name);
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    tg_dtype dt = onnx_elem_dtype(tt->elem_type);
+    if (dt == TG_DTYPE_NONE) return tg_err("input '%s': unsupported element type %d", name, tt->elem_type);
+    if (!tt->shape) return tg_err("input '%s': no shape (rank unknown)", name);
+    if (tt->shape->n_dim > TG_MAX_RANK) return tg_err("input '%s': rank too large", name);
+    tg_shape s = {.rank = (int)tt->shape->n_dim};
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        char anon[64];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
+            s.d[i] = tg_dim_const(d->dim_value);
+        else {
+            const char *p = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                            && d->dim_param && *d->dim_param ? d->dim_param : NULL;
+            if (!p) snprintf(anon, sizeof anon, "%s_%zu", name, i), p = anon;
+            if (symbol_for(c, p, opts, &s.d[i])) return -1;
+        }
+    }
+    int v = tg_graph_add_input(c->g, name, dt, &s);
+    return v < 0 ? -1 : onnx_def_value(c, name, v);
+}
+
+int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
+             const tg_attr *attr)
+{
+    char name[256];
+    const char *base = c->node->name && *c->node->name ? c->node->name
+                     : c->node->n_output ? c->node->output[0] : "node";
+    snprintf(name, sizeof name, "%s%s%s", base, suffix ? "/" : "", suffix ? suffix : "");
+    if (tg_graph_find_value(c->g, name) >= 0) {
+        /* several tgraph nodes for one ONNX node, or clashing ONNX names */
+        size_t len = strlen(name);
+        for (int k = 1; tg_graph_find_value(c->g, name) >= 0; k++)
+            snprintf(name + len, sizeof name - len, "_%d", k);
+    }
+    return tg_graph_add_node(c->g, op, name, nin, in, nattr, attr);
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tg_err("%s", strerror(errno)), NULL;
+    struct stat st;
+    uint8_t *buf = NULL;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode))
+        tg_err("not a regular file");
+    else if ((size_t)st.st_size > ONNX_MAX_FILE)
+        tg_err("file larger than 2 GiB (store weights as external data)");
+    else if (!(buf = malloc(st.st_size ? st.st_size : 1)))
+        tg_err("out of memory");
+    else if (fread(buf, 1, st.st_size, f) != (size_t)st.st_size)
+        tg_err("read error"), free(buf), buf = NULL;
+    *len = buf ? (size_t)st.st_size : 0;
+    fclose(f);
+    return buf;
+}
+
+static void ctx_free(onnx_ctx *c)
+{
+    for (int i = 0; i < c->nent; i++) ent_clear(&c->ents[i]), free(c->ents[i].name);
+    free(c->ents);
+    free(c->hash);
+}
+
+static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import_opts *opts)
+{
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        tg_dtype dt;
+        int rank;
+        int64_t dims[TG_MAX_RANK];
+        void *data;
+        size_t nb;
+        if (!t->name) return tg_err("initializer %zu has no name", i);
+        if (onnx_tensor_decode(c, t, &dt, &rank, dims, &data, &nb)) return -1;
+        if (onnx_def_const(c, t->name, dt, rank, dims, data)) return -1;
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        /* Inputs that are also initializers are constants with a default (IR < 4 style). */
+        if (gp->input[i]->name && hash_find(c, gp->input[i]->name) >= 0) continue;
+        if (add_input(c, gp->input[i], opts)) return -1;
+    }
+    /* Map every node; collect every unsupported op instead of stopping at the first. */
+    char *list = NULL;
+    size_t list_len = 0;
+    FILE *lf = open_memstream(&list, &list_len);
+    if (!lf) return tg_err("out of memory");
+    int unsupported = 0, rc = 0;
+    for (size_t i = 0; i < gp->n_node && rc >= 0; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        c->node = n;
+        rc = onnx_map_node(c, n);
+        if (rc == 1) {
+            unsupported++;
+            fprintf(lf, "\n  %s (domain %s, opset %lld) at node '%s'", n->op_type ? n->op_type : "?",
+                    n->domain && *n->domain ? n->domain : "ai.onnx", (long long)c->opset,
+                    n->name ? n->name : "");
+        } else if (rc < 0 && !unsupported) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", tg_errmsg());
+            tg_err("node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "?", msg);
+            break;
+        }
+        if (unsupported) {
+            /* Go on to list every unsupported op: this node's outputs become unknown
+             * values, and errors they cause downstream are consequences, not news. */
+            rc = 0;
+            for (size_t o = 0; o < n->n_output; o++)
+                if (n->output[o] && *n->output[o] && onnx_def_value(c, n->output[o], -1)) rc = -1;
+        }
+    }
+    fclose(lf);
+    if (unsupported) tg_err("%d unsupported operator%s:%s", unsupported, unsupported > 1 ? "s" : "", list);
+    free(list);
+    if (unsupported || rc < 0) return -1;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        onnx_ent *e = onnx_get(c, gp->output[i]->name ? gp->output[i]->name : "");
+        int v = e ? onnx_value(c, e) : -1;
+        if (v < 0 || tg_graph_add_output(c->g, v) < 0) return -1;
+    }
+    return 0;
+}
+
+tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
+                             const tg_import_opts *opts)
+{
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) return tg_err("not an ONNX model (protobuf decoding failed)"), NULL;
+    onnx_ctx c = {.model_dir = dir ? dir : "."};
+    tg_graph *g = NULL;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain;
+        if (!d || !*d || !strcmp(d, "ai.onnx")) c.opset = m->opset_import[i]->version;
+    }
+    if (!m->graph) {
+        tg_err("model has no graph");
+    } else if (c.opset < ONNX_MIN_OPSET) {
+        tg_err("opset %lld is older than %d (convert it with onnx.version_converter)",
+               (long long)c.opset, ONNX_MIN_OPSET);
+    } else if (!(c.g = tg_graph_new())) {
+        tg_err("out of memory");
+    } else if (import_graph(&c, m->graph, opts)) {
+        tg_graph_free(c.g);
+    } else {
+        g = c.g;
+        TG_LOG(IMPORT, TG_LOG_INFO, "%zu ONNX nodes -> %d tgraph nodes (opset %lld)",
+               m->graph->n_node, g->nnode, (long long)c.opset);
+    }
+    ctx_free(&c);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return g;
+}
+
+tg_graph *tg_import_onnx(const char *path, const tg_import_opts *opts)
+{
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    char *dir = strdup(path);
+    tg_graph *g = NULL;
+    if (!buf || !dir) {
+        if (buf) tg_err("out of memory");
+    } else {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0; else strcpy(dir, ".");
+        g = tg_import_onnx_mem(buf, len, dir, opts);
+    }
+    free(buf);
+    free(dir);
+    return g;
+}

@@ -1,0 +1,1020 @@
+/* ONNX operators to tgraph ops. One function per operator family; the table at
+ * the end names every supported op_type. Shape arithmetic (Shape, Gather,
+ * Concat, Slice, ... over int64 shape vectors) is evaluated here on symbolic
+ * dims, so that what feeds Reshape or Expand becomes a static attribute and a
+ * dynamic batch survives. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "../ops/shape_util.h"
+#include "onnx_internal.h"
+
+#define MAXV (TG_MAX_RANK * 2)
+
+typedef struct onnx_op_map onnx_op_map;
+typedef int (*map_fn)(onnx_ctx *c, const onnx_op_map *m);
+struct onnx_op_map {
+    const char *type;
+    map_fn fn;
+    tg_op op;           /* for the generic mappers */
+};
+
+/* ---- node helpers ----------------------------------------------------------------- */
+
+static const Onnx__NodeProto *N(onnx_ctx *c) { return c->node; }
+
+/* Entry of input i; NULL (no error) when the input is absent or empty. */
+static onnx_ent *in_opt(onnx_ctx *c, int i)
+{
+    const Onnx__NodeProto *n = N(c);
+    if (i >= (int)n->n_input || !n->input[i] || !*n->input[i]) return NULL;
+    return onnx_get(c, n->input[i]);
+}
+
+static onnx_ent *in_req(onnx_ctx *c, int i)
+{
+    onnx_ent *e = in_opt(c, i);
+    if (!e && (i >= (int)N(c)->n_input || !*N(c)->input[i]))
+        tg_err("input %d is missing", i);
+    return e;
+}
+
+static int in_val(onnx_ctx *c, int i)
+{
+    onnx_ent *e = in_req(c, i);
+    return e ? onnx_value(c, e) : -1;
+}
+
+static int in_val_opt(onnx_ctx *c, int i)
+{
+    if (i >= (int)N(c)->n_input || !*N(c)->input[i]) return -1;
+    return in_val(c, i);
+}
+
+static int def_out(onnx_ctx *c, int k, int v)
+{
+    if (v < 0) return -1;
+    if (k >= (int)N(c)->n_output || !*N(c)->output[k]) return 0;
+    return onnx_def_value(c, N(c)->output[k], v);
+}
+
+static tg_shape shape_of(onnx_ctx *c, int v) { return c->g->values[v].shape; }
+static tg_dtype dtype_of(onnx_ctx *c, int v) { return c->g->values[v].dtype; }
+
+static int only_first_output(onnx_ctx *c)
+{
+    for (size_t k = 1; k < N(c)->n_output; k++)
+        if (*N(c)->output[k]) return tg_err("output %zu ('%s') is not supported", k, N(c)->output[k]);
+    return 0;
+}
+
+/* Integer list attribute, at most max. *n = -1 when absent. */
+static int attr_ints(onnx_ctx *c, const char *name, int max, int64_t *v, int *n)
+{
+    const Onnx__AttributeProto *a = onnx_attr(N(c), name);
+    *n = -1;
+    if (!a) return 0;
+    if (a->n_ints > (size_t)max) return tg_err("attribute %s has too many values", name);
+    for (size_t i = 0; i < a->n_ints; i++) v[i] = a->ints[i];
+    *n = (int)a->n_ints;
+    return 0;
+}
+
+static int unary_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int nattr, const tg_attr *a)
+{
+    int in[1] = {x};
+    return onnx_add(c, op, sfx, 1, in, nattr, a);
+}
+
+static int binary_on(onnx_ctx *c, tg_op op, const char *sfx, int a, int b)
+{
+    int in[2] = {a, b};
+    return onnx_add(c, op, sfx, 2, in, 0, NULL);
+}
+
+static int scalar_const(onnx_ctx *c, const char *sfx, tg_dtype dt, double v)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s/%s", N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0], sfx);
+    for (int k = 1; tg_graph_find_value(c->g, name) >= 0; k++)
+        snprintf(name, sizeof name, "%s/%s_%d", N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0], sfx, k);
+    void *p = calloc(1, 8);
+    if (!p) return tg_err("out of memory");
+    tg_store_f64(dt, p, 0, v);
+    tg_shape s = {.rank = 0};
+    return tg_graph_add_const(c->g, name, dt, &s, p, tg_dtype_size(dt));
+}
+
+static int axis_norm(int64_t axis, int rank, int *out)
+{
+    if (axis < -rank || axis >= rank) return tg_err("axis %lld out of range for rank %d", (long long)axis, rank);
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return 0;
+}
+
+/* A known int64 vector or scalar: what shape arithmetic works on. */
+static bool is_shape_vec(const onnx_ent *e)
+{
+    return e->kind == ONNX_ENT_SYMS ||
+           (e->kind == ONNX_ENT_CONST && e->dtype == TG_I64 && e->rank <= 1 &&
+            e->nbytes <= MAXV * sizeof(int64_t));
+}
+
+/* Define output 0 as the shape vector v of rank 0 or 1. */
+static int def_shape_vec(onnx_ctx *c, int rank, int n, const tg_dim *v)
+{
+    return onnx_def_syms(c, N(c)->output[0], rank, n, v);
+}
+
+/* ---- elementwise --------------------------------------------------------------------- */
+
+static int map_unary(onnx_ctx *c, const onnx_op_map *m)
+{
+    return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 0, NULL));
+}
+
+/* Identity, Dropout (inference): the output is the input, whatever it stands for. */
+static int map_alias(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *e = in_req(c, 0);
+    if (!e || only_first_output(c)) return -1;
+    if (e->kind == ONNX_ENT_VALUE) return def_out(c, 0, e->value);
+    if (e->kind == ONNX_ENT_SYMS) return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
+    void *copy = malloc(e->nbytes ? e->nbytes : 1);
+    if (!copy) return tg_err("out of memory");
+    memcpy(copy, e->data, e->nbytes);
+    return onnx_def_const(c, N(c)->output[0], e->dtype, e->rank, e->dims, copy);
+}
+
+static int map_leaky_relu(onnx_ctx *c, const onnx_op_map *m)
+{
+    tg_attr a = tg_attr_float("alpha", onnx_attr_float(N(c), "alpha", m->op == TG_OP_ELU ? 1.0 : 0.01));
+    return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 1, &a));
+}
+
+static int map_gelu(onnx_ctx *c, const onnx_op_map *m)
+{
+    const char *ap = onnx_attr_string(N(c), "approximate", "none");
+    if (strcmp(ap, "none") && strcmp(ap, "tanh")) return tg_err("Gelu approximate='%s'", ap);
+    tg_attr a = tg_attr_string("approximate", ap);
+    return def_out(c, 0, unary_on(c, TG_OP_GELU, NULL, in_val(c, 0), 1, &a));
+}
+
+/* HardSigmoid(alpha, beta) = clamp(alpha*x + beta, 0, 1); PyTorch's is alpha 1/6. */
+static int map_hard_sigmoid(onnx_ctx *c, const onnx_op_map *m)
+{
+    double alpha = onnx_attr_float(N(c), "alpha", 0.2), beta = onnx_attr_float(N(c), "beta", 0.5);
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    if (fabs(alpha - 1.0 / 6) < 1e-6 && beta == 0.5)
+        return def_out(c, 0, unary_on(c, TG_OP_HARDSIGMOID, NULL, x, 0, NULL));
+    tg_dtype dt = dtype_of(c, x);
+    int y = binary_on(c, TG_OP_MUL, "scale", x, scalar_const(c, "alpha", dt, alpha));
+    y = y < 0 ? -1 : binary_on(c, TG_OP_ADD, "shift", y, scalar_const(c, "beta", dt, beta));
+    tg_attr a[2] = {tg_attr_float("min", 0), tg_attr_float("max", 1)};
+    return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_CLAMP, NULL, y, 2, a));
+}
+
+/* Clip(x, min?, max?): constant bounds. */
+static int map_clip(onnx_ctx *c, const onnx_op_map *m)
+{
+    tg_attr a[2];
+    int na = 0;
+    const char *names[2] = {"min", "max"};
+    for (int i = 1; i <= 2; i++) {
+        onnx_ent *e = in_opt(c, i);
+        double v;
+        if (!e) continue;
+        if (onnx_scalar_f64(e, &v)) return -1;
+        a[na++] = tg_attr_float(names[i - 1], v);
+    }
+    return def_out(c, 0, unary_on(c, TG_OP_CLAMP, NULL, in_val(c, 0), na, a));
+}
+
+static int map_cast(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *e = in_req(c, 0);
+    if (!e) return -1;
+    tg_dtype to;
+    if (m->op == TG_OP_CAST) {
+        to = onnx_elem_dtype((int32_t)onnx_attr_int(N(c), "to", 0));
+        if (to == TG_DTYPE_NONE) return tg_err("Cast to unsupported type %lld", (long long)onnx_attr_int(N(c), "to", 0));
+    } else {                    /* CastLike */
+        onnx_ent *like = in_req(c, 1);
+        if (!like) return -1;
+        to = like->kind == ONNX_ENT_VALUE ? dtype_of(c, like->value) : like->kind == ONNX_ENT_CONST ? like->dtype : TG_I64;
+    }
+    if (e->kind == ONNX_ENT_SYMS && (to == TG_I64 || to == TG_I32))
+        return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
+    int x = onnx_value(c, e);
+    if (x < 0) return -1;
+    if (dtype_of(c, x) == to) return def_out(c, 0, x);
+    tg_attr a = tg_attr_dtype("dtype", to);
+    return def_out(c, 0, unary_on(c, TG_OP_CAST, NULL, x, 1, &a));
+}
+
+/* Shape arithmetic: an elementwise op over int64 shape vectors (or scalars), at
+ * least one of them symbolic. Returns 1 when the inputs are not of that kind. */
+static int fold_shape_binary(onnx_ctx *c, tg_op op)
+{
+    onnx_ent *a = in_req(c, 0), *b = a ? in_req(c, 1) : NULL;
+    if (!a || !b) return -1;
+    if (a->kind == ONNX_ENT_VALUE || b->kind == ONNX_ENT_VALUE) return 1;
+    if (a->kind != ONNX_ENT_SYMS && b->kind != ONNX_ENT_SYMS) return 1;
+    tg_dim x[MAXV], y[MAXV], r[MAXV];
+    int nx, ny;
+    if (onnx_dim_list(c, a, MAXV, x, &nx) || onnx_dim_list(c, b, MAXV, y, &ny)) return -1;
+    int n = nx > ny ? nx : ny;
+    if ((nx != n && nx != 1) || (ny != n && ny != 1)) return tg_err("shape vectors of %d and %d elements", nx, ny);
+    for (int i = 0; i < n; i++) {
+        tg_dim p = x[nx == 1 ? 0 : i], q = y[ny == 1 ? 0 : i];
+        int rc = op == TG_OP_ADD ? tg_dim_add(p, q, &r[i]) : op == TG_OP_SUB ? tg_dim_sub(p, q, &r[i])
+               : op == TG_OP_MUL ? tg_dim_mul(p, q, &r[i]) : tg_dim_div(p, q, &r[i]);
+        if (rc) return -1;
+    }
+    return def_shape_vec(c, a->rank > b->rank ? a->rank : b->rank, n, r);
+}
+
+static int map_binary(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (m->op == TG_OP_ADD || m->op == TG_OP_SUB || m->op == TG_OP_MUL || m->op == TG_OP_DIV) {
+        int rc = fold_shape_binary(c, m->op);
+        if (rc <= 0) return rc;
+    }
+    int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 1);
+    if (b < 0) return -1;
+    if (m->op == TG_OP_POW && dtype_of(c, b) != dtype_of(c, a)) {
+        tg_attr t = tg_attr_dtype("dtype", dtype_of(c, a));
+        if ((b = unary_on(c, TG_OP_CAST, "exponent", b, 1, &t)) < 0) return -1;
+    }
+    return def_out(c, 0, binary_on(c, m->op, NULL, a, b));
+}
+
+/* Min, Max, Sum over any number of inputs. */
+static int map_variadic(onnx_ctx *c, const onnx_op_map *m)
+{
+    int acc = in_val(c, 0);
+    for (size_t i = 1; acc >= 0 && i < N(c)->n_input; i++) {
+        int b = in_val(c, (int)i);
+        acc = b < 0 ? -1 : binary_on(c, m->op, i + 1 < N(c)->n_input ? "partial" : NULL, acc, b);
+    }
+    return def_out(c, 0, acc);
+}
+
+static int map_where(onnx_ctx *c, const onnx_op_map *m)
+{
+    int in[3];
+    for (int i = 0; i < 3; i++)
+        if ((in[i] = in_val(c, i)) < 0) return -1;
+    return def_out(c, 0, onnx_add(c, TG_OP_WHERE, NULL, 3, in, 0, NULL));
+}
+
+/* ---- reductions and softmax ------------------------------------------------------------- */
+
+static int map_softmax(onnx_ctx *c, const onnx_op_map *m)
+{
+    tg_attr a = tg_attr_int("axis", onnx_attr_int(N(c), "axis", -1));
+    return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 1, &a));
+}
+
+static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    int64_t axes[TG_MAX_RANK];
+    int n = -1;
+    onnx_ent *ax = in_opt(c, 1);
+    if (ax) {
+        if (onnx_int_list(ax, TG_MAX_RANK, axes, &n)) return -1;
+    } else if (attr_ints(c, "axes", TG_MAX_RANK, axes, &n))
+        return -1;
+    if (n == 0) n = -1;                 /* empty axes: all, unless noop_with_empty_axes */
+    if (n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0))
+        return def_out(c, 0, x);
+    tg_attr a[2] = {tg_attr_int("keepdim", onnx_attr_int(N(c), "keepdims", 1)),
+                    tg_attr_ints("axes", n, axes)};
+    return def_out(c, 0, unary_on(c, m->op, NULL, x, n < 0 ? 1 : 2, a));
+}
+
+static int map_arg_reduce(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (onnx_attr_int(N(c), "select_last_index", 0)) return tg_err("select_last_index=1 is not supported");
+    tg_attr a[2] = {tg_attr_int("axis", onnx_attr_int(N(c), "axis", 0)),
+                    tg_attr_int("keepdim", onnx_attr_int(N(c), "keepdims", 1))};
+    return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 2, a));
+}
+
+/* ---- linear algebra ---------------------------------------------------------------------- */
+
+static int map_matmul(onnx_ctx *c, const onnx_op_map *m)
+{
+    int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 1);
+    return def_out(c, 0, b < 0 ? -1 : binary_on(c, TG_OP_MATMUL, NULL, a, b));
+}
+
+/* Gemm: Y = alpha * A' * B' + beta * C. A weight B becomes a linear layer. */
+static int map_gemm(onnx_ctx *c, const onnx_op_map *m)
+{
+    int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 1), cc = b < 0 ? -1 : in_val_opt(c, 2);
+    if (b < 0 || (cc < 0 && in_opt(c, 2))) return -1;
+    double alpha = onnx_attr_float(N(c), "alpha", 1), beta = onnx_attr_float(N(c), "beta", 1);
+    int64_t perm[2] = {1, 0};
+    tg_attr tp = tg_attr_ints("perm", 2, perm);
+    if (onnx_attr_int(N(c), "transA", 0) && (a = unary_on(c, TG_OP_PERMUTE, "transA", a, 1, &tp)) < 0) return -1;
+    /* linear wants the weight as [N, K]: that is B when transB, else B transposed. */
+    if (!onnx_attr_int(N(c), "transB", 0) && (b = unary_on(c, TG_OP_PERMUTE, "transB", b, 1, &tp)) < 0) return -1;
+    tg_dtype dt = dtype_of(c, a);
+    bool bias_fits = cc >= 0 && beta == 1 && alpha == 1 && shape_of(c, cc).rank == 1;
+    int in[3] = {a, b, bias_fits ? cc : -1};
+    int y = onnx_add(c, TG_OP_LINEAR, bias_fits || cc < 0 ? NULL : "linear", 3, in, 0, NULL);
+    if (y >= 0 && alpha != 1) y = binary_on(c, TG_OP_MUL, "alpha", y, scalar_const(c, "alpha", dt, alpha));
+    if (y >= 0 && cc >= 0 && !bias_fits) {
+        int bc = cc;
+        if (beta != 1) bc = binary_on(c, TG_OP_MUL, "beta", cc, scalar_const(c, "beta", dt, beta));
+        y = bc < 0 ? -1 : binary_on(c, TG_OP_ADD, NULL, y, bc);
+    }
+    return def_out(c, 0, y);
+}
+
+/* Explicit pads [begin..., end...] for auto_pad SAME_* from static spatial sizes. */
+static int auto_pads(onnx_ctx *c, const tg_shape *x, int nsp, const int64_t *k, const int64_t *st,
+                     const int64_t *dil, int64_t *pads)
+{
+    const char *ap = onnx_attr_string(N(c), "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET")) return 0;
+    if (!strcmp(ap, "VALID")) {
+        memset(pads, 0, sizeof *pads * 2 * nsp);
+        return 0;
+    }
+    bool upper = !strcmp(ap, "SAME_UPPER");
+    if (!upper && strcmp(ap, "SAME_LOWER")) return tg_err("auto_pad '%s'", ap);
+    for (int i = 0; i < nsp; i++) {
+        int64_t in;
+        if (!tg_dim_is_const(x->d[2 + i], &in)) return tg_err("auto_pad %s on a dynamic spatial size", ap);
+        int64_t out = (in + st[i] - 1) / st[i];
+        int64_t total = (out - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - in;
+        if (total < 0) total = 0;
+        pads[i] = upper ? total / 2 : total - total / 2;
+        pads[nsp + i] = total - pads[i];
+    }
+    return 0;
+}
+
+/* Read kernel/stride/dilation/pads for conv and pools; pads must be symmetric. */
+static int window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64_t *k,
+                        int64_t *st, int64_t *dil, int64_t *pad, int *nsp_out)
+{
+    int nsp = x->rank - 2, n;
+    if (nsp < 1 || nsp > 3) return tg_err("input of rank %d: expected 3 to 5", x->rank);
+    int64_t pads[6] = {0};
+    if (attr_ints(c, "kernel_shape", 3, k, &n)) return -1;
+    if (n < 0) {
+        if (!w) return tg_err("kernel_shape is required");
+        for (int i = 0; i < nsp; i++)
+            if (!tg_dim_is_const(w->d[2 + i], &k[i])) return tg_err("dynamic kernel size");
+    } else if (n != nsp) return tg_err("kernel_shape has %d values for %d spatial dims", n, nsp);
+    for (int i = 0; i < nsp; i++) st[i] = dil[i] = 1;
+    if (attr_ints(c, "strides", 3, st, &n) || (n >= 0 && n != nsp)) return n >= 0 ? tg_err("bad strides") : -1;
+    if (n < 0) for (int i = 0; i < nsp; i++) st[i] = 1;
+    if (attr_ints(c, "dilations", 3, dil, &n) || (n >= 0 && n != nsp)) return n >= 0 ? tg_err("bad dilations") : -1;
+    if (n < 0) for (int i = 0; i < nsp; i++) dil[i] = 1;
+    if (attr_ints(c, "pads", 6, pads, &n) || (n >= 0 && n != 2 * nsp)) return n >= 0 ? tg_err("bad pads") : -1;
+    if (auto_pads(c, x, nsp, k, st, dil, pads)) return -1;
+    for (int i = 0; i < nsp; i++) {
+        if (pads[i] != pads[nsp + i]) return tg_err("asymmetric pads are not supported");
+        pad[i] = pads[i];
+    }
+    *nsp_out = nsp;
+    return 0;
+}
+
+static int map_conv(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), w = x < 0 ? -1 : in_val(c, 1), b = w < 0 ? -1 : in_val_opt(c, 2);
+    if (w < 0 || (b < 0 && in_opt(c, 2))) return -1;
+    tg_shape xs = shape_of(c, x), ws = shape_of(c, w);
+    int64_t k[3], st[3], dil[3], pad[3], op[3] = {0, 0, 0};
+    int nsp, n;
+    if (window_attrs(c, &xs, &ws, k, st, dil, pad, &nsp)) return -1;
+    bool transposed = m->op == TG_OP_NONE;  /* ConvTranspose */
+    if (transposed) {
+        if (onnx_attr(N(c), "output_shape")) return tg_err("ConvTranspose output_shape is not supported");
+        if (attr_ints(c, "output_padding", 3, op, &n)) return -1;
+        if (n < 0) op[0] = op[1] = op[2] = 0;
+    }
+    tg_attr a[6] = {tg_attr_ints("stride", nsp, st), tg_attr_ints("padding", nsp, pad),
+                    tg_attr_ints("dilation", nsp, dil), tg_attr_int("groups", onnx_attr_int(N(c), "group", 1)),
+                    tg_attr_int("transposed", transposed), tg_attr_ints("output_padding", nsp, op)};
+    int in[3] = {x, w, b};
+    return def_out(c, 0, onnx_add(c, TG_OP_CONV, NULL, 3, in, transposed ? 6 : 4, a));
+}
+
+/* ---- normalization ------------------------------------------------------------------------- */
+
+static int map_batch_norm(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (onnx_attr_int(N(c), "training_mode", 0)) return tg_err("training_mode=1 is not supported");
+    if (only_first_output(c)) return -1;
+    int in[5];
+    int order[5] = {0, 3, 4, 1, 2};     /* ONNX: X, scale, B, mean, var */
+    for (int i = 0; i < 5; i++)
+        if ((in[i] = in_val(c, order[i])) < 0) return -1;
+    tg_attr a = tg_attr_float("eps", onnx_attr_float(N(c), "epsilon", 1e-5));
+    return def_out(c, 0, onnx_add(c, TG_OP_BATCH_NORM, NULL, 5, in, 1, &a));
+}
+
+static int map_layer_norm(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (only_first_output(c)) return -1;
+    int in[3] = {in_val(c, 0), in_val_opt(c, 1), in_val_opt(c, 2)};
+    if (in[0] < 0 || (in[1] < 0 && in_opt(c, 1)) || (in[2] < 0 && in_opt(c, 2))) return -1;
+    tg_attr a[2] = {tg_attr_int("axis", onnx_attr_int(N(c), "axis", -1)),
+                    tg_attr_float("eps", onnx_attr_float(N(c), "epsilon", 1e-5))};
+    return def_out(c, 0, onnx_add(c, TG_OP_LAYER_NORM, NULL, 3, in, 2, a));
+}
+
+/* A per-group parameter [G] as per-channel [C] (GroupNormalization before opset 21). */
+static int per_channel(onnx_ctx *c, onnx_ent *e, int64_t groups, int64_t channels)
+{
+    if (e->kind == ONNX_ENT_CONST && e->rank == 1 && e->dims[0] == groups && groups != channels
+        && e->dtype == TG_F32) {
+        float *p = malloc(sizeof *p * channels);
+        if (!p) return tg_err("out of memory");
+        for (int64_t i = 0; i < channels; i++) p[i] = ((const float *)e->data)[i / (channels / groups)];
+        tg_shape s = tg_shape_of(1, &channels);
+        char name[300];
+        snprintf(name, sizeof name, "%s/per_channel", e->name);
+        return tg_graph_add_const(c->g, name, TG_F32, &s, p, sizeof *p * channels);
+    }
+    return onnx_value(c, e);
+}
+
+static int map_group_norm(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape xs = shape_of(c, x);
+    int64_t ch;
+    if (xs.rank < 3 || !tg_dim_is_const(xs.d[1], &ch)) return tg_err("needs a static channel dim");
+    bool instance = m->op == TG_OP_NONE;    /* InstanceNormalization */
+    int64_t groups = instance ? ch : onnx_attr_int(N(c), "num_groups", 0);
+    if (groups <= 0 || ch % groups) return tg_err("num_groups %lld does not divide %lld channels",
+                                                (long long)groups, (long long)ch);
+    onnx_ent *w = in_req(c, 1), *b = w ? in_req(c, 2) : NULL;
+    if (!b) return -1;
+    int in[3] = {x, per_channel(c, w, groups, ch), per_channel(c, b, groups, ch)};
+    if (in[1] < 0 || in[2] < 0) return -1;
+    tg_attr a[2] = {tg_attr_int("groups", groups), tg_attr_float("eps", onnx_attr_float(N(c), "epsilon", 1e-5))};
+    return def_out(c, 0, onnx_add(c, TG_OP_GROUP_NORM, NULL, 3, in, 2, a));
+}
+
+/* ---- pooling ---------------------------------------------------------------------------- */
+
+static int map_pool(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (only_first_output(c)) return -1;
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape xs = shape_of(c, x);
+    int64_t k[3], st[3], dil[3], pad[3];
+    int nsp;
+    if (window_attrs(c, &xs, NULL, k, st, dil, pad, &nsp)) return -1;
+    tg_attr a[6] = {tg_attr_ints("kernel", nsp, k), tg_attr_ints("stride", nsp, st),
+                    tg_attr_ints("padding", nsp, pad), tg_attr_int("ceil_mode", onnx_attr_int(N(c), "ceil_mode", 0)),
+                    tg_attr_ints("dilation", nsp, dil),
+                    tg_attr_int("count_include_pad", onnx_attr_int(N(c), "count_include_pad", 0))};
+    return def_out(c, 0, unary_on(c, m->op, NULL, x, m->op == TG_OP_MAX_POOL ? 5 : 4, a));
+}
+
+static int map_global_pool(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    int rank = shape_of(c, x).rank;
+    if (rank < 3) return tg_err("input of rank %d: expected 3 or more", rank);
+    int64_t axes[TG_MAX_RANK];
+    for (int i = 2; i < rank; i++) axes[i - 2] = i;
+    tg_attr a[2] = {tg_attr_ints("axes", rank - 2, axes), tg_attr_int("keepdim", 1)};
+    return def_out(c, 0, unary_on(c, m->op, NULL, x, 2, a));
+}
+
+/* ---- shapes and data movement -------------------------------------------------------------- */
+
+static int map_shape(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *e = in_req(c, 0);
+    if (!e) return -1;
+    tg_dim d[TG_MAX_RANK];
+    int rank;
+    if (e->kind == ONNX_ENT_VALUE) {
+        int v = onnx_value(c, e);
+        if (v < 0) return -1;
+        tg_shape s = shape_of(c, v);
+        rank = s.rank;
+        memcpy(d, s.d, sizeof d[0] * rank);
+    } else {
+        rank = e->rank;
+        for (int i = 0; i < rank; i++) d[i] = tg_dim_const(e->kind == ONNX_ENT_SYMS ? e->nsyms : e->dims[i]);
+    }
+    if (m->op == TG_OP_REDUCE_PROD) {      /* Size */
+        tg_dim n = tg_dim_const(1);
+        for (int i = 0; i < rank; i++)
+            if (tg_dim_mul(n, d[i], &n)) return -1;
+        return onnx_def_syms(c, N(c)->output[0], 0, 1, &n);
+    }
+    int64_t start = onnx_attr_int(N(c), "start", 0), end = onnx_attr_int(N(c), "end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = start < 0 ? 0 : start > rank ? rank : start;
+    end = end < start ? start : end > rank ? rank : end;
+    return onnx_def_syms(c, N(c)->output[0], 1, (int)(end - start), d + start);
+}
+
+static int reshape_to(onnx_ctx *c, int x, int n, tg_dim *dims, const char *sfx)
+{
+    tg_attr a = tg_attr_dims("shape", n, dims);
+    return unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
+}
+
+static int map_reshape(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *data = in_req(c, 0), *sh = data ? in_req(c, 1) : NULL;
+    if (!sh) return -1;
+    tg_dim dims[TG_MAX_RANK];
+    int n;
+    if (onnx_dim_list(c, sh, TG_MAX_RANK, dims, &n)) return -1;
+    if (is_shape_vec(data) && n <= 1) {        /* a shape vector reshaped: to 1-D or scalar */
+        tg_dim v[MAXV];
+        int nv;
+        if (onnx_dim_list(c, data, MAXV, v, &nv)) return -1;
+        return def_shape_vec(c, n, nv, v);
+    }
+    int x = onnx_value(c, data);
+    if (x < 0) return -1;
+    tg_shape xs = shape_of(c, x);
+    bool allowzero = onnx_attr_int(N(c), "allowzero", 0);
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        if (!allowzero && tg_dim_is_const(dims[i], &v) && v == 0) {
+            if (i >= xs.rank) return tg_err("shape entry %d is 0 but the input has rank %d", i, xs.rank);
+            dims[i] = xs.d[i];
+        }
+    }
+    if (tg_reshape_resolve(&xs, n, dims)) return -1;
+    return def_out(c, 0, reshape_to(c, x, n, dims, NULL));
+}
+
+static int map_flatten(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x);
+    int64_t axis = onnx_attr_int(N(c), "axis", 1);
+    if (axis < 0) axis += s.rank;
+    if (axis < 0 || axis > s.rank) return tg_err("axis out of range");
+    tg_dim d[2] = {tg_dim_const(1), tg_dim_const(1)};
+    for (int i = 0; i < s.rank; i++)
+        if (tg_dim_mul(d[i >= axis], s.d[i], &d[i >= axis])) return -1;
+    return def_out(c, 0, reshape_to(c, x, 2, d, NULL));
+}
+
+/* Axes of Squeeze/Unsqueeze: input 1 (opset >= 13) or attribute. n = -1: absent. */
+static int axes_of(onnx_ctx *c, int64_t *axes, int *n)
+{
+    onnx_ent *e = in_opt(c, 1);
+    if (e) return onnx_int_list(e, TG_MAX_RANK, axes, n);
+    return attr_ints(c, "axes", TG_MAX_RANK, axes, n);
+}
+
+static int map_squeeze(onnx_ctx *c, const onnx_op_map *m)
+{
+    bool unsq = m->op == TG_OP_NONE;
+    onnx_ent *e = in_req(c, 0);
+    int64_t axes[TG_MAX_RANK];
+    int na;
+    if (!e || axes_of(c, axes, &na)) return -1;
+    if (is_shape_vec(e)) {                       /* scalar <-> 1-element vector */
+        tg_dim v[MAXV];
+        int n;
+        if (onnx_dim_list(c, e, MAXV, v, &n)) return -1;
+        if (unsq ? e->rank != 0 : n != 1) return tg_err("unsupported squeeze of a shape vector");
+        return def_shape_vec(c, unsq ? 1 : 0, n, v);
+    }
+    int x = onnx_value(c, e);
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x);
+    bool mark[TG_MAX_RANK * 2] = {0};
+    int out_rank = unsq ? s.rank + (na < 0 ? 0 : na) : s.rank;
+    if (unsq && na < 0) return tg_err("Unsqueeze needs axes");
+    if (out_rank > TG_MAX_RANK) return tg_err("rank too large");
+    for (int i = 0; i < na; i++) {
+        int a = 0;
+        if (axis_norm(axes[i], out_rank, &a)) return -1;
+        mark[a] = true;
+    }
+    tg_dim d[TG_MAX_RANK];
+    int n = 0;
+    if (unsq) {
+        for (int i = 0, j = 0; i < out_rank; i++) d[n++] = mark[i] ? tg_dim_const(1) : s.d[j++];
+    } else {
+        for (int i = 0; i < s.rank; i++) {
+            int64_t v;
+            bool one = tg_dim_is_const(s.d[i], &v) && v == 1;
+            if (na >= 0 && mark[i] && !one) return tg_err("cannot squeeze axis %d: its size is not 1", i);
+            if (na < 0 ? one : mark[i]) continue;
+            d[n++] = s.d[i];
+        }
+    }
+    return def_out(c, 0, reshape_to(c, x, n, d, NULL));
+}
+
+static int map_transpose(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    int rank = shape_of(c, x).rank, n;
+    int64_t perm[TG_MAX_RANK];
+    if (attr_ints(c, "perm", TG_MAX_RANK, perm, &n)) return -1;
+    if (n < 0)
+        for (n = 0; n < rank; n++) perm[n] = rank - 1 - n;
+    tg_attr a = tg_attr_ints("perm", n, perm);
+    return def_out(c, 0, unary_on(c, TG_OP_PERMUTE, NULL, x, 1, &a));
+}
+
+static int map_concat(onnx_ctx *c, const onnx_op_map *m)
+{
+    int nin = (int)N(c)->n_input;
+    bool shapes = true;     /* all int64 vectors known here: shape arithmetic */
+    for (int i = 0; i < nin; i++) {
+        onnx_ent *e = in_req(c, i);
+        if (!e) return -1;
+        shapes &= e->kind == ONNX_ENT_SYMS ||
+                  (e->kind == ONNX_ENT_CONST && e->dtype == TG_I64 && e->rank == 1);
+    }
+    if (shapes) {                               /* concatenating shape vectors */
+        tg_dim all[MAXV];
+        int n = 0;
+        for (int i = 0; i < nin; i++) {
+            int k;
+            if (onnx_dim_list(c, in_req(c, i), MAXV - n, all + n, &k)) return -1;
+            n += k;
+        }
+        return onnx_def_syms(c, N(c)->output[0], 1, n, all);
+    }
+    int *in = malloc(sizeof *in * (size_t)(nin > 0 ? nin : 1));
+    if (!in) return tg_err("out of memory");
+    int rc = 0;
+    for (int i = 0; i < nin && !rc; i++)
+        if ((in[i] = in_val(c, i)) < 0) rc = -1;
+    tg_attr a = tg_attr_int("axis", onnx_attr_int(N(c), "axis", 0));
+    if (!rc) rc = def_out(c, 0, onnx_add(c, TG_OP_CONCAT, NULL, nin, in, 1, &a));
+    free(in);
+    return rc;
+}
+
+static int slice_on(onnx_ctx *c, int x, int axis, tg_dim start, tg_dim end, int64_t step, const char *sfx)
+{
+    tg_attr a[4] = {tg_attr_int("axis", axis), tg_attr_dims("start", 1, &start),
+                    tg_attr_dims("end", 1, &end), tg_attr_int("step", step)};
+    return unary_on(c, TG_OP_SLICE, sfx, x, 4, a);
+}
+
+static int map_split(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x);
+    int axis = 0, nout = (int)N(c)->n_output, n;
+    if (axis_norm(onnx_attr_int(N(c), "axis", 0), s.rank, &axis)) return -1;
+    int64_t sizes[64];
+    if (nout > 64) return tg_err("too many outputs");
+    onnx_ent *sp = in_opt(c, 1);
+    if (sp) {
+        if (onnx_int_list(sp, 64, sizes, &n)) return -1;
+    } else if (attr_ints(c, "split", 64, sizes, &n))
+        return -1;
+    tg_dim start = tg_dim_const(0);
+    if (n < 0) {                                 /* equal parts; the last may be smaller */
+        int64_t d;
+        if (!tg_dim_is_const(s.d[axis], &d)) return tg_err("splitting a dynamic dim needs explicit sizes");
+        int64_t parts = onnx_attr_int(N(c), "num_outputs", nout), each = (d + parts - 1) / parts;
+        for (n = 0; n < nout; n++) sizes[n] = d - n * each < each ? d - n * each : each;
+    }
+    if (n != nout) return tg_err("%d split sizes for %d outputs", n, nout);
+    for (int k = 0; k < nout; k++) {
+        tg_dim end;
+        char sfx[32];
+        snprintf(sfx, sizeof sfx, "%d", k);
+        if (tg_dim_add(start, tg_dim_const(sizes[k]), &end)) return -1;
+        if (def_out(c, k, slice_on(c, x, axis, start, end, 1, sfx))) return -1;
+        start = end;
+    }
+    return 0;
+}
+
+/* Clamp an ONNX slice bound against dim d the way ONNX does, symbolically where d
+ * is: negative counts from the end, huge means the end. */
+static int slice_bound(tg_dim d, int64_t v, tg_dim *out)
+{
+    int64_t dv;
+    bool known = tg_dim_is_const(d, &dv);
+    if (v >= (int64_t)INT32_MAX) return *out = d, 0;
+    if (v < 0) {
+        if (known) {
+            v += dv;
+            *out = tg_dim_const(v < 0 ? 0 : v);
+            return 0;
+        }
+        return tg_dim_add(d, tg_dim_const(v), out);
+    }
+    if (known && v > dv) v = dv;
+    *out = tg_dim_const(v);
+    return 0;
+}
+
+static int map_slice(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *data = in_req(c, 0), *es = data ? in_req(c, 1) : NULL, *ee = es ? in_req(c, 2) : NULL;
+    if (!ee) return -1;
+    int64_t st[TG_MAX_RANK], en[TG_MAX_RANK], ax[TG_MAX_RANK], sp[TG_MAX_RANK];
+    int n, n2, na = -1, ns = -1;
+    if (onnx_int_list(es, TG_MAX_RANK, st, &n) || onnx_int_list(ee, TG_MAX_RANK, en, &n2)) return -1;
+    if (n != n2) return tg_err("starts and ends differ in length");
+    onnx_ent *ea = in_opt(c, 3), *esp = in_opt(c, 4);
+    if ((ea && onnx_int_list(ea, TG_MAX_RANK, ax, &na)) || (esp && onnx_int_list(esp, TG_MAX_RANK, sp, &ns)))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (na < 0) ax[i] = i;
+        if (ns < 0) sp[i] = 1;
+        if (sp[i] <= 0) return tg_err("Slice with step %lld is not supported", (long long)sp[i]);
+    }
+    if (is_shape_vec(data) && data->rank == 1) { /* slicing a shape vector */
+        tg_dim v[MAXV], out[MAXV];
+        int nv, k = 0;
+        if (n != 1 || onnx_dim_list(c, data, MAXV, v, &nv)) return n != 1 ? tg_err("bad slice of a shape vector") : -1;
+        tg_dim d = tg_dim_const(nv), b, e;
+        int64_t bi = 0, ei = 0;
+        if (slice_bound(d, st[0], &b) || slice_bound(d, en[0], &e)) return -1;
+        tg_dim_is_const(b, &bi);
+        tg_dim_is_const(e, &ei);
+        for (int64_t i = bi; i < ei; i += sp[0]) out[k++] = v[i];
+        return def_shape_vec(c, 1, k, out);
+    }
+    int x = onnx_value(c, data);
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x);
+    for (int i = 0; i < n && x >= 0; i++) {
+        int a = 0;
+        tg_dim b, e;
+        if (axis_norm(ax[i], s.rank, &a) || slice_bound(s.d[a], st[i], &b) ||
+            slice_bound(s.d[a], en[i], &e))
+            return -1;
+        x = slice_on(c, x, a, b, e, sp[i], i + 1 < n ? "part" : NULL);
+    }
+    return def_out(c, 0, x);
+}
+
+static int map_gather(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *data = in_req(c, 0), *idx = data ? in_req(c, 1) : NULL;
+    if (!idx) return -1;
+    int64_t axis = onnx_attr_int(N(c), "axis", 0);
+    if (is_shape_vec(data) && data->rank == 1 && idx->kind == ONNX_ENT_CONST && idx->rank <= 1) {
+        int64_t iv[MAXV];                        /* picking shape entries */
+        int ni, nd;
+        tg_dim d[MAXV], out[MAXV];
+        if (onnx_int_list(idx, MAXV, iv, &ni) || onnx_dim_list(c, data, MAXV, d, &nd)) return -1;
+        for (int i = 0; i < ni; i++) {
+            int64_t k = iv[i] < 0 ? iv[i] + nd : iv[i];
+            if (k < 0 || k >= nd) return tg_err("index %lld out of range", (long long)iv[i]);
+            out[i] = d[k];
+        }
+        return def_shape_vec(c, idx->rank, ni, out);
+    }
+    int x = onnx_value(c, data), i = x < 0 ? -1 : onnx_value(c, idx);
+    if (i < 0) return -1;
+    tg_attr a = tg_attr_int("axis", axis);
+    int in[2] = {x, i};
+    return def_out(c, 0, onnx_add(c, m->op, NULL, 2, in, 1, &a));
+}
+
+static int map_expand(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    onnx_ent *sh = x < 0 ? NULL : in_req(c, 1);
+    if (!sh) return -1;
+    tg_dim want[TG_MAX_RANK], out[TG_MAX_RANK];
+    int n;
+    if (onnx_dim_list(c, sh, TG_MAX_RANK, want, &n)) return -1;
+    tg_shape s = shape_of(c, x);
+    int rank = n > s.rank ? n : s.rank;
+    for (int i = 0; i < rank; i++) {             /* ONNX Expand broadcasts both ways */
+        int iw = i - (rank - n), ix = i - (rank - s.rank);
+        tg_dim a = ix >= 0 ? s.d[ix] : tg_dim_const(1), b = iw >= 0 ? want[iw] : tg_dim_const(1);
+        int64_t v;
+        out[i] = tg_dim_is_const(b, &v) && v == 1 ? a : b;
+    }
+    tg_attr a = tg_attr_dims("shape", rank, out);
+    return def_out(c, 0, unary_on(c, TG_OP_EXPAND, NULL, x, 1, &a));
+}
+
+static int map_tile(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    onnx_ent *r = x < 0 ? NULL : in_req(c, 1);
+    int64_t rep[TG_MAX_RANK];
+    int n;
+    if (!r || onnx_int_list(r, TG_MAX_RANK, rep, &n)) return -1;
+    tg_attr a = tg_attr_ints("repeats", n, rep);
+    return def_out(c, 0, unary_on(c, TG_OP_TILE, NULL, x, 1, &a));
+}
+
+static int map_pad(onnx_ctx *c, const onnx_op_map *m)
+{
+    const char *mode = onnx_attr_string(N(c), "mode", "constant");
+    if (strcmp(mode, "constant")) return tg_err("Pad mode '%s' is not supported", mode);
+    int x = in_val(c, 0);
+    onnx_ent *pe = x < 0 ? NULL : in_req(c, 1), *ve = in_opt(c, 2), *ae = in_opt(c, 3);
+    int64_t p[2 * TG_MAX_RANK], axes[TG_MAX_RANK], pads[2 * TG_MAX_RANK] = {0};
+    int np, na = -1, rank = x < 0 ? 0 : shape_of(c, x).rank;
+    double value = 0;
+    if (!pe || onnx_int_list(pe, 2 * TG_MAX_RANK, p, &np) || (ve && onnx_scalar_f64(ve, &value)) ||
+        (ae && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
+        return -1;
+    if (na < 0)
+        for (na = 0; na < rank; na++) axes[na] = na;
+    if (np != 2 * na) return tg_err("pads has %d values for %d axes", np, na);
+    for (int i = 0; i < na; i++) {
+        int a = 0;
+        if (axis_norm(axes[i], rank, &a)) return -1;
+        pads[a] = p[i];
+        pads[rank + a] = p[na + i];
+    }
+    tg_attr a[2] = {tg_attr_ints("pads", 2 * rank, pads), tg_attr_float("value", value)};
+    return def_out(c, 0, unary_on(c, TG_OP_PAD, NULL, x, 2, a));
+}
+
+static int map_trilu(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    onnx_ent *ke = x < 0 ? NULL : in_opt(c, 1);
+    double k = 0;
+    if (x < 0 || (ke && onnx_scalar_f64(ke, &k))) return -1;
+    tg_attr a = tg_attr_int("k", (int64_t)k);
+    return def_out(c, 0, unary_on(c, onnx_attr_int(N(c), "upper", 1) ? TG_OP_TRIU : TG_OP_TRIL, NULL, x, 1, &a));
+}
+
+/* ---- constants and generators ----------------------------------------------------------- */
+
+static int map_constant(onnx_ctx *c, const onnx_op_map *m)
+{
+    const Onnx__NodeProto *n = N(c);
+    const Onnx__AttributeProto *a;
+    const char *out = n->output[0];
+    if ((a = onnx_attr(n, "value")) && a->t) {
+        tg_dtype dt;
+        int rank;
+        int64_t dims[TG_MAX_RANK];
+        void *data;
+        size_t nb;
+        if (onnx_tensor_decode(c, a->t, &dt, &rank, dims, &data, &nb)) return -1;
+        return onnx_def_const(c, out, dt, rank, dims, data);
+    }
+    bool many_f = (a = onnx_attr(n, "value_floats")) != NULL, one_f = !many_f && onnx_attr(n, "value_float");
+    bool many_i = !many_f && !one_f && onnx_attr(n, "value_ints"), one_i = !many_f && !one_f && !many_i && onnx_attr(n, "value_int");
+    if (!many_f && !one_f && !many_i && !one_i) return tg_err("Constant without a supported value attribute");
+    a = onnx_attr(n, many_f ? "value_floats" : one_f ? "value_float" : many_i ? "value_ints" : "value_int");
+    int64_t cnt = many_f ? (int64_t)a->n_floats : many_i ? (int64_t)a->n_ints : 1;
+    tg_dtype dt = many_f || one_f ? TG_F32 : TG_I64;
+    void *p = malloc(8 * (cnt ? cnt : 1));
+    if (!p) return tg_err("out of memory");
+    for (int64_t i = 0; i < cnt; i++)
+        tg_store_f64(dt, p, i, many_f ? a->floats[i] : one_f ? a->f : 0);
+    if (many_i) memcpy(p, a->ints, 8 * cnt);
+    if (one_i) memcpy(p, &a->i, 8);
+    return onnx_def_const(c, out, dt, many_f || many_i ? 1 : 0, &cnt, p);
+}
+
+static int map_constant_of_shape(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *sh = in_req(c, 0);
+    tg_dim d[TG_MAX_RANK];
+    int n;
+    if (!sh || onnx_dim_list(c, sh, TG_MAX_RANK, d, &n)) return -1;
+    tg_dtype dt = TG_F32;
+    double value = 0;
+    const Onnx__AttributeProto *a = onnx_attr(N(c), "value");
+    if (a && a->t) {
+        int rank;
+        int64_t dims[TG_MAX_RANK];
+        void *data;
+        size_t nb;
+        if (onnx_tensor_decode(c, a->t, &dt, &rank, dims, &data, &nb)) return -1;
+        value = nb ? tg_load_f64(dt, data, 0) : 0;
+        free(data);
+    }
+    tg_attr at[3] = {tg_attr_dims("shape", n, d), tg_attr_float("value", value), tg_attr_dtype("dtype", dt)};
+    return def_out(c, 0, onnx_add(c, TG_OP_FULL, NULL, 0, NULL, 3, at));
+}
+
+static int map_range(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *e[3];
+    for (int i = 0; i < 3; i++)
+        if (!(e[i] = in_req(c, i))) return -1;
+    tg_dim start, end, step;
+    int n;
+    for (int i = 0; i < 3; i++)
+        if (e[i]->kind == ONNX_ENT_CONST && !tg_dtype_is_int(e[i]->dtype))
+            return tg_err("Range over floating point values is not supported");
+    if (onnx_dim_list(c, e[0], 1, &start, &n) || onnx_dim_list(c, e[1], 1, &end, &n) ||
+        onnx_dim_list(c, e[2], 1, &step, &n))
+        return -1;
+    int64_t s0, st;
+    if (!tg_dim_is_const(start, &s0) || !tg_dim_is_const(step, &st)) return tg_err("Range start and delta must be constant");
+    tg_dtype dt = e[0]->kind == ONNX_ENT_CONST ? e[0]->dtype : TG_I64;
+    tg_attr a[4] = {tg_attr_int("start", s0), tg_attr_dims("end", 1, &end), tg_attr_int("step", st),
+                    tg_attr_dtype("dtype", dt)};
+    return def_out(c, 0, onnx_add(c, TG_OP_ARANGE, NULL, 0, NULL, 4, a));
+}
+
+/* ---- attention ------------------------------------------------------------------------------ */
+
+/* Attention (opset 23) with 4-D inputs and no KV cache: scaled dot-product attention. */
+static int map_attention(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (in_opt(c, 4) || in_opt(c, 5)) return tg_err("Attention with past_key/past_value is not supported");
+    if (onnx_attr_float(N(c), "softcap", 0) != 0) return tg_err("Attention softcap is not supported");
+    if (only_first_output(c)) return -1;
+    int in[4] = {in_val(c, 0), in_val(c, 1), in_val(c, 2), in_val_opt(c, 3)};
+    if (in[0] < 0 || in[1] < 0 || in[2] < 0 || (in[3] < 0 && in_opt(c, 3))) return -1;
+    tg_shape q = shape_of(c, in[0]), k = shape_of(c, in[1]);
+    if (q.rank != 4 || k.rank != 4) return tg_err("Attention needs 4-D inputs [batch, heads, seq, dim]");
+    tg_attr a[3] = {tg_attr_int("causal", onnx_attr_int(N(c), "is_causal", 0)),
+                    tg_attr_float("scale", onnx_attr_float(N(c), "scale", 0)),
+                    tg_attr_int("gqa", !tg_dim_eq(q.d[1], k.d[1]))};
+    return def_out(c, 0, onnx_add(c, TG_OP_SDPA, NULL, in[3] < 0 ? 3 : 4, in, 3, a));
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static const onnx_op_map onnx_ops[] = {
+    {"Abs", map_unary, TG_OP_ABS}, {"Ceil", map_unary, TG_OP_CEIL}, {"Cos", map_unary, TG_OP_COS},
+    {"Erf", map_unary, TG_OP_ERF}, {"Exp", map_unary, TG_OP_EXP}, {"Floor", map_unary, TG_OP_FLOOR},
+    {"HardSwish", map_unary, TG_OP_HARDSWISH}, {"Log", map_unary, TG_OP_LOG},
+    {"Neg", map_unary, TG_OP_NEG}, {"Not", map_unary, TG_OP_LOGICAL_NOT},
+    {"Reciprocal", map_unary, TG_OP_RECIPROCAL}, {"Relu", map_unary, TG_OP_RELU},
+    {"Round", map_unary, TG_OP_ROUND}, {"Sigmoid", map_unary, TG_OP_SIGMOID},
+    {"Sin", map_unary, TG_OP_SIN}, {"Sqrt", map_unary, TG_OP_SQRT}, {"Tanh", map_unary, TG_OP_TANH},
+    {"Identity", map_alias, 0}, {"Dropout", map_alias, 0},
+    {"LeakyRelu", map_leaky_relu, TG_OP_LEAKY_RELU}, {"Elu", map_leaky_relu, TG_OP_ELU},
+    {"Gelu", map_gelu, 0}, {"HardSigmoid", map_hard_sigmoid, 0}, {"Clip", map_clip, 0},
+    {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE},
+    {"Add", map_binary, TG_OP_ADD}, {"Sub", map_binary, TG_OP_SUB}, {"Mul", map_binary, TG_OP_MUL},
+    {"Div", map_binary, TG_OP_DIV}, {"Pow", map_binary, TG_OP_POW},
+    {"Equal", map_binary, TG_OP_EQ}, {"Less", map_binary, TG_OP_LT},
+    {"LessOrEqual", map_binary, TG_OP_LE}, {"Greater", map_binary, TG_OP_GT},
+    {"GreaterOrEqual", map_binary, TG_OP_GE}, {"And", map_binary, TG_OP_LOGICAL_AND},
+    {"Or", map_binary, TG_OP_LOGICAL_OR},
+    {"Min", map_variadic, TG_OP_MINIMUM}, {"Max", map_variadic, TG_OP_MAXIMUM},
+    {"Sum", map_variadic, TG_OP_ADD}, {"Where", map_where, 0},
+    {"Softmax", map_softmax, TG_OP_SOFTMAX}, {"LogSoftmax", map_softmax, TG_OP_LOG_SOFTMAX},
+    {"ReduceSum", map_reduce, TG_OP_REDUCE_SUM}, {"ReduceMean", map_reduce, TG_OP_REDUCE_MEAN},
+    {"ReduceMax", map_reduce, TG_OP_REDUCE_MAX}, {"ReduceMin", map_reduce, TG_OP_REDUCE_MIN},
+    {"ReduceProd", map_reduce, TG_OP_REDUCE_PROD},
+    {"ArgMax", map_arg_reduce, TG_OP_ARGMAX}, {"ArgMin", map_arg_reduce, TG_OP_ARGMIN},
+    {"MatMul", map_matmul, 0}, {"Gemm", map_gemm, 0},
+    {"Conv", map_conv, TG_OP_CONV}, {"ConvTranspose", map_conv, TG_OP_NONE},
+    {"BatchNormalization", map_batch_norm, 0}, {"LayerNormalization", map_layer_norm, 0},
+    {"GroupNormalization", map_group_norm, TG_OP_GROUP_NORM},
+    {"InstanceNormalization", map_group_norm, TG_OP_NONE},
+    {"MaxPool", map_pool, TG_OP_MAX_POOL}, {"AveragePool", map_pool, TG_OP_AVG_POOL},
+    {"GlobalAveragePool", map_global_pool, TG_OP_REDUCE_MEAN},
+    {"GlobalMaxPool", map_global_pool, TG_OP_REDUCE_MAX},
+    {"Shape", map_shape, 0}, {"Size", map_shape, TG_OP_REDUCE_PROD},
+    {"Reshape", map_reshape, 0}, {"Flatten", map_flatten, 0},
+    {"Squeeze", map_squeeze, TG_OP_RESHAPE}, {"Unsqueeze", map_squeeze, TG_OP_NONE},
+    {"Transpose", map_transpose, 0}, {"Concat", map_concat, 0}, {"Split", map_split, 0},
+    {"Slice", map_slice, 0}, {"Gather", map_gather, TG_OP_INDEX_SELECT},
+    {"GatherElements", map_gather, TG_OP_GATHER}, {"Expand", map_expand, 0},
+    {"Tile", map_tile, 0}, {"Pad", map_pad, 0}, {"Trilu", map_trilu, 0},
+    {"Constant", map_constant, 0}, {"ConstantOfShape", map_constant_of_shape, 0},
+    {"Range", map_range, 0}, {"Attention", map_attention, 0},
+};
+
+int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
+{
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) return 1;
+    if (!n->op_type) return 1;
+    for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0]; i++)
+        if (!strcmp(onnx_ops[i].type, n->op_type)) {
+            if (n->n_output < 1) return tg_err("node has no outputs");
+            TG_LOG(IMPORT, TG_LOG_DEBUG, "%s %s", n->op_type, n->name ? n->name : "");
+            return onnx_ops[i].fn(c, &onnx_ops[i]) < 0 ? -1 : 0;
+        }
+    return 1;
+}
