@@ -1,0 +1,365 @@
+/* Elementwise kernels: unary maps, broadcasting binary ops, where.
+ * float32 has its own loops (vectorizable where the strides allow); the
+ * other float types compute in double, integers and bool in int64. */
+#include <math.h>
+#include <string.h>
+
+#include "iter.h"
+#include "kernels.h"
+#include "tensor_ops.h"
+
+#define GRAIN (1 << 14)
+
+/* ---- unary ------------------------------------------------------------------ */
+
+static bool unary_float_only(tgk_unary_op op)
+{
+    switch (op) {
+    case TGK_NEG: case TGK_ABS: case TGK_RELU: case TGK_FLOOR: case TGK_CEIL:
+    case TGK_ROUND: case TGK_CLAMP: case TGK_LOGICAL_NOT:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* The double form: the generic path and the readable definition of each op. */
+static double unary_f64(tgk_unary_op op, double v, const tgk_unary_param *p)
+{
+    switch (op) {
+    case TGK_NEG: return -v;
+    case TGK_ABS: return fabs(v);
+    case TGK_EXP: return exp(v);
+    case TGK_LOG: return log(v);
+    case TGK_SQRT: return sqrt(v);
+    case TGK_RSQRT: return 1.0 / sqrt(v);
+    case TGK_RECIPROCAL: return 1.0 / v;
+    case TGK_SIN: return sin(v);
+    case TGK_COS: return cos(v);
+    case TGK_TANH: return tanh(v);
+    case TGK_ERF: return erf(v);
+    case TGK_SIGMOID: return 1.0 / (1.0 + exp(-v));
+    case TGK_RELU: return v < 0 ? 0 : v;
+    case TGK_GELU: return 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
+    case TGK_GELU_TANH:
+        return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    case TGK_SILU: return v / (1.0 + exp(-v));
+    case TGK_HARDSWISH: return v * fmin(fmax(v + 3.0, 0.0), 6.0) / 6.0;
+    case TGK_HARDSIGMOID: return fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
+    case TGK_LEAKY_RELU: return v < 0 ? p->alpha * v : v;
+    case TGK_ELU: return v < 0 ? p->alpha * expm1(v) : v;
+    case TGK_FLOOR: return floor(v);
+    case TGK_CEIL: return ceil(v);
+    case TGK_ROUND: return nearbyint(v);
+    case TGK_CLAMP: return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+    case TGK_LOGICAL_NOT: return v == 0;
+    default: return NAN;
+    }
+}
+
+static int64_t unary_i64(tgk_unary_op op, int64_t v, const tgk_unary_param *p)
+{
+    switch (op) {
+    case TGK_NEG: return (int64_t)(0 - (uint64_t)v);
+    case TGK_ABS: return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+    case TGK_RELU: return v < 0 ? 0 : v;
+    case TGK_CLAMP:
+        return (double)v < p->lo ? (int64_t)ceil(p->lo) : (double)v > p->hi ? (int64_t)floor(p->hi) : v;
+    case TGK_LOGICAL_NOT: return v == 0;
+    default: return v;                          /* floor, ceil, round */
+    }
+}
+
+typedef struct {
+    tgk_unary_op op;
+    tgk_dtype t;
+    const void *x;
+    void *y;
+    const tgk_unary_param *p;
+} unary_ctx;
+
+#define MAP_F32(expr) \
+    for (int64_t i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); } \
+    break
+
+static void unary_f32(tgk_unary_op op, int64_t n, const float *x, float *y,
+                      const tgk_unary_param *p)
+{
+    const float alpha = (float)p->alpha, lo = (float)p->lo, hi = (float)p->hi;
+    switch (op) {
+    case TGK_NEG: MAP_F32(-v);
+    case TGK_ABS: MAP_F32(fabsf(v));
+    case TGK_EXP: tgk_vec_exp_f32(n, x, y); break;
+    case TGK_LOG: MAP_F32(logf(v));
+    case TGK_SQRT: MAP_F32(sqrtf(v));
+    case TGK_RSQRT: MAP_F32(1.0f / sqrtf(v));
+    case TGK_RECIPROCAL: MAP_F32(1.0f / v);
+    case TGK_SIN: MAP_F32(sinf(v));
+    case TGK_COS: MAP_F32(cosf(v));
+    case TGK_TANH: tgk_vec_tanh_f32(n, x, y); break;
+    case TGK_ERF: tgk_vec_erf_f32(n, x, y); break;
+    case TGK_SIGMOID: tgk_vec_sigmoid_f32(n, x, y); break;
+    case TGK_RELU: MAP_F32(v < 0 ? 0.0f : v);
+    case TGK_GELU: tgk_vec_gelu_f32(n, x, y); break;
+    case TGK_GELU_TANH: tgk_vec_gelu_tanh_f32(n, x, y); break;
+    case TGK_SILU: tgk_vec_silu_f32(n, x, y); break;
+    case TGK_HARDSWISH: MAP_F32(v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f);
+    case TGK_HARDSIGMOID: MAP_F32(fminf(fmaxf(v / 6.0f + 0.5f, 0.0f), 1.0f));
+    case TGK_LEAKY_RELU: MAP_F32(v < 0 ? alpha * v : v);
+    case TGK_ELU: MAP_F32(v < 0 ? alpha * expm1f(v) : v);
+    case TGK_FLOOR: MAP_F32(floorf(v));
+    case TGK_CEIL: MAP_F32(ceilf(v));
+    case TGK_ROUND: MAP_F32(nearbyintf(v));
+    case TGK_CLAMP: MAP_F32(v < lo ? lo : v > hi ? hi : v);
+    default: break;
+    }
+}
+
+static void unary_task(void *vctx, int64_t b, int64_t e)
+{
+    const unary_ctx *c = vctx;
+    size_t es = tgk_dtype_size(c->t);
+    if (c->op == TGK_LOGICAL_NOT) {
+        uint8_t *y = c->y;
+        for (int64_t i = b; i < e; i++)
+            y[i] = tgk_load_f64(c->t, c->x, i) == 0;
+    } else if (c->t == TGK_F32) {
+        unary_f32(c->op, e - b, (const float *)c->x + b, (float *)c->y + b, c->p);
+    } else if (tgk_dtype_is_float(c->t)) {
+        for (int64_t i = b; i < e; i++)
+            tgk_store_f64(c->t, c->y, i, unary_f64(c->op, tgk_load_f64(c->t, c->x, i), c->p));
+    } else if (c->op == TGK_FLOOR || c->op == TGK_CEIL || c->op == TGK_ROUND) {
+        memmove((char *)c->y + b * es, (const char *)c->x + b * es, (size_t)(e - b) * es);
+    } else {
+        for (int64_t i = b; i < e; i++)
+            tgk_store_i64(c->t, c->y, i, unary_i64(c->op, tgk_load_i64(c->t, c->x, i), c->p));
+    }
+}
+
+int tgk_unary(tgk_unary_op op, tgk_dtype t, int64_t n, const void *x, void *y,
+              const tgk_unary_param *p)
+{
+    static const tgk_unary_param none = { 0.01, -INFINITY, INFINITY };
+    if (op < 0 || op >= TGK_UNARY_COUNT || tgk_dtype_size(t) == 0)
+        return -1;
+    if (unary_float_only(op) && !tgk_dtype_is_float(t))
+        return -1;
+    if (t == TGK_BOOL && op != TGK_LOGICAL_NOT && op != TGK_CLAMP && op != TGK_RELU &&
+        op != TGK_ABS && op != TGK_FLOOR && op != TGK_CEIL && op != TGK_ROUND)
+        return -1;
+    unary_ctx c = { op, t, x, y, p ? p : &none };
+    tgk_parallel_for(n, GRAIN, unary_task, &c);
+    return 0;
+}
+
+/* ---- binary ----------------------------------------------------------------- */
+
+void tgk_broadcast_strides(int rank, const int64_t *dims, int in_rank, const int64_t *in,
+                           int64_t *strides)
+{
+    int64_t s = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        int ik = k - (rank - in_rank);
+        if (ik < 0 || in[ik] == 1 || dims[k] == 0) {
+            strides[k] = 0;
+        } else {
+            strides[k] = s;
+        }
+        if (ik >= 0)
+            s *= in[ik];
+    }
+}
+
+static bool is_compare(tgk_binary_op op)
+{
+    return op >= TGK_EQ;
+}
+
+static double binary_f64(tgk_binary_op op, double u, double v)
+{
+    switch (op) {
+    case TGK_ADD: return u + v;
+    case TGK_SUB: return u - v;
+    case TGK_MUL: return u * v;
+    case TGK_DIV: return u / v;
+    case TGK_POW: return pow(u, v);
+    case TGK_MAX: return u != u ? u : v != v ? v : u > v ? u : v;
+    case TGK_MIN: return u != u ? u : v != v ? v : u < v ? u : v;
+    case TGK_EQ: return u == v;
+    case TGK_NE: return u != v;
+    case TGK_LT: return u < v;
+    case TGK_LE: return u <= v;
+    case TGK_GT: return u > v;
+    case TGK_GE: return u >= v;
+    case TGK_AND: return u != 0 && v != 0;
+    case TGK_OR: return u != 0 || v != 0;
+    default: return NAN;
+    }
+}
+
+static int64_t ipow(int64_t b, int64_t e)
+{
+    if (e < 0)
+        return b == 1 ? 1 : b == -1 ? (e % 2 ? -1 : 1) : 0;
+    uint64_t r = 1, ub = (uint64_t)b;
+    for (; e; e >>= 1, ub *= ub)
+        if (e & 1)
+            r *= ub;
+    return (int64_t)r;
+}
+
+/* Integer arithmetic wraps (through uint64) like torch; *bad on division by zero. */
+static int64_t binary_i64(tgk_binary_op op, int64_t u, int64_t v, bool *bad)
+{
+    switch (op) {
+    case TGK_ADD: return (int64_t)((uint64_t)u + (uint64_t)v);
+    case TGK_SUB: return (int64_t)((uint64_t)u - (uint64_t)v);
+    case TGK_MUL: return (int64_t)((uint64_t)u * (uint64_t)v);
+    case TGK_DIV:
+        if (v == 0) {
+            *bad = true;
+            return 0;
+        }
+        return v == -1 ? (int64_t)(0 - (uint64_t)u) : u / v;
+    case TGK_POW: return ipow(u, v);
+    case TGK_MAX: return u > v ? u : v;
+    case TGK_MIN: return u < v ? u : v;
+    case TGK_EQ: return u == v;
+    case TGK_NE: return u != v;
+    case TGK_LT: return u < v;
+    case TGK_LE: return u <= v;
+    case TGK_GT: return u > v;
+    case TGK_GE: return u >= v;
+    case TGK_AND: return u != 0 && v != 0;
+    case TGK_OR: return u != 0 || v != 0;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    tgk_binary_op op;
+    tgk_dtype t;
+    const void *a, *b;
+    void *y;
+    bool bad;
+} binary_ctx;
+
+/* One run of float32: operand strides are 0 (broadcast), 1 or anything. */
+#define BIN_F32(OT, expr) do { \
+        OT *Y = (OT *)c->y + off[0]; \
+        if (sa == 1 && sb == 1) \
+            for (int64_t i = 0; i < n; i++) { float u = A[i], v = B[i]; Y[i] = (expr); } \
+        else if (sa == 1 && sb == 0) \
+            for (int64_t i = 0; i < n; i++) { float u = A[i], v = B[0]; Y[i] = (expr); } \
+        else if (sa == 0 && sb == 1) \
+            for (int64_t i = 0; i < n; i++) { float u = A[0], v = B[i]; Y[i] = (expr); } \
+        else \
+            for (int64_t i = 0; i < n; i++) { float u = A[i * sa], v = B[i * sb]; Y[i] = (expr); } \
+    } while (0)
+
+static void binary_run_f32(binary_ctx *c, const int64_t *off, int64_t n, int64_t sa, int64_t sb)
+{
+    const float *A = (const float *)c->a + off[1], *B = (const float *)c->b + off[2];
+    switch (c->op) {
+    case TGK_ADD: BIN_F32(float, u + v); break;
+    case TGK_SUB: BIN_F32(float, u - v); break;
+    case TGK_MUL: BIN_F32(float, u * v); break;
+    case TGK_DIV: BIN_F32(float, u / v); break;
+    case TGK_POW: BIN_F32(float, powf(u, v)); break;
+    case TGK_MAX: BIN_F32(float, u != u ? u : v != v ? v : u > v ? u : v); break;
+    case TGK_MIN: BIN_F32(float, u != u ? u : v != v ? v : u < v ? u : v); break;
+    case TGK_EQ: BIN_F32(uint8_t, u == v); break;
+    case TGK_NE: BIN_F32(uint8_t, u != v); break;
+    case TGK_LT: BIN_F32(uint8_t, u < v); break;
+    case TGK_LE: BIN_F32(uint8_t, u <= v); break;
+    case TGK_GT: BIN_F32(uint8_t, u > v); break;
+    case TGK_GE: BIN_F32(uint8_t, u >= v); break;
+    case TGK_AND: BIN_F32(uint8_t, u != 0 && v != 0); break;
+    case TGK_OR: BIN_F32(uint8_t, u != 0 || v != 0); break;
+    default: break;
+    }
+}
+
+static void binary_run(void *vctx, const int64_t *off, int64_t n, const int64_t *inner)
+{
+    binary_ctx *c = vctx;
+    int64_t sa = inner[1], sb = inner[2];
+    if (c->t == TGK_F32) {
+        binary_run_f32(c, off, n, sa, sb);
+        return;
+    }
+    tgk_dtype ot = is_compare(c->op) ? TGK_BOOL : c->t;
+    void *y = (char *)c->y + off[0] * (int64_t)tgk_dtype_size(ot);
+    if (tgk_dtype_is_float(c->t)) {
+        for (int64_t i = 0; i < n; i++)
+            tgk_store_f64(ot, y, i, binary_f64(c->op, tgk_load_f64(c->t, c->a, off[1] + i * sa),
+                                               tgk_load_f64(c->t, c->b, off[2] + i * sb)));
+        return;
+    }
+    bool bad = false;
+    for (int64_t i = 0; i < n; i++)
+        tgk_store_i64(ot, y, i, binary_i64(c->op, tgk_load_i64(c->t, c->a, off[1] + i * sa),
+                                           tgk_load_i64(c->t, c->b, off[2] + i * sb), &bad));
+    if (bad)
+        __atomic_store_n(&c->bad, true, __ATOMIC_RELAXED);
+}
+
+int tgk_binary(tgk_binary_op op, tgk_dtype t, int rank, const int64_t *dims,
+               const void *a, const int64_t *sa, const void *b, const int64_t *sb, void *y)
+{
+    if (op < 0 || op >= TGK_BINARY_COUNT || tgk_dtype_size(t) == 0 || rank > TGK_MAX_RANK)
+        return -1;
+    if (t == TGK_BOOL && op != TGK_EQ && op != TGK_NE && op != TGK_AND && op != TGK_OR &&
+        op != TGK_MAX && op != TGK_MIN)
+        return -1;
+    const int64_t *st[3] = { NULL, sa, sb };
+    tgk_iter it;
+    tgk_iter_init(&it, rank, dims, 3, st);
+    binary_ctx c = { op, t, a, b, y, false };
+    tgk_iter_parallel(&it, GRAIN, binary_run, &c);
+    return c.bad ? -1 : 0;
+}
+
+/* ---- where --------------------------------------------------------------------- */
+
+typedef struct {
+    size_t es;
+    const uint8_t *c;
+    const char *a, *b;
+    char *y;
+} where_ctx;
+
+#define WHERE_LOOP(T) do { \
+        const T *A = (const T *)w->a + off[2], *B = (const T *)w->b + off[3]; \
+        T *Y = (T *)w->y + off[0]; \
+        for (int64_t i = 0; i < n; i++) Y[i] = C[i * sc] ? A[i * sa] : B[i * sb]; \
+    } while (0)
+
+static void where_run(void *vctx, const int64_t *off, int64_t n, const int64_t *inner)
+{
+    const where_ctx *w = vctx;
+    const uint8_t *C = w->c + off[1];
+    int64_t sc = inner[1], sa = inner[2], sb = inner[3];
+    switch (w->es) {
+    case 1: WHERE_LOOP(uint8_t); break;
+    case 2: WHERE_LOOP(uint16_t); break;
+    case 4: WHERE_LOOP(uint32_t); break;
+    case 8: WHERE_LOOP(uint64_t); break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(w->y + (off[0] + i) * w->es,
+                   C[i * sc] ? w->a + (off[2] + i * sa) * w->es : w->b + (off[3] + i * sb) * w->es,
+                   w->es);
+    }
+}
+
+void tgk_where(size_t elsize, int rank, const int64_t *dims, const uint8_t *c,
+               const int64_t *sc, const void *a, const int64_t *sa, const void *b,
+               const int64_t *sb, void *y)
+{
+    const int64_t *st[4] = { NULL, sc, sa, sb };
+    tgk_iter it;
+    tgk_iter_init(&it, rank, dims, 4, st);
+    where_ctx w = { elsize, c, a, b, y };
+    tgk_iter_parallel(&it, GRAIN, where_run, &w);
+}

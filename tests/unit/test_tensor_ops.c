@@ -1,0 +1,652 @@
+/* The simple-op kernels (lib/kernels/cpu/tensor_ops.h) against float64
+ * references written out index by index, on fresh random inputs (the seed is
+ * printed; TG_SEED=N repeats a run). Tolerances: float32 results within
+ * 1e-5 relative (+1e-6 absolute) of the double reference; exact for data
+ * movement, indexing and integers. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dtype.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/tensor_ops.h"
+#include "unit.h"
+
+static uint64_t rng;
+
+static uint64_t next_u64(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static double uniform(double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next_u64() >> 11) / 9007199254740992.0;
+}
+
+static int64_t randint(int64_t lo, int64_t hi)     /* [lo, hi) */
+{
+    return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo));
+}
+
+static float *rand_f32(int64_t n, double lo, double hi)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)uniform(lo, hi);
+    return x;
+}
+
+static int64_t numel(int rank, const int64_t *d)
+{
+    int64_t n = 1;
+    for (int k = 0; k < rank; k++)
+        n *= d[k];
+    return n;
+}
+
+/* Multi-index of flat i over dims. */
+static void unravel(int64_t i, int rank, const int64_t *d, int64_t *idx)
+{
+    for (int k = rank - 1; k >= 0; k--) {
+        idx[k] = i % d[k];
+        i /= d[k];
+    }
+}
+
+static int64_t ravel(int rank, const int64_t *d, const int64_t *idx)
+{
+    int64_t i = 0;
+    for (int k = 0; k < rank; k++)
+        i = i * d[k] + idx[k];
+    return i;
+}
+
+#define TOL(ref) (1e-5 * fabs(ref) + 1e-6)
+
+static void test_conversions(void)
+{
+    for (int i = 0; i < 20000; i++) {
+        float f = (float)(uniform(-1, 1) * pow(2.0, (double)randint(-30, 20)));
+        CHECK(tgk_f32_to_f16(f) == tg_f32_to_f16(f));
+        CHECK(tgk_f32_to_bf16(f) == tg_f32_to_bf16(f));
+        CHECK(tgk_f32_to_f8e4m3(f) == tg_f32_to_f8e4m3(f));
+        CHECK(tgk_f32_to_f8e5m2(f) == tg_f32_to_f8e5m2(f));
+    }
+    for (int b = 0; b < 65536; b++) {
+        float a = tgk_f16_to_f32((uint16_t)b), r = tg_f16_to_f32((uint16_t)b);
+        CHECK((a != a && r != r) || memcmp(&a, &r, 4) == 0);
+    }
+    for (int b = 0; b < 256; b++) {
+        float a = tgk_f8e4m3_to_f32((uint8_t)b), r = tg_f8e4m3_to_f32((uint8_t)b);
+        CHECK((a != a && r != r) || a == r);
+        a = tgk_f8e5m2_to_f32((uint8_t)b), r = tg_f8e5m2_to_f32((uint8_t)b);
+        CHECK((a != a && r != r) || a == r);
+    }
+    /* cast: truncation toward zero, saturation, NaN to 0, exact integers */
+    float src[5] = { 2.7f, -2.7f, 1e10f, -1e10f, NAN };
+    int32_t i32[5];
+    tgk_cast(TGK_I32, i32, TGK_F32, src, 5);
+    CHECK(i32[0] == 2 && i32[1] == -2 && i32[2] == INT32_MAX && i32[3] == INT32_MIN && i32[4] == 0);
+    int64_t big[2] = { (INT64_C(1) << 62) + 1, -5 };
+    int64_t back[2];
+    int32_t mid[2];
+    tgk_cast(TGK_I32, mid, TGK_I64, big, 2);
+    tgk_cast(TGK_I64, back, TGK_I32, mid, 2);
+    CHECK(back[0] == 1 && back[1] == -5);
+    uint8_t bools[3];
+    float bsrc[3] = { 0.0f, -0.5f, 3.0f };
+    tgk_cast(TGK_BOOL, bools, TGK_F32, bsrc, 3);
+    CHECK(bools[0] == 0 && bools[1] == 1 && bools[2] == 1);
+}
+
+static double ref_unary(tgk_unary_op op, double v, const tgk_unary_param *p)
+{
+    switch (op) {
+    case TGK_NEG: return -v;
+    case TGK_ABS: return fabs(v);
+    case TGK_EXP: return exp(v);
+    case TGK_LOG: return log(v);
+    case TGK_SQRT: return sqrt(v);
+    case TGK_RSQRT: return 1 / sqrt(v);
+    case TGK_RECIPROCAL: return 1 / v;
+    case TGK_SIN: return sin(v);
+    case TGK_COS: return cos(v);
+    case TGK_TANH: return tanh(v);
+    case TGK_ERF: return erf(v);
+    case TGK_SIGMOID: return 1 / (1 + exp(-v));
+    case TGK_RELU: return v > 0 ? v : 0;
+    case TGK_GELU: return v * 0.5 * erfc(-v / sqrt(2.0));
+    case TGK_GELU_TANH: return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * pow(v, 3))));
+    case TGK_SILU: return v / (1 + exp(-v));
+    case TGK_HARDSWISH: return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6;
+    case TGK_HARDSIGMOID: return v <= -3 ? 0 : v >= 3 ? 1 : v / 6 + 0.5;
+    case TGK_LEAKY_RELU: return v > 0 ? v : p->alpha * v;
+    case TGK_ELU: return v > 0 ? v : p->alpha * (exp(v) - 1);
+    case TGK_FLOOR: return floor(v);
+    case TGK_CEIL: return ceil(v);
+    case TGK_ROUND: return v - floor(v) == 0.5 ? 2 * round(v / 2) : round(v);
+    case TGK_CLAMP: return fmin(fmax(v, p->lo), p->hi);
+    default: return NAN;
+    }
+}
+
+static void test_unary(void)
+{
+    int64_t n = randint(1000, 70000);
+    float *x = rand_f32(n, -4, 4), *y = malloc(sizeof(float) * (size_t)n);
+    tgk_unary_param p = { uniform(0.01, 2), uniform(-2, 0), uniform(0, 2) };
+    for (int i = 0; i < 40; i++)                /* exact halves for round */
+        x[randint(0, n)] = (float)randint(-8, 8) + 0.5f;
+    for (tgk_unary_op op = 0; op < TGK_LOGICAL_NOT; op++) {
+        bool positive = op == TGK_LOG || op == TGK_SQRT || op == TGK_RSQRT;
+        float *in = positive ? rand_f32(n, 0.01, 4) : x;
+        CHECK(tgk_unary(op, TGK_F32, n, in, y, &p) == 0);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double r = ref_unary(op, in[i], &p);
+            bad += !(fabs(y[i] - r) <= 2e-6 * fabs(r) + 2e-6);
+        }
+        if (bad)
+            fprintf(stderr, "unary op %d: %d of %lld off\n", op, bad, (long long)n);
+        CHECK(bad == 0);
+        if (positive)
+            free(in);
+    }
+    /* f64 and integer paths; float-only ops refuse integers */
+    double xd[4] = { -1.5, 0.25, 2.5, -0.0 }, yd[4];
+    CHECK(tgk_unary(TGK_EXP, TGK_F64, 4, xd, yd, NULL) == 0);
+    CHECK_NEAR(yd[2], exp(2.5), 1e-12);
+    int64_t xi[4] = { -3, 0, 7, INT64_MIN }, yi[4];
+    CHECK(tgk_unary(TGK_ABS, TGK_I64, 4, xi, yi, NULL) == 0);
+    CHECK(yi[0] == 3 && yi[2] == 7 && yi[3] == INT64_MIN);
+    CHECK(tgk_unary(TGK_EXP, TGK_I64, 4, xi, yi, NULL) == -1);
+    uint8_t nb[4];
+    CHECK(tgk_unary(TGK_LOGICAL_NOT, TGK_I64, 4, xi, nb, NULL) == 0);
+    CHECK(nb[0] == 0 && nb[1] == 1 && nb[2] == 0);
+    free(x);
+    free(y);
+}
+
+/* A random shape of rank r and a random broadcast partner of it. */
+static void rand_bcast(int r, int64_t *out, int *ra, int64_t *a, int *rb, int64_t *b)
+{
+    for (int k = 0; k < r; k++)
+        out[k] = randint(1, 6);
+    *ra = r;
+    *rb = (int)randint(0, r + 1);
+    for (int k = 0; k < r; k++)
+        a[k] = randint(0, 3) ? out[k] : 1;
+    for (int k = 0; k < *rb; k++)
+        b[k] = randint(0, 3) ? out[r - *rb + k] : 1;
+}
+
+static double ref_binary(tgk_binary_op op, double u, double v)
+{
+    switch (op) {
+    case TGK_ADD: return u + v;
+    case TGK_SUB: return u - v;
+    case TGK_MUL: return u * v;
+    case TGK_DIV: return u / v;
+    case TGK_POW: return pow(u, v);
+    case TGK_MAX: return fmax(u, v);
+    case TGK_MIN: return fmin(u, v);
+    case TGK_EQ: return u == v;
+    case TGK_NE: return u != v;
+    case TGK_LT: return u < v;
+    case TGK_LE: return u <= v;
+    case TGK_GT: return u > v;
+    case TGK_GE: return u >= v;
+    case TGK_AND: return u && v;
+    case TGK_OR: return u || v;
+    default: return NAN;
+    }
+}
+
+/* Element of an input broadcast to out's multi-index. */
+static int64_t bcast_at(int r, const int64_t *idx, int ri, const int64_t *d)
+{
+    int64_t off = 0;
+    for (int k = 0; k < ri; k++)
+        off = off * d[k] + (d[k] == 1 ? 0 : idx[r - ri + k]);
+    return off;
+}
+
+static void test_binary(void)
+{
+    for (int trial = 0; trial < 60; trial++) {
+        int r = (int)randint(0, 5), ra, rb;
+        int64_t od[8], ad[8], bd[8], sa[8], sb[8], idx[8];
+        rand_bcast(r, od, &ra, ad, &rb, bd);
+        if (trial % 2)                              /* both ways round */
+            for (int k = 0; k < r; k++) {
+                int64_t t = ad[k];
+                ad[k] = r - rb <= k ? bd[k - (r - rb)] : 1;
+                if (r - rb <= k)
+                    bd[k - (r - rb)] = t;
+            }
+        int64_t n = numel(r, od), na = numel(ra, ad), nb = numel(rb, bd);
+        float *a = rand_f32(na, 0.5, 2), *b = rand_f32(nb, 0.5, 2);
+        for (int64_t i = 0; i < nb; i += 3)         /* some equal pairs for compares */
+            if (na)
+                b[i] = a[i % na];
+        void *y = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        tgk_broadcast_strides(r, od, ra, ad, sa);
+        tgk_broadcast_strides(r, od, rb, bd, sb);
+        for (tgk_binary_op op = 0; op < TGK_BINARY_COUNT; op++) {
+            CHECK(tgk_binary(op, TGK_F32, r, od, a, sa, b, sb, y) == 0);
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++) {
+                unravel(i, r, od, idx);
+                double u = a[bcast_at(r, idx, ra, ad)], v = b[bcast_at(r, idx, rb, bd)];
+                double ref = ref_binary(op, u, v);
+                double got = op >= TGK_EQ ? ((uint8_t *)y)[i] : ((float *)y)[i];
+                bad += !(fabs(got - ref) <= TOL(ref));
+            }
+            CHECK(bad == 0);
+        }
+        free(a);
+        free(b);
+        free(y);
+    }
+    /* integers: exact, truncating division, division by zero reported */
+    int64_t a[4] = { 7, -7, INT64_MIN, 9 }, b[4] = { 2, 2, -1, 0 }, y[4], d4[1] = { 3 };
+    int64_t st[1] = { 1 };
+    CHECK(tgk_binary(TGK_DIV, TGK_I64, 1, d4, a, st, b, st, y) == 0);
+    CHECK(y[0] == 3 && y[1] == -3 && y[2] == INT64_MIN);
+    d4[0] = 4;
+    CHECK(tgk_binary(TGK_DIV, TGK_I64, 1, d4, a, st, b, st, y) == -1);
+    CHECK(tgk_binary(TGK_POW, TGK_I64, 1, d4, b, st, b, st, y) == 0);
+    CHECK(y[0] == 4 && y[1] == 4 && y[3] == 1);
+    int32_t c[3] = { 1, 5, -2 }, e[1] = { 1 };
+    uint8_t cmp[3];
+    int64_t s0[1] = { 0 }, d3[1] = { 3 };
+    CHECK(tgk_binary(TGK_GT, TGK_I32, 1, d3, c, st, e, s0, cmp) == 0);
+    CHECK(cmp[0] == 0 && cmp[1] == 1 && cmp[2] == 0);
+    /* max/min propagate NaN */
+    float fa[2] = { NAN, 1 }, fb[2] = { 0, NAN }, fy[2];
+    int64_t d2[1] = { 2 };
+    tgk_binary(TGK_MAX, TGK_F32, 1, d2, fa, st, fb, st, fy);
+    CHECK(isnan(fy[0]) && isnan(fy[1]));
+}
+
+static void test_where(void)
+{
+    for (int trial = 0; trial < 20; trial++) {
+        int r = (int)randint(1, 5), ra, rb;
+        int64_t od[8], cd[8], ad[8], bd[8], sc[8], sa[8], sb[8], idx[8];
+        rand_bcast(r, od, &ra, cd, &rb, ad);
+        for (int k = 0; k < r; k++)
+            bd[k] = randint(0, 2) ? od[k] : 1;
+        int64_t n = numel(r, od), nc = numel(r, cd), na = numel(rb, ad), nb = numel(r, bd);
+        uint8_t *c = malloc((size_t)nc);
+        for (int64_t i = 0; i < nc; i++)
+            c[i] = randint(0, 2);
+        float *a = rand_f32(na, -1, 1), *b = rand_f32(nb, -1, 1), *y = malloc(4 * (size_t)n);
+        tgk_broadcast_strides(r, od, r, cd, sc);
+        tgk_broadcast_strides(r, od, rb, ad, sa);
+        tgk_broadcast_strides(r, od, r, bd, sb);
+        tgk_where(4, r, od, c, sc, a, sa, b, sb, y);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            unravel(i, r, od, idx);
+            float ref = c[bcast_at(r, idx, r, cd)] ? a[bcast_at(r, idx, rb, ad)]
+                                                   : b[bcast_at(r, idx, r, bd)];
+            bad += y[i] != ref;
+        }
+        CHECK(bad == 0);
+        free(c);
+        free(a);
+        free(b);
+        free(y);
+    }
+}
+
+static void test_reduce(void)
+{
+    for (int trial = 0; trial < 40; trial++) {
+        int r = (int)randint(1, 5);
+        int64_t d[8], kd[8], idx[8], kidx[8];
+        for (int k = 0; k < r; k++)
+            d[k] = randint(1, 7);
+        uint32_t axes = (uint32_t)randint(1, 1 << r);
+        int kr = 0;
+        for (int k = 0; k < r; k++)
+            if (!(axes >> k & 1))
+                kd[kr++] = d[k];
+        int64_t n = numel(r, d), no = numel(kr, kd);
+        float *x = rand_f32(n, 0.5, 1.5), *y = malloc(4 * (size_t)no);
+        double *acc = malloc(8 * (size_t)no), *acc2 = malloc(8 * (size_t)no);
+        int64_t cnt = n / no;
+        for (tgk_reduce_op op = 0; op < TGK_RANY; op++) {
+            CHECK(tgk_reduce(op, TGK_F32, r, d, axes, 1, x, y) == 0);
+            for (int64_t o = 0; o < no; o++) {
+                acc[o] = op == TGK_RPROD ? 1 : op == TGK_RMAX ? -INFINITY
+                         : op == TGK_RMIN ? INFINITY : 0;
+                acc2[o] = 0;
+            }
+            for (int pass = 0; pass < (op == TGK_RVAR ? 2 : 1); pass++)
+                for (int64_t i = 0; i < n; i++) {
+                    unravel(i, r, d, idx);
+                    int kk = 0;
+                    for (int k = 0; k < r; k++)
+                        if (!(axes >> k & 1))
+                            kidx[kk++] = idx[k];
+                    int64_t o = ravel(kr, kd, kidx);
+                    double v = x[i];
+                    switch (op) {
+                    case TGK_RSUM: case TGK_RMEAN: acc[o] += v; break;
+                    case TGK_RPROD: acc[o] *= v; break;
+                    case TGK_RMAX: acc[o] = fmax(acc[o], v); break;
+                    case TGK_RMIN: acc[o] = fmin(acc[o], v); break;
+                    case TGK_RVAR:
+                        if (pass == 0)
+                            acc2[o] += v / (double)cnt;
+                        else
+                            acc[o] += (v - acc2[o]) * (v - acc2[o]) / (double)(cnt - 1);
+                        break;
+                    default: break;
+                    }
+                }
+            int bad = 0;
+            for (int64_t o = 0; o < no; o++) {
+                double ref = op == TGK_RMEAN ? acc[o] / (double)cnt : acc[o];
+                if (op == TGK_RVAR && cnt == 1)
+                    continue;                       /* 0/0 */
+                bad += !(fabs(y[o] - ref) <= TOL(ref));
+            }
+            CHECK(bad == 0);
+        }
+        /* argmax / argmin along one axis */
+        int axis = (int)randint(0, r);
+        int64_t *ai = malloc(8 * (size_t)(n / d[axis]));
+        for (int mx = 0; mx < 2; mx++) {
+            tgk_arg_reduce(mx, TGK_F32, r, d, axis, x, ai);
+            int64_t inner = numel(r - axis - 1, d + axis + 1), bad = 0;
+            for (int64_t o = 0; o < n / d[axis]; o++) {
+                int64_t base = o / inner * d[axis] * inner + o % inner, best = 0;
+                for (int64_t j = 1; j < d[axis]; j++)
+                    if (mx ? x[base + j * inner] > x[base + best * inner]
+                           : x[base + j * inner] < x[base + best * inner])
+                        best = j;
+                bad += ai[o] != best;
+            }
+            CHECK(bad == 0);
+        }
+        free(ai);
+        free(x);
+        free(y);
+        free(acc);
+        free(acc2);
+    }
+    /* integers and any */
+    int32_t xi[6] = { 1, -2, 3, 4, 5, -6 }, yi[2];
+    int64_t d[2] = { 2, 3 };
+    CHECK(tgk_reduce(TGK_RSUM, TGK_I32, 2, d, 2, 0, xi, yi) == 0);
+    CHECK(yi[0] == 2 && yi[1] == 3);
+    CHECK(tgk_reduce(TGK_RMEAN, TGK_I32, 2, d, 2, 0, xi, yi) == -1);
+    uint8_t b[6] = { 0, 0, 0, 0, 1, 0 }, by[2];
+    CHECK(tgk_reduce(TGK_RANY, TGK_BOOL, 2, d, 2, 0, b, by) == 0);
+    CHECK(by[0] == 0 && by[1] == 1);
+}
+
+/* Movement kernels against index-by-index references, on int32 data (exact). */
+static void test_movement(void)
+{
+    for (int trial = 0; trial < 30; trial++) {
+        int r = (int)randint(1, 6);
+        int64_t d[8], od[8], idx[8], sidx[8], perm[8];
+        for (int k = 0; k < r; k++) {
+            d[k] = randint(1, 6);
+            perm[k] = k;
+        }
+        for (int k = r - 1; k > 0; k--) {
+            int j = (int)randint(0, k + 1);
+            int64_t t = perm[k];
+            perm[k] = perm[j];
+            perm[j] = t;
+        }
+        int64_t n = numel(r, d), room = 1;
+        for (int k = 0; k < r; k++)
+            room *= d[k] + 4;                       /* the largest pad or tile result */
+        int32_t *x = malloc(4 * (size_t)n), *y = malloc(4 * (size_t)(room + 9 * n)); /* or concat */
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (int32_t)next_u64();
+        int bad = 0;
+        /* permute */
+        tgk_permute(4, r, d, perm, x, y);
+        for (int k = 0; k < r; k++)
+            od[k] = d[perm[k]];
+        for (int64_t i = 0; i < n; i++) {
+            unravel(i, r, od, idx);
+            for (int k = 0; k < r; k++)
+                sidx[perm[k]] = idx[k];
+            bad += y[i] != x[ravel(r, d, sidx)];
+        }
+        CHECK(bad == 0);
+        /* slice */
+        int axis = (int)randint(0, r);
+        int64_t start = randint(0, d[axis]), step = randint(1, 3);
+        int64_t len = (d[axis] - start + step - 1) / step;
+        tgk_slice(4, r, d, axis, start, step, len, x, y);
+        memcpy(od, d, sizeof od);
+        od[axis] = len;
+        bad = 0;
+        for (int64_t i = 0; i < numel(r, od); i++) {
+            unravel(i, r, od, idx);
+            idx[axis] = start + idx[axis] * step;
+            bad += y[i] != x[ravel(r, d, idx)];
+        }
+        CHECK(bad == 0);
+        /* pad (negative amounts crop) */
+        int64_t before[8], after[8];
+        for (int k = 0; k < r; k++) {
+            before[k] = randint(-(d[k] / 2), 3);
+            after[k] = randint(-(d[k] / 2), 3);
+            od[k] = d[k] + before[k] + after[k];
+        }
+        int32_t fill = 12345;
+        tgk_pad(4, r, d, before, after, &fill, x, y);
+        bad = 0;
+        for (int64_t i = 0; i < numel(r, od); i++) {
+            unravel(i, r, od, idx);
+            bool in = true;
+            for (int k = 0; k < r; k++) {
+                idx[k] -= before[k];
+                in = in && idx[k] >= 0 && idx[k] < d[k];
+            }
+            bad += y[i] != (in ? x[ravel(r, d, idx)] : fill);
+        }
+        CHECK(bad == 0);
+        /* tile */
+        int64_t reps[8];
+        for (int k = 0; k < r; k++) {
+            reps[k] = randint(0, 3);
+            od[k] = d[k] * reps[k];
+        }
+        tgk_tile(4, r, d, reps, x, y);
+        bad = 0;
+        for (int64_t i = 0; i < numel(r, od); i++) {
+            unravel(i, r, od, idx);
+            for (int k = 0; k < r; k++)
+                idx[k] %= d[k];
+            bad += y[i] != x[ravel(r, d, idx)];
+        }
+        CHECK(bad == 0);
+        /* expand: x viewed with some dims 1 */
+        int64_t sd[8];
+        for (int k = 0; k < r; k++)
+            sd[k] = randint(0, 2) ? d[k] : 1;
+        tgk_expand(4, r, d, r, sd, x, y);
+        bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            unravel(i, r, d, idx);
+            bad += y[i] != x[bcast_at(r, idx, r, sd)];
+        }
+        CHECK(bad == 0);
+        /* concat of three along a random axis: x split in three */
+        int64_t outer = numel(axis, d), inner = numel(r - axis - 1, d + axis + 1);
+        int64_t lens[3] = { randint(0, 4), randint(1, 4), randint(0, 4) };
+        int64_t tot = lens[0] + lens[1] + lens[2];
+        const void *parts[3];
+        int32_t *buf[3];
+        for (int p = 0; p < 3; p++) {
+            buf[p] = malloc(4 * (size_t)(outer * lens[p] * inner + 1));
+            for (int64_t i = 0; i < outer * lens[p] * inner; i++)
+                buf[p][i] = (int32_t)next_u64();
+            parts[p] = buf[p];
+        }
+        tgk_concat(4, outer, inner, 3, parts, lens, y);
+        bad = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < tot; j++)
+                for (int64_t i = 0; i < inner; i++) {
+                    int p = j < lens[0] ? 0 : j < lens[0] + lens[1] ? 1 : 2;
+                    int64_t jj = j - (p > 0 ? lens[0] : 0) - (p > 1 ? lens[1] : 0);
+                    bad += y[(o * tot + j) * inner + i] != buf[p][(o * lens[p] + jj) * inner + i];
+                }
+        CHECK(bad == 0);
+        for (int p = 0; p < 3; p++)
+            free(buf[p]);
+        /* tril / triu over the last two dims */
+        if (r >= 2) {
+            int64_t rows = d[r - 2], cols = d[r - 1], k = randint(-3, 4);
+            for (int up = 0; up < 2; up++) {
+                tgk_tri(4, up, n / (rows * cols), rows, cols, k, x, y);
+                bad = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    int64_t c = i % cols, rr = i / cols % rows;
+                    bool keep = up ? c - rr >= k : c - rr <= k;
+                    bad += y[i] != (keep ? x[i] : 0);
+                }
+                CHECK(bad == 0);
+            }
+        }
+        free(x);
+        free(y);
+    }
+}
+
+static void test_index(void)
+{
+    int64_t outer = randint(1, 5), nrow = randint(1, 9), inner = randint(1, 40), nidx = randint(1, 30);
+    float *x = rand_f32(outer * nrow * inner, -1, 1), *y = malloc(4 * (size_t)(outer * nidx * inner));
+    int64_t *idx = malloc(8 * (size_t)nidx), bad_idx = 0;
+    for (int64_t j = 0; j < nidx; j++)
+        idx[j] = randint(-nrow, nrow);
+    CHECK(tgk_index_select(4, outer, nrow, inner, x, nidx, idx, y, &bad_idx) == 0);
+    int bad = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < nidx; j++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t row = idx[j] < 0 ? idx[j] + nrow : idx[j];
+                bad += y[(o * nidx + j) * inner + i] != x[(o * nrow + row) * inner + i];
+            }
+    CHECK(bad == 0);
+    idx[nidx / 2] = nrow;
+    CHECK(tgk_index_select(4, outer, nrow, inner, x, nidx, idx, y, &bad_idx) == -1);
+    CHECK(bad_idx == nrow);
+    free(y);
+    free(idx);
+    /* gather along each axis of a rank-3 tensor */
+    int64_t xd[3] = { outer, nrow, inner };
+    for (int axis = 0; axis < 3; axis++) {
+        int64_t id[3] = { randint(1, xd[0] + 1), randint(1, xd[1] + 1), randint(1, xd[2] + 1) };
+        id[axis] = randint(1, 6);
+        int64_t n = numel(3, id), ix[3];
+        int64_t *gi = malloc(8 * (size_t)n);
+        float *gy = malloc(4 * (size_t)n);
+        for (int64_t i = 0; i < n; i++)
+            gi[i] = randint(0, xd[axis]);
+        CHECK(tgk_gather(4, 3, xd, id, axis, x, gi, gy, &bad_idx) == 0);
+        bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            unravel(i, 3, id, ix);
+            ix[axis] = gi[i];
+            bad += gy[i] != x[ravel(3, xd, ix)];
+        }
+        CHECK(bad == 0);
+        gi[n - 1] = -xd[axis] - 1;
+        CHECK(tgk_gather(4, 3, xd, id, axis, x, gi, gy, &bad_idx) == -1);
+        CHECK(bad_idx == -xd[axis] - 1);
+        free(gi);
+        free(gy);
+    }
+    free(x);
+}
+
+static void test_gen_quant(void)
+{
+    int64_t n = randint(1, 100000), start = randint(-50, 50), step = randint(-3, 4);
+    step = step ? step : 1;
+    int64_t *ai = malloc(8 * (size_t)n);
+    float *af = malloc(4 * (size_t)n);
+    tgk_arange(TGK_I64, n, start, step, ai);
+    tgk_arange(TGK_F32, n, start, step, af);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += ai[i] != start + i * step || af[i] != (float)(start + i * step);
+    CHECK(bad == 0);
+    double v = uniform(-3, 3);
+    tgk_full(TGK_F32, n, v, af);
+    tgk_full(TGK_I64, n, 7.9, ai);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += af[i] != (float)v || ai[i] != 7;
+    CHECK(bad == 0);
+    free(ai);
+    free(af);
+
+    /* per-channel int8 and uint8 round trips: error at most half a step */
+    int64_t nch = randint(1, 5), inner = randint(1, 50), m = nch * inner * randint(1, 4);
+    float *x = rand_f32(m, -2, 2), *xr = malloc(4 * (size_t)m), scale[8];
+    int32_t zero[8];
+    int8_t *q = malloc((size_t)m);
+    for (int u = 0; u < 2; u++) {
+        for (int64_t c = 0; c < nch; c++) {
+            scale[c] = (float)uniform(4.0 / 250, 0.1);
+            zero[c] = u ? 128 : (int32_t)randint(-3, 4);
+        }
+        tgk_dtype qt = u ? TGK_U8 : TGK_I8;
+        CHECK(tgk_quantize_f32(m, x, qt, scale, zero, nch, inner, q) == 0);
+        CHECK(tgk_dequantize_f32(m, q, qt, scale, zero, nch, inner, xr) == 0);
+        bad = 0;
+        for (int64_t i = 0; i < m; i++) {
+            int64_t c = i / inner % nch;
+            double qr = nearbyint(x[i] / scale[c]) + zero[c];
+            qr = fmin(fmax(qr, u ? 0 : -128), u ? 255 : 127);
+            int64_t got = u ? ((uint8_t *)q)[i] : q[i];
+            bad += got != (int64_t)qr || fabs(xr[i] - (qr - zero[c]) * scale[c]) > 1e-6;
+        }
+        CHECK(bad == 0);
+    }
+    CHECK(tgk_quantize_f32(m, x, TGK_I16, scale, zero, 1, m, q) == -1);
+    free(x);
+    free(xr);
+    free(q);
+}
+
+int main(void)
+{
+    const char *s = getenv("TG_SEED");
+    rng = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
+    rng = rng ? rng : 1;
+    printf("seed %llu (TG_SEED repeats it)\n", (unsigned long long)rng);
+    tgk_set_num_threads(0);
+    test_conversions();
+    test_unary();
+    test_binary();
+    test_where();
+    test_reduce();
+    test_movement();
+    test_index();
+    test_gen_quant();
+    tgk_set_num_threads(1);                     /* the inline path too */
+    test_binary();
+    test_reduce();
+    return unit_report();
+}
