@@ -23,9 +23,10 @@ int tg_shape_broadcast(const tg_graph *g, const tg_shape *a, const tg_shape *b, 
         else if (dim_is_one(da))
             *o = db;
         else {
-            char sa[TG_INFER_STR], sb[TG_INFER_STR];
-            return tg_err("cannot broadcast %s with %s: dims %d from the right differ",
-                          tg_infer_shape_str(g, a, sa), tg_infer_shape_str(g, b, sb), i + 1);
+            char sa[TG_INFER_STR], sb[TG_INFER_STR], da_s[TG_INFER_STR], db_s[TG_INFER_STR];
+            return tg_err("cannot broadcast %s with %s (%s and %s at axis %d)",
+                          tg_infer_shape_str(g, a, sa), tg_infer_shape_str(g, b, sb),
+                          tg_infer_dim_str(g, da, da_s), tg_infer_dim_str(g, db, db_s), -1 - i);
         }
     }
     *out = r;

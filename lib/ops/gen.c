@@ -38,9 +38,12 @@ int tg_infer_arange(tg_graph *g, int node)
     if (step > 0 ? tg_dim_affine(end, 1, -start, &diff) : tg_dim_affine(end, -1, start, &diff))
         return -1;
     tg_shape s = { .rank = 1 };
+    char s1[TG_INFER_STR];
     if (tg_dim_ceildiv(diff, step > 0 ? step : -step, &s.d[0]))
-        return -1;
+        return tg_err("arange to %s by %" PRId64 ": %s", tg_infer_dim_str(g, end, s1), step,
+                      tg_errmsg());
     if (tg_dim_is_const(s.d[0], &v) && v < 0)
-        return tg_err("arange from %" PRId64 " by %" PRId64 " never reaches its end", start, step);
+        return tg_err("arange from %" PRId64 " by %" PRId64 " never reaches its end %s", start,
+                      step, tg_infer_dim_str(g, end, s1));
     return tg_infer_set(g, node, dt, &s);
 }

@@ -303,8 +303,8 @@ int tg_dim_floordiv(tg_dim a, int64_t b, tg_dim *out)
     /* Dividing every coefficient keeps the canonical order and leaves no zeros. */
     for (int i = 0; i < rest.nterms; i++) {
         if (rest.t[i].coef % b)
-            return tg_err("symbolic size is not a multiple of %" PRId64
-                          ", so the result is not an exact expression", b);
+            return tg_err("the symbolic part is not a multiple of %" PRId64
+                          ", so the size has no exact expression", b);
         rest.t[i].coef /= b;
     }
     return tg_dim_add(rest, tg_dim_const(floordiv64(c, b)), out);

@@ -147,7 +147,8 @@ int tg_infer_conv(tg_graph *g, int node)
     for (int i = 0; i < p.nsp; i++) {
         int64_t v;
         if (conv_out_dim(&p, i, x->shape.d[2 + i], &s.d[2 + i]))
-            return -1;
+            return tg_err("spatial axis %d of size %s: %s", i,
+                          tg_infer_dim_str(g, x->shape.d[2 + i], s1), tg_errmsg());
         if (tg_dim_is_const(s.d[2 + i], &v) && v < 1)
             return tg_err("output size %" PRId64 " along spatial axis %d: input too small"
                           " for the kernel", v, i);

@@ -55,7 +55,7 @@ static int pool_out_dim(const pool_params *p, int i, tg_dim in, tg_dim *out)
         tg_dim_sub(start, t, &over))
         return -1;
     if (!tg_dim_is_const(over, &v))
-        return tg_err("ceil_mode on a symbolic size is not exact (spatial axis %d)", i);
+        return tg_err("ceil_mode on a symbolic size has no exact expression");
     return v >= 0 ? tg_dim_add(*out, tg_dim_const(-1), out) : 0;
 }
 
@@ -81,8 +81,10 @@ int tg_infer_pool(tg_graph *g, int node)
     tg_shape s = x->shape;
     for (int i = 0; i < nsp; i++) {
         int64_t v;
+        char s1[TG_INFER_STR];
         if (pool_out_dim(&p, i, x->shape.d[2 + i], &s.d[2 + i]))
-            return -1;
+            return tg_err("spatial axis %d of size %s: %s", i,
+                          tg_infer_dim_str(g, x->shape.d[2 + i], s1), tg_errmsg());
         if (tg_dim_is_const(s.d[2 + i], &v) && v < 1)
             return tg_err("output size %" PRId64 " along spatial axis %d: input too small"
                           " for the kernel", v, i);

@@ -122,13 +122,17 @@ int tg_infer_slice(tg_graph *g, int node)
         tg_dim_check_nonneg(end, "attribute 'end'") || tg_dim_sub(end, start, &len) ||
         tg_dim_sub(size, end, &room))
         return -1;
+    char s1[TG_INFER_STR], s2[TG_INFER_STR];
     if (tg_dim_is_const(room, &v) && v < 0)
-        return tg_err("slice end is %" PRId64 " past the dim (importers clamp)", -v);
+        return tg_err("slice end %s is past the end of axis %d (size %s; importers clamp)",
+                      tg_infer_dim_str(g, end, s1), ax, tg_infer_dim_str(g, size, s2));
     if (tg_dim_is_const(len, &v) && v < 0)
-        return tg_err("slice start is %" PRId64 " past its end", -v);
+        return tg_err("slice start %s is after its end %s", tg_infer_dim_str(g, start, s1),
+                      tg_infer_dim_str(g, end, s2));
     tg_shape s = x->shape;
     if (tg_dim_ceildiv(len, step, &s.d[ax]))
-        return -1;
+        return tg_err("slice length (%s) / %" PRId64 ": %s", tg_infer_dim_str(g, len, s1),
+                      step, tg_errmsg());
     return tg_infer_set(g, node, x->dtype, &s);
 }
 
