@@ -16,8 +16,10 @@ typedef void (*tgk_task_fn)(void *ctx, int64_t begin, int64_t end);
  * when all are done. Runs inline when n is small or one thread is set. Safe to
  * call from several threads at once (callers then share the pool's workers). */
 void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx);
-void tgk_set_num_threads(int n);   /* <= 0: all cores */
+void tgk_set_num_threads(int n);   /* <= 0: all cores (the default) */
 int tgk_num_threads(void);
+/* True on a pool thread running a task: nested parallel work runs inline. */
+bool tgk_in_task(void);
 
 /* ---- GEMM (gemm.c, OpenBLAS) ----------------------------------------------- */
 /* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major. */
@@ -36,8 +38,10 @@ typedef struct {
     int64_t kernel[3], stride[3], pad[3], dil[3];
     bool transposed;            /* weight [C, K/groups, *kernel] instead of [K, C/groups, *kernel] */
 } tgk_conv_desc;
-/* b may be NULL. out[] must be filled in by the caller. */
-void tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y);
+/* b may be NULL. out[] must be filled in by the caller. Scratch is bounded
+ * (a few MiB of im2col columns, whatever the image size). Returns 0, or -1
+ * when the descriptor is invalid or scratch cannot be allocated (y undefined). */
+int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y);
 
 /* ---- attention (sdpa.c): FlashAttention-2 style, tiled, online softmax ------ */
 typedef struct {
@@ -50,8 +54,9 @@ typedef struct {
     int64_t mask_stride[4];     /* b*st[0] + h*st[1] + l*st[2] + s*st[3] (0 = broadcast) */
 } tgk_sdpa_desc;
 /* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev].
- * Extra memory O(tile), never O(L*S). Fully masked rows give 0. */
-void tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o);
+ * Extra memory O(tile), never O(L*S). Fully masked rows give 0. Returns 0, or
+ * -1 when the descriptor is invalid or scratch cannot be allocated. */
+int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o);
 
 /* ---- pooling (pool.c), NC + 1 or 2 spatial dims ------------------------------ */
 typedef struct {

@@ -1,0 +1,276 @@
+/* Convolution, 1-3 spatial dims, as im2col + GEMM per (image, group); its
+ * transpose as GEMM + col2im; depthwise directly.
+ *
+ * Every case is run as 3-D: missing leading dims have size 1. The im2col
+ * columns are built a slab of output rows at a time, so scratch stays near
+ * COL_BYTES whatever the image size. Work items are (image, group, slab):
+ * with many of them each runs on one pool thread with a single-threaded GEMM;
+ * with few, they run in turn and the GEMM itself is split across threads. */
+#include "kernels/cpu/kernels.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COL_BYTES (4 << 20)
+
+typedef struct {
+    int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
+    int64_t in_sp, out_sp, kprod;
+} geom;
+
+typedef struct {
+    const tgk_conv_desc *d;
+    geom g;
+    const float *x, *w, *b;
+    float *y;
+    int64_t cg, kg;             /* channels per group, in and out */
+    int64_t slab;               /* output rows (d, h) per im2col slab */
+    int64_t nslab;
+    atomic_bool failed;
+} conv_job;
+
+static bool geom_from(const tgk_conv_desc *d, geom *g)
+{
+    if (d->nsp < 1 || d->nsp > 3)
+        return false;
+    int off = 3 - d->nsp;
+    g->in_sp = g->out_sp = g->kprod = 1;
+    for (int i = 0; i < 3; i++) {
+        bool have = i >= off;
+        g->in[i] = have ? d->in[i - off] : 1;
+        g->out[i] = have ? d->out[i - off] : 1;
+        g->ker[i] = have ? d->kernel[i - off] : 1;
+        g->str[i] = have ? d->stride[i - off] : 1;
+        g->pad[i] = have ? d->pad[i - off] : 0;
+        g->dil[i] = have ? d->dil[i - off] : 1;
+        if (g->in[i] <= 0 || g->out[i] <= 0 || g->ker[i] <= 0 || g->str[i] <= 0 ||
+            g->dil[i] <= 0 || g->pad[i] < 0)
+            return false;
+        g->in_sp *= g->in[i];
+        g->out_sp *= g->out[i];
+        g->kprod *= g->ker[i];
+    }
+    return true;
+}
+
+/* Output positions o in [0, n) whose input position o*str + off lies in
+ * [0, lim): returns them as [*o0, *o1). */
+static void valid_range(int64_t n, int64_t str, int64_t off, int64_t lim, int64_t *o0,
+                        int64_t *o1)
+{
+    int64_t lo = off >= 0 ? 0 : (-off + str - 1) / str;
+    int64_t hi = off < lim ? (lim - off + str - 1) / str : 0;
+    hi = hi < n ? hi : n;
+    *o0 = lo;
+    *o1 = hi > lo ? hi : lo;
+}
+
+/* columns of output rows [r0, r1) (row = (d, h) pair) for channels xc[0..cg):
+ * col[(c, kd, kh, kw), (row - r0) * out_w + ow] */
+static void im2col(const geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
+                   float *col)
+{
+    int64_t ow = g->out[2], ncol = (r1 - r0) * ow;
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t kd = 0; kd < g->ker[0]; kd++)
+            for (int64_t kh = 0; kh < g->ker[1]; kh++)
+                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                    float *dst = col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                    int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
+                    valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
+                    for (int64_t r = r0; r < r1; r++, dst += ow) {
+                        int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
+                        int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
+                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+                            memset(dst, 0, (size_t)ow * sizeof *dst);
+                            continue;
+                        }
+                        const float *src = xc + ((c * g->in[0] + id) * g->in[1] + ih) * g->in[2] + woff;
+                        memset(dst, 0, (size_t)w0 * sizeof *dst);
+                        for (int64_t o = w0; o < w1; o++)
+                            dst[o] = src[o * g->str[2]];
+                        memset(dst + w1, 0, (size_t)(ow - w1) * sizeof *dst);
+                    }
+                }
+}
+
+/* y[k, 0..n) = bias[k0 + k] (or 0) for k < nk, rows ld apart */
+static void fill_bias(float *y, const float *b, int64_t k0, int64_t nk, int64_t n, int64_t ld)
+{
+    for (int64_t k = 0; k < nk; k++)
+        for (int64_t i = 0; i < n; i++)
+            y[k * ld + i] = b ? b[k0 + k] : 0.0f;
+}
+
+static bool is_pointwise(const geom *g)
+{
+    for (int i = 0; i < 3; i++)
+        if (g->ker[i] != 1 || g->str[i] != 1 || g->pad[i] != 0 || g->in[i] != g->out[i])
+            return false;
+    return true;
+}
+
+/* items (image, group, slab) */
+static void conv_items(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const geom *g = &j->g;
+    int64_t rows = j->cg * g->kprod, ow = g->out[2];
+    bool pointwise = is_pointwise(g);
+    float *col = NULL;
+    if (!pointwise && !(col = malloc((size_t)(rows * j->slab * ow) * sizeof *col))) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    for (int64_t it = begin; it < end; it++) {
+        int64_t s = it % j->nslab, ng = it / j->nslab;
+        int64_t n = ng / j->d->groups, grp = ng % j->d->groups;
+        int64_t r0 = s * j->slab, nrows = g->out[0] * g->out[1];
+        int64_t r1 = r0 + j->slab < nrows ? r0 + j->slab : nrows;
+        const float *xc = j->x + (n * j->d->c + grp * j->cg) * g->in_sp;
+        const float *wg = j->w + grp * j->kg * rows;
+        float *yg = j->y + (n * j->d->k + grp * j->kg) * g->out_sp + r0 * ow;
+        int64_t ncol = (r1 - r0) * ow;
+        fill_bias(yg, j->b, grp * j->kg, j->kg, ncol, g->out_sp);
+        if (pointwise) {
+            tgk_gemm_f32(false, false, j->kg, ncol, rows, 1.0f, wg, rows, xc + r0 * ow,
+                         g->in_sp, 1.0f, yg, g->out_sp);
+        } else {
+            im2col(g, xc, j->cg, r0, r1, col);
+            tgk_gemm_f32(false, false, j->kg, ncol, rows, 1.0f, wg, rows, col, ncol, 1.0f, yg,
+                         g->out_sp);
+        }
+    }
+    free(col);
+}
+
+/* depthwise (groups == c, k a multiple of c), directly: planes (image, out channel) */
+static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const geom *g = &j->g;
+    int64_t ow = g->out[2];
+    for (int64_t p = begin; p < end; p++) {
+        int64_t n = p / j->d->k, k = p % j->d->k;
+        const float *xc = j->x + (n * j->d->c + k / j->kg) * g->in_sp;
+        const float *wk = j->w + k * g->kprod;
+        float *yk = j->y + p * g->out_sp;
+        fill_bias(yk, j->b, k, 1, g->out_sp, g->out_sp);
+        for (int64_t r = 0; r < g->out[0] * g->out[1]; r++) {
+            float *dst = yk + r * ow;
+            for (int64_t kd = 0; kd < g->ker[0]; kd++) {
+                int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
+                if (id < 0 || id >= g->in[0])
+                    continue;
+                for (int64_t kh = 0; kh < g->ker[1]; kh++) {
+                    int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
+                    if (ih < 0 || ih >= g->in[1])
+                        continue;
+                    const float *src = xc + (id * g->in[1] + ih) * g->in[2];
+                    for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                        float wv = wk[(kd * g->ker[1] + kh) * g->ker[2] + kw];
+                        int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
+                        valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
+                        const float *s = src + woff;
+                        if (g->str[2] == 1)
+                            for (int64_t o = w0; o < w1; o++)
+                                dst[o] += wv * s[o];
+                        else
+                            for (int64_t o = w0; o < w1; o++)
+                                dst[o] += wv * s[o * g->str[2]];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* transposed: per (image, group), col = w_g^T x_g over slabs of input rows,
+ * then scattered (col2im) into y. Items write overlapping outputs only
+ * within one (image, group), so those are the unit of parallel work. */
+static void col2im(const geom *g, const float *col, int64_t kg, int64_t r0, int64_t r1,
+                   float *y)
+{
+    int64_t iw = g->in[2], ncol = (r1 - r0) * iw;
+    for (int64_t c = 0; c < kg; c++)
+        for (int64_t kd = 0; kd < g->ker[0]; kd++)
+            for (int64_t kh = 0; kh < g->ker[1]; kh++)
+                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                    const float *src = col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                    int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
+                    valid_range(iw, g->str[2], woff, g->out[2], &w0, &w1);
+                    for (int64_t r = r0; r < r1; r++, src += iw) {
+                        int64_t od = r / g->in[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
+                        int64_t oh = r % g->in[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
+                        if (od < 0 || od >= g->out[0] || oh < 0 || oh >= g->out[1])
+                            continue;
+                        float *dst = y + ((c * g->out[0] + od) * g->out[1] + oh) * g->out[2] + woff;
+                        for (int64_t i = w0; i < w1; i++)
+                            dst[i * g->str[2]] += src[i];
+                    }
+                }
+}
+
+static void transposed_items(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const geom *g = &j->g;
+    int64_t rows = j->kg * g->kprod, iw = g->in[2], nrows = g->in[0] * g->in[1];
+    float *col = malloc((size_t)(rows * j->slab * iw) * sizeof *col);
+    if (!col) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    for (int64_t ng = begin; ng < end; ng++) {
+        int64_t n = ng / j->d->groups, grp = ng % j->d->groups;
+        const float *xc = j->x + (n * j->d->c + grp * j->cg) * g->in_sp;
+        const float *wg = j->w + grp * j->cg * rows;
+        float *yg = j->y + (n * j->d->k + grp * j->kg) * g->out_sp;
+        fill_bias(yg, j->b, grp * j->kg, j->kg, g->out_sp, g->out_sp);
+        for (int64_t r0 = 0; r0 < nrows; r0 += j->slab) {
+            int64_t r1 = r0 + j->slab < nrows ? r0 + j->slab : nrows, ncol = (r1 - r0) * iw;
+            tgk_gemm_f32(true, false, rows, ncol, j->cg, 1.0f, wg, rows, xc + r0 * iw,
+                         g->in_sp, 0.0f, col, ncol);
+            col2im(g, col, j->kg, r0, r1, yg);
+        }
+    }
+    free(col);
+}
+
+/* many items: one per pool thread; few: in turn, each GEMM split instead */
+static void run_items(int64_t items, tgk_task_fn fn, conv_job *j)
+{
+    if (items >= 4 * (int64_t)tgk_num_threads())
+        tgk_parallel_for(items, 1, fn, j);
+    else
+        for (int64_t i = 0; i < items && !atomic_load(&j->failed); i++)
+            fn(j, i, i + 1);
+}
+
+int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y)
+{
+    conv_job j = {.d = d, .x = x, .w = w, .b = b, .y = y};
+    if (d->n <= 0 || d->c <= 0 || d->k <= 0 || d->groups <= 0 || d->c % d->groups ||
+        d->k % d->groups || !geom_from(d, &j.g))
+        return -1;
+    atomic_init(&j.failed, false);
+    const geom *g = &j.g;
+    j.cg = d->c / d->groups;
+    j.kg = d->k / d->groups;
+    if (d->transposed) {
+        int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
+        j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
+        run_items(d->n * d->groups, transposed_items, &j);
+    } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
+        tgk_parallel_for(d->n * d->k, 1, depthwise_planes, &j);
+    } else {
+        int64_t nrows = g->out[0] * g->out[1];
+        int64_t per_row = j.cg * g->kprod * g->out[2] * (int64_t)sizeof(float);
+        j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
+        j.slab = j.slab < nrows ? j.slab : nrows;
+        j.nslab = (nrows + j.slab - 1) / j.slab;
+        run_items(d->n * d->groups * j.nslab, conv_items, &j);
+    }
+    return atomic_load(&j.failed) ? -1 : 0;
+}

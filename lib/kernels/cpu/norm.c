@@ -1,0 +1,121 @@
+/* Layer, group and batch normalization in float. Statistics are two-pass
+ * (mean, then the mean of squared deviations) over 16 lanes, which keeps
+ * float accuracy without float64 and without the cancellation of E[x^2]-E[x]^2. */
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vecmath.h"
+
+/* mean and 1/sqrt(var + eps) of x[0..n) */
+static void moments(const float *x, int64_t n, float eps, float *mean, float *rstd)
+{
+    float m = tgk_sum(x, n) / (float)n;
+    float acc[TGK_LANES] = {0};
+    int64_t i = 0;
+    for (; i + TGK_LANES <= n; i += TGK_LANES)
+        for (int j = 0; j < TGK_LANES; j++)
+            acc[j] += (x[i + j] - m) * (x[i + j] - m);
+    float s = 0.0f;
+    for (; i < n; i++)
+        s += (x[i] - m) * (x[i] - m);
+    for (int j = 0; j < TGK_LANES; j++)
+        s += acc[j];
+    *mean = m;
+    *rstd = 1.0f / sqrtf(s / (float)n + eps);
+}
+
+/* y = x * scale + shift */
+static void affine(const float *x, float *y, int64_t n, float scale, float shift)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] * scale + shift;
+}
+
+typedef struct {
+    const float *x, *w, *b, *mean, *var;
+    float *y;
+    int64_t c, cols, groups;
+    float eps;
+} norm_job;
+
+TGK_CLONES static void layer_norm_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const norm_job *j = ctx;
+    int64_t n = j->cols;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = j->x + r * n;
+        float *y = j->y + r * n;
+        float m, rs;
+        moments(x, n, j->eps, &m, &rs);
+        if (!j->w && !j->b) {
+            affine(x, y, n, rs, -m * rs);
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            float v = (x[i] - m) * rs;
+            v = j->w ? v * j->w[i] : v;
+            y[i] = j->b ? v + j->b[i] : v;
+        }
+    }
+}
+
+void tgk_layer_norm_f32(const float *x, const float *w, const float *b, float *y,
+                        int64_t rows, int64_t cols, float eps)
+{
+    if (rows <= 0 || cols <= 0)
+        return;
+    norm_job j = {.x = x, .w = w, .b = b, .y = y, .cols = cols, .eps = eps};
+    tgk_parallel_for(rows, 1 + 16384 / cols, layer_norm_rows, &j);
+}
+
+/* one task per (image, group): its channels are contiguous */
+TGK_CLONES static void group_norm_groups(void *ctx, int64_t begin, int64_t end)
+{
+    const norm_job *j = ctx;
+    int64_t cg = j->c / j->groups, sp = j->cols;
+    for (int64_t t = begin; t < end; t++) {
+        const float *x = j->x + t * cg * sp;
+        float *y = j->y + t * cg * sp;
+        float m, rs;
+        moments(x, cg * sp, j->eps, &m, &rs);
+        for (int64_t k = 0; k < cg; k++) {
+            int64_t ch = t % j->groups * cg + k;
+            float scale = j->w ? j->w[ch] * rs : rs;
+            float shift = (j->b ? j->b[ch] : 0.0f) - m * scale;
+            affine(x + k * sp, y + k * sp, sp, scale, shift);
+        }
+    }
+}
+
+void tgk_group_norm_f32(const float *x, const float *w, const float *b, float *y,
+                        int64_t n, int64_t c, int64_t spatial, int64_t groups, float eps)
+{
+    if (n <= 0 || c <= 0 || spatial <= 0 || groups <= 0 || c % groups)
+        return;
+    norm_job j = {.x = x, .w = w, .b = b, .y = y, .c = c, .cols = spatial,
+                  .groups = groups, .eps = eps};
+    tgk_parallel_for(n * groups, 1 + 16384 / (c / groups * spatial), group_norm_groups, &j);
+}
+
+/* one task per (image, channel) plane */
+TGK_CLONES static void batch_norm_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const norm_job *j = ctx;
+    int64_t sp = j->cols;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t ch = t % j->c;
+        float rs = 1.0f / sqrtf(j->var[ch] + j->eps);
+        float scale = j->w ? j->w[ch] * rs : rs;
+        float shift = (j->b ? j->b[ch] : 0.0f) - j->mean[ch] * scale;
+        affine(j->x + t * sp, j->y + t * sp, sp, scale, shift);
+    }
+}
+
+void tgk_batch_norm_f32(const float *x, const float *mean, const float *var,
+                        const float *w, const float *b, float *y,
+                        int64_t n, int64_t c, int64_t spatial, float eps)
+{
+    if (n <= 0 || c <= 0 || spatial <= 0)
+        return;
+    norm_job j = {.x = x, .w = w, .b = b, .mean = mean, .var = var, .y = y, .c = c,
+                  .cols = spatial, .eps = eps};
+    tgk_parallel_for(n * c, 1 + 16384 / spatial, batch_norm_planes, &j);
+}

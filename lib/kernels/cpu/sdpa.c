@@ -1,0 +1,133 @@
+/* Scaled dot-product attention, FlashAttention-2 on the CPU.
+ *
+ * One task is a block of BR query rows of one (batch, head). It walks the key
+ * blocks of BC rows: S = scale * Q K^T for the tile (GEMM), plus the additive
+ * mask and the causal cut; then the online softmax: a running row max m and
+ * sum l, the accumulator rescaled by exp(m_old - m_new) whenever the max
+ * grows; then acc += exp(S - m) V (GEMM). At the end o = acc / l. Scratch is
+ * O(BR * (E + BC + Ev)) per thread, never O(L * S). Causal blocks right of the
+ * diagonal are never computed. Tasks run on the pool; the tile GEMMs inside
+ * them are single-threaded (tgk_gemm_f32 does not split inside a task). */
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vecmath.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#define BR 64
+#define BC 128
+
+typedef struct {
+    const tgk_sdpa_desc *d;
+    const float *q, *k, *v;
+    float *o;
+    int64_t nqb;                /* query blocks per (batch, head) */
+    atomic_bool failed;
+} sdpa_job;
+
+typedef struct {
+    float *s;                   /* [BR, BC] scores, then probabilities */
+    float *acc;                 /* [BR, Ev] */
+    float m[BR], l[BR];
+} tile;
+
+/* Mask and causal cut of a score tile: rows l0.., keys s0.. */
+static void tile_mask(const tgk_sdpa_desc *d, float *s, int64_t b, int64_t h, int64_t l0,
+                      int64_t nr, int64_t s0, int64_t nc)
+{
+    if (d->mask) {
+        const int64_t *st = d->mask_stride;
+        for (int64_t i = 0; i < nr; i++) {
+            const float *mk = d->mask + b * st[0] + h * st[1] + (l0 + i) * st[2] + s0 * st[3];
+            for (int64_t j = 0; j < nc; j++)
+                s[i * BC + j] += mk[j * st[3]];
+        }
+    }
+    if (d->causal && s0 + nc - 1 > l0) {
+        for (int64_t i = 0; i < nr; i++)
+            for (int64_t j = l0 + i + 1 - s0 > 0 ? l0 + i + 1 - s0 : 0; j < nc; j++)
+                s[i * BC + j] = -INFINITY;
+    }
+}
+
+/* Online softmax step: scores -> exp(s - m_new) in place; rescale l and acc. */
+TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t ev)
+{
+    for (int64_t i = 0; i < nr; i++) {
+        float *s = t->s + i * BC;
+        float mx = tgk_max(s, nc);
+        float m_new = mx > t->m[i] ? mx : t->m[i];
+        /* all -inf so far: any finite reference gives exp() = 0, not NaN */
+        float ref = m_new == -INFINITY ? 0.0f : m_new;
+        float alpha = tgk_exp(t->m[i] - ref);
+        for (int64_t j = 0; j < nc; j++)
+            s[j] = tgk_exp(s[j] - ref);
+        t->l[i] = t->l[i] * alpha + tgk_sum(s, nc);
+        t->m[i] = m_new;
+        if (alpha != 1.0f) {
+            float *a = t->acc + i * ev;
+            for (int64_t j = 0; j < ev; j++)
+                a[j] *= alpha;
+        }
+    }
+}
+
+static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
+{
+    const tgk_sdpa_desc *d = j->d;
+    int64_t E = d->E, Ev = d->Ev, L = d->L, S = d->S;
+    int64_t qb = task % j->nqb, bh = task / j->nqb;
+    int64_t h = bh % d->hq, b = bh / d->hq, kvh = h / (d->hq / d->hk);
+    int64_t l0 = qb * BR, nr = L - l0 < BR ? L - l0 : BR;
+    const float *Q = j->q + (bh * L + l0) * E;
+    const float *K = j->k + (b * d->hk + kvh) * S * E;
+    const float *V = j->v + (b * d->hk + kvh) * S * Ev;
+    float *O = j->o + (bh * L + l0) * Ev;
+
+    for (int64_t i = 0; i < nr; i++) {
+        t->m[i] = -INFINITY;
+        t->l[i] = 0.0f;
+    }
+    for (int64_t i = 0; i < nr * Ev; i++)
+        t->acc[i] = 0.0f;
+    /* causal: keys past the block's last row are masked for every row */
+    int64_t s_end = d->causal && l0 + nr < S ? l0 + nr : S;
+    for (int64_t s0 = 0; s0 < s_end; s0 += BC) {
+        int64_t nc = s_end - s0 < BC ? s_end - s0 : BC;
+        tgk_gemm_f32(false, true, nr, nc, E, d->scale, Q, E, K + s0 * E, E, 0.0f, t->s, BC);
+        tile_mask(d, t->s, b, h, l0, nr, s0, nc);
+        tile_softmax(t, nr, nc, Ev);
+        tgk_gemm_f32(false, false, nr, Ev, nc, 1.0f, t->s, BC, V + s0 * Ev, Ev, 1.0f, t->acc, Ev);
+    }
+    for (int64_t i = 0; i < nr; i++) {
+        float inv = t->l[i] > 0.0f ? 1.0f / t->l[i] : 0.0f;
+        for (int64_t c = 0; c < Ev; c++)
+            O[i * Ev + c] = t->acc[i * Ev + c] * inv;
+    }
+}
+
+static void sdpa_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    sdpa_job *j = ctx;
+    tile t;
+    t.s = malloc(sizeof(float) * (size_t)(BR * BC + BR * j->d->Ev));
+    if (!t.s) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    t.acc = t.s + BR * BC;
+    for (int64_t task = begin; task < end; task++)
+        sdpa_block(j, &t, task);
+    free(t.s);
+}
+
+int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o)
+{
+    if (d->batch < 0 || d->hq <= 0 || d->hk <= 0 || d->hq % d->hk || d->L < 0 || d->S < 0 ||
+        d->E < 0 || d->Ev < 0)
+        return -1;
+    sdpa_job j = {.d = d, .q = q, .k = k, .v = v, .o = o, .nqb = (d->L + BR - 1) / BR};
+    atomic_init(&j.failed, false);
+    tgk_parallel_for(d->batch * d->hq * j.nqb, 1, sdpa_tasks, &j);
+    return atomic_load(&j.failed) ? -1 : 0;
+}

@@ -1,0 +1,32 @@
+/* Elementwise activations y[i] = f(x[i]) over the inline math of vecmath.h.
+ * Each loop is compiled three times (AVX-512, AVX2+FMA, baseline x86-64) and
+ * picked at load time, so the interpreter stays portable and still runs the
+ * wide loop where it can. The readable reference of each f is the libm
+ * formula in its comment; tests/unit/test_vec.c checks against it in float64. */
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vecmath.h"
+
+#define VEC_MAP(name, expr)                                                        \
+    TGK_CLONES void tgk_vec_##name##_f32(int64_t n, const float *x, float *y)    \
+    {                                                                              \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            float v = x[i];                                                        \
+            y[i] = (expr);                                                         \
+        }                                                                          \
+    }
+
+/* expf(v) */
+VEC_MAP(exp, tgk_exp(v))
+/* tanhf(v) */
+VEC_MAP(tanh, tgk_tanh(v))
+/* 1 / (1 + expf(-v)) */
+VEC_MAP(sigmoid, tgk_sigmoid(v))
+/* v / (1 + expf(-v)) */
+VEC_MAP(silu, v / (1.0f + tgk_exp(-v)))
+/* erff(v) */
+VEC_MAP(erf, tgk_erf(v))
+/* 0.5 v (1 + erff(v / sqrt 2)) */
+VEC_MAP(gelu, 0.5f * v * tgk_one_plus_erf(v * 0.707106781186547524f))
+/* 0.5 v (1 + tanhf(sqrt(2/pi) (v + 0.044715 v^3))), written as v * sigmoid(2 y)
+ * so that it stays accurate where 1 + tanh would cancel */
+VEC_MAP(gelu_tanh, v / (1.0f + tgk_exp(-1.595769121605730711f * (v + 0.044715f * v * v * v))))

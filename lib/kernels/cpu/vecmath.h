@@ -1,0 +1,171 @@
+/* Inline float math for the kernels, written so gcc vectorizes the loops that
+ * call it: no branches (both sides computed, then selected), no libm calls,
+ * bit tricks on plain integers. Accuracy against float64 (tests/unit/test_vec.c):
+ * exp, sigmoid, tanh, erf within a few ulp over the float range; denormal
+ * results of exp may be flushed toward zero by one ulp of the smallest normal.
+ * Internal to lib/kernels/cpu. */
+#ifndef TGK_VECMATH_H
+#define TGK_VECMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Function multiversioning for hot loops: AVX-512, AVX2+FMA, baseline. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TGK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TGK_CLONES
+#endif
+
+static inline float tgk_bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t tgk_float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* exp: x = n ln2 + r, |r| <= ln2/2, exp(r) by Cephes' degree-6 polynomial,
+ * 2^n built in two halves so results down to the denormals come out right.
+ * Clamping keeps n small; NaN fails both comparisons and stays NaN. */
+static inline float tgk_exp(float x)
+{
+    x = x > 89.0f ? 89.0f : x;
+    x = x < -104.0f ? -104.0f : x;
+    const float shift = 12582912.0f;              /* 1.5 * 2^23: rounds to integer */
+    float t = x * 1.44269504088896341f + shift;
+    float n = t - shift;
+    int32_t ni = (int32_t)(tgk_float_bits(t) - tgk_float_bits(shift));
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t h = ni >> 1;
+    float s1 = tgk_bits_float((uint32_t)(h + 127) << 23);
+    float s2 = tgk_bits_float((uint32_t)(ni - h + 127) << 23);
+    return p * s1 * s2;
+}
+
+static inline float tgk_sigmoid(float x)
+{
+    return 1.0f / (1.0f + tgk_exp(-x));
+}
+
+/* tanh: Cephes' odd polynomial below 0.625, 1 - 2/(exp(2|x|)+1) above. */
+static inline float tgk_tanh(float x)
+{
+    float a = fabsf(x), z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = p * z * x + x;
+    float big = copysignf(1.0f - 2.0f / (tgk_exp(2.0f * a) + 1.0f), x);
+    return a < 0.625f ? small : big;
+}
+
+/* erf(x)/x for |x| < 1 as a polynomial in x^2 (Chebyshev fit, error 1.2e-9). */
+static inline float tgk_erf_small(float x)
+{
+    float z = x * x;
+    float p = 7.875875063e-05f;
+    p = p * z - 8.016864287e-04f;
+    p = p * z + 5.189087423e-03f;
+    p = p * z - 2.685421201e-02f;
+    p = p * z + 1.128359472e-01f;
+    p = p * z - 3.761262667e-01f;
+    p = p * z + 1.128379166e+00f;
+    return p;
+}
+
+/* erfc(a) for a >= 1: exp(-a^2) g(t), t = 1/(1 + a/2), g a degree-9 fit in
+ * t - 0.40476 (relative error 4e-9). a^2 is split as ah^2 + al(a + ah) with ah
+ * holding 12 bits, so the large exponent is exact. */
+static inline float tgk_erfc_big(float a)
+{
+    a = a > 12.0f ? 12.0f : a;
+    a = a < 1.0f ? 1.0f : a;
+    float s = 1.0f / (1.0f + 0.5f * a) - 0.404761905f;
+    float g = -6.492553489e-02f;
+    g = g * s + 7.970171993e-02f;
+    g = g * s + 8.618266163e-02f;
+    g = g * s - 1.279027013e-01f;
+    g = g * s - 1.704747019e-01f;
+    g = g * s + 1.553192980e-01f;
+    g = g * s + 5.900534902e-01f;
+    g = g * s + 7.912080050e-01f;
+    g = g * s + 6.871484914e-01f;
+    g = g * s + 1.822554091e-01f;
+    float ah = tgk_bits_float(tgk_float_bits(a) & 0xFFFFF000u);
+    float al = a - ah;
+    return tgk_exp(-ah * ah) * tgk_exp(-al * (a + ah)) * g;
+}
+
+static inline float tgk_erf(float x)
+{
+    float a = fabsf(x);
+    float big = copysignf(1.0f - tgk_erfc_big(a), x);
+    return a < 1.0f ? x * tgk_erf_small(x) : big;
+}
+
+/* 1 + erf(u), accurate where it is tiny (u very negative): erfc(-u). */
+static inline float tgk_one_plus_erf(float u)
+{
+    float a = fabsf(u);
+    float c = tgk_erfc_big(a);
+    float big = u > 0.0f ? 2.0f - c : c;
+    return a < 1.0f ? 1.0f + u * tgk_erf_small(u) : big;
+}
+
+/* Sum and max with 16 independent lanes: gcc vectorizes the lanes (a float
+ * reduction alone it may not reorder), and partial sums lose less precision. */
+#define TGK_LANES 16
+
+static inline float tgk_sum(const float *x, int64_t n)
+{
+    float acc[TGK_LANES] = {0};
+    int64_t i = 0;
+    for (; i + TGK_LANES <= n; i += TGK_LANES)
+        for (int j = 0; j < TGK_LANES; j++)
+            acc[j] += x[i + j];
+    float s = 0.0f;
+    for (; i < n; i++)
+        s += x[i];
+    for (int w = TGK_LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++)
+            acc[j] += acc[j + w];
+    return s + acc[0];
+}
+
+/* NaN wins, as in torch.max. */
+static inline float tgk_max(const float *x, int64_t n)
+{
+    float acc[TGK_LANES];
+    for (int j = 0; j < TGK_LANES; j++)
+        acc[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + TGK_LANES <= n; i += TGK_LANES)
+        for (int j = 0; j < TGK_LANES; j++)
+            acc[j] = (x[i + j] > acc[j] || x[i + j] != x[i + j]) ? x[i + j] : acc[j];
+    float m = -INFINITY;
+    for (; i < n; i++)
+        m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+    for (int j = 0; j < TGK_LANES; j++)
+        m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
+    return m;
+}
+
+#endif

@@ -1,0 +1,166 @@
+/* tgk_gemm_f32 and tgk_linear_f32 against a float64 reference, on fresh random
+ * inputs: odd sizes, all transposes, leading dimensions wider than the rows,
+ * alpha/beta, and products large enough to be split across the pool (also
+ * from several threads at once). Tolerance: normalized max error 1e-5. */
+#include "kcheck.h"
+
+#include <pthread.h>
+
+#include "kernels/cpu/kernels.h"
+
+#define TOL 1e-5
+
+typedef struct {
+    bool ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    float *A, *B, *C;
+    double *ref;
+} gcase;
+
+static void gcase_make(gcase *g, bool ta, bool tb, int64_t M, int64_t N, int64_t K)
+{
+    g->ta = ta;
+    g->tb = tb;
+    g->M = M;
+    g->N = N;
+    g->K = K;
+    g->lda = (ta ? M : K) + kc_int(0, 3);
+    g->ldb = (tb ? K : N) + kc_int(0, 3);
+    g->ldc = N + kc_int(0, 3);
+    g->alpha = (float)kc_uniform(0.5, 2);
+    g->beta = kc_int(0, 1) ? 0.0f : (float)kc_uniform(-1, 1);
+    g->A = kc_rand((ta ? K : M) * g->lda, -1, 1);
+    g->B = kc_rand((tb ? N : K) * g->ldb, -1, 1);
+    g->C = kc_rand(M * g->ldc, -1, 1);
+    g->ref = kc_ref(M * N);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (double)(ta ? g->A[k * g->lda + i] : g->A[i * g->lda + k]) *
+                     (double)(tb ? g->B[j * g->ldb + k] : g->B[k * g->ldb + j]);
+            g->ref[i * N + j] = g->alpha * s + (g->beta == 0.0f ? 0.0 : g->beta * (double)g->C[i * g->ldc + j]);
+        }
+    if (g->beta == 0.0f) /* beta = 0 must not read C: poison it */
+        for (int64_t i = 0; i < M * g->ldc; i++)
+            g->C[i] = NAN;
+}
+
+static void gcase_run(gcase *g)
+{
+    tgk_gemm_f32(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb,
+                 g->beta, g->C, g->ldc);
+}
+
+static double gcase_err(const gcase *g)
+{
+    double err = 0;
+    for (int64_t i = 0; i < g->M; i++) {
+        double e = kc_norm_err(g->C + i * g->ldc, g->ref + i * g->N, g->N);
+        err = e > err ? e : err;
+    }
+    return err;
+}
+
+static void gcase_check(gcase *g)
+{
+    KC_EXPECT(gcase_err(g), TOL * (1 + g->K / 256.0), "gemm ta=%d tb=%d M=%lld N=%lld K=%lld",
+              g->ta, g->tb, (long long)g->M, (long long)g->N, (long long)g->K);
+    CHECK(kc_guard_ok(g->C, g->M * g->ldc));
+    free(g->A);
+    free(g->B);
+    free(g->C);
+    free(g->ref);
+}
+
+static void test_shapes(void)
+{
+    static const int64_t sz[][3] = {{1, 1, 1},   {1, 7, 5},    {5, 1, 3},   {3, 5, 1},
+                                    {17, 13, 9}, {1, 300, 129}, {64, 64, 64}, {33, 65, 127},
+                                    {200, 3, 50}, {129, 257, 70}, {7, 1000, 3}};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++)
+        for (int t = 0; t < 4; t++) {
+            gcase g;
+            gcase_make(&g, t & 1, t >> 1, sz[s][0], sz[s][1], sz[s][2]);
+            gcase_run(&g);
+            gcase_check(&g);
+        }
+}
+
+static void *gcase_thread(void *arg)
+{
+    gcase_run(arg);
+    return NULL;
+}
+
+/* Large enough to split; two callers at once share (or miss) the pool. */
+static void test_concurrent(void)
+{
+    gcase g[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        gcase_make(&g[i], i, !i, 150 + i, 170, 120);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, gcase_thread, &g[i]) == 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        gcase_check(&g[i]);
+    }
+}
+
+/* GEMMs called from pool tasks run inline and still get everything right. */
+static void nested_task(void *ctx, int64_t begin, int64_t end)
+{
+    gcase *g = ctx;
+    for (int64_t i = begin; i < end; i++)
+        gcase_run(&g[i]);
+}
+
+static void test_nested(void)
+{
+    gcase g[4];
+    for (int i = 0; i < 4; i++)
+        gcase_make(&g[i], false, true, 130, 140 + i, 150);
+    tgk_parallel_for(4, 1, nested_task, g);
+    for (int i = 0; i < 4; i++)
+        gcase_check(&g[i]);
+}
+
+static void test_linear(void)
+{
+    static const int64_t sz[][3] = {{1, 10, 7}, {3, 1, 5}, {4, 33, 65}, {130, 96, 200}};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2];
+            float *x = kc_rand(M * K, -1, 1), *w = kc_rand(N * K, -1, 1);
+            float *b = with_bias ? kc_rand(N, -1, 1) : NULL, *y = kc_out(M * N);
+            double *ref = kc_ref(M * N);
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double s = b ? b[j] : 0;
+                    for (int64_t k = 0; k < K; k++)
+                        s += (double)x[i * K + k] * w[j * K + k];
+                    ref[i * N + j] = s;
+                }
+            tgk_linear_f32(x, w, b, y, M, N, K);
+            KC_EXPECT(kc_norm_err(y, ref, M * N), TOL, "linear M=%lld N=%lld K=%lld bias=%d",
+                      (long long)M, (long long)N, (long long)K, with_bias);
+            CHECK(kc_guard_ok(y, M * N));
+            free(x), free(w), free(b), free(y), free(ref);
+        }
+}
+
+int main(void)
+{
+    kc_seed("test_gemm");
+    for (int nt = 1; nt <= 3; nt++) {
+        tgk_set_num_threads(nt);
+        test_shapes();
+        test_linear();
+    }
+    tgk_set_num_threads(2);
+    test_concurrent();
+    test_nested();
+    return unit_report();
+}

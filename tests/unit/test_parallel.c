@@ -1,0 +1,89 @@
+/* tgk_parallel_for: every index runs exactly once, whatever n, grain and
+ * thread count; nested calls run inline; several threads may call at once. */
+#include "kcheck.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "kernels/cpu/kernels.h"
+
+typedef struct {
+    atomic_int *hits;
+    atomic_int nested_ok;
+    bool nest;
+} job;
+
+static void count_inner(void *ctx, int64_t begin, int64_t end)
+{
+    atomic_int *hits = ctx;
+    for (int64_t i = begin; i < end; i++)
+        atomic_fetch_add(&hits[i], 1);
+}
+
+static void count(void *ctx, int64_t begin, int64_t end)
+{
+    job *j = ctx;
+    for (int64_t i = begin; i < end; i++) {
+        if (j->nest) {
+            /* inside a task: must run inline, right now, without deadlock */
+            atomic_int local[5] = {0};
+            tgk_parallel_for(5, 1, count_inner, local);
+            int ok = 1;
+            for (int k = 0; k < 5; k++)
+                ok &= local[k] == 1;
+            atomic_fetch_add(&j->nested_ok, ok);
+        }
+        atomic_fetch_add(&j->hits[i], 1);
+    }
+}
+
+static int run_and_check(int64_t n, int64_t grain, bool nest)
+{
+    atomic_int *hits = calloc((size_t)(n + 1), sizeof *hits);
+    job j = {.hits = hits, .nest = nest};
+    tgk_parallel_for(n, grain, count, &j);
+    int ok = 1;
+    for (int64_t i = 0; i < n; i++)
+        ok &= hits[i] == 1;
+    if (nest)
+        ok &= j.nested_ok == n;
+    free(hits);
+    return ok;
+}
+
+static void *caller(void *arg)
+{
+    int *ok = arg;
+    for (int r = 0; r < 200; r++)
+        *ok &= run_and_check(kc_int(1, 3000), kc_int(1, 50), r % 2);
+    return NULL;
+}
+
+int main(void)
+{
+    kc_seed("test_parallel");
+    for (int nt = 1; nt <= 4; nt++) {
+        tgk_set_num_threads(nt);
+        CHECK(tgk_num_threads() == nt);
+        static const int64_t ns[] = {0, 1, 2, 3, 7, 64, 1000, 4097};
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+            for (int64_t grain = 1; grain <= 1000; grain *= 10) {
+                CHECK(run_and_check(ns[i], grain, false));
+                CHECK(run_and_check(ns[i], grain, true));
+            }
+    }
+    tgk_set_num_threads(0);
+    CHECK(tgk_num_threads() >= 1);
+    CHECK(!tgk_in_task());
+
+    tgk_set_num_threads(3);
+    pthread_t t[4];
+    int ok[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, caller, &ok[i]) == 0);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(ok[i]);
+    }
+    return unit_report();
+}
