@@ -14,8 +14,9 @@
 
 const char *cli_prog = "tgraph";
 
-/* At exit: stdout must have reached its destination. A tool that already
- * failed keeps its status; one that thought it succeeded now exits 1. */
+static bool reported;    /* an error was printed: don't add a second one */
+
+/* At exit: stdout must have reached its destination, else exit 1. */
 static void close_stdout(void)
 {
     bool werr = ferror(stdout) != 0;
@@ -23,7 +24,8 @@ static void close_stdout(void)
     bool cerr = fclose(stdout) != 0;
     /* EBADF alone: stdout was closed before we started and never written. */
     if (werr || (cerr && errno != EBADF)) {
-        fprintf(stderr, "%s: write error: %s\n", cli_prog, strerror(errno ? errno : EIO));
+        if (!reported)
+            fprintf(stderr, "%s: write error: %s\n", cli_prog, strerror(errno ? errno : EIO));
         _exit(1);
     }
     tg_log_close();
@@ -39,6 +41,7 @@ void cli_init(const char *prog)
 
 static void verror(const char *file, const char *fmt, va_list ap)
 {
+    reported = true;
     fflush(stdout);
     if (file)
         fprintf(stderr, "%s: %s: ", cli_prog, file);
