@@ -470,10 +470,10 @@ const tg_value *tg_node_input(const tg_graph *g, const tg_node *n, int i)
 /* ---- nodes ---- */
 
 /* A fresh "<op>_<k>" that no node or value uses yet. */
-static char *make_node_name(const tg_graph *g, tg_op op)
+static char *make_node_name(const tg_graph *g, tg_op op, int idx)
 {
     char buf[64];
-    for (long k = g->nnode;; k++) {
+    for (long k = idx;; k++) {
         snprintf(buf, sizeof buf, "%s_%ld", tg_op_name(op), k);
         if (tg_graph_find_node(g, buf) < 0 && tg_graph_find_value(g, buf) < 0)
             return strdup(buf);
@@ -547,7 +547,7 @@ int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const in
     tg_node *n = &g->nodes[idx];
     memset(n, 0, sizeof *n);
     n->op = op;
-    n->name = name ? strdup(name) : make_node_name(g, op);
+    n->name = name ? strdup(name) : make_node_name(g, op, idx);
     n->in = malloc((size_t)(nin ? nin : 1) * sizeof(int));
     n->out = malloc(sizeof(int));
     n->attr = calloc((size_t)(nattr ? nattr : 1), sizeof(tg_attr));
