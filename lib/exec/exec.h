@@ -2,10 +2,15 @@
 #ifndef TG_EXEC_H
 #define TG_EXEC_H
 
+#include <stdbool.h>
+
 #include "../graph.h"
 #include "../tensor.h"
 
 typedef struct tg_exec tg_exec;
+
+/* Whether the interpreter has a CPU kernel for op (every op of ops.def). */
+bool tg_exec_supports_op(tg_op op);
 
 /* Prepare to run g (borrowed; must outlive the exec). nthreads <= 0: all cores. */
 tg_exec *tg_exec_new(const tg_graph *g, int nthreads);
