@@ -100,6 +100,7 @@ void tg_graph_free(tg_graph *g)
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    tg_graph_names_drop(g);
     free(g);
 }
 
@@ -147,32 +148,6 @@ int tg_graph_add_symbol(tg_graph *g, const char *name, int64_t min, int64_t max)
 
 /* ---- values ---- */
 
-int tg_graph_find_value_except(const tg_graph *g, const char *name, int skip)
-{
-    for (int i = 0; name && i < g->nvalue; i++)
-        if (i != skip && g->values[i].name && strcmp(g->values[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-int tg_graph_find_value(const tg_graph *g, const char *name)
-{
-    return tg_graph_find_value_except(g, name, -1);
-}
-
-int tg_graph_find_node(const tg_graph *g, const char *name)
-{
-    return tg_graph_find_node_except(g, name, -1);
-}
-
-int tg_graph_find_node_except(const tg_graph *g, const char *name, int skip)
-{
-    for (int i = 0; name && i < g->nnode; i++)
-        if (i != skip && g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 int tg_shape_check(const tg_graph *g, const tg_shape *s)
 {
     if (s->rank < 0 || s->rank > TG_MAX_RANK)
@@ -213,7 +188,9 @@ static int value_push(tg_graph *g, const char *name, tg_value_kind kind, tg_dtyp
     if (shape)
         v->shape = *shape;
     v->producer = -1;
-    return g->nvalue++;
+    g->nvalue++;
+    tg_graph_names_value_added(g, g->nvalue - 1);
+    return g->nvalue - 1;
 }
 
 /* dtype and shape checks shared by inputs and constants. */
@@ -237,6 +214,7 @@ int tg_graph_add_input(tg_graph *g, const char *name, tg_dtype dt, const tg_shap
         return -1;
     if (list_push(&g->inputs, &g->ninput, v) < 0) {
         tg_value_release(&g->values[--g->nvalue]);
+        tg_graph_names_drop(g);
         return -1;
     }
     return v;
@@ -523,6 +501,7 @@ static void pop_node(tg_graph *g, int nvalue)
     while (g->nvalue > nvalue)
         tg_value_release(&g->values[--g->nvalue]);
     tg_node_release(&g->nodes[--g->nnode]);
+    tg_graph_names_drop(g);
 }
 
 int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
@@ -542,12 +521,14 @@ int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const in
                       opname);
     if (grow((void **)&g->nodes, &g->node_cap, g->nnode + 1, sizeof(tg_node)) < 0)
         return -1;
-
+    /* named before it is counted, so the name index only ever grows here */
+    char *nname = name ? strdup(name) : make_node_name(g, op, g->nnode);
     int idx = g->nnode++, nvalue0 = g->nvalue;
     tg_node *n = &g->nodes[idx];
     memset(n, 0, sizeof *n);
     n->op = op;
-    n->name = name ? strdup(name) : make_node_name(g, op, idx);
+    n->name = nname;
+    tg_graph_names_node_added(g, idx);
     n->in = malloc((size_t)(nin ? nin : 1) * sizeof(int));
     n->out = malloc(sizeof(int));
     n->attr = calloc((size_t)(nattr ? nattr : 1), sizeof(tg_attr));

@@ -85,6 +85,7 @@ typedef struct tg_graph {
     int *inputs;            /* value ids, in call order */
     int noutput;
     int *outputs;           /* value ids, in result order */
+    struct tg_graph_names *names;   /* private: name index (graph_names.c) */
 } tg_graph;
 
 tg_graph *tg_graph_new(void);
@@ -105,9 +106,12 @@ int tg_graph_add_const_copy(tg_graph *g, const char *name, tg_dtype dt, const tg
 /* A rank-0 constant holding v converted to dt (as tg_store_f64). */
 int tg_graph_add_scalar(tg_graph *g, const char *name, tg_dtype dt, double v);
 int tg_graph_add_output(tg_graph *g, int value);
-/* Index by name, or -1. */
+/* Index by name, or -1. Names are indexed: change a value's name only with
+ * tg_graph_rename_value (a direct write may leave lookups of the new name failing). */
 int tg_graph_find_value(const tg_graph *g, const char *name);
 int tg_graph_find_node(const tg_graph *g, const char *name);
+/* Give value v a new name (copied), which must be unused. 0 or -1 (tg_err). */
+int tg_graph_rename_value(tg_graph *g, int v, const char *name);
 
 /* Add a node: checks inputs and attributes, infers outputs. in[i] may be -1 for an
  * omitted optional input. Attributes are copied. name may be NULL (one is made up);

@@ -221,6 +221,7 @@ int tg_graph_compact(tg_graph *g)
     free(newnode);
     free(newval);
     free(keep);
+    tg_graph_names_drop(g);
     return 0;
 }
 

@@ -17,8 +17,10 @@ void tg_value_release(tg_value *v);
 int tg_shape_check(const tg_graph *g, const tg_shape *s);
 /* Problems with an attribute on its own (name, kind, counts, pointers). */
 int tg_attr_check(const tg_attr *a);
-/* Value index with this name, skipping index `skip`; -1 when none. */
-int tg_graph_find_value_except(const tg_graph *g, const char *name, int skip);
-int tg_graph_find_node_except(const tg_graph *g, const char *name, int skip);
+/* Keep the name index (graph_names.c) current: call after appending value v or
+ * node n (named); drop it after removing or renumbering anything. */
+void tg_graph_names_value_added(tg_graph *g, int v);
+void tg_graph_names_node_added(tg_graph *g, int n);
+void tg_graph_names_drop(tg_graph *g);
 
 #endif

@@ -36,6 +36,44 @@ static const char *vname(const tg_graph *g, int v)
     return v >= 0 && v < g->nvalue && g->values[v].name ? g->values[v].name : "?";
 }
 
+typedef struct {
+    const char *name;
+    int id;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->id - y->id;
+}
+
+/* Names used more than once, by sorting (the name index may be stale here). */
+static void check_unique(const tg_graph *g, bool nodes, report *r)
+{
+    int n = nodes ? g->nnode : g->nvalue, k = 0;
+    named *a = malloc(((size_t)n + 1) * sizeof *a);
+    if (!a) {
+        r->oom = true;
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *nm = nodes ? g->nodes[i].name : g->values[i].name;
+        if (nm)
+            a[k++] = (named){nm, i};
+    }
+    qsort(a, (size_t)k, sizeof *a, cmp_named);
+    for (int i = 1; i < k; i++)
+        if (strcmp(a[i].name, a[i - 1].name) == 0) {
+            if (nodes)
+                problem(r, "node %s (%s): name used twice", a[i].name,
+                        tg_op_name(g->nodes[a[i].id].op));
+            else
+                problem(r, "value %s: name used twice", a[i].name);
+        }
+    free(a);
+}
+
 static void check_symbols(const tg_graph *g, report *r)
 {
     if (g->nsym < 0 || g->nsym > TG_MAX_SYMS) {
@@ -84,9 +122,6 @@ static void check_values(const tg_graph *g, report *r)
             problem(r, "value %d: no name", i);
             continue;
         }
-        if (tg_graph_find_value_except(g, v->name, i) >= 0 &&
-            tg_graph_find_value_except(g, v->name, i) < i)
-            problem(r, "value %s: name used twice", v->name);
         if (!tg_dtype_size(v->dtype))
             problem(r, "value %s: no dtype", v->name);
         if (tg_shape_check(g, &v->shape) < 0)
@@ -151,9 +186,6 @@ static bool check_node(const tg_graph *g, int i, report *r)
     bool ok = true;
     if (!n->name || !*n->name)
         problem(r, "node %d (%s): no name", i, op), ok = false;
-    else if (tg_graph_find_node_except(g, n->name, i) >= 0 &&
-             tg_graph_find_node_except(g, n->name, i) < i)
-        problem(r, "node %s (%s): name used twice", name, op);
     const tg_op_info *info = &tg_op_table[n->op];
     if (n->nin < info->min_in || (info->max_in >= 0 && n->nin > info->max_in) ||
         (n->nin > 0 && !n->in)) {
@@ -250,6 +282,8 @@ int tg_graph_validate(const tg_graph *g)
     r.f = open_memstream(&r.buf, &r.len);
     check_symbols(g, &r);
     check_values(g, &r);
+    check_unique(g, false, &r);
+    check_unique(g, true, &r);
     /* Inference writes output dtype/shape: give it a graph that shares everything
      * except a private copy of the value array. */
     tg_graph scratch = *g;

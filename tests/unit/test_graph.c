@@ -331,6 +331,36 @@ static void test_edit(void)
     tg_graph_free(g);
 }
 
+/* Lookups by name stay right through renames, removals and direct edits. */
+static void test_names(void)
+{
+    mlp m = build_mlp();
+    tg_graph *g = m.g;
+    CHECK(tg_graph_rename_value(g, m.add, "hidden") == 0);
+    CHECK(tg_graph_find_value(g, "hidden") == m.add && tg_graph_find_value(g, "add_1") == -1);
+    CHECK(tg_graph_rename_value(g, m.add, "mm") == -1 && has(tg_errmsg(), "already"));
+    CHECK(tg_graph_rename_value(g, m.add, "") == -1);
+    CHECK(tg_graph_rename_value(g, 99, "q") == -1);
+    CHECK(tg_graph_rename_value(g, m.add, "hidden") == 0);
+    /* a pass that swaps a name in place (free + new string): the old name misses,
+     * and taking it again for a new value works */
+    char *old = g->values[m.mm].name;
+    g->values[m.mm].name = strdup("mm.folded");
+    free(old);
+    CHECK(tg_graph_find_value(g, "mm") == -1);
+    float c[32] = {0};
+    tg_shape s = tg_shape_of(1, (int64_t[]){32});
+    int k = tg_graph_add_const_copy(g, "mm", TG_F32, &s, c);
+    CHECK(k >= 0 && tg_graph_find_value(g, "mm") == k);
+    /* failed adds leave no trace in the index */
+    CHECK(tg_graph_add_node(g, TG_OP_MATMUL, "bad", 2, (int[]){m.x, m.x}, 0, NULL) == -1);
+    CHECK(tg_graph_find_node(g, "bad") == -1 && tg_graph_find_value(g, "bad") == -1);
+    int r = tg_graph_add_node(g, TG_OP_RELU, "bad", 1, &m.x, 0, NULL);
+    CHECK(r >= 0 && tg_graph_find_value(g, "bad") == r);
+    CHECK(tg_graph_find_value(g, NULL) == -1);
+    tg_graph_free(g);
+}
+
 /* A long chain, compacted after appending a node that must move to the front. */
 static void test_compact_long(void)
 {
@@ -416,6 +446,7 @@ int main(void)
     test_shapes();
     test_validate_reports_all();
     test_edit();
+    test_names();
     test_compact_long();
     test_tensor();
     test_error();
