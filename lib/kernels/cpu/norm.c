@@ -1,32 +1,51 @@
 /* Layer, group and batch normalization in float. Statistics are two-pass
- * (mean, then the mean of squared deviations) over 16 lanes, which keeps
- * float accuracy without float64 and without the cancellation of E[x^2]-E[x]^2. */
+ * (a pivoted mean, then the mean of squared deviations) over 16 lanes, which
+ * keeps float accuracy without float64 and without the cancellation of
+ * E[x^2] - E[x]^2. */
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/vecmath.h"
 
-/* mean and 1/sqrt(var + eps) of x[0..n) */
-static void moments(const float *x, int64_t n, float eps, float *mean, float *rstd)
+/* The mean of x[0..n) as pivot + delta, and 1/sqrt(var + eps). pivot = x[0]
+ * and the sums run over x - pivot: with data far from zero (mean 1000,
+ * deviation 1) a plain float mean would be off by half an ulp of 1000, which
+ * is 5e-5 of the deviation; x - pivot is exact there and delta is small. */
+typedef struct {
+    float pivot, delta, rstd;
+} stats;
+
+static stats moments(const float *x, int64_t n, float eps)
 {
-    float m = tgk_sum(x, n) / (float)n;
+    float pivot = x[0];
     float acc[TGK_LANES] = {0};
     int64_t i = 0;
     for (; i + TGK_LANES <= n; i += TGK_LANES)
         for (int j = 0; j < TGK_LANES; j++)
-            acc[j] += (x[i + j] - m) * (x[i + j] - m);
+            acc[j] += x[i + j] - pivot;
     float s = 0.0f;
     for (; i < n; i++)
-        s += (x[i] - m) * (x[i] - m);
+        s += x[i] - pivot;
     for (int j = 0; j < TGK_LANES; j++)
         s += acc[j];
-    *mean = m;
-    *rstd = 1.0f / sqrtf(s / (float)n + eps);
+    float d = s / (float)n;
+    for (int j = 0; j < TGK_LANES; j++)
+        acc[j] = 0.0f;
+    for (i = 0; i + TGK_LANES <= n; i += TGK_LANES)
+        for (int j = 0; j < TGK_LANES; j++) {
+            float v = x[i + j] - pivot - d;
+            acc[j] += v * v;
+        }
+    for (s = 0.0f; i < n; i++)
+        s += (x[i] - pivot - d) * (x[i] - pivot - d);
+    for (int j = 0; j < TGK_LANES; j++)
+        s += acc[j];
+    return (stats){pivot, d, 1.0f / sqrtf(s / (float)n + eps)};
 }
 
-/* y = x * scale + shift */
-static void affine(const float *x, float *y, int64_t n, float scale, float shift)
+/* y = (x - pivot - delta) * scale + shift */
+static void affine(const float *x, float *y, int64_t n, stats st, float scale, float shift)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] * scale + shift;
+        y[i] = (x[i] - st.pivot - st.delta) * scale + shift;
 }
 
 typedef struct {
@@ -43,14 +62,13 @@ TGK_CLONES static void layer_norm_rows(void *ctx, int64_t begin, int64_t end)
     for (int64_t r = begin; r < end; r++) {
         const float *x = j->x + r * n;
         float *y = j->y + r * n;
-        float m, rs;
-        moments(x, n, j->eps, &m, &rs);
+        stats st = moments(x, n, j->eps);
         if (!j->w && !j->b) {
-            affine(x, y, n, rs, -m * rs);
+            affine(x, y, n, st, st.rstd, 0.0f);
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            float v = (x[i] - m) * rs;
+            float v = (x[i] - st.pivot - st.delta) * st.rstd;
             v = j->w ? v * j->w[i] : v;
             y[i] = j->b ? v + j->b[i] : v;
         }
@@ -74,13 +92,11 @@ TGK_CLONES static void group_norm_groups(void *ctx, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++) {
         const float *x = j->x + t * cg * sp;
         float *y = j->y + t * cg * sp;
-        float m, rs;
-        moments(x, cg * sp, j->eps, &m, &rs);
+        stats st = moments(x, cg * sp, j->eps);
         for (int64_t k = 0; k < cg; k++) {
             int64_t ch = t % j->groups * cg + k;
-            float scale = j->w ? j->w[ch] * rs : rs;
-            float shift = (j->b ? j->b[ch] : 0.0f) - m * scale;
-            affine(x + k * sp, y + k * sp, sp, scale, shift);
+            float scale = j->w ? j->w[ch] * st.rstd : st.rstd;
+            affine(x + k * sp, y + k * sp, sp, st, scale, j->b ? j->b[ch] : 0.0f);
         }
     }
 }
@@ -104,8 +120,8 @@ TGK_CLONES static void batch_norm_planes(void *ctx, int64_t begin, int64_t end)
         int64_t ch = t % j->c;
         float rs = 1.0f / sqrtf(j->var[ch] + j->eps);
         float scale = j->w ? j->w[ch] * rs : rs;
-        float shift = (j->b ? j->b[ch] : 0.0f) - j->mean[ch] * scale;
-        affine(j->x + t * sp, j->y + t * sp, sp, scale, shift);
+        stats st = {j->mean[ch], 0.0f, rs};
+        affine(j->x + t * sp, j->y + t * sp, sp, st, scale, j->b ? j->b[ch] : 0.0f);
     }
 }
 

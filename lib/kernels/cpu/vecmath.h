@@ -58,9 +58,13 @@ static inline float tgk_exp(float x)
     return p * s1 * s2;
 }
 
+/* 1/(1 + exp(-x)), as exp(x)/(1 + exp(x)) for x < 0 so that nothing
+ * overflows and x * sigmoid(x) stays accurate down to the denormals. */
 static inline float tgk_sigmoid(float x)
 {
-    return 1.0f / (1.0f + tgk_exp(-x));
+    float e = tgk_exp(-fabsf(x));
+    float r = 1.0f / (1.0f + e);
+    return x < 0.0f ? e * r : r;
 }
 
 /* tanh: Cephes' odd polynomial below 0.625, 1 - 2/(exp(2|x|)+1) above. */
@@ -91,13 +95,17 @@ static inline float tgk_erf_small(float x)
     return p;
 }
 
-/* erfc(a) for a >= 1: exp(-a^2) g(t), t = 1/(1 + a/2), g a degree-9 fit in
- * t - 0.40476 (relative error 4e-9). a^2 is split as ah^2 + al(a + ah) with ah
- * holding 12 bits, so the large exponent is exact. */
-static inline float tgk_erfc_big(float a)
+/* v = hi + lo with hi holding the top 12 significant bits, so hi * hi is exact */
+static inline float tgk_split_hi(float v)
 {
-    a = a > 12.0f ? 12.0f : a;
-    a = a < 1.0f ? 1.0f : a;
+    return tgk_bits_float(tgk_float_bits(v) & 0xFFFFF000u);
+}
+
+/* erfc(a) for a >= 1, given a^2 as sq_hi + sq_lo: exp(-a^2) g(t), t = 1/(1 + a/2),
+ * g a degree-9 fit in t - 0.40476 (relative error 4e-9). The exponent is the
+ * sensitive part (a^2 = 100 at a = 10), so callers pass it nearly exact. */
+static inline float tgk_erfc_big(float a, float sq_hi, float sq_lo)
+{
     float s = 1.0f / (1.0f + 0.5f * a) - 0.404761905f;
     float g = -6.492553489e-02f;
     g = g * s + 7.970171993e-02f;
@@ -109,23 +117,28 @@ static inline float tgk_erfc_big(float a)
     g = g * s + 7.912080050e-01f;
     g = g * s + 6.871484914e-01f;
     g = g * s + 1.822554091e-01f;
-    float ah = tgk_bits_float(tgk_float_bits(a) & 0xFFFFF000u);
-    float al = a - ah;
-    return tgk_exp(-ah * ah) * tgk_exp(-al * (a + ah)) * g;
+    return tgk_exp(-sq_hi) * tgk_exp(-sq_lo) * g;
 }
 
 static inline float tgk_erf(float x)
 {
+    /* clamp: erf is 1 in float from 4 on; keeps the squares finite, NaN passes */
     float a = fabsf(x);
-    float big = copysignf(1.0f - tgk_erfc_big(a), x);
+    a = a > 12.0f ? 12.0f : a;
+    float ah = tgk_split_hi(a), al = a - ah;
+    float big = copysignf(1.0f - tgk_erfc_big(a, ah * ah, al * (a + ah)), x);
     return a < 1.0f ? x * tgk_erf_small(x) : big;
 }
 
-/* 1 + erf(u), accurate where it is tiny (u very negative): erfc(-u). */
-static inline float tgk_one_plus_erf(float u)
+/* 1 + erf(x / sqrt 2), the GELU factor, accurate where it is tiny (x very
+ * negative: it is erfc(|u|)) and with (x / sqrt 2)^2 taken from x exactly. */
+static inline float tgk_gelu_phi(float x)
 {
-    float a = fabsf(u);
-    float c = tgk_erfc_big(a);
+    x = x > 17.0f ? 17.0f : x;
+    x = x < -17.0f ? -17.0f : x;
+    float u = x * 0.707106781186547524f, a = fabsf(u);
+    float xh = tgk_split_hi(x), xl = x - xh;
+    float c = tgk_erfc_big(a, 0.5f * xh * xh, 0.5f * xl * (x + xh));
     float big = u > 0.0f ? 2.0f - c : c;
     return a < 1.0f ? 1.0f + u * tgk_erf_small(u) : big;
 }

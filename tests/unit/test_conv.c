@@ -1,0 +1,186 @@
+/* tgk_conv_f32 against a float64 direct convolution on fresh random inputs:
+ * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise; transposed
+ * with output padding; pointwise; images large enough for several im2col
+ * slabs; batches large enough to run images on different threads.
+ * Tolerance: normalized max error 1e-5 (x 1 + terms/1000). */
+#include "kcheck.h"
+
+#include "kernels/cpu/kernels.h"
+
+#define TOL 1e-5
+
+/* dims padded to 3 (leading 1s), like the shapes below */
+typedef struct {
+    tgk_conv_desc d;
+    int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
+} ccase;
+
+static int64_t prod3(const int64_t *v)
+{
+    return v[0] * v[1] * v[2];
+}
+
+static void reference(const ccase *c, const float *x, const float *w, const float *b, double *y)
+{
+    const tgk_conv_desc *d = &c->d;
+    int64_t cg = d->c / d->groups, kg = d->k / d->groups;
+    int64_t isp = prod3(c->in), osp = prod3(c->out), kp = prod3(c->ker);
+    for (int64_t n = 0; n < d->n; n++)
+        for (int64_t k = 0; k < d->k; k++)
+            for (int64_t o = 0; o < osp; o++)
+                y[(n * d->k + k) * osp + o] = b ? b[k] : 0;
+    for (int64_t n = 0; n < d->n; n++)
+        for (int64_t g = 0; g < d->groups; g++)
+            for (int64_t ci = 0; ci < cg; ci++)
+                for (int64_t ko = 0; ko < kg; ko++)
+                    for (int64_t t = 0; t < kp; t++) {
+                        int64_t kk[3] = {t / (c->ker[1] * c->ker[2]), t / c->ker[2] % c->ker[1], t % c->ker[2]};
+                        /* forward: y[o] += x[o*s - p + kk*dil]; transposed: y[i*s - p + kk*dil] += x[i] */
+                        int64_t ch_in = g * cg + ci, ch_out = g * kg + ko;
+                        double wv = d->transposed ? w[(ch_in * kg + ko) * kp + t] : w[(ch_out * cg + ci) * kp + t];
+                        const int64_t *src = d->transposed ? c->in : c->out;
+                        const int64_t *dst = d->transposed ? c->out : c->in;
+                        for (int64_t p = 0; p < prod3(src); p++) {
+                            int64_t pos[3] = {p / (src[1] * src[2]), p / src[2] % src[1], p % src[2]}, q = 0;
+                            int ok = 1;
+                            for (int a = 0; a < 3; a++) {
+                                int64_t v = pos[a] * c->str[a] - c->pad[a] + kk[a] * c->dil[a];
+                                ok &= v >= 0 && v < dst[a];
+                                q = q * dst[a] + v;
+                            }
+                            if (!ok)
+                                continue;
+                            if (d->transposed)
+                                y[(n * d->k + ch_out) * osp + q] += wv * x[(n * d->c + ch_in) * isp + p];
+                            else
+                                y[(n * d->k + ch_out) * osp + p] += wv * x[(n * d->c + ch_in) * isp + q];
+                        }
+                    }
+}
+
+/* Fill the descriptor from padded-3 geometry; returns 0 if output would be empty. */
+static int ccase_finish(ccase *c, int nsp, int64_t outpad)
+{
+    tgk_conv_desc *d = &c->d;
+    d->nsp = nsp;
+    for (int a = 0; a < 3; a++) {
+        int64_t span = c->dil[a] * (c->ker[a] - 1) + 1;
+        c->out[a] = d->transposed ? (c->in[a] - 1) * c->str[a] - 2 * c->pad[a] + span + (a >= 3 - nsp ? outpad : 0)
+                                  : (c->in[a] + 2 * c->pad[a] - span) / c->str[a] + 1;
+        if (c->out[a] < 1 || (!d->transposed && c->in[a] + 2 * c->pad[a] < span))
+            return 0;
+    }
+    for (int i = 0; i < nsp; i++) {
+        int a = 3 - nsp + i;
+        d->in[i] = c->in[a];
+        d->out[i] = c->out[a];
+        d->kernel[i] = c->ker[a];
+        d->stride[i] = c->str[a];
+        d->pad[i] = c->pad[a];
+        d->dil[i] = c->dil[a];
+    }
+    return 1;
+}
+
+static void run_case(ccase *c, bool with_bias)
+{
+    const tgk_conv_desc *d = &c->d;
+    int64_t kp = prod3(c->ker);
+    int64_t nx = d->n * d->c * prod3(c->in), ny = d->n * d->k * prod3(c->out);
+    int64_t nw = d->transposed ? d->c * (d->k / d->groups) * kp : d->k * (d->c / d->groups) * kp;
+    float *x = kc_rand(nx, -1, 1), *w = kc_rand(nw, -1, 1);
+    float *b = with_bias ? kc_rand(d->k, -1, 1) : NULL, *y = kc_out(ny);
+    double *ref = kc_ref(ny);
+    reference(c, x, w, b, ref);
+    CHECK(tgk_conv_f32(d, x, w, b, y) == 0);
+    int64_t terms = (d->c / d->groups) * kp;
+    KC_EXPECT(kc_norm_err(y, ref, ny), TOL * (1 + terms / 1000.0),
+              "conv nsp=%d n=%lld c=%lld k=%lld g=%lld in=%lldx%lldx%lld ker=%lldx%lldx%lld "
+              "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d",
+              d->nsp, (long long)d->n, (long long)d->c, (long long)d->k, (long long)d->groups,
+              (long long)c->in[0], (long long)c->in[1], (long long)c->in[2], (long long)c->ker[0],
+              (long long)c->ker[1], (long long)c->ker[2], (long long)c->str[0], (long long)c->str[1],
+              (long long)c->str[2], (long long)c->pad[0], (long long)c->pad[1], (long long)c->pad[2],
+              (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed);
+    CHECK(kc_guard_ok(y, ny));
+    free(x), free(w), free(b), free(y), free(ref);
+}
+
+/* A random case: nsp dims, the rest of the 3 set to 1. */
+static void random_case(int nsp, bool transposed, int group_kind)
+{
+    ccase c = {0};
+    for (;;) {
+        for (int a = 0; a < 3; a++) {
+            bool have = a >= 3 - nsp;
+            c.in[a] = have ? kc_int(1, nsp == 3 ? 6 : 12) : 1;
+            c.ker[a] = have ? kc_int(1, 3) : 1;
+            c.str[a] = have ? kc_int(1, 3) : 1;
+            c.dil[a] = have ? kc_int(1, 2) : 1;
+            c.pad[a] = have ? kc_int(0, c.ker[a] / 2 + 1) : 0;
+        }
+        int64_t g = group_kind == 0 ? 1 : kc_int(2, 3);
+        c.d.n = kc_int(1, 2);
+        c.d.groups = g;
+        c.d.c = g * (group_kind == 2 ? 1 : kc_int(1, 4));
+        c.d.k = g * kc_int(1, 4);
+        c.d.transposed = transposed;
+        int64_t maxpad = 0;
+        for (int a = 0; a < 3; a++)
+            maxpad = c.pad[a] > maxpad ? c.pad[a] : maxpad;
+        int64_t outpad = transposed && c.str[2] > 1 ? kc_int(0, c.str[2] - 1) : 0;
+        if (ccase_finish(&c, nsp, outpad))
+            break;
+    }
+    run_case(&c, kc_int(0, 1));
+}
+
+static ccase fixed(int64_t n, int64_t c, int64_t k, int64_t g, int64_t h, int64_t w, int64_t kh,
+                   int64_t kw, int64_t s, int64_t p, bool transposed)
+{
+    ccase cc = {.d = {.n = n, .c = c, .k = k, .groups = g, .transposed = transposed},
+                .in = {1, h, w}, .ker = {1, kh, kw}, .str = {1, s, s}, .pad = {0, p, p},
+                .dil = {1, 1, 1}};
+    if (!ccase_finish(&cc, 2, 0))
+        abort();
+    return cc;
+}
+
+int main(void)
+{
+    kc_seed("test_conv");
+    for (int nt = 1; nt <= 2; nt++) {
+        tgk_set_num_threads(nt);
+        for (int nsp = 1; nsp <= 3; nsp++)
+            for (int tr = 0; tr < 2; tr++)
+                for (int gk = 0; gk < 3; gk++)
+                    for (int r = 0; r < 12; r++)
+                        random_case(nsp, tr, gk);
+    }
+    tgk_set_num_threads(2);
+    ccase c;
+    c = fixed(1, 64, 16, 1, 66, 66, 3, 3, 1, 1, false);   /* several im2col slabs */
+    run_case(&c, true);
+    c = fixed(1, 32, 24, 1, 40, 40, 1, 1, 1, 0, false);   /* pointwise: no im2col */
+    run_case(&c, true);
+    c = fixed(9, 6, 8, 2, 9, 11, 3, 3, 2, 1, false);      /* many images: one per thread */
+    run_case(&c, false);
+    c = fixed(2, 16, 16, 16, 30, 30, 3, 3, 1, 1, false);  /* depthwise */
+    run_case(&c, true);
+    c = fixed(1, 8, 16, 8, 20, 20, 5, 5, 2, 2, false);    /* depthwise, multiplier 2 */
+    run_case(&c, true);
+    c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
+    run_case(&c, true);
+
+    /* invalid descriptors are refused, not run */
+    c = fixed(1, 4, 4, 1, 5, 5, 3, 3, 1, 1, false);
+    c.d.groups = 3;
+    CHECK(tgk_conv_f32(&c.d, NULL, NULL, NULL, NULL) == -1);
+    c.d.groups = 1;
+    c.d.stride[0] = 0;
+    CHECK(tgk_conv_f32(&c.d, NULL, NULL, NULL, NULL) == -1);
+    c.d.stride[0] = 1;
+    c.d.nsp = 4;
+    CHECK(tgk_conv_f32(&c.d, NULL, NULL, NULL, NULL) == -1);
+    return unit_report();
+}
