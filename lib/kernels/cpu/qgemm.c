@@ -1,0 +1,277 @@
+/* u8 x s8 -> s32 GEMM. Packed weights: colsum[Np] (s32), then for each block of
+ * 16 columns and each group of 4 k, 16 columns x 4 bytes. With VNNI one
+ * vpdpbusd multiplies a broadcast 4-byte run of a row of a with a 64-byte group
+ * and adds 16 column sums at once. The AVX2 path widens to 16 bits and uses
+ * vpmaddwd, which never saturates (vpmaddubsw would), so every path is exact. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels.h"
+#include "qgemm.h"
+
+#define QB 16                       /* columns per block */
+#define ROUND4(k) (((k) + 3) & ~(int64_t)3)
+
+static int64_t nblocks(int64_t N) { return (N + QB - 1) / QB; }
+
+size_t tgk_qgemm_packed_size(int64_t N, int64_t K)
+{
+    return (size_t)nblocks(N) * QB * sizeof(int32_t) + (size_t)nblocks(N) * QB * ROUND4(K);
+}
+
+void tgk_qgemm_pack(int64_t N, int64_t K, const int8_t *w, void *packed)
+{
+    int64_t nb = nblocks(N), kg = ROUND4(K) / 4;
+    int32_t *colsum = packed;
+    int8_t *p = (int8_t *)(colsum + nb * QB);
+    memset(packed, 0, tgk_qgemm_packed_size(N, K));
+    for (int64_t n = 0; n < N; n++) {
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; k++) s += w[n * K + k];
+        colsum[n] = s;
+    }
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t g = 0; g < kg; g++)
+            for (int j = 0; j < QB; j++)
+                for (int t = 0; t < 4; t++) {
+                    int64_t n = b * QB + j, k = g * 4 + t;
+                    p[((b * kg + g) * QB + j) * 4 + t] = n < N && k < K ? w[n * K + k] : 0;
+                }
+}
+
+/* The 4 bytes of group g of a row of K bytes, zero-padded past K, as the
+ * 32-bit value the kernels broadcast. */
+static inline int32_t group4(const uint8_t *a, int64_t K, int64_t g)
+{
+    int32_t v;
+    if (g * 4 + 4 <= K) {
+        memcpy(&v, a + g * 4, 4);
+        return v;
+    }
+    uint8_t b[4] = {0, 0, 0, 0};
+    memcpy(b, a + g * 4, K - g * 4);
+    memcpy(&v, b, 4);
+    return v;
+}
+
+/* The readable reference: raw sums sum_k a*w per column block. */
+static void block_scalar(const uint8_t *a, int64_t K, const int8_t *blk, int32_t *out)
+{
+    for (int j = 0; j < QB; j++) out[j] = 0;
+    for (int64_t k = 0; k < K; k++)
+        for (int j = 0; j < QB; j++)
+            out[j] += (int32_t)a[k] * blk[((k / 4) * QB + j) * 4 + k % 4];
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static void block_vnni(const uint8_t *a, int64_t K, const int8_t *blk, int32_t *out)
+{
+    __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+    int64_t g = 0, kg = ROUND4(K) / 4;
+    for (; g + 1 < kg; g += 2) {    /* two chains, to hide the dpbusd latency */
+        acc0 = _mm512_dpbusd_epi32(acc0, _mm512_set1_epi32(group4(a, K, g)),
+                                   _mm512_loadu_si512(blk + g * QB * 4));
+        acc1 = _mm512_dpbusd_epi32(acc1, _mm512_set1_epi32(group4(a, K, g + 1)),
+                                   _mm512_loadu_si512(blk + (g + 1) * QB * 4));
+    }
+    if (g < kg)
+        acc0 = _mm512_dpbusd_epi32(acc0, _mm512_set1_epi32(group4(a, K, g)),
+                                   _mm512_loadu_si512(blk + g * QB * 4));
+    _mm512_storeu_si512(out, _mm512_add_epi32(acc0, acc1));
+}
+
+/* Four rows at once share each weight load; accumulators are named, not an
+ * array, so they stay in registers. */
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static void block4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
+                        int32_t out[4][QB])
+{
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    int64_t g = 0, kfull = K / 4, kg = ROUND4(K) / 4;
+    for (; g < kfull; g++) {
+        __m512i w = _mm512_loadu_si512(blk + g * QB * 4);
+        int32_t v0, v1, v2, v3;
+        memcpy(&v0, a0 + 4 * g, 4), memcpy(&v1, a1 + 4 * g, 4);
+        memcpy(&v2, a2 + 4 * g, 4), memcpy(&v3, a3 + 4 * g, 4);
+        c0 = _mm512_dpbusd_epi32(c0, _mm512_set1_epi32(v0), w);
+        c1 = _mm512_dpbusd_epi32(c1, _mm512_set1_epi32(v1), w);
+        c2 = _mm512_dpbusd_epi32(c2, _mm512_set1_epi32(v2), w);
+        c3 = _mm512_dpbusd_epi32(c3, _mm512_set1_epi32(v3), w);
+    }
+    if (g < kg) {                   /* the zero-padded last group */
+        __m512i w = _mm512_loadu_si512(blk + g * QB * 4);
+        c0 = _mm512_dpbusd_epi32(c0, _mm512_set1_epi32(group4(a0, K, g)), w);
+        c1 = _mm512_dpbusd_epi32(c1, _mm512_set1_epi32(group4(a1, K, g)), w);
+        c2 = _mm512_dpbusd_epi32(c2, _mm512_set1_epi32(group4(a2, K, g)), w);
+        c3 = _mm512_dpbusd_epi32(c3, _mm512_set1_epi32(group4(a3, K, g)), w);
+    }
+    _mm512_storeu_si512(out[0], c0);
+    _mm512_storeu_si512(out[1], c1);
+    _mm512_storeu_si512(out[2], c2);
+    _mm512_storeu_si512(out[3], c3);
+}
+
+/* 16-bit products: each 16-byte quarter of a 64-byte group is 4 columns x 4 k;
+ * widened and multiplied with the row's 4 values repeated, vpmaddwd leaves
+ * (k0k1, k2k3) partial sums per column, added pairwise at the end. */
+__attribute__((target("avx2")))
+static void block_avx2(const uint8_t *a, int64_t K, const int8_t *blk, int32_t *out)
+{
+    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                      _mm256_setzero_si256()};
+    for (int64_t g = 0, kg = ROUND4(K) / 4; g < kg; g++) {
+        __m256i av = _mm256_cvtepu8_epi16(_mm_set1_epi32(group4(a, K, g)));
+        for (int q = 0; q < 4; q++) {
+            __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + g * QB * 4 + q * 16)));
+            acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(av, wv));
+        }
+    }
+    for (int q = 0; q < 4; q++) {
+        int32_t v[8];
+        _mm256_storeu_si256((__m256i *)v, acc[q]);
+        for (int j = 0; j < 4; j++) out[q * 4 + j] = v[2 * j] + v[2 * j + 1];
+    }
+}
+#endif
+
+typedef void (*block_fn)(const uint8_t *, int64_t, const int8_t *, int32_t *);
+
+static int path_id = -1;            /* 0 scalar, 1 avx2, 2 vnni */
+
+static int choose_path(void)
+{
+    int best = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) best = 1;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        best = 2;
+#endif
+    return best;
+}
+
+static int path(void)
+{
+    int p = __atomic_load_n(&path_id, __ATOMIC_RELAXED);
+    if (p < 0) __atomic_store_n(&path_id, p = choose_path(), __ATOMIC_RELAXED);
+    return p;
+}
+
+static const char *const path_names[] = {"scalar", "avx2", "avx512vnni"};
+
+const char *tgk_qgemm_path(void)
+{
+    return path_names[path()];
+}
+
+int tgk_qgemm_set_path(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, path_names[i])) {
+            if (i > choose_path()) return -1;
+            __atomic_store_n(&path_id, i, __ATOMIC_RELAXED);
+            return 0;
+        }
+    return -1;
+}
+
+typedef struct {
+    int64_t M, N, K, lda, ldc;
+    const uint8_t *a;
+    int32_t a_zero;
+    const void *packed;
+    int32_t *c;
+} qgemm_args;
+
+static void store_block(const qgemm_args *q, int64_t m, int64_t b, const int32_t *raw)
+{
+    const int32_t *colsum = q->packed;
+    for (int j = 0; j < QB && b * QB + j < q->N; j++) {
+        int64_t n = b * QB + j;
+        q->c[m * q->ldc + n] = raw[j] - q->a_zero * colsum[n];
+    }
+}
+
+/* Rows [m0, m1) of c: groups of 4 rows on VNNI, then one at a time. */
+static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
+{
+    const qgemm_args *q = ctx;
+    int64_t nb = nblocks(q->N), kg = ROUND4(q->K) / 4;
+    const int8_t *w = (const int8_t *)((const int32_t *)q->packed + nb * QB);
+    int p = path();
+    int32_t raw[4][QB];
+    int64_t m = m0;
+#if defined(__x86_64__)
+    for (; p == 2 && m + 4 <= m1; m += 4)
+        for (int64_t b = 0; b < nb; b++) {
+            block4_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, raw);
+            for (int r = 0; r < 4; r++) store_block(q, m + r, b, raw[r]);
+        }
+#endif
+    block_fn fn = block_scalar;
+#if defined(__x86_64__)
+    if (p == 2) fn = block_vnni;
+    else if (p == 1) fn = block_avx2;
+#endif
+    for (; m < m1; m++)
+        for (int64_t b = 0; b < nb; b++) {
+            fn(q->a + m * q->lda, q->K, w + b * kg * QB * 4, raw[0]);
+            store_block(q, m, b, raw[0]);
+        }
+}
+
+void tgk_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                    int32_t a_zero, const void *packed, int32_t *c, int64_t ldc)
+{
+    qgemm_args q = {M, N, K, lda, ldc, a, a_zero, packed, c};
+    /* About 64k multiply-adds per task keeps the pool's overhead small. */
+    int64_t per_row = N * K > 0 ? N * K : 1, grain = 65536 / per_row;
+    tgk_parallel_for(M, grain < 4 ? 4 : grain, qgemm_rows, &q);
+}
+
+void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero)
+{
+    if (lo > 0) lo = 0;
+    if (hi < 0) hi = 0;
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0) || !isfinite(s)) s = 1.0f;  /* all zeros (or garbage): any scale works */
+    int32_t z = (int32_t)nearbyintf(-lo / s);
+    *scale = s;
+    *zero = z < 0 ? 0 : z > 255 ? 255 : z;
+}
+
+void tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
+                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
+                     const float *bias, float *y)
+{
+    uint8_t *xq = malloc((size_t)(M * K > 0 ? M * K : 1));
+    int32_t *acc = malloc(sizeof *acc * (size_t)(M * N > 0 ? M * N : 1));
+    if (!xq || !acc) {          /* no error channel here: leave y as NaN, loudly wrong */
+        for (int64_t i = 0; i < M * N; i++) y[i] = NAN;
+        free(xq), free(acc);
+        return;
+    }
+    if (dynamic) {
+        float lo = 0, hi = 0;
+        for (int64_t i = 0; i < M * K; i++) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
+        tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
+    }
+    for (int64_t i = 0; i < M * K; i++) {
+        float v = nearbyintf(x[i] / x_scale) + (float)x_zero;
+        xq[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    tgk_qgemm_u8s8(M, N, K, xq, K, x_zero, packed, acc, N);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++)
+            y[m * N + n] = (float)acc[m * N + n] * (x_scale * w_scale[n]) + (bias ? bias[n] : 0.0f);
+    free(xq);
+    free(acc);
+}
