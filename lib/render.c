@@ -115,8 +115,11 @@ void tg_graph_summary(const tg_graph *g, FILE *f)
         te += const_numel(v);
         tb += v->nbytes;
     }
-    fprintf(f, "parameters: %s elements, %s bytes (%.1f MiB)\n", grouped(te, a), grouped(tb, b),
-            tb / 1048576.0);
+    fprintf(f, "parameters: %s elements, %s bytes", grouped(te, a), grouped(tb, b));
+    if (tb >= 1024)
+        fprintf(f, " (%.1f %s)", tb >= 1 << 20 ? tb / 1048576.0 : tb / 1024.0,
+                tb >= 1 << 20 ? "MiB" : "KiB");
+    fputc('\n', f);
     for (int t = 1; t < TG_DTYPE_COUNT; t++)
         if (bytes[t] || elems[t])
             fprintf(f, "  %-24s %s elements, %s bytes\n", tg_dtype_name(t), grouped(elems[t], a),

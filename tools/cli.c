@@ -74,14 +74,19 @@ int cli_fail(const char *file)
     return 1;
 }
 
+void cli_bad_option(void)
+{
+    fprintf(stderr, "Try '%s --help' for more information.\n", cli_prog);
+    exit(2);
+}
+
 void cli_usage(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     verror(NULL, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "Try '%s --help' for more information.\n", cli_prog);
-    exit(2);
+    cli_bad_option();
 }
 
 void cli_version(void)

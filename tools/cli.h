@@ -26,6 +26,8 @@ void cli_error(const char *file, const char *fmt, ...) __attribute__((format(pri
 int cli_fail(const char *file);
 /* "tool: message" and "Try 'tool --help' for more information.", exit 2. */
 _Noreturn void cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* After getopt_long has printed its own complaint ('?'): only the "Try" line, exit 2. */
+_Noreturn void cli_bad_option(void);
 /* "tool (tgraph) 0.1.0" on stdout. */
 void cli_version(void);
 

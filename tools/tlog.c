@@ -110,7 +110,7 @@ static int cmd_show(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'h': help(); return 0;
         case 'V': cli_version(); return 0;
-        default: cli_usage("bad option");
+        default: cli_bad_option();
         }
     }
     if (argc - optind > 1)
@@ -154,7 +154,7 @@ static int cmd_diff(int argc, char **argv)
         switch (c) {
         case 'q': quiet = true; break;
         case 'h': help(); return 0;
-        default: cli_usage("bad option");
+        default: cli_bad_option();
         }
     }
     if (argc - optind != 2)
