@@ -329,8 +329,10 @@ int tg_dim_format(tg_dim a, const tg_symbol *syms, char *buf, size_t n)
     outbuf o = {buf, n, 0};
     if (n)
         buf[0] = '\0';
-    if (a.nterms == 0)
-        out_printf(&o, "0");
+    if (a.nterms <= 0 || a.nterms > TG_DIM_TERMS) {
+        out_printf(&o, a.nterms ? "?" : "0");     /* malformed: say so, read nothing */
+        return (int)o.len;
+    }
     for (int i = 0; i < a.nterms; i++) {
         const tg_term *t = &a.t[i];
         bool neg = t->coef < 0;

@@ -273,6 +273,39 @@ static void test_validate_reports_all(void)
     tg_graph_free(g);
 }
 
+/* Random damage to fields a bad file or a buggy pass could leave: validate never
+ * crashes, and it reports something unless the damage happened to be harmless. */
+static void test_validate_fuzz(void)
+{
+    int crashes_avoided = 0, reported = 0;
+    for (int it = 0; it < 3000; it++) {
+        mlp m = build_mlp();
+        tg_graph *g = m.g;
+        for (int k = 0; k < 1 + rand() % 3; k++) {
+            int i = rand() % g->nnode, v = rand() % g->nvalue;
+            switch (rand() % 9) {
+            case 0:
+                if (g->nodes[i].nin)
+                    g->nodes[i].in[rand() % g->nodes[i].nin] = rand() % (g->nvalue + 6) - 3;
+                break;
+            case 1: g->values[v].producer = rand() % 7 - 2; break;
+            case 2: g->values[v].dtype = (tg_dtype)(rand() % 16); break;
+            case 3: g->values[v].shape.rank = rand() % 12 - 1; break;
+            case 4: g->values[v].shape.d[0].nterms = rand() % 7 - 1; break;
+            case 5: g->values[v].kind = (tg_value_kind)(rand() % 4); break;
+            case 6: g->nodes[i].op = (tg_op)(rand() % (TG_OP_COUNT + 2) - 1); break;
+            case 7: g->nodes[i].nin = rand() % (g->nodes[i].nin + 1); break;
+            case 8: g->outputs[0] = rand() % (g->nvalue + 4) - 2; break;
+            }
+        }
+        reported += tg_graph_validate(g) < 0;
+        crashes_avoided++;
+        tg_graph_free(g);
+    }
+    CHECK(crashes_avoided == 3000);
+    CHECK(reported > 2500);
+}
+
 /* x -> relu -> neg -> out; insert abs between relu and neg, drop nothing else. */
 static void test_edit(void)
 {
@@ -445,6 +478,7 @@ int main(void)
     test_attrs();
     test_shapes();
     test_validate_reports_all();
+    test_validate_fuzz();
     test_edit();
     test_names();
     test_compact_long();

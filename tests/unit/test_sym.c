@@ -150,6 +150,30 @@ static void test_roundtrip(void)
     CHECK(tg_dim_format(d, syms, NULL, 0) == 12);
 }
 
+/* Random text from the expression alphabet: parse either fails with a message or
+ * gives a dim that formats and parses back to itself. */
+static void test_parse_garbage(void)
+{
+    const char alpha[] = "0123456789+-*() s01batch";
+    int bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        char s[24];
+        int n = rand() % (int)sizeof s;
+        for (int i = 0; i < n; i++)
+            s[i] = alpha[rand() % (int)(sizeof alpha - 1)];
+        s[n] = '\0';
+        tg_dim d, back;
+        if (tg_dim_parse(s, syms, 3, &d) < 0) {
+            bad += *tg_errmsg() == '\0';
+            continue;
+        }
+        char buf[256];
+        tg_dim_format(d, syms, buf, sizeof buf);
+        bad += tg_dim_parse(buf, syms, 3, &back) < 0 || !tg_dim_eq(back, d);
+    }
+    CHECK(bad == 0);
+}
+
 static void test_eval_range(void)
 {
     int64_t vals[3] = {3, 5, 7}, v, lo, hi;
@@ -179,6 +203,7 @@ int main(void)
     test_div();
     test_parse();
     test_roundtrip();
+    test_parse_garbage();
     test_eval_range();
     return unit_report();
 }
