@@ -1,0 +1,572 @@
+/* aten operators that move data: views (as reshape / permute / expand /
+ * slice), concatenation and splitting, indexing, padding, repetition. Sizes
+ * may be symbolic: they are tg_dim expressions throughout. */
+#include <string.h>
+
+#include "error.h"
+#include "import/pt2.h"
+
+static const tg_shape *shape_of(const pt2_ctx *c, int v) { return &pt2_val(c, v)->shape; }
+
+/* The target of view/reshape with one -1 resolved from the element count. */
+static int infer_shape(pt2_ctx *c, int x, tg_dim *shape, int n)
+{
+    int neg = -1;
+    tg_dim known = tg_dim_const(1), total;
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        if (tg_dim_is_const(shape[i], &v) && v == -1) {
+            if (neg >= 0)
+                return tg_err("more than one -1 in a shape");
+            neg = i;
+        } else if (tg_dim_mul(known, shape[i], &known) < 0) {
+            return -1;
+        }
+    }
+    if (neg < 0)
+        return 0;
+    if (tg_shape_numel(shape_of(c, x), &total) < 0 || tg_dim_div(total, known, &shape[neg]) < 0)
+        return tg_err("cannot infer the -1 in a view of %d elements", n);
+    return 0;
+}
+
+static int h_view(pt2_ctx *c, const cJSON *node)
+{
+    int x, n;
+    tg_dim shape[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0 ||
+        (n = pt2_dims(c, node, pt2_arg(node, "size") ? "size" : "shape", shape, TG_MAX_RANK)) < 0 ||
+        infer_shape(c, x, shape, n) < 0)
+        return -1;
+    return pt2_set_out(c, 0, pt2_reshape(c, true, x, n, shape));
+}
+
+static int h_permute(pt2_ctx *c, const cJSON *node)
+{
+    int x, n;
+    int64_t perm[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0 || (n = pt2_ints(c, node, "dims", perm, TG_MAX_RANK)) < 0)
+        return -1;
+    if (n != pt2_rank(c, x))
+        return tg_err("permute of rank %d with %d dims", pt2_rank(c, x), n);
+    for (int i = 0; i < n; i++) {
+        int ax;
+        if (pt2_axis(perm[i], n, &ax) < 0)
+            return -1;
+        perm[i] = ax;
+    }
+    return pt2_set_out(c, 0, pt2_permute(c, true, x, perm));
+}
+
+/* transpose(dim0, dim1), and t (2-D transpose; fewer dims unchanged) */
+static int h_transpose(pt2_ctx *c, const cJSON *node)
+{
+    int x, a, b;
+    int64_t d0, d1, perm[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0)
+        return -1;
+    int r = pt2_rank(c, x);
+    bool t = !pt2_arg(node, "dim0");
+    if (t && r < 2)
+        return pt2_set_out(c, 0, x);
+    if (pt2_int(c, node, "dim0", 0, &d0) < 0 || pt2_int(c, node, "dim1", 1, &d1) < 0 ||
+        pt2_axis(d0, r, &a) < 0 || pt2_axis(d1, r, &b) < 0)
+        return -1;
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[a] = b;
+    perm[b] = a;
+    return pt2_set_out(c, 0, r ? pt2_permute(c, true, x, perm) : x);
+}
+
+static int expand_to(pt2_ctx *c, int x, int n, tg_dim *shape)
+{
+    const tg_shape *s = shape_of(c, x);
+    if (n < s->rank)
+        return tg_err("expand to %d dimensions from %d", n, s->rank);
+    bool same = n == s->rank;
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        int j = i - (n - s->rank);
+        if (tg_dim_is_const(shape[i], &v) && v == -1) {
+            if (j < 0)
+                return tg_err("expand: -1 for a new dimension");
+            shape[i] = s->d[j];
+        }
+        same &= j >= 0 && tg_dim_eq(shape[i], s->d[j]);
+    }
+    if (same)
+        return x;
+    tg_attr a = tg_attr_dims("shape", n, shape);
+    return pt2_emit(c, true, TG_OP_EXPAND, 1, &x, 1, &a);
+}
+
+static int h_expand(pt2_ctx *c, const cJSON *node)
+{
+    int x, other, n;
+    tg_dim shape[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_opt_tensor(c, node, "other", &other) < 0)
+        return -1;
+    if (other >= 0) {       /* expand_as */
+        n = pt2_rank(c, other);
+        memcpy(shape, shape_of(c, other)->d, (size_t)n * sizeof *shape);
+    } else if ((n = pt2_dims(c, node, "size", shape, TG_MAX_RANK)) < 0) {
+        return -1;
+    }
+    return pt2_set_out(c, 0, expand_to(c, x, n, shape));
+}
+
+/* x's shape with dimension ax removed (keep false) or a 1 inserted at ax. */
+static int reshape_dim(pt2_ctx *c, bool final, int x, int ax, bool insert)
+{
+    const tg_shape *s = shape_of(c, x);
+    tg_dim d[TG_MAX_RANK];
+    int n = 0;
+    if (insert && s->rank >= TG_MAX_RANK)
+        return tg_err("rank above %d", TG_MAX_RANK);
+    for (int i = 0; i <= s->rank; i++) {
+        if (i == ax && insert)
+            d[n++] = tg_dim_const(1);
+        if (i < s->rank && !(i == ax && !insert))
+            d[n++] = s->d[i];
+    }
+    return pt2_reshape(c, final, x, n, d);
+}
+
+static int h_unsqueeze(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax;
+    int64_t dim;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_axis(dim, pt2_rank(c, x) + 1, &ax) < 0)
+        return -1;
+    return pt2_set_out(c, 0, reshape_dim(c, true, x, ax, true));
+}
+
+/* squeeze(), squeeze(dim), squeeze(dims): drop the listed (or all) dims of
+ * size 1; others stay, as in torch. */
+static int h_squeeze(pt2_ctx *c, const cJSON *node)
+{
+    int x, n = 0;
+    int64_t dims[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0)
+        return -1;
+    const tg_shape *s = shape_of(c, x);
+    bool listed[TG_MAX_RANK] = {false};
+    if (!pt2_arg_none(node, "dim")) {
+        if ((n = pt2_ints(c, node, "dim", dims, TG_MAX_RANK)) < 0)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            int ax;
+            if (pt2_axis(dims[i], s->rank, &ax) < 0)
+                return -1;
+            listed[ax] = true;
+        }
+    }
+    tg_dim d[TG_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < s->rank; i++) {
+        int64_t v;
+        if (!((n == 0 || listed[i]) && tg_dim_is_const(s->d[i], &v) && v == 1))
+            d[r++] = s->d[i];
+    }
+    return pt2_set_out(c, 0, pt2_reshape(c, true, x, r, d));
+}
+
+static int h_flatten(pt2_ctx *c, const cJSON *node)
+{
+    int x, a, b;
+    int64_t sd, ed;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "start_dim", 0, &sd) < 0 ||
+        pt2_int(c, node, "end_dim", -1, &ed) < 0)
+        return -1;
+    const tg_shape *s = shape_of(c, x);
+    if (pt2_axis(sd, s->rank, &a) < 0 || pt2_axis(ed, s->rank, &b) < 0)
+        return -1;
+    if (s->rank == 0)
+        return pt2_set_out(c, 0, pt2_reshape(c, true, x, 1, (tg_dim[]){tg_dim_const(1)}));
+    if (a > b)
+        return tg_err("flatten: start_dim after end_dim");
+    tg_dim d[TG_MAX_RANK], m = tg_dim_const(1);
+    int n = 0;
+    for (int i = 0; i < a; i++)
+        d[n++] = s->d[i];
+    for (int i = a; i <= b; i++)
+        if (tg_dim_mul(m, s->d[i], &m) < 0)
+            return -1;
+    d[n++] = m;
+    for (int i = b + 1; i < s->rank; i++)
+        d[n++] = s->d[i];
+    return pt2_set_out(c, 0, pt2_reshape(c, true, x, n, d));
+}
+
+static int h_unflatten(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax, k;
+    int64_t dim;
+    tg_dim sizes[TG_MAX_RANK], d[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        (k = pt2_dims(c, node, "sizes", sizes, TG_MAX_RANK)) < 0)
+        return -1;
+    const tg_shape *s = shape_of(c, x);
+    if (pt2_axis(dim, s->rank, &ax) < 0)
+        return -1;
+    if (s->rank - 1 + k > TG_MAX_RANK)
+        return tg_err("rank above %d", TG_MAX_RANK);
+    int n = 0;
+    for (int i = 0; i < s->rank; i++) {
+        if (i != ax) {
+            d[n++] = s->d[i];
+            continue;
+        }
+        memcpy(d + n, sizes, (size_t)k * sizeof *d);
+        n += k;
+    }
+    return infer_shape(c, x, d, n) < 0 ? -1 : pt2_set_out(c, 0, pt2_reshape(c, true, x, n, d));
+}
+
+/* ---- slicing ---- */
+
+/* Python-style index i (negative from the end) as a dim in [0, size]. */
+static int norm_index(tg_dim i, tg_dim size, tg_dim *out)
+{
+    int64_t v, n;
+    if (!tg_dim_is_const(i, &v) || v >= 0) {
+        *out = i;
+        return 0;
+    }
+    if (tg_dim_add(size, i, out) < 0)
+        return -1;
+    if (tg_dim_is_const(*out, &n) && n < 0)
+        *out = tg_dim_const(0);
+    return 0;
+}
+
+static int h_slice(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax;
+    int64_t dim, step;
+    tg_dim start, end;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_int(c, node, "step", 1, &step) < 0 || pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        return -1;
+    tg_dim size = shape_of(c, x)->d[ax];
+    if (step < 1)
+        return tg_err("slice step %lld not supported", (long long)step);
+    if (pt2_dim(c, node, "start", tg_dim_const(0), &start) < 0 ||
+        pt2_dim(c, node, "end", size, &end) < 0 || norm_index(start, size, &start) < 0 ||
+        norm_index(end, size, &end) < 0)
+        return -1;
+    return pt2_set_out(c, 0, pt2_slice(c, c->out0, x, ax, start, end, step));
+}
+
+/* x[..., i, ...] along ax: a slice of one, then the axis dropped. */
+static int select_one(pt2_ctx *c, const char *name, int x, int ax, tg_dim i)
+{
+    tg_dim end, size = shape_of(c, x)->d[ax];
+    if (norm_index(i, size, &i) < 0 || tg_dim_add(i, tg_dim_const(1), &end) < 0)
+        return -1;
+    int s = pt2_slice(c, NULL, x, ax, i, end, 1);
+    if (s < 0)
+        return -1;
+    const tg_shape *sh = shape_of(c, s);
+    tg_dim d[TG_MAX_RANK];
+    int n = 0;
+    for (int k = 0; k < sh->rank; k++)
+        if (k != ax)
+            d[n++] = sh->d[k];
+    tg_attr a = tg_attr_dims("shape", n, d);
+    return pt2_emit_named(c, name, TG_OP_RESHAPE, 1, &s, 1, &a);
+}
+
+static int h_select(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax;
+    int64_t dim;
+    tg_dim i;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_dim(c, node, "index", tg_dim_const(0), &i) < 0 ||
+        pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        return -1;
+    return pt2_set_out(c, 0, select_one(c, c->out0, x, ax, i));
+}
+
+static int h_narrow(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax;
+    int64_t dim;
+    tg_dim start, len, end;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_axis(dim, pt2_rank(c, x), &ax) < 0 ||
+        pt2_dim(c, node, "start", tg_dim_const(0), &start) < 0 ||
+        pt2_dim(c, node, "length", tg_dim_const(0), &len) < 0 ||
+        norm_index(start, shape_of(c, x)->d[ax], &start) < 0 || tg_dim_add(start, len, &end) < 0)
+        return -1;
+    return pt2_set_out(c, 0, pt2_slice(c, c->out0, x, ax, start, end, 1));
+}
+
+/* Consecutive pieces of the given sizes (the last may be symbolic: to the
+ * end), each bound to one output. */
+static int split_pieces(pt2_ctx *c, int x, int ax, int n, const tg_dim *sizes, bool last_to_end)
+{
+    tg_dim at = tg_dim_const(0), size = shape_of(c, x)->d[ax];
+    for (int i = 0; i < n; i++) {
+        tg_dim end;
+        if (i == n - 1 && last_to_end)
+            end = size;
+        else if (tg_dim_add(at, sizes[i], &end) < 0)
+            return -1;
+        const char *name = pt2_out_name(c->node, i);
+        if (pt2_set_out(c, i, pt2_slice(c, name, x, ax, at, end, 1)) < 0)
+            return -1;
+        at = end;
+    }
+    return 0;
+}
+
+/* split(split_size), split(sizes), split_with_sizes, chunk, unbind */
+static int h_split(pt2_ctx *c, const cJSON *node)
+{
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    int x, ax, n = pt2_out_count(node);
+    int64_t dim;
+    tg_dim sizes[256];
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        return -1;
+    if (n > 256)
+        return tg_err("split into %d pieces", n);
+    tg_dim size = shape_of(c, x)->d[ax];
+    if (!strcmp(name, "unbind")) {
+        for (int i = 0; i < n; i++)
+            if (pt2_set_out(c, i, select_one(c, pt2_out_name(node, i), x, ax,
+                                             tg_dim_const(i))) < 0)
+                return -1;
+        return 0;
+    }
+    const char *arg = !strcmp(name, "chunk") ? "chunks"
+                    : pt2_arg(node, "split_sizes") ? "split_sizes" : "split_size";
+    int k = pt2_dims(c, node, arg, sizes, 256);
+    if (k < 0)
+        return -1;
+    if (k == 1 && strcmp(arg, "split_sizes")) {     /* one size for every piece */
+        int64_t each, total;
+        if (!strcmp(name, "chunk")) {   /* pieces of ceil(size / chunks) */
+            if (!tg_dim_is_const(size, &total) || !tg_dim_is_const(sizes[0], &each) || each < 1)
+                return tg_err("chunk of a dynamic dimension is not supported");
+            sizes[0] = tg_dim_const((total + each - 1) / each);
+        }
+        for (int i = 1; i < n; i++)
+            sizes[i] = sizes[0];
+        return split_pieces(c, x, ax, n, sizes, true);
+    }
+    if (k != n)
+        return tg_err("split into %d sizes but %d outputs", k, n);
+    return split_pieces(c, x, ax, n, sizes, false);
+}
+
+static int h_cat(pt2_ctx *c, const cJSON *node)
+{
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    bool stack = !strcmp(name, "stack");
+    int v[256], n, ax, r = -1;
+    int64_t dim;
+    if (pt2_tensors(c, node, "tensors", v, 256, &n) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0)
+        return -1;
+    /* torch skips 1-D empty tensors in cat (a legacy rule) */
+    pt2_promo p = {0};
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t len;
+        if (!stack && pt2_rank(c, v[i]) == 1 && tg_dim_is_const(shape_of(c, v[i])->d[0], &len) &&
+            len == 0 && n > 1)
+            continue;
+        pt2_promo_tensor(&p, pt2_dt(c, v[i]), pt2_rank(c, v[i]));
+        v[m++] = v[i];
+        r = pt2_rank(c, v[i]);
+    }
+    if (m == 0)
+        return pt2_set_out(c, 0, v[0]);
+    if (pt2_axis(dim, r + stack, &ax) < 0)
+        return -1;
+    tg_dtype dt = pt2_promo_result(&p);
+    for (int i = 0; i < m; i++) {
+        v[i] = pt2_cast(c, false, v[i], dt);
+        if (stack)
+            v[i] = reshape_dim(c, m == 1, v[i], ax, true);
+        if (v[i] < 0)
+            return -1;
+    }
+    if (m == 1)
+        return pt2_set_out(c, 0, v[0]);
+    tg_attr a = tg_attr_int("axis", ax);
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_CONCAT, m, v, 1, &a));
+}
+
+/* ---- repetition ---- */
+
+/* repeat(repeats) and tile(dims): leading dims added as 1s, then tile. */
+static int h_repeat(pt2_ctx *c, const cJSON *node)
+{
+    int x, n;
+    int64_t rep[TG_MAX_RANK];
+    if (pt2_tensor(c, node, pt2_arg(node, "self") ? "self" : "input", &x) < 0 ||
+        (n = pt2_ints(c, node, pt2_arg(node, "repeats") ? "repeats" : "dims", rep, TG_MAX_RANK)) < 0)
+        return -1;
+    const tg_shape *s = shape_of(c, x);
+    if (n < s->rank) {      /* tile: pad the repeats with leading 1s */
+        memmove(rep + s->rank - n, rep, (size_t)n * sizeof *rep);
+        for (int i = 0; i < s->rank - n; i++)
+            rep[i] = 1;
+        n = s->rank;
+    }
+    if (n > s->rank) {
+        tg_dim d[TG_MAX_RANK];
+        for (int i = 0; i < n; i++)
+            d[i] = i < n - s->rank ? tg_dim_const(1) : s->d[i - (n - s->rank)];
+        x = pt2_reshape(c, false, x, n, d);
+    }
+    tg_attr a = tg_attr_ints("repeats", n, rep);
+    return pt2_set_out(c, 0, x < 0 ? -1 : pt2_emit(c, true, TG_OP_TILE, 1, &x, 1, &a));
+}
+
+/* repeat_interleave(x, r, dim): each element r times in a row, as
+ * unsqueeze(dim+1) -> expand r -> merge the two dims. */
+static int h_repeat_interleave(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax;
+    int64_t r, dim;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "repeats", 1, &r) < 0)
+        return -1;
+    if (pt2_arg_none(node, "dim")) {
+        tg_dim n;
+        if (tg_shape_numel(shape_of(c, x), &n) < 0)
+            return -1;
+        x = pt2_reshape(c, false, x, 1, &n);
+        dim = 0;
+    } else if (pt2_int(c, node, "dim", 0, &dim) < 0) {
+        return -1;
+    }
+    if (x < 0 || pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        return -1;
+    int u = reshape_dim(c, false, x, ax + 1, true);
+    if (u < 0)
+        return -1;
+    tg_shape s = *shape_of(c, u);
+    s.d[ax + 1] = tg_dim_const(r);
+    tg_attr a = tg_attr_dims("shape", s.rank, s.d);
+    int e = pt2_emit(c, false, TG_OP_EXPAND, 1, &u, 1, &a);
+    tg_dim d[TG_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < s.rank; i++) {
+        if (i == ax + 1)
+            continue;
+        d[n] = s.d[i];
+        if (i == ax && tg_dim_mul(s.d[i], tg_dim_const(r), &d[n]) < 0)
+            return -1;
+        n++;
+    }
+    return pt2_set_out(c, 0, pt2_reshape(c, true, e, n, d));
+}
+
+/* ---- indexing ---- */
+
+static int h_index_select(pt2_ctx *c, const cJSON *node)
+{
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    int in[2], ax;
+    int64_t dim;
+    if (pt2_tensor(c, node, "self", &in[0]) < 0 || pt2_tensor(c, node, "index", &in[1]) < 0 ||
+        pt2_int(c, node, "dim", 0, &dim) < 0 || pt2_axis(dim, pt2_rank(c, in[0]), &ax) < 0)
+        return -1;
+    tg_attr a = tg_attr_int("axis", ax);
+    tg_op op = !strcmp(name, "gather") ? TG_OP_GATHER : TG_OP_INDEX_SELECT;
+    return pt2_set_out(c, 0, pt2_emit(c, true, op, 2, in, 1, &a));
+}
+
+/* x[..., idx, ...] with one integer index tensor: index_select along it. */
+static int h_index(pt2_ctx *c, const cJSON *node)
+{
+    int in[2], v[TG_MAX_RANK], n, at = -1;
+    if (pt2_tensor(c, node, "self", &in[0]) < 0 ||
+        pt2_tensors(c, node, "indices", v, TG_MAX_RANK, &n) < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0)
+            continue;
+        if (at >= 0)
+            return tg_err("indexing with several index tensors is not supported");
+        at = i;
+    }
+    if (at < 0)
+        return pt2_set_out(c, 0, in[0]);
+    in[1] = v[at];
+    tg_dtype dt = pt2_dt(c, in[1]);
+    if (dt == TG_BOOL || dt == TG_U8)
+        return tg_err("indexing with a boolean mask is not supported (data-dependent shape)");
+    tg_attr a = tg_attr_int("axis", at);
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_INDEX_SELECT, 2, in, 1, &a));
+}
+
+/* constant_pad_nd / pad: torch lists (before, after) pairs from the last dim
+ * backwards; tgraph wants all befores, then all afters, from the first. */
+static int h_pad(pt2_ctx *c, const cJSON *node)
+{
+    int x, n;
+    int64_t tp[2 * TG_MAX_RANK], pads[2 * TG_MAX_RANK] = {0};
+    double value;
+    const char *mode = pt2_string(node, "mode", "constant");
+    if (strcmp(mode, "constant"))
+        return tg_err("pad mode '%s' not supported", mode);
+    if (pt2_tensor(c, node, "self", &x) < 0 ||
+        (n = pt2_ints(c, node, "pad", tp, 2 * TG_MAX_RANK)) < 0 ||
+        pt2_float(c, node, "value", 0, &value) < 0)
+        return -1;
+    int r = pt2_rank(c, x);
+    if (n % 2 || n / 2 > r)
+        return tg_err("pad of %d values for rank %d", n, r);
+    for (int i = 0; i < n / 2; i++) {
+        pads[r - 1 - i] = tp[2 * i];
+        pads[2 * r - 1 - i] = tp[2 * i + 1];
+    }
+    tg_attr a[2] = {tg_attr_ints("pads", 2 * r, pads), tg_attr_float("value", value)};
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_PAD, 1, &x, 2, a));
+}
+
+static int h_tri(pt2_ctx *c, const cJSON *node)
+{
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    int x;
+    int64_t k;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "diagonal", 0, &k) < 0)
+        return -1;
+    tg_attr a = tg_attr_int("k", k);
+    tg_op op = !strcmp(name, "tril") ? TG_OP_TRIL : TG_OP_TRIU;
+    return pt2_set_out(c, 0, pt2_emit(c, true, op, 1, &x, 1, &a));
+}
+
+const pt2_op_entry pt2_ops_shape[] = {
+    {"view", "default", h_view}, {"reshape", "default", h_view},
+    {"_unsafe_view", "default", h_view}, {"_reshape_alias", "default", h_view},
+    {"permute", "default", h_permute},
+    {"transpose", "int", h_transpose}, {"t", "default", h_transpose},
+    {"expand", "default", h_expand}, {"expand_as", "default", h_expand},
+    {"unsqueeze", "default", h_unsqueeze},
+    {"squeeze", "default dim dims", h_squeeze},
+    {"flatten", "using_ints", h_flatten}, {"unflatten", "int", h_unflatten},
+    {"slice", "Tensor", h_slice}, {"select", "int", h_select}, {"narrow", "default", h_narrow},
+    {"split", "Tensor sizes", h_split}, {"split_with_sizes", "default", h_split},
+    {"chunk", "default", h_split}, {"unbind", "int", h_split},
+    {"cat", "default", h_cat}, {"concat", "default", h_cat}, {"stack", "default", h_cat},
+    {"repeat", "default", h_repeat}, {"tile", "default", h_repeat},
+    {"repeat_interleave", "self_int", h_repeat_interleave},
+    {"index_select", "default", h_index_select}, {"gather", "default", h_index_select},
+    {"index", "Tensor", h_index},
+    {"constant_pad_nd", "default", h_pad}, {"pad", "default", h_pad},
+    {"tril", "default", h_tri}, {"triu", "default", h_tri},
+    {NULL, NULL, NULL},
+};
