@@ -37,10 +37,12 @@ uint8_t tg_f32_to_f8e5m2(float f);
 float tg_f8e5m2_to_f32(uint8_t b);
 
 /* Element i of a buffer of type t as double, and the reverse (float-to-int truncates
- * toward zero like C, bool is x != 0). */
+ * toward zero like C, saturating at the type's range, NaN to 0; bool is x != 0).
+ * Narrow floats are rounded from the double directly, never through f32. */
 double tg_load_f64(tg_dtype t, const void *p, size_t i);
 void tg_store_f64(tg_dtype t, void *p, size_t i, double v);
-/* Convert n elements between buffers of any two types. */
+/* Convert n elements between buffers of any two types (integer to integer is exact
+ * through int64 and wraps when narrowing, like NumPy's astype). */
 void tg_convert(tg_dtype dt, void *dst, tg_dtype st, const void *src, size_t n);
 
 #endif

@@ -42,10 +42,16 @@ static int mono_cmp(const tg_term *a, const tg_term *b)
     return 0;
 }
 
+/* Term count, with a malformed count (from a damaged file) read as none. */
+static int nterms(const tg_dim *d)
+{
+    return d->nterms > 0 && d->nterms <= TG_DIM_TERMS ? d->nterms : 0;
+}
+
 static void poly_from_dim(const tg_dim *d, poly *p)
 {
-    p->n = d->nterms;
-    memcpy(p->t, d->t, (size_t)d->nterms * sizeof(tg_term));
+    p->n = nterms(d);
+    memcpy(p->t, d->t, (size_t)p->n * sizeof(tg_term));
 }
 
 /* Add coef*mono into p, keeping it sorted and free of zero terms. */
@@ -145,7 +151,7 @@ static int dim_addsub(tg_dim a, tg_dim b, int64_t sign, tg_dim *out)
 {
     poly p;
     poly_from_dim(&a, &p);
-    for (int i = 0; i < b.nterms; i++) {
+    for (int i = 0; i < nterms(&b); i++) {
         int64_t c = b.t[i].coef;
         if (sign < 0 && __builtin_mul_overflow(c, (int64_t)-1, &c))
             return tg_err("dimension expression overflows int64");
@@ -171,7 +177,7 @@ int tg_dim_mul(tg_dim a, tg_dim b, tg_dim *out)
 /* Long division by the leading term; exact or an error. */
 int tg_dim_div(tg_dim a, tg_dim b, tg_dim *out)
 {
-    if (b.nterms == 0)
+    if (nterms(&b) == 0)
         return tg_err("division of a dimension by zero");
     poly r, pb, q = {0};
     poly_from_dim(&a, &r);
@@ -200,9 +206,9 @@ int tg_dim_div(tg_dim a, tg_dim b, tg_dim *out)
 
 bool tg_dim_eq(tg_dim a, tg_dim b)
 {
-    if (a.nterms != b.nterms)
+    if (nterms(&a) != nterms(&b))
         return false;
-    for (int i = 0; i < a.nterms; i++)
+    for (int i = 0; i < nterms(&a); i++)
         if (a.t[i].coef != b.t[i].coef || mono_cmp(&a.t[i], &b.t[i]) != 0)
             return false;
     return true;
@@ -210,12 +216,12 @@ bool tg_dim_eq(tg_dim a, tg_dim b)
 
 bool tg_dim_is_const(tg_dim a, int64_t *v)
 {
-    if (a.nterms == 0) {
+    if (nterms(&a) == 0) {
         if (v)
             *v = 0;
         return true;
     }
-    if (a.nterms == 1 && degree(&a.t[0]) == 0) {
+    if (nterms(&a) == 1 && degree(&a.t[0]) == 0) {
         if (v)
             *v = a.t[0].coef;
         return true;
@@ -227,7 +233,7 @@ bool tg_dim_uses_sym(tg_dim a, int sym)
 {
     if (sym < 0 || sym >= TG_MAX_SYMS)
         return false;
-    for (int i = 0; i < a.nterms; i++)
+    for (int i = 0; i < nterms(&a); i++)
         if (a.t[i].pow[sym])
             return true;
     return false;
@@ -236,7 +242,7 @@ bool tg_dim_uses_sym(tg_dim a, int sym)
 int tg_dim_eval(tg_dim a, const int64_t *vals, int64_t *out)
 {
     int64_t sum = 0;
-    for (int i = 0; i < a.nterms; i++) {
+    for (int i = 0; i < nterms(&a); i++) {
         int64_t t = a.t[i].coef;
         for (int s = 0; s < TG_MAX_SYMS; s++)
             for (int k = 0; k < a.t[i].pow[s]; k++)
@@ -282,7 +288,7 @@ static void ival_mul(int64_t *lo, int64_t *hi, int64_t blo, int64_t bhi)
 void tg_dim_range(tg_dim a, const tg_symbol *syms, int64_t *lo, int64_t *hi)
 {
     int64_t slo = 0, shi = 0;
-    for (int i = 0; i < a.nterms; i++) {
+    for (int i = 0; i < nterms(&a); i++) {
         int64_t tlo = a.t[i].coef, thi = a.t[i].coef;
         for (int s = 0; s < TG_MAX_SYMS; s++)
             for (int k = 0; k < a.t[i].pow[s]; k++)
@@ -333,7 +339,7 @@ int tg_dim_format(tg_dim a, const tg_symbol *syms, char *buf, size_t n)
         out_printf(&o, a.nterms ? "?" : "0");     /* malformed: say so, read nothing */
         return (int)o.len;
     }
-    for (int i = 0; i < a.nterms; i++) {
+    for (int i = 0; i < nterms(&a); i++) {
         const tg_term *t = &a.t[i];
         bool neg = t->coef < 0;
         /* |coef| as unsigned, so INT64_MIN prints too */
