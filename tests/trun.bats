@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# trun: running TG graphs on the reference interpreter. The fixture models
+# (texport of tests/fixtures/*.pt2) must match PyTorch's outputs within
+# rtol 1e-4 (max|out-ref| <= 1e-5 + 1e-4 * max|ref|) for batch 1 and 3 through
+# one graph; the other behaviours use a small MLP from the mkgraph helper
+# (x f32[batch, 8], batch in 1..64) with a fresh random seed per test, and
+# fresh random inputs (trun --random with a random seed, or /dev/urandom).
+
+load common
+
+setup() {
+    common_setup
+    SEED=$RANDOM$RANDOM
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+}
+
+# make_npy FILE DESCR SHAPE: a .npy of random bytes, e.g. make_npy x.npy '<f4' '(2, 8)'
+make_npy() {
+    local file=$1 descr=$2 shape=$3
+    local hdr="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
+    local len=$(( (10 + ${#hdr} + 1 + 63) / 64 * 64 - 10 ))
+    local n=1 d
+    for d in $(tr -c '0-9' ' ' <<<"$shape"); do n=$((n * d)); done
+    local size=${descr:2}
+    {
+        printf '\x93NUMPY\x01\x00'
+        printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))"
+        printf '%-*s\n' $((len - 1)) "$hdr"
+        head -c $((n * size)) /dev/urandom
+    } >"$file"
+}
+
+# check_fixture MODEL VARIANT: texport, then both batches through one graph.
+check_fixture() {
+    skip_unless_cmd "$TEXPORT" texport
+    "$TEXPORT" "$FIX/$1.$2" >"$TMP/m.tg"
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.tg" "$FIX/$1.in0.b$b.npy" --check "$FIX/$1.out0.b$b.npy"
+        echo "$1.$2 batch $b: $output" >&3
+        [[ "$output" == *": ok" ]]
+    done
+}
+
+@test "trun --help prints usage on stdout and exits 0" {
+    run_ok "$TRUN" --help
+    [[ "$output" == *"Usage: trun [OPTION]... MODEL"* ]]
+    [[ "$output" == *"--check"* && "$output" == *"--bench"* ]]
+    [ -z "$stderr" ]
+}
+
+@test "trun --version prints the package version" {
+    run_ok "$TRUN" --version
+    [ "$output" = "trun (tgraph) 0.1.0" ]
+}
+
+@test "trun with no model is a usage error" {
+    run_fails 2 "no model given" "$TRUN"
+    run_fails 2 "Try 'trun --help'" "$TRUN"
+}
+
+@test "trun with an unknown option is a usage error" {
+    run_fails 2 "Try 'trun --help'" "$TRUN" --bogus "$TMP/g.tg"
+    [ -z "$output" ]
+}
+
+@test "trun with a bad option value is a usage error" {
+    run_fails 2 "threads" "$TRUN" --threads=-3 --random "$TMP/g.tg"
+    run_fails 2 "rtol" "$TRUN" --rtol=abc --random "$TMP/g.tg"
+}
+
+@test "mlp.pt2 through texport matches PyTorch for batch 1 and 3" {
+    check_fixture mlp pt2
+}
+
+@test "mlp.core.pt2 through texport matches PyTorch for batch 1 and 3" {
+    check_fixture mlp core.pt2
+}
+
+@test "cnn.pt2 through texport matches PyTorch for batch 1 and 3" {
+    check_fixture cnn pt2
+}
+
+@test "cnn.core.pt2 through texport matches PyTorch for batch 1 and 3" {
+    check_fixture cnn core.pt2
+}
+
+@test "tinygpt.pt2 through texport matches PyTorch for batch 1 and 3" {
+    check_fixture tinygpt pt2
+}
+
+@test "tinygpt.core.pt2 through texport matches PyTorch for batch 1 and 3" {
+    check_fixture tinygpt core.pt2
+}
+
+@test "trun reads the model from stdin as -" {
+    "$TRUN" --random --seed "$SEED" "$TMP/g.tg" -o "$TMP/a.npy"
+    "$TRUN" --random --seed "$SEED" - -o "$TMP/b.npy" <"$TMP/g.tg"
+    cmp "$TMP/a.npy" "$TMP/b.npy"
+}
+
+@test "trun writes the output to stdout and -o alike" {
+    make_npy "$TMP/in.npy" '<f4' '(5, 8)'
+    "$TRUN" "$TMP/g.tg" "$TMP/in.npy" >"$TMP/a.npy"
+    "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/b.npy"
+    cmp "$TMP/a.npy" "$TMP/b.npy"
+    [ "$(head -c 6 "$TMP/a.npy" | tail -c 5)" = "NUMPY" ]
+    grep -aq "'shape': (5, 4)" "$TMP/a.npy"
+}
+
+@test "trun takes inputs by name" {
+    make_npy "$TMP/in.npy" '<f4' '(2, 8)'
+    "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/a.npy"
+    "$TRUN" "$TMP/g.tg" x="$TMP/in.npy" -o "$TMP/b.npy"
+    cmp "$TMP/a.npy" "$TMP/b.npy"
+}
+
+@test "trun reads an input from stdin as -" {
+    make_npy "$TMP/in.npy" '<f4' '(3, 8)'
+    "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/a.npy"
+    "$TRUN" "$TMP/g.tg" - -o "$TMP/b.npy" <"$TMP/in.npy"
+    cmp "$TMP/a.npy" "$TMP/b.npy"
+}
+
+@test "trun refuses stdin for both the model and an input" {
+    run_fails 1 "stdin can feed one file only" "$TRUN" - - <"$TMP/g.tg"
+}
+
+@test "trun rejects an input of the wrong dtype" {
+    make_npy "$TMP/in.npy" '<i8' '(2, 8)'
+    run_fails 1 "input 0 'x': wrong dtype: got i64\[2,8\], expected f32\[batch, 8\]" \
+        "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/y.npy"
+    [ ! -e "$TMP/y.npy" ]
+}
+
+@test "trun rejects an input of the wrong rank" {
+    make_npy "$TMP/in.npy" '<f4' '(2, 8, 1)'
+    run_fails 1 "input 0 'x': wrong rank: got f32\[2,8,1\], expected f32\[batch, 8\]" \
+        "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/y.npy"
+}
+
+@test "trun rejects an input with a wrong dim" {
+    make_npy "$TMP/in.npy" '<f4' '(2, 9)'
+    run_fails 1 "input 0 'x': dim 1 does not match: got f32\[2,9\], expected f32\[batch, 8\]" \
+        "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/y.npy"
+}
+
+@test "trun rejects a symbol outside its range, naming symbol, value and range" {
+    make_npy "$TMP/in.npy" '<f4' '(65, 8)'
+    run_fails 1 "symbol 'batch' = 65 is outside its range \[1, 64\]" \
+        "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/y.npy"
+}
+
+@test "trun reports a missing input" {
+    run_fails 1 "missing input 0 'x'" "$TRUN" "$TMP/g.tg" -o "$TMP/y.npy"
+}
+
+@test "trun reports an extra input" {
+    make_npy "$TMP/in.npy" '<f4' '(2, 8)'
+    run_fails 1 "one input too many: the model takes 1 input" \
+        "$TRUN" "$TMP/g.tg" "$TMP/in.npy" "$TMP/in.npy" -o "$TMP/y.npy"
+}
+
+@test "trun reports an unreadable or missing .npy file" {
+    head -c 100 /dev/urandom >"$TMP/bad.npy"
+    run_fails 1 "bad.npy: .*npy" "$TRUN" "$TMP/g.tg" "$TMP/bad.npy" -o "$TMP/y.npy"
+    run_fails 1 "nope.npy: No such file" "$TRUN" "$TMP/g.tg" "$TMP/nope.npy" -o "$TMP/y.npy"
+}
+
+@test "trun reports a truncated .npy file" {
+    make_npy "$TMP/in.npy" '<f4' '(4, 8)'
+    head -c 150 "$TMP/in.npy" >"$TMP/cut.npy"
+    run_fails 1 "cut.npy: " "$TRUN" "$TMP/g.tg" "$TMP/cut.npy" -o "$TMP/y.npy"
+}
+
+@test "trun reports a model file that is not a graph" {
+    head -c 1000 /dev/urandom >"$TMP/bad.tg"
+    run_fails 1 "^trun: .*bad.tg: " "$TRUN" --random "$TMP/bad.tg" -o "$TMP/y.npy"
+}
+
+@test "trun --check prints max abs and max rel error and passes on a match" {
+    "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" -o "$TMP/ref.npy"
+    run_ok "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" --check "$TMP/ref.npy"
+    [[ "$output" =~ ^"output 0 'out' f32[7,4]: max abs error 0, max rel error 0 ".*": ok"$ ]]
+}
+
+@test "trun --check exits 1 when an output is over tolerance" {
+    "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" -o "$TMP/ref.npy"
+    run --separate-stderr "$TRUN" --random --seed $((SEED + 1)) --dim batch=7 "$TMP/g.tg" \
+        --check "$TMP/ref.npy"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"max abs error "*": FAIL" ]]
+}
+
+@test "trun --check with a loose --atol passes what the default fails" {
+    "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" -o "$TMP/ref.npy"
+    run_ok "$TRUN" --random --seed $((SEED + 1)) --dim batch=7 "$TMP/g.tg" \
+        --check "$TMP/ref.npy" --atol 1e30
+    [[ "$output" == *": ok" ]]
+}
+
+@test "trun --check fails on a reference of another shape" {
+    "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" -o "$TMP/ref.npy"
+    run_fails 1 "output 0 'out' is f32\[6,4\], the reference f32\[7,4\]" \
+        "$TRUN" --random --dim batch=6 "$TMP/g.tg" --check "$TMP/ref.npy"
+}
+
+@test "trun --check with a different number of references is a usage error" {
+    "$TRUN" --random "$TMP/g.tg" -o "$TMP/ref.npy"
+    run_fails 2 "--check has 2 references, the model has 1 output" \
+        "$TRUN" --random "$TMP/g.tg" --check "$TMP/ref.npy,$TMP/ref.npy"
+}
+
+@test "trun --random is deterministic for a seed and differs between seeds" {
+    "$TRUN" --random --seed "$SEED" "$TMP/g.tg" -o "$TMP/a.npy"
+    "$TRUN" --random --seed "$SEED" "$TMP/g.tg" -o "$TMP/b.npy"
+    "$TRUN" --random --seed $((SEED + 1)) "$TMP/g.tg" -o "$TMP/c.npy"
+    cmp "$TMP/a.npy" "$TMP/b.npy"
+    ! cmp -s "$TMP/a.npy" "$TMP/c.npy"
+}
+
+@test "trun --random uses the symbol's minimum, or --dim" {
+    "$TRUN" --random "$TMP/g.tg" -o "$TMP/a.npy"
+    grep -aq "'shape': (1, 4)" "$TMP/a.npy"
+    "$TRUN" --random --dim batch=64 "$TMP/g.tg" -o "$TMP/b.npy"
+    grep -aq "'shape': (64, 4)" "$TMP/b.npy"
+}
+
+@test "trun --dim with an unknown symbol is a usage error" {
+    run_fails 2 "--dim seq: the model has no such symbol \(it has: batch\)" \
+        "$TRUN" --random --dim seq=4 "$TMP/g.tg"
+}
+
+@test "trun --dim outside the symbol's range is an error" {
+    run_fails 1 "symbol 'batch' = 65 is outside its range \[1, 64\]" \
+        "$TRUN" --random --dim batch=65 "$TMP/g.tg" -o "$TMP/y.npy"
+}
+
+@test "trun --random makes valid embedding indices" {
+    skip_unless_cmd "$TEXPORT" texport
+    "$TEXPORT" "$FIX/tinygpt.pt2" >"$TMP/m.tg"
+    run_ok "$TRUN" --random --seed "$SEED" --dim s0=2 "$TMP/m.tg" -o "$TMP/y.npy"
+    grep -aq "'shape': (2, 64, 512)" "$TMP/y.npy"
+}
+
+@test "trun --bench prints latency percentiles and throughput on stderr" {
+    run_ok "$TRUN" --random --bench=7 --warmup=1 "$TMP/g.tg"
+    [ -z "$output" ]
+    [[ "$stderr" =~ "bench: 7 runs after 1 warm-up: min "[0-9.]+" ms, median "[0-9.]+" ms, p90 "[0-9.]+" ms, p99 "[0-9.]+" ms, "[0-9.]+" runs/s" ]]
+}
+
+@test "trun --bench without a count times 10 runs" {
+    run_ok "$TRUN" --random --bench "$TMP/g.tg"
+    [[ "$stderr" == *"bench: 10 runs after 2 warm-up"* ]]
+}
+
+@test "trun --threads 1 gives the same output as all threads" {
+    "$TRUN" --random --seed "$SEED" --dim batch=64 "$TMP/g.tg" -o "$TMP/a.npy"
+    run_ok "$TRUN" --threads 1 --random --seed "$SEED" --dim batch=64 "$TMP/g.tg" \
+        --check "$TMP/a.npy" --rtol 1e-6 --atol 0
+}
+
+@test "trun --profile writes one TLOG JSON record per node and run" {
+    run_ok "$TRUN" --random --bench=2 --warmup=1 --profile "$TMP/p.jsonl" "$TMP/g.tg"
+    [ "$(wc -l <"$TMP/p.jsonl")" -eq 12 ]   # 4 nodes x 3 runs
+    grep -q '"tool":"trun","comp":"run","level":"info"' "$TMP/p.jsonl"
+    grep -q '"fields":{"node":"fc1","op":"linear","us":[0-9.e-]*,"run":2}' "$TMP/p.jsonl"
+}
+
+@test "trun refuses to write .npy to a terminal" {
+    skip_unless_cmd script bsdutils
+    run script -qec "$TRUN --random $TMP/g.tg" /dev/null
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"refusing to write .npy to a terminal"* ]]
+}
