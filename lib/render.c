@@ -192,8 +192,11 @@ void tg_graph_dot(const tg_graph *g, FILE *f)
         const tg_node *n = &g->nodes[i];
         if (n->op == TG_OP_NONE)
             continue;
-        fprintf(f, "  n%d [label=\"%s\\n", i, tg_op_name(n->op));
-        dot_str(f, n->name);
+        fprintf(f, "  n%d [label=\"%s", i, tg_op_name(n->op));
+        if (strcmp(n->name, tg_op_name(n->op))) {   /* "relu" named "relu" once */
+            fputs("\\n", f);
+            dot_str(f, n->name);
+        }
         for (int k = 0; k < n->nout; k++) {
             fputs("\\n", f);
             dot_str(f, type_text(g, &g->values[n->out[k]], t));
@@ -330,6 +333,8 @@ static int diff_values(const tg_graph *a, const tg_graph *b, FILE *f)
         const char *kind = kind_name[va->kind];
         if (va->kind != vb->kind) {
             nd += note(f, "value %s: %s -> %s\n", va->name, kind, kind_name[vb->kind]);
+        } else if (va->kind == TG_VALUE_INPUT) {
+            continue;       /* reported with the graph's inputs */
         } else if (strcmp(type_text(a, va, ta), type_text(b, vb, tb))) {
             nd += note(f, "%s %s: %s -> %s\n", kind, va->name, ta, tb);
         } else if (va->kind == TG_VALUE_CONST) {

@@ -209,3 +209,45 @@ setup() {
 @test "tlog diff with one graph is a usage error" {
     run_fails 2 'diff needs two graphs' "$TLOG" diff "$TMP/g.tg"
 }
+
+# --- on the real pipeline: texport's graphs of the fixture models
+
+@test "tlog passes texport's tinygpt graph through a pipe unchanged" {
+    "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/ref.tg"
+    run_ok bash -c 'set -o pipefail; "$1" "$2" | "$3" -q | cmp - "$4"' _ \
+        "$TEXPORT" "$FIX/tinygpt.pt2" "$TLOG" "$TMP/ref.tg"
+}
+
+@test "tlog summarizes tinygpt: token ids with a dynamic batch, PyTorch's parameter count" {
+    # 560,640 is the parameter count torch reported (fixtures/manifest.json)
+    "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/t.tg"
+    run_ok "$TLOG" "$TMP/t.tg" -o /dev/null
+    grep -Eq '^  idx +i64\[s0, 64\]$' <<<"$stderr"
+    grep -Eq '^  s0 +1\.\.1024$' <<<"$stderr"
+    grep -Eq '^  [a-z_0-9]+ +f32\[s0, 64, 512\]$' <<<"$stderr"
+    grep -Eq '^  sdpa +2$' <<<"$stderr"
+    [[ "$stderr" == *"parameters: 560,640 elements, 2,242,560 bytes"* ]]
+}
+
+@test "tlog counts mlp's parameters as PyTorch does" {
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    run_ok "$TLOG" "$TMP/m.tg" -o /dev/null
+    [[ "$stderr" == *"parameters: 235,146 elements"* ]]
+}
+
+@test "tlog --dot of tinygpt renders with Graphviz" {
+    skip_unless_cmd dot graphviz
+    "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/t.tg"
+    "$TLOG" --dot "$TMP/t.tg" | dot -Tsvg >"$TMP/t.svg"
+    grep -q '<svg' "$TMP/t.svg"
+    grep -q 'sdpa' "$TMP/t.svg"
+}
+
+@test "tlog diff of mlp exported from .pt2 and from its Core ATen form shows only renames" {
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/a.tg"
+    "$TEXPORT" "$FIX/mlp.core.pt2" -o "$TMP/b.tg"
+    run --separate-stderr "$TLOG" diff "$TMP/a.tg" "$TMP/b.tg"
+    [ "$status" -le 1 ]
+    # the same weights and the same ops: no constant or op line
+    ! grep -Eq '^(const|op) ' <<<"$output"
+}
