@@ -208,10 +208,11 @@ static int parse_metadata(reader *r, const cJSON *meta)
                       "upgrade tgraph", (long long)v, TG_FORMAT_VERSION);
     if (!graph)
         return tg_err("header: __metadata__ has no \"tgraph\" graph");
-    r->gj = cJSON_Parse(graph->valuestring);
-    if (!r->gj)
-        return tg_err("graph: not valid JSON (near byte %ld)",
-                      (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - graph->valuestring : 0));
+    size_t glen = strlen(graph->valuestring), bad = 0;
+    if (!tg_json_syntax_ok(graph->valuestring, glen, &bad))
+        return tg_err("graph: not valid JSON (byte %zu)", bad);
+    if (!(r->gj = cJSON_ParseWithLength(graph->valuestring, glen)))
+        return tg_err("graph: not valid JSON (a bad \\u escape, or out of memory)");
     if (tg_json_fields(r->gj, graph_keys, r->gtop, "graph") < 0)
         return -1;
     int64_t gv;
@@ -229,15 +230,10 @@ static int parse_header(reader *r, uint64_t hlen)
     size_t bad = 0;
     if (!tg_utf8_valid(r->header, hlen, &bad))
         return tg_err("header: not valid UTF-8 (byte %zu)", bad);
-    const char *end = NULL;
-    r->hdr = cJSON_ParseWithLengthOpts(r->header, hlen, &end, 0);
-    if (!r->hdr)
-        return tg_err("header: not valid JSON (near byte %ld)",
-                      (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - r->header : 0));
-    for (; end && end < r->header + hlen; end++)
-        if (!strchr(" \t\r\n", *end))
-            return tg_err("header: text after the JSON object (byte %ld)",
-                          (long)(end - r->header));
+    if (!tg_json_syntax_ok(r->header, hlen, &bad))
+        return tg_err("header: not valid JSON (byte %zu)", bad);
+    if (!(r->hdr = cJSON_ParseWithLength(r->header, hlen)))
+        return tg_err("header: not valid JSON (a bad \\u escape, or out of memory)");
     if (!cJSON_IsObject(r->hdr))
         return tg_err("header: not a JSON object");
     if (tg_json_unique_keys(r->hdr, "header") < 0)
@@ -574,13 +570,8 @@ static int check_output(reader *r, const cJSON *j, int id, const char *what)
                       tg_dtype_name(v->dtype), want, tg_dtype_name(gv->dtype), got);
     }
     /* outputs are created named after the node; the file may name them otherwise */
-    if (strcmp(gv->name, v->name)) {
-        char *copy = strdup(v->name);
-        if (!copy)
-            return tg_err("out of memory");
-        free(gv->name);
-        gv->name = copy;
-    }
+    if (strcmp(gv->name, v->name) && tg_graph_rename_value(r->g, id, v->name) < 0)
+        return tg_err("%s: %s", what, tg_errmsg());
     v->id = id;
     return 0;
 }

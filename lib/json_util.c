@@ -139,6 +139,161 @@ const char *tg_json_shown(const char *s)
     return b;
 }
 
+/* A strict JSON recognizer: recursive descent over the text, no tree. */
+typedef struct {
+    const char *s, *end;
+    int depth;
+} jscan;
+
+enum { JSON_DEPTH_MAX = 512 };
+
+static bool js_value(jscan *j);
+
+static void js_ws(jscan *j)
+{
+    while (j->s < j->end && (*j->s == ' ' || *j->s == '\t' || *j->s == '\n' || *j->s == '\r'))
+        j->s++;
+}
+
+static bool js_lit(jscan *j, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(j->end - j->s) < n || memcmp(j->s, word, n))
+        return false;
+    j->s += n;
+    return true;
+}
+
+static bool js_digits(jscan *j)
+{
+    const char *b = j->s;
+    while (j->s < j->end && *j->s >= '0' && *j->s <= '9')
+        j->s++;
+    return j->s > b;
+}
+
+static bool js_number(jscan *j)
+{
+    if (j->s < j->end && *j->s == '-')
+        j->s++;
+    if (j->s < j->end && *j->s == '0')
+        j->s++;
+    else if (!js_digits(j))
+        return false;
+    if (j->s < j->end && *j->s == '.') {
+        j->s++;
+        if (!js_digits(j))
+            return false;
+    }
+    if (j->s < j->end && (*j->s == 'e' || *j->s == 'E')) {
+        j->s++;
+        if (j->s < j->end && (*j->s == '+' || *j->s == '-'))
+            j->s++;
+        if (!js_digits(j))
+            return false;
+    }
+    return true;
+}
+
+static bool js_string(jscan *j)
+{
+    if (j->s >= j->end || *j->s != '"')
+        return false;
+    for (j->s++; j->s < j->end; j->s++) {
+        unsigned char c = (unsigned char)*j->s;
+        if (c == '"') {
+            j->s++;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c != '\\')
+            continue;
+        if (++j->s >= j->end)
+            return false;
+        if (*j->s == 'u') {
+            if (j->end - j->s < 5)
+                return false;
+            for (int k = 1; k <= 4; k++)
+                if (!strchr("0123456789abcdefABCDEF", j->s[k]) || !j->s[k])
+                    return false;
+            if (!memcmp(j->s + 1, "0000", 4))
+                return false;
+            j->s += 4;
+        } else if (!*j->s || !strchr("\"\\/bfnrt", *j->s)) {
+            return false;
+        }
+    }
+    return false;
+}
+
+/* "[" value ("," value)* "]" or "{" string ":" value ("," ...)* "}" */
+static bool js_container(jscan *j, char close, bool object)
+{
+    if (++j->depth > JSON_DEPTH_MAX)
+        return false;
+    j->s++;
+    js_ws(j);
+    if (j->s < j->end && *j->s == close) {
+        j->s++;
+        j->depth--;
+        return true;
+    }
+    for (;;) {
+        if (object) {
+            if (!js_string(j))
+                return false;
+            js_ws(j);
+            if (j->s >= j->end || *j->s != ':')
+                return false;
+            j->s++;
+        }
+        if (!js_value(j))
+            return false;
+        js_ws(j);
+        if (j->s < j->end && *j->s == ',') {
+            j->s++;
+            js_ws(j);
+            continue;
+        }
+        if (j->s < j->end && *j->s == close) {
+            j->s++;
+            j->depth--;
+            return true;
+        }
+        return false;
+    }
+}
+
+static bool js_value(jscan *j)
+{
+    js_ws(j);
+    if (j->s >= j->end)
+        return false;
+    switch (*j->s) {
+    case '{': return js_container(j, '}', true);
+    case '[': return js_container(j, ']', false);
+    case '"': return js_string(j);
+    case 't': return js_lit(j, "true");
+    case 'f': return js_lit(j, "false");
+    case 'n': return js_lit(j, "null");
+    default: return js_number(j);
+    }
+}
+
+bool tg_json_syntax_ok(const char *text, size_t n, size_t *bad)
+{
+    jscan j = {text, text + n, 0};
+    bool ok = js_value(&j);
+    if (ok) {
+        js_ws(&j);
+        ok = j.s == j.end;
+    }
+    if (!ok && bad)
+        *bad = (size_t)(j.s - text);
+    return ok;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);

@@ -39,6 +39,13 @@ int tg_json_unique_keys(const cJSON *obj, const char *what);
  * past 64 bytes becomes "...". Thread-local storage, valid for the next 3 calls. */
 const char *tg_json_shown(const char *s);
 
+/* Whether text[0..n) is exactly one JSON value (RFC 8259) with optional
+ * whitespace around it, strings free of U+0000 and nesting at most 512 deep.
+ * cJSON alone is laxer (leading zeros, raw control characters in strings,
+ * "\u0000" silently cutting a string short). When not, *bad (if not NULL) is
+ * the offset of the first byte that is wrong. */
+bool tg_json_syntax_ok(const char *text, size_t n, size_t *bad);
+
 /* Whether s[0..n) is well-formed UTF-8 (no overlongs, surrogates or code points
  * above U+10FFFF). When not, *bad (if not NULL) is the offset of the first bad byte. */
 bool tg_utf8_valid(const char *s, size_t n, size_t *bad);

@@ -68,6 +68,7 @@ static tg_graph *make_graph(void)
     int h = node(g, TG_OP_LINEAR, "fc1", 3, (int[]){x, w, b}, 0, NULL);
     tg_graph_set_source(g, h, "model.py:12 in forward");
     int r = node(g, TG_OP_RELU, "act", 1, &h, 0, NULL);
+    tg_graph_rename_value(g, r, "act.out");     /* an output not named after its node */
     tg_attr clamp[] = {tg_attr_float("min", -INFINITY), tg_attr_float("max", 6.0)};
     int c = node(g, TG_OP_CLAMP, "clip", 1, &r, 2, clamp);
     tg_attr gelu[] = {tg_attr_string("approximate", "tanh")};
@@ -383,6 +384,26 @@ static void test_roundtrip(void)
     free(b2);
 }
 
+/* A constant made after the node that reads it (what constant folding leaves):
+ * the file lists inputs and constants before node outputs, so it reads back. */
+static void test_late_const(void)
+{
+    tg_graph *g = make_small();
+    int late = add_const(g, "late", TG_F32, 1, (int64_t[]){1});
+    tg_graph_replace_uses(g, tg_graph_find_value(g, "k"), late);
+    size_t n1, n2;
+    uint8_t *b1 = write_mem(g, &n1);
+    tg_graph *h = b1 ? tg_graph_read_mem(b1, n1) : NULL;
+    CHECK(h && graph_eq(g, h));
+    uint8_t *b2 = h ? write_mem(h, &n2) : NULL;
+    CHECK(b2 && n1 == n2 && !memcmp(b1, b2, n1));
+    CHECK(h && !strcmp(h->values[h->nodes[0].in[1]].name, "late"));
+    tg_graph_free(h);
+    tg_graph_free(g);
+    free(b1);
+    free(b2);
+}
+
 static void test_writer_refuses(void)
 {
     tg_graph *g = make_small();
@@ -473,7 +494,11 @@ static const mutation mutations[] = {
      "\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[2,4]", "belong to no tensor"},
     {false, "\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]",
      "\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[0,2]", "cover 2 bytes of data but 4 follow"},
-    {true, "{\"version\":1,", "{\"version\":1,,", "graph: not valid JSON"},
+    {true, "{\"version\":1,", "{\"version\":1,,", "graph: not valid JSON (byte 13)"},
+    {true, "{\"version\":1,", "{\"version\":01,", "graph: not valid JSON (byte 12)"},
+    {true, "\"name\":\"x\",\"kind\"", "\"name\":\"x\\u0000y\",\"kind\"", "graph: not valid JSON"},
+    {true, "\"name\":\"x\",\"kind\"", "\"name\":\"x\\ud800\",\"kind\"", "bad \\u escape"},
+    {false, "\"format\"", "\"form\\u0000at\"", "header: not valid JSON"},
     {true, "{\"version\":1,", "{\"version\":2,", "graph: version must be 1"},
     {true, "{\"version\":1,", "{\"version\":1,\"extra\":[],", "graph: unknown member 'extra'"},
     {true, "\"min\":1,\"max\":64", "\"min\":65,\"max\":64", "bad range"},
@@ -564,7 +589,7 @@ static void test_malformed(void)
     free(tail);
     fb = frame("{\"__metadata__\":{\"format\":\"tgraph\",\"version\":\"1\",\"tgraph\":\"{}\"}}  x",
                NULL, 0, &fn);
-    CHECK(rejects(fb, fn, "text after the JSON"));
+    CHECK(rejects(fb, fn, "header: not valid JSON (byte 66)"));
     free(fb);
     fb = frame("{\"__metadata__\":{\"format\":\"tgraph\",\"version\":\"1\",\"tgraph\":"
                "\"{\\\"version\\\":1}\"}}", NULL, 0, &fn);
@@ -666,6 +691,7 @@ int main(int argc, char **argv)
     }
     printf("seed %u\n", seed);
     test_roundtrip();
+    test_late_const();
     test_writer_refuses();
     test_truncation();
     test_malformed();
