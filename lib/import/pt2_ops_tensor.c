@@ -160,6 +160,7 @@ static const struct {
     {"logical_and", TG_OP_LOGICAL_AND}, {"logical_or", TG_OP_LOGICAL_OR},
     {"logical_xor", TG_OP_NE}, {"bitwise_and", TG_OP_LOGICAL_AND},
     {"bitwise_or", TG_OP_LOGICAL_OR}, {"bitwise_xor", TG_OP_NE},
+    {"__and__", TG_OP_LOGICAL_AND}, {"__or__", TG_OP_LOGICAL_OR}, {"__xor__", TG_OP_NE},
 };
 
 static int promo_arg(pt2_ctx *c, const cJSON *node, const char *name, pt2_promo *p)
@@ -223,8 +224,10 @@ static int h_binary(pt2_ctx *c, const cJSON *node)
         if (!strcmp(binary_ops[i].name, name))
             op = binary_ops[i].op;
     const char *an = "self", *bn = pt2_arg(node, "other") ? "other" : "exponent";
+    /* bitwise_and, __and__ ...: supported on bool only, where they are logical */
+    bool bitwise = !strncmp(name, "bitwise_", 8) || !strncmp(name, "__", 2);
     bool logical = op == TG_OP_LOGICAL_AND || op == TG_OP_LOGICAL_OR ||
-                   !strcmp(name, "logical_xor") || !strncmp(name, "bitwise_", 8);
+                   !strcmp(name, "logical_xor") || bitwise;
     const char *mode = pt2_string(node, "rounding_mode", NULL);
     if (!strcmp(name, "floor_divide"))
         mode = "floor";
@@ -232,7 +235,7 @@ static int h_binary(pt2_ctx *c, const cJSON *node)
     if (promo_arg(c, node, an, &p) < 0 || promo_arg(c, node, bn, &p) < 0)
         return -1;
     tg_dtype dt = pt2_promo_result(&p);
-    if (!strncmp(name, "bitwise_", 8) && dt != TG_BOOL)
+    if (bitwise && dt != TG_BOOL)
         return tg_err("%s on integers is not supported (only on bool)", name);
     if (logical)
         dt = TG_BOOL;
@@ -682,7 +685,8 @@ const pt2_op_entry pt2_ops_tensor[] = {
     {"logical_and", "default", h_binary}, {"logical_or", "default", h_binary},
     {"logical_xor", "default", h_binary},
     {"bitwise_and", "Tensor Scalar", h_binary}, {"bitwise_or", "Tensor Scalar", h_binary},
-    {"bitwise_xor", "Tensor Scalar", h_binary},
+    {"bitwise_xor", "Tensor Scalar", h_binary}, {"__and__", "Tensor Scalar", h_binary},
+    {"__or__", "Tensor Scalar", h_binary}, {"__xor__", "Tensor Scalar", h_binary},
     {"logical_not", "default", h_logical_not}, {"bitwise_not", "default", h_logical_not},
     {"where", "self ScalarSelf ScalarOther Scalar", h_where},
     {"masked_fill", "Scalar Tensor", h_masked_fill},
