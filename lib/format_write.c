@@ -197,7 +197,9 @@ fail:
     return NULL;
 }
 
-/* Every value a node or the graph refers to must be one the file lists. */
+/* Refuse what a reader would reject: references to values the file does not
+ * list or to later nodes, inputs that are not each input value once, and node
+ * names a reader could not give (the name of a value made before the node). */
 static int check_refs(const tg_graph *g, const int *order, int norder)
 {
     char *listed = calloc((size_t)g->nvalue + 1, 1);
@@ -205,20 +207,35 @@ static int check_refs(const tg_graph *g, const int *order, int norder)
         return tg_err("out of memory");
     for (int i = 0; i < norder; i++)
         listed[order[i]] = 1;
-    int rc = 0;
-    for (int i = 0; i < g->nnode && !rc; i++)
-        for (int k = 0; k < g->nodes[i].nin && !rc; k++) {
-            int v = g->nodes[i].in[k];
+    int rc = 0, ninput = 0;
+    for (int i = 0; i < g->nnode && !rc; i++) {
+        const tg_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin && !rc; k++) {
+            int v = n->in[k];
             if (v < -1 || v >= g->nvalue || (v >= 0 && !listed[v]))
-                rc = tg_err("node '%s': input %d refers to no value", g->nodes[i].name, k);
+                rc = tg_err("node '%s': input %d refers to no value", n->name, k);
+            else if (v >= 0 && g->values[v].kind == TG_VALUE_NODE && g->values[v].producer >= i)
+                rc = tg_err("node '%s': input %d is made by a later node", n->name, k);
         }
+        int same = tg_graph_find_value(g, n->name);
+        if (!rc && same >= 0 &&
+            !(g->values[same].kind == TG_VALUE_NODE && g->values[same].producer >= i))
+            rc = tg_err("node '%s' has the name of a value made before it", n->name);
+    }
     for (int i = 0; i < g->noutput && !rc; i++)
         if (g->outputs[i] < 0 || g->outputs[i] >= g->nvalue || !listed[g->outputs[i]])
             rc = tg_err("graph output %d refers to no value", i);
-    for (int i = 0; i < g->ninput && !rc; i++)
-        if (g->inputs[i] < 0 || g->inputs[i] >= g->nvalue ||
-            g->values[g->inputs[i]].kind != TG_VALUE_INPUT)
-            rc = tg_err("graph input %d is not an input value", i);
+    for (int i = 0; i < g->nvalue; i++)
+        ninput += g->values[i].kind == TG_VALUE_INPUT;
+    if (!rc && ninput != g->ninput)
+        rc = tg_err("the graph lists %d inputs but has %d input values", g->ninput, ninput);
+    for (int i = 0; i < g->ninput && !rc; i++) {
+        int v = g->inputs[i];
+        if (v < 0 || v >= g->nvalue || g->values[v].kind != TG_VALUE_INPUT || listed[v] != 1)
+            rc = tg_err("graph input %d is not an input value, or repeats one", i);
+        else
+            listed[v] = 2;
+    }
     free(listed);
     return rc;
 }

@@ -415,6 +415,13 @@ static void test_writer_refuses(void)
     g->values[1].name = strdup("bad\nname");
     CHECK(write_mem(g, &n) == NULL && strstr(tg_errmsg(), "bad name"));
     tg_graph_free(g);
+
+    /* a node named like a constant made after it: readers make constants first */
+    g = make_small();
+    CHECK(tg_graph_rename_value(g, tg_graph_find_value(g, "y"), "y.out") == 0);
+    add_const(g, "y", TG_F32, 1, (int64_t[]){1});
+    CHECK(write_mem(g, &n) == NULL && strstr(tg_errmsg(), "node 'y' has the name of a value"));
+    tg_graph_free(g);
 }
 
 static void test_truncation(void)
