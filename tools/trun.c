@@ -488,7 +488,8 @@ int main(int argc, char **argv)
         cli_usage("refusing to write .npy to a terminal: use -o FILE or a pipe");
 
     /* The one place that knows kinds of models. */
-    tg_runner *r = tg_runner_open_tg(model, o.threads);
+    tg_runner *r = tg_runner_is_so(model) ? tg_runner_open_so(model, o.threads)
+                                          : tg_runner_open_tg(model, o.threads);
     if (!r)
         return cli_fail(model);
     if (r->noutput > 1 && (o.out ? !is_dir(o.out) && access(o.out, F_OK) == 0 : to_stdout)) {

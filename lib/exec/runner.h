@@ -4,6 +4,7 @@
 #ifndef TG_EXEC_RUNNER_H
 #define TG_EXEC_RUNNER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../graph.h"
@@ -42,6 +43,12 @@ struct tg_runner {
 /* A TG graph from path ("-": stdin), run by the interpreter on nthreads
  * (<= 0: all cores). NULL with tg_err. */
 tg_runner *tg_runner_open_tg(const char *path, int nthreads);
+
+/* A model compiled by tcompile (runner_so.c): path is a shared object, which
+ * runs on nthreads of its own workers (<= 0: all cores). NULL with tg_err. */
+tg_runner *tg_runner_open_so(const char *path, int nthreads);
+/* Whether path names a shared object (ELF) rather than a TG graph. */
+bool tg_runner_is_so(const char *path);
 
 int tg_runner_run(tg_runner *r, const tg_tensor *inputs, tg_tensor *outputs);
 /* -1 (tg_err) when the model cannot time its nodes. */

@@ -1,0 +1,48 @@
+/* Internal state of the C emitter, shared by its files (emit.c: the file and
+ * the ABI tables; emit_node.c: one kernel call per node; emit_loop.c: fused
+ * loops, later). */
+#ifndef TG_CG_H
+#define TG_CG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "codegen.h"
+
+typedef struct {
+    const tg_graph *g;
+    const tg_plan *p;
+    const tg_weights *w;
+    FILE *f;                /* the plan function's body being written */
+    int ndim, dim_cap;      /* dim expressions evaluated once per run into D[] */
+    tg_dim *dims;
+    bool *used;             /* per value: its pointer variable is referenced */
+    int nstr, str_cap;      /* strings made while emitting, freed at the end */
+    char **strs;
+} tg_cg;
+
+/* A string that lives until the emitter is done (printf-style). */
+const char *cg_str(tg_cg *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Index of d in D[] (added when new); -1 (tg_err) when out of memory. */
+int cg_dim_index(tg_cg *c, tg_dim d);
+/* A C expression for a dim: a literal when constant, else "D[k]". */
+const char *cg_dim(tg_cg *c, tg_dim d);
+/* Product of dims [from, to) of s as a C expression. */
+const char *cg_prod(tg_cg *c, const tg_shape *s, int from, int to);
+/* Element count and byte size of a value. */
+const char *cg_numel(tg_cg *c, int v);
+const char *cg_bytes(tg_cg *c, int v);
+/* The pointer variable of a value ("v12"), marked used. */
+const char *cg_ptr(tg_cg *c, int v);
+/* Declare `const int64_t name[] = {dims of s};` (one 1 for rank 0). */
+void cg_dims_array(tg_cg *c, const char *name, const tg_shape *s);
+/* "TGK_F32" from prefix "TGK_" and f32. */
+const char *cg_dtype_enum(tg_cg *c, const char *prefix, tg_dtype t);
+/* A C string literal for s, quotes included. */
+const char *cg_quote(tg_cg *c, const char *s);
+
+/* One node as kernel calls into c->f; -1 (tg_err) when the CPU code generator
+ * cannot compile it. */
+int cg_emit_node(tg_cg *c, int n);
+
+#endif

@@ -1,0 +1,77 @@
+/* The runtime half of a compiled model: everything of <tgraph/model.h> that is
+ * the same for every model (opening, weights, checking inputs, binding
+ * symbols, outputs, workspace, errors). It is built into libtgkernels.a, and
+ * the C file that tcompile writes describes its model to it with a
+ * tgrt_model table and one plan function. No libtgraph here: a compiled model
+ * needs only libc, libm and OpenBLAS. */
+#ifndef TGRT_MODEL_RT_H
+#define TGRT_MODEL_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tgraph/model.h>
+
+#define TGRT_ALIGN 64
+#define TGRT_WEIGHTS_MAGIC "TGWEIGHT"
+#define TGRT_WEIGHTS_HEADER 64     /* bytes before the blob in a weights file */
+
+/* Symbol `sym` = (dims of input `input`, axis `axis` - offset) / coef. */
+typedef struct {
+    int input, axis;
+    int64_t coef, offset;
+} tgrt_bind;
+
+/* What one run sees: symbol values, every dim expression's value, workspace
+ * slot offsets, and the data of inputs, outputs and weights. */
+typedef struct {
+    const int64_t *S;           /* symbol values */
+    const int64_t *D;           /* dim expressions (tgrt_model.dims) */
+    unsigned char *arena;       /* the workspace */
+    const size_t *slot;         /* byte offset of each workspace slot */
+    void *const *in;            /* input data */
+    void *const *out;           /* output data, allocated for the full size */
+    const unsigned char *w;     /* weights blob */
+} tgrt_call;
+
+typedef struct {
+    int nsym;
+    const tgraph_symbol_info *sym;
+    const tgrt_bind *bind;      /* one per symbol */
+    int nin, nout;
+    const tgraph_tensor_info *in, *out;
+    /* dim k of input i must equal D[in_dim[i * TGRAPH_MAX_RANK + k]]; likewise
+     * outputs. */
+    const int *in_dim, *out_dim;
+    int ndim, nslot;
+    /* Fill D[ndim] from S (symbols already in range) and the slot offsets;
+     * return the workspace size in bytes. */
+    size_t (*prepare)(const int64_t *S, int64_t *D, size_t *slot);
+    /* Run the plan; 0, or a tgraph_status after tgrt_fail. */
+    int (*exec)(const tgrt_call *c);
+    const unsigned char *weights;   /* embedded blob, or NULL */
+    uint64_t weights_size, weights_hash;
+    const char *weights_file;       /* for --weights builds: file name beside the .so */
+} tgrt_model;
+
+/* The ABI functions, forwarded to by the generated file. */
+tgraph_model *tgrt_open(const tgrt_model *d, const char *weights_path);
+void tgrt_close(tgraph_model *m);
+int tgrt_num(const tgraph_model *m, int what);      /* 0 inputs, 1 outputs, 2 symbols */
+int tgrt_tensor_info(const tgraph_model *m, int output, int i, tgraph_tensor_info *info);
+int tgrt_symbol_info(const tgraph_model *m, int i, tgraph_symbol_info *info);
+int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
+                     tgraph_tensor *out, int nout);
+int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout);
+const char *tgrt_strerror(int status);
+const char *tgrt_last_error(void);
+
+/* NumPy matmul of a [..., M, K] (or [K]) and b [..., K, N] (or [K]) into
+ * contiguous y, batch dims broadcast (rt_ops.c). */
+void tgrt_matmul_f32(int ra, const int64_t *ad, const float *a, int rb, const int64_t *bd,
+                     const float *b, float *y);
+
+/* Set the calling thread's message; returns status. */
+int tgrt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,173 @@
+/* Linear/conv + bias + activation fusion.
+ *
+ * tg_pass_fuse_bias (a graph pass): linear or conv without a bias followed by
+ * an add of a constant per-output-channel vector takes the vector as its bias.
+ * tg_pass_fuse_act (a plan pass): a linear, conv or matmul whose only reader is
+ * an activation (and that activation's only reader another one ...) runs as
+ * one group: the kernel writes the result and the activations are applied in
+ * place while it is still in cache. */
+#include "passes.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../log.h"
+
+static bool is_anchor(tg_op op)
+{
+    return op == TG_OP_LINEAR || op == TG_OP_CONV || op == TG_OP_MATMUL;
+}
+
+static bool is_activation(tg_op op)
+{
+    switch (op) {
+    case TG_OP_RELU: case TG_OP_GELU: case TG_OP_SILU: case TG_OP_SIGMOID: case TG_OP_TANH:
+    case TG_OP_LEAKY_RELU: case TG_OP_ELU: case TG_OP_HARDSWISH: case TG_OP_HARDSIGMOID:
+    case TG_OP_CLAMP:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The only node reading value v (-1: none, several, or a graph output). */
+static int sole_reader(const tg_graph *g, const int *uses, int v)
+{
+    if (uses[v] != 1)
+        return -1;
+    for (int k = 0; k < g->noutput; k++)
+        if (g->outputs[k] == v)
+            return -1;
+    for (int n = 0; n < g->nnode; n++)
+        for (int i = 0; i < g->nodes[n].nin; i++)
+            if (g->nodes[n].in[i] == v)
+                return g->nodes[n].op == TG_OP_NONE ? -1 : n;
+    return -1;
+}
+
+/* b is a constant holding one value per channel of a result whose channel
+ * axis is `axis` of `rank`: shape [C], or [C, 1, ...] aligned to the axis. */
+static bool per_channel(const tg_value *b, int rank, int axis, tg_dim c)
+{
+    if (b->kind != TG_VALUE_CONST || b->shape.rank > rank)
+        return false;
+    int off = rank - b->shape.rank;
+    for (int i = 0; i < b->shape.rank; i++) {
+        int64_t v;
+        bool one = tg_dim_is_const(b->shape.d[i], &v) && v == 1;
+        if (i + off == axis ? !tg_dim_eq(b->shape.d[i], c) : !one)
+            return false;
+    }
+    return off <= axis;
+}
+
+int tg_value_take_name(tg_graph *g, int to, int from)
+{
+    tg_value *a = &g->values[to], *b = &g->values[from];
+    size_t n = strlen(b->name) + 16;
+    char *old = malloc(n);
+    if (!old)
+        return tg_err("out of memory");
+    snprintf(old, n, "%s.replaced", b->name);
+    free(a->name);
+    a->name = b->name;
+    b->name = old;
+    return 0;
+}
+
+int tg_pass_fuse_bias(tg_graph *g)
+{
+    int *uses = tg_graph_use_counts(g);
+    int fused = 0;
+    if (!uses)
+        return -1;
+    for (int n = 0; n < g->nnode; n++) {
+        const tg_node *nd = &g->nodes[n];
+        if ((nd->op != TG_OP_LINEAR && nd->op != TG_OP_CONV) ||
+            (nd->nin > 2 && nd->in[2] >= 0))
+            continue;
+        int y = nd->out[0], a = sole_reader(g, uses, y);
+        if (a < 0 || g->nodes[a].op != TG_OP_ADD)
+            continue;
+        const tg_node *add = &g->nodes[a];
+        int bv = add->in[0] == y ? add->in[1] : add->in[0];
+        const tg_value *yv = &g->values[y], *b = &g->values[bv];
+        int axis = nd->op == TG_OP_LINEAR ? yv->shape.rank - 1 : 1;
+        tg_dim c = yv->shape.d[axis];
+        if (b->dtype != yv->dtype || !per_channel(b, yv->shape.rank, axis, c) ||
+            !tg_shape_eq(&g->values[add->out[0]].shape, &yv->shape)) {
+            TG_LOG(FUSION, TG_LOG_DEBUG, "bias: %s + %s refused: not a per-channel constant"
+                   " of the same dtype", nd->name, add->name);
+            continue;
+        }
+        /* the bias as a [C] constant */
+        char name[512];
+        snprintf(name, sizeof name, "%s.bias", nd->name);
+        tg_shape s = {.rank = 1, .d = {c}};
+        int bias = tg_graph_add_const_copy(g, name, b->dtype, &s, b->data);
+        if (bias < 0)
+            goto fail;
+        int in[3] = {nd->in[0], nd->in[1], bias};
+        nd = &g->nodes[n];
+        int out = tg_graph_add_node(g, nd->op, NULL, 3, in, nd->nattr, nd->attr);
+        if (out < 0)
+            goto fail;
+        int sum = g->nodes[a].out[0];
+        if (tg_value_take_name(g, out, sum))
+            goto fail;
+        tg_graph_replace_uses(g, sum, out);
+        TG_LOG(FUSION, TG_LOG_INFO, "bias: %s + %s -> %s with bias", g->nodes[n].name,
+               g->nodes[a].name, tg_op_name(g->nodes[n].op));
+        tg_graph_kill_node(g, a);
+        tg_graph_kill_node(g, n);
+        fused++;
+    }
+    free(uses);
+    if (fused && tg_graph_compact(g))
+        return -1;
+    return fused;
+fail:
+    free(uses);
+    return -1;
+}
+
+int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
+{
+    int *uses = tg_graph_use_counts(g);
+    int fused = 0;
+    if (!uses)
+        return -1;
+    for (int n = 0; n < g->nnode; n++) {
+        const tg_node *nd = &g->nodes[n];
+        if (!is_anchor(nd->op) || p->root[n] != n)
+            continue;
+        int last = n, r;
+        while ((r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0) {
+            const tg_node *act = &g->nodes[r];
+            const tg_value *x = &g->values[g->nodes[last].out[0]];
+            const tg_value *y = &g->values[act->out[0]];
+            if (!is_activation(act->op) || p->root[r] != r) {
+                TG_LOG(FUSION, TG_LOG_DEBUG, "act: %s -> %s refused: %s is not an activation",
+                       g->nodes[last].name, act->name, tg_op_name(act->op));
+                break;
+            }
+            if (y->dtype != x->dtype || !tg_shape_eq(&y->shape, &x->shape))
+                break;
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (%s) + %s (%s) in place", nd->name,
+                   tg_op_name(nd->op), act->name, tg_op_name(act->op));
+            last = r;
+        }
+        if (last == n)
+            continue;
+        /* every member's root is the last activation */
+        for (int m = n; m != last; m = sole_reader(g, uses, g->nodes[m].out[0]))
+            p->root[m] = last;
+        p->kind[last] = TG_GROUP_EPILOGUE;
+        fused++;
+    }
+    free(uses);
+    return fused;
+}

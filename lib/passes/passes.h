@@ -1,0 +1,77 @@
+/* Graph passes and the execution plan that tcompile's code generator follows.
+ *
+ * Graph passes rewrite a graph in place into an equivalent one (the
+ * interpreter gives the same results before and after). Each returns the
+ * number of changes it made, or -1 with tg_err.
+ *
+ * Scheduling passes (fusion, memory) do not change the graph: they fill a
+ * tg_plan, which only the code generator reads. A plan's groups are sets of
+ * nodes that run as one kernel; a node alone is a group of one. */
+#ifndef TG_PASSES_H
+#define TG_PASSES_H
+
+#include <stdbool.h>
+
+#include "../graph.h"
+
+/* ---- graph passes --------------------------------------------------------- */
+int tg_pass_dce(tg_graph *g);       /* drop nodes and constants nothing uses */
+int tg_pass_fold(tg_graph *g);      /* nodes whose inputs are all constants become constants */
+int tg_pass_cse(tg_graph *g);       /* equal nodes on equal inputs computed once */
+int tg_pass_bn_fold(tg_graph *g);
+int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */   /* batch_norm after conv/linear into their weights */
+int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
+int tg_pass_prepack(tg_graph *g);   /* weights into the layout their kernel reads fastest */
+
+/* Give value `to` the name of value `from` (which gets "<name>.replaced"), so
+ * a rewrite keeps the names users see (graph outputs). 0 or -1. */
+int tg_value_take_name(tg_graph *g, int to, int from);
+
+/* ---- the plan --------------------------------------------------------------- */
+typedef enum {
+    TG_GROUP_SINGLE = 0,    /* one node, one kernel */
+    TG_GROUP_EPILOGUE,      /* linear/conv/matmul, then elementwise ops applied in place */
+    TG_GROUP_LOOP,          /* elementwise nodes (and a final reduction) in one loop */
+} tg_group_kind;
+
+typedef struct {
+    int nnode;              /* of the graph it was made for */
+    int nvalue;
+    /* Fusion: root[n] is the node whose position group n runs at and whose
+     * outputs are the group's results (the group's last node); kind[root]. The
+     * other nodes' outputs are used only inside the group and get no memory. */
+    int *root;
+    tg_group_kind *kind;
+    /* Memory (memplan): per value, the value whose storage it uses (itself,
+     * or what a reshape views), the workspace slot of a storage value (-1:
+     * none), and the graph output whose caller buffer holds it (-1: none). */
+    int *alias;
+    int *slot;
+    int *output;
+    int nslot;
+} tg_plan;
+
+/* A plan with every node its own group and no memory plan yet. */
+tg_plan *tg_plan_new(const tg_graph *g);
+void tg_plan_free(tg_plan *p);
+/* True when node n's outputs are computed inside a fused group and have no memory. */
+bool tg_plan_interior(const tg_plan *p, int n);
+/* True when op only views its input's bytes (reshape, identity). */
+bool tg_op_is_view(tg_op op);
+/* True for elementwise ops (unary, binary with broadcasting, where, cast). */
+bool tg_op_is_elementwise(tg_op op);
+
+int tg_pass_fuse_act(const tg_graph *g, tg_plan *p);          /* linear/conv + activation */
+int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p);  /* elementwise chains, + reduction */
+int tg_pass_memplan(const tg_graph *g, tg_plan *p);           /* slots with reuse by liveness */
+
+/* ---- the pipeline ----------------------------------------------------------- */
+typedef struct {
+    int level;              /* 0: dce, fold, memplan only; 1: every pass */
+} tg_passes_opts;
+
+/* Run the pipeline on g (rewritten in place) and make its plan. Logs the graph
+ * after each pass (TLOG=graph, passes). NULL with tg_err. */
+tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o);
+
+#endif

@@ -1,0 +1,130 @@
+/* tcompile: compile a TG graph ahead of time into a standalone shared object
+ * implementing <tgraph/model.h>. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "codegen/codegen.h"
+#include "error.h"
+#include "format.h"
+#include "log.h"
+#include "passes/passes.h"
+
+static void help(void)
+{
+    printf("Usage: tcompile [OPTION]... [GRAPH]\n"
+           "Compile the TG graph in GRAPH (or standard input) into a shared object that\n"
+           "runs it on the CPU and needs only libc, libm and OpenBLAS. The .so exports the\n"
+           "C ABI of <tgraph/model.h> (tgraph_model(3)); trun(1) runs it like a graph.\n"
+           "\n"
+           "  -o, --output=FILE    write the .so to FILE (default: standard output, which\n"
+           "                       must not be a terminal)\n"
+           "      --header=FILE    also write a C header describing the model's inputs,\n"
+           "                       outputs and symbols\n"
+           "      --cpu=CPU        target CPU: native (default), x86-64-v3 (AVX2) or\n"
+           "                       x86-64-v4 (AVX-512); any -march value is passed on\n"
+           "      --weights=FILE   write the weights to FILE instead of into the .so; the\n"
+           "                       model maps FILE at open (looked up beside the .so)\n"
+           "      --emit-c=FILE    also write the generated C source to FILE\n"
+           "  -O, --opt=LEVEL      0: only dead code, constant folding and the memory\n"
+           "                       plan; 1: every pass (default)\n"
+           "  -h, --help           show this help and exit\n"
+           "  -V, --version        show the version and exit\n"
+           "\n"
+           "Environment: CC (the compiler, default cc), TGRAPH_RUNTIME_DIR (where\n"
+           "libtgkernels.a is), TGRAPH_INCLUDE_DIR (where <tgraph/model.h> is), TLOG\n"
+           "(graph, passes, fusion, memory, codegen: see tgraph(7)).\n"
+           "Exit status: 0 success, 1 the graph could not be compiled, 2 bad usage.\n");
+}
+
+static const struct option opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"header", required_argument, NULL, 'H'},
+    {"cpu", required_argument, NULL, 'c'},
+    {"weights", required_argument, NULL, 'w'},
+    {"emit-c", required_argument, NULL, 'e'},
+    {"opt", required_argument, NULL, 'O'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {0},
+};
+
+/* -march values are plain words; refuse anything a compiler would take as
+ * another option. */
+static bool cpu_ok(const char *s)
+{
+    if (!*s || *s == '-')
+        return false;
+    for (; *s; s++)
+        if (!(*s == '-' || *s == '_' || *s == '.' || (*s >= '0' && *s <= '9') ||
+              (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+            return false;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL, *header = NULL;
+    tg_build_opts bo = {0};
+    tg_passes_opts po = {.level = 1};
+    int c;
+    cli_init("tcompile");
+    while ((c = getopt_long(argc, argv, "o:O:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'H': header = optarg; break;
+        case 'c':
+            if (!cpu_ok(optarg))
+                cli_usage("--cpu: '%s' is not a CPU name", optarg);
+            bo.cpu = optarg;
+            break;
+        case 'w': bo.weights_path = optarg; break;
+        case 'e': bo.emit_c = optarg; break;
+        case 'O': po.level = (int)cli_int("--opt", optarg, 0, 1); break;
+        case 'h': help(); return 0;
+        case 'V': cli_version(); return 0;
+        default: cli_usage("unknown option");
+        }
+    }
+    if (argc - optind > 1)
+        cli_usage("one graph at a time");
+    const char *in = optind < argc ? argv[optind] : "-";
+    const char *name = strcmp(in, "-") ? in : "(stdin)";
+    if (!out && cli_stdout_is_tty())
+        cli_usage("refusing to write a shared object to a terminal: use -o FILE or redirect");
+
+    uint8_t *buf;
+    size_t len;
+    if (cli_read_all(in, &buf, &len) < 0)
+        return cli_fail(name);
+    tg_graph *g = tg_graph_read_mem(buf, len);
+    free(buf);
+    if (!g)
+        return cli_fail(name);
+    tg_plan *p = tg_passes_run(g, &po);
+    int rc = 1;
+    if (!p) {
+        cli_fail(name);
+        goto done;
+    }
+    if (header && tg_codegen_header_save(g, header)) {
+        cli_fail(header);
+        goto done;
+    }
+    tg_outfile o;
+    if (cli_open_out(&o, out, true) < 0)
+        goto done;
+    int bad = tg_codegen_build(g, p, &bo, o.f);
+    if (bad)
+        cli_fail(name);
+    if (tg_outfile_close(&o, !bad) < 0) {
+        cli_fail(out ? out : "(stdout)");
+        bad = 1;
+    }
+    rc = bad ? 1 : 0;
+done:
+    tg_plan_free(p);
+    tg_graph_free(g);
+    return rc;
+}
