@@ -95,7 +95,7 @@ static int find_central(const tg_zip *z, uint64_t *cd_off, uint64_t *cd_size, ui
 {
     int64_t eocd = find_eocd(z);
     if (eocd < 0)
-        return tg_err("not a zip archive (no end of central directory record)");
+        return tg_err("not a zip archive or truncated (no end of central directory record)");
     const uint8_t *p = z->buf + eocd;
     if (rd16(p + 4) != 0 || rd16(p + 6) != 0)
         return tg_err("multi-disk zip archives are not supported");

@@ -1,0 +1,352 @@
+#!/usr/bin/env bats
+# texport: .pt2 archives (both IR levels) to TG graphs, checked numerically
+# against PyTorch's eager outputs with trun (rtol 1e-4, atol 1e-5), dynamic
+# dimensions, weights, and every way an archive can be bad. Bad archives are
+# made here from the fixtures with Python's zipfile (tests/fixtures/gen_pt2.py
+# made the small op-coverage models; the tests never need torch).
+
+load common
+
+TOL=(--rtol=1e-4 --atol=1e-5)
+
+# mutate SRC DST OP SUFFIX [CODE]: copy zip SRC to DST, changing the entry whose
+# name ends in SUFFIX: drop, empty, half (first half of its bytes), json (run
+# CODE on the parsed JSON `j`), text (CODE is an expression of its bytes `data`).
+mutate() {
+    python3 - "$@" <<'EOF'
+import json, sys, zipfile
+src, dst, op, suffix = sys.argv[1:5]
+code = sys.argv[5] if len(sys.argv) > 5 else ""
+with zipfile.ZipFile(src) as zi, zipfile.ZipFile(dst, "w") as zo:
+    for info in zi.infolist():
+        data = zi.read(info)
+        if info.filename.endswith(suffix):
+            if op == "drop":
+                continue
+            if op == "empty":
+                data = b""
+            if op == "half":
+                data = data[: len(data) // 2]
+            if op == "json":
+                j = json.loads(data)
+                exec(code)
+                data = json.dumps(j).encode()
+            if op == "text":
+                data = eval(code)
+        zo.writestr(info, data)
+EOF
+}
+
+# Names of the tensors in a TG file (its safetensors header), one per line.
+tg_tensors() {
+    python3 - "$1" <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+print("\n".join(sorted(k for k in json.loads(b[8:8 + n]) if k != "__metadata__")))
+EOF
+}
+
+# export_check M IR [BATCHES]: texport M.IR, then trun on each batch's input
+# against the eager output.
+export_check() {
+    local m=$1 ir=$2
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$FIX/$m.$ir"
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.tg" "$FIX/$m.in0.b$b.npy" --check "$FIX/$m.out0.b$b.npy" "${TOL[@]}"
+    done
+}
+
+# gen_check M: both IR levels of a generated model against its references.
+gen_check() {
+    local m=$1 ir ins refs
+    ins=$(ls "$FIX/$m".in*.npy | sort)
+    refs=$(ls "$FIX/$m".out*.npy | sort | paste -sd, -)
+    for ir in pt2 core.pt2; do
+        run_ok "$TEXPORT" -o "$TMP/m.tg" "$FIX/$m.$ir"
+        # shellcheck disable=SC2086
+        run_ok "$TRUN" "$TMP/m.tg" $ins --check "$refs" -o "$TMP/out" "${TOL[@]}"
+    done
+}
+
+# ---- usage ----
+
+@test "texport --help prints usage on stdout and exits 0" {
+    run_ok "$TEXPORT" --help
+    [[ "$output" == *"Usage: texport [OPTION]... MODEL"* ]]
+    [[ "$output" == *"--range"* ]]
+    [ -z "$stderr" ]
+}
+
+@test "texport --version prints the package version" {
+    run_ok "$TEXPORT" --version
+    [ "$output" = "texport (tgraph) 0.1.0" ]
+}
+
+@test "texport with an unknown option is a usage error pointing to --help" {
+    run_fails 2 "Try 'texport --help'" "$TEXPORT" --bogus "$FIX/mlp.pt2"
+    [ -z "$output" ]
+}
+
+@test "texport without a model is a usage error" {
+    run_fails 2 "no model file given" "$TEXPORT"
+}
+
+@test "texport refuses stdin as the model" {
+    run_fails 2 "must be a file" "$TEXPORT" - <"$FIX/mlp.pt2"
+}
+
+@test "texport --range without MIN:MAX is a usage error" {
+    run_fails 2 "expected NAME=MIN:MAX" "$TEXPORT" --range s0=4 "$FIX/mlp.pt2"
+}
+
+@test "texport --range with MIN above MAX is a usage error" {
+    run_fails 2 "minimum 9 above maximum 2" "$TEXPORT" --range s0=9:2 "$FIX/mlp.pt2"
+}
+
+@test "texport of a missing file fails with the system's reason" {
+    run_fails 1 "^texport: $TMP/nope.pt2: cannot open: No such file" "$TEXPORT" "$TMP/nope.pt2"
+    [ -z "$output" ]
+}
+
+@test "texport of a file of unknown type says which types it takes" {
+    echo "hello" >"$TMP/model.txt"
+    run_fails 1 "unknown model type \(expected a .pt2 archive or an .onnx file\)" \
+        "$TEXPORT" "$TMP/model.txt"
+}
+
+@test "texport dispatches .onnx files to the ONNX importer" {
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$FIX/mlp.onnx"
+    run_ok "$TRUN" "$TMP/m.tg" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy" "${TOL[@]}"
+}
+
+@test "texport writes the graph to stdout" {
+    "$TEXPORT" "$FIX/mlp.pt2" >"$TMP/a.tg"
+    "$TEXPORT" -o "$TMP/b.tg" "$FIX/mlp.pt2"
+    cmp "$TMP/a.tg" "$TMP/b.tg"
+}
+
+@test "texport -o leaves no file behind when the import fails" {
+    run_fails 1 "could not be converted" "$TEXPORT" -o "$TMP/out.tg" "$FIX/unsupported.pt2"
+    [ ! -e "$TMP/out.tg" ]
+    [ -z "$(ls "$TMP")" ]
+}
+
+# ---- the fixtures, both IR levels, against PyTorch ----
+
+@test "mlp.pt2 (export IR) matches PyTorch for batch 1 and 3" { export_check mlp pt2; }
+@test "mlp.core.pt2 (Core ATen IR) matches PyTorch for batch 1 and 3" { export_check mlp core.pt2; }
+@test "cnn.pt2 (export IR) matches PyTorch for batch 1 and 3" { export_check cnn pt2; }
+@test "cnn.core.pt2 (Core ATen IR) matches PyTorch for batch 1 and 3" { export_check cnn core.pt2; }
+@test "tinygpt.pt2 (export IR) matches PyTorch for batch 1 and 3" { export_check tinygpt pt2; }
+@test "tinygpt.core.pt2 (Core ATen IR) matches PyTorch for batch 1 and 3" { export_check tinygpt core.pt2; }
+
+@test "elementwise ops, comparisons, promotion and rounding match PyTorch" { gen_check elementwise; }
+@test "reductions and softmax match PyTorch" { gen_check reduce; }
+@test "views, slicing, splitting, indexing, padding and generators match PyTorch" { gen_check shape; }
+@test "convolution, norms, pooling, embedding and matrix products match PyTorch" { gen_check layers; }
+@test "attention (causal, bool and float masks, scale, GQA) matches PyTorch" { gen_check attention; }
+@test "tied, strided, f16/bf16/int64 weights and constants match PyTorch" { gen_check tied; }
+
+@test "Core ATen addmm with a transposed weight becomes linear" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/mlp.core.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  linear +3$' "$TMP/sum"
+    ! grep -q 'matmul\|permute' "$TMP/sum"
+}
+
+# ---- dynamic dimensions ----
+
+@test "the batch dimension becomes symbol s0 with the program's range" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/tinygpt.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  s0 +1\.\.1024$' "$TMP/sum"
+    grep -Eq '^  idx +i64\[s0, 64\]$' "$TMP/sum"
+    grep -Eq 'f32\[s0, 64, 512\]$' "$TMP/sum"
+}
+
+@test "a graph with a symbolic batch runs at other batch sizes" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/tinygpt.core.pt2"
+    run_ok "$TRUN" --random --seed "$RANDOM" --dim s0=5 -o "$TMP/out.npy" "$TMP/m.tg"
+    python3 -c "import struct,sys; h=open(sys.argv[1],'rb').read(128); assert b'(5, 64, 512)' in h, h" "$TMP/out.npy"
+}
+
+@test "--range overrides a symbol's range by its tgraph name" {
+    "$TEXPORT" --range s0=2:16 -o "$TMP/m.tg" "$FIX/mlp.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  s0 +2\.\.16$' "$TMP/sum"
+}
+
+@test "--range also accepts torch's own symbol name" {
+    "$TEXPORT" --range s77=3:9 -o "$TMP/m.tg" "$FIX/mlp.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  s0 +3\.\.9$' "$TMP/sum"
+}
+
+@test "--range for a dimension the program does not have fails" {
+    run_fails 1 "--range batch: the program has no such dynamic dimension" \
+        "$TEXPORT" --range batch=1:8 "$FIX/mlp.pt2"
+}
+
+@test "an unbounded range gets the documented cap 2147483647" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" json models/model.json \
+        'j["range_constraints"]["s77"]["max_val"] = None'
+    "$TEXPORT" -o "$TMP/m.tg" "$TMP/m.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  s0 +1\.\.2147483647$' "$TMP/sum"
+}
+
+@test "plain-text size expressions (older files) are read like sympy's" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" text models/model.json \
+        "data.replace(b\"Symbol('s77', positive=True, integer=True)\", b's77')"
+    ! unzip -p "$TMP/m.pt2" '*/models/model.json' | grep -q "Symbol("
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$TMP/m.pt2"
+    run_ok "$TRUN" "$TMP/m.tg" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy" "${TOL[@]}"
+}
+
+@test "bare -Infinity tokens (older files) are read like the quoted form" {
+    mutate "$FIX/tinygpt.core.pt2" "$TMP/m.pt2" text models/model.json \
+        "data.replace(b'\"-Infinity\"', b'-Infinity')"
+    unzip -p "$TMP/m.pt2" '*/models/model.json' | grep -q ': -Infinity'
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$TMP/m.pt2"
+    run_ok "$TRUN" "$TMP/m.tg" "$FIX/tinygpt.in0.b3.npy" --check "$FIX/tinygpt.out0.b3.npy" "${TOL[@]}"
+}
+
+# ---- weights ----
+
+@test "parameters are constants named by their FQN, user inputs as in the program" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/cnn.pt2"
+    tg_tensors "$TMP/m.tg" >"$TMP/names"
+    grep -qx 'c1.weight' "$TMP/names"
+    grep -qx 'b1.running_var' "$TMP/names"
+    grep -qx 'fc.bias' "$TMP/names"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  x +f32\[s0, 3, 32, 32\]$' "$TMP/sum"
+}
+
+@test "tied weights are stored once" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/tied.pt2"
+    tg_tensors "$TMP/m.tg" >"$TMP/names"
+    grep -qx 'emb.weight' "$TMP/names"
+    ! grep -qx 'head.weight' "$TMP/names"
+    [ "$(grep -c . "$TMP/names")" -eq 7 ]
+}
+
+@test "a 0-byte weight file stands for zeros" {
+    mutate "$FIX/tied.pt2" "$TMP/m.pt2" empty data/weights/weight_4
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$TMP/m.pt2"
+    run_ok "$TRUN" "$TMP/m.tg" "$FIX/tied.in0.npy" --check "$FIX/tied.out0.npy" "${TOL[@]}"
+}
+
+@test "deflated and stored archives give the same graph" {
+    python3 - "$FIX/cnn.pt2" "$TMP/d.pt2" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as zi, zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as zo:
+    for i in zi.infolist():
+        zo.writestr(i.filename, zi.read(i))
+EOF
+    "$TEXPORT" -o "$TMP/a.tg" "$FIX/cnn.pt2"
+    "$TEXPORT" -o "$TMP/b.tg" "$TMP/d.pt2"
+    cmp "$TMP/a.tg" "$TMP/b.tg"
+}
+
+@test "a pickled weight (tensor subclass) is refused clearly" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" json model_weights_config.json \
+        'j["config"]["fc2.bias"]["use_pickle"] = True'
+    run_fails 1 "weight 'fc2.bias' is stored pickled" "$TEXPORT" "$TMP/m.pt2"
+    [ -z "$output" ]
+}
+
+@test "a weight file shorter than its tensor is an error" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" half data/weights/weight_0
+    run_fails 1 "weight 'fc1.weight': .*weight_0 holds 100352 elements, the tensor needs 200704 \(file too short\)" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+# ---- unsupported operators ----
+
+@test "every unsupported operator is listed with its node and source line" {
+    run_fails 1 "3 of 4 operators could not be converted" "$TEXPORT" "$FIX/unsupported.pt2"
+    [ -z "$output" ]
+    [[ "$stderr" == *"gen_pt2.py:"*": node cumsum (torch.ops.aten.cumsum.default): unsupported operator"* ]]
+    [[ "$stderr" == *"node flip (torch.ops.aten.flip.default): unsupported operator"* ]]
+    [[ "$stderr" == *"node sort (torch.ops.aten.sort.default): unsupported operator"* ]]
+    [ "$(grep -c 'unsupported operator' <<<"$stderr")" -eq 3 ]
+}
+
+@test "an operator used in an unsupported way says why" {
+    mutate "$FIX/cnn.pt2" "$TMP/m.pt2" json models/model.json '
+for n in j["graph_module"]["graph"]["nodes"]:
+    for a in n["inputs"]:
+        if n["name"] == "batch_norm" and a["name"] == "training":
+            a["arg"] = {"as_bool": True}'
+    run_fails 1 "models.py:[0-9]+: node batch_norm \(torch.ops.aten.batch_norm.default\): batch_norm in training mode" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+# ---- bad archives ----
+
+@test "a file that is not a zip archive is refused" {
+    head -c 4096 /dev/urandom >"$TMP/m.pt2"
+    run_fails 1 "not a zip archive" "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "a truncated archive is refused" {
+    head -c 500000 "$FIX/mlp.pt2" >"$TMP/m.pt2"
+    run_fails 1 "^texport: $TMP/m.pt2: not a zip archive or truncated" "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "an archive with a corrupted byte fails its CRC check" {
+    cp "$FIX/mlp.pt2" "$TMP/m.pt2"
+    chmod u+w "$TMP/m.pt2"
+    python3 - "$TMP/m.pt2" <<'EOF'
+import struct, sys, zipfile
+p = sys.argv[1]
+info = next(i for i in zipfile.ZipFile(p).infolist() if i.filename.endswith("weight_2"))
+f = open(p, "r+b")
+f.seek(info.header_offset + 26)
+n, x = struct.unpack("<HH", f.read(4))
+f.seek(info.header_offset + 30 + n + x + 1000)
+b = f.read(1)
+f.seek(-1, 1)
+f.write(bytes([b[0] ^ 0x40]))
+EOF
+    run_fails 1 "zip entry 'mlp/data/weights/weight_2': CRC mismatch" "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "an archive without its program is refused" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" drop models/model.json
+    run_fails 1 "archive entry mlp/models/model.json missing" "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "an archive without a weight file is refused" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" drop data/weights/weight_3
+    run_fails 1 "weight 'fc2.bias': archive entry mlp/data/weights/weight_3 missing" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "malformed program JSON is refused" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" text models/model.json 'data[:-40]'
+    run_fails 1 "mlp/models/model.json: malformed JSON" "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "the legacy layout of torch <= 2.8 is refused with advice" {
+    python3 - "$TMP/m.pt2" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("serialized_exported_program.json", "{}")
+    z.writestr("serialized_state_dict.pt", b"\x80\x02")
+    z.writestr("version", "1")
+EOF
+    run_fails 1 "unsupported legacy .pt2 \(torch <= 2.8\); re-save with torch >= 2.9" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "a zip archive that is not from torch.export is refused" {
+    python3 - "$TMP/m.pt2" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("stuff/readme.txt", "hello")
+EOF
+    run_fails 1 "not a torch.export archive \(no archive_format entry\)" "$TEXPORT" "$TMP/m.pt2"
+}
