@@ -136,8 +136,7 @@ static uint32_t mini_encode(const minifloat *m, double d)
         r = mant >> shift;
         uint64_t rem = mant & ((UINT64_C(1) << shift) - 1);
         uint64_t half = UINT64_C(1) << (shift - 1);
-        if (rem > half || (rem == half && (r & 1)))
-            r++;
+        r += (rem > half) | ((rem == half) & r);     /* branch-free: data is random */
     }
     uint64_t one = UINT64_C(1) << m->mbits;
     if (r >= 2 * one) {                      /* rounding carried into the next binade */
@@ -159,22 +158,33 @@ static uint32_t mini_encode(const minifloat *m, double d)
 static float mini_decode(const minifloat *m, uint32_t c)
 {
     int nb = m->ebits + m->mbits;
-    uint32_t sign = (c >> nb) & 1;
+    uint32_t sign = (c >> nb & 1) << 31;     /* applied as a bit: data is random */
     uint32_t mag = c & ((1u << nb) - 1);
     int e = (int)(mag >> m->mbits);
     uint32_t mant = mag & ((1u << m->mbits) - 1);
+    uint32_t bits;
+    if (mag > m->max_finite)
+        bits = m->inf && mag == m->inf ? 0x7f800000u : 0x7fc00000u;
+    else if (e == 0) {
+        float v = ldexpf((float)mant, 1 - m->bias - m->mbits);
+        memcpy(&bits, &v, 4);
+    } else
+        bits = (uint32_t)(e - m->bias + 127) << 23 | mant << (23 - m->mbits);
+    bits |= sign;
     float v;
-    if (m->inf && mag == m->inf)
-        v = INFINITY;
-    else if (mag > m->max_finite)
-        v = NAN;
-    else if (e == 0)
-        v = ldexpf((float)mant, 1 - m->bias - m->mbits);
-    else {
-        uint32_t bits = (uint32_t)(e - m->bias + 127) << 23 | mant << (23 - m->mbits);
-        memcpy(&v, &bits, 4);
+    memcpy(&v, &bits, 4);
+    return v;
+}
+
+static const minifloat *mini_of(tg_dtype t)
+{
+    switch (t) {
+    case TG_F16: return &fmt_f16;
+    case TG_BF16: return &fmt_bf16;
+    case TG_F8E4M3: return &fmt_e4m3;
+    case TG_F8E5M2: return &fmt_e5m2;
+    default: return NULL;
     }
-    return sign ? -v : v;
 }
 
 uint16_t tg_f32_to_f16(float f) { return (uint16_t)mini_encode(&fmt_f16, f); }
@@ -292,14 +302,28 @@ void tg_convert(tg_dtype dt, void *dst, tg_dtype st, const void *src, size_t n)
             store_i64(dt, dst, i, load_i64(st, src, i));
         return;
     }
-    if (dt == TG_F32 && st == TG_F16) {     /* the hot pairs, without the switch */
-        for (size_t i = 0; i < n; i++)
-            ((float *)dst)[i] = tg_f16_to_f32(((const uint16_t *)src)[i]);
-        return;
-    }
+    /* the hot pairs, f32 to and from a narrow float, without the per-element switch */
+    const minifloat *m;
     if (dt == TG_F32 && st == TG_BF16) {
         for (size_t i = 0; i < n; i++)
             ((float *)dst)[i] = tg_bf16_to_f32(((const uint16_t *)src)[i]);
+        return;
+    }
+    if (dt == TG_F32 && (m = mini_of(st))) {
+        for (size_t i = 0; i < n; i++)
+            ((float *)dst)[i] = mini_decode(m, m->ebits + m->mbits == 7
+                                                   ? ((const uint8_t *)src)[i]
+                                                   : ((const uint16_t *)src)[i]);
+        return;
+    }
+    if (st == TG_F32 && (m = mini_of(dt))) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t c = mini_encode(m, ((const float *)src)[i]);
+            if (m->ebits + m->mbits == 7)
+                ((uint8_t *)dst)[i] = (uint8_t)c;
+            else
+                ((uint16_t *)dst)[i] = (uint16_t)c;
+        }
         return;
     }
     for (size_t i = 0; i < n; i++)
