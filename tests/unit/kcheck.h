@@ -27,6 +27,7 @@ static inline void kc_seed(const char *name)
                    : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
     printf("%s: seed %llu (TGK_SEED=%llu to replay)\n", name, (unsigned long long)kc_state,
            (unsigned long long)kc_state);
+    fflush(stdout); /* seen even if the test crashes */
 }
 
 /* splitmix64 */

@@ -7,6 +7,7 @@
  * with many of them each runs on one pool thread with a single-threaded GEMM;
  * with few, they run in turn and the GEMM itself is split across threads. */
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vecmath.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ static void valid_range(int64_t n, int64_t str, int64_t off, int64_t lim, int64_
 {
     int64_t lo = off >= 0 ? 0 : (-off + str - 1) / str;
     int64_t hi = off < lim ? (lim - off + str - 1) / str : 0;
+    lo = lo < n ? lo : n;
     hi = hi < n ? hi : n;
     *o0 = lo;
     *o1 = hi > lo ? hi : lo;
@@ -146,7 +148,7 @@ static void conv_items(void *ctx, int64_t begin, int64_t end)
 }
 
 /* depthwise (groups == c, k a multiple of c), directly: planes (image, out channel) */
-static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
+TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
 {
     conv_job *j = ctx;
     const geom *g = &j->g;

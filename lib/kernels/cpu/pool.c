@@ -3,6 +3,7 @@
  * padded edge), count_include_pad; and PyTorch's adaptive average pooling.
  * Parallel over (image, channel) planes. */
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vecmath.h"
 
 #include <math.h>
 
