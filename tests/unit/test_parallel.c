@@ -51,11 +51,18 @@ static int run_and_check(int64_t n, int64_t grain, bool nest)
     return ok;
 }
 
+#define ROUNDS 200
+
+typedef struct {
+    int64_t n[ROUNDS], grain[ROUNDS]; /* drawn up front: the PRNG is not shared */
+    int ok;
+} caller_arg;
+
 static void *caller(void *arg)
 {
-    int *ok = arg;
-    for (int r = 0; r < 200; r++)
-        *ok &= run_and_check(kc_int(1, 3000), kc_int(1, 50), r % 2);
+    caller_arg *a = arg;
+    for (int r = 0; r < ROUNDS; r++)
+        a->ok &= run_and_check(a->n[r], a->grain[r], r % 2);
     return NULL;
 }
 
@@ -78,12 +85,17 @@ int main(void)
 
     tgk_set_num_threads(3);
     pthread_t t[4];
-    int ok[4] = {1, 1, 1, 1};
+    static caller_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i].ok = 1;
+        for (int r = 0; r < ROUNDS; r++)
+            args[i].n[r] = kc_int(1, 3000), args[i].grain[r] = kc_int(1, 50);
+    }
     for (int i = 0; i < 4; i++)
-        CHECK(pthread_create(&t[i], NULL, caller, &ok[i]) == 0);
+        CHECK(pthread_create(&t[i], NULL, caller, &args[i]) == 0);
     for (int i = 0; i < 4; i++) {
         pthread_join(t[i], NULL);
-        CHECK(ok[i]);
+        CHECK(args[i].ok);
     }
     return unit_report();
 }
