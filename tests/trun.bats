@@ -272,3 +272,21 @@ check_fixture() {
     [ "$status" -eq 2 ]
     [[ "$output" == *"refusing to write .npy to a terminal"* ]]
 }
+
+@test "trun writes several outputs to -o DIR as out0.npy, out1.npy" {
+    "$UNIT/mkgraph_outputs" >"$TMP/two.tg"
+    run_ok "$TRUN" --random --seed "$SEED" --dim batch=4 "$TMP/two.tg" -o "$TMP/dir"
+    [ -z "$output" ]
+    grep -aq "'shape': (4, 3)" "$TMP/dir/out0.npy"
+    grep -aq "'shape': (4, 3)" "$TMP/dir/out1.npy"
+    run_ok "$TRUN" --random --seed "$SEED" --dim batch=4 "$TMP/two.tg" \
+        --check "$TMP/dir/out0.npy,$TMP/dir/out1.npy"
+    [[ "$output" == *"output 0 'e' f32[4,3]"*": ok"*"output 1 'n' f32[4,3]"*": ok" ]]
+}
+
+@test "trun with several outputs and no -o DIR is a usage error" {
+    "$UNIT/mkgraph_outputs" >"$TMP/two.tg"
+    run_fails 2 "the model has 2 outputs: give -o DIR" "$TRUN" --random "$TMP/two.tg"
+    touch "$TMP/file"
+    run_fails 2 "the model has 2 outputs: give -o DIR" "$TRUN" --random "$TMP/two.tg" -o "$TMP/file"
+}
