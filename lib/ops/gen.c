@@ -32,6 +32,8 @@ int tg_infer_arange(tg_graph *g, int node)
         return -1;
     if (step == 0)
         return tg_err("attribute 'step' must not be 0");
+    if (start == INT64_MIN || step == INT64_MIN)
+        return tg_err("arange start or step is out of range");
     if (dt == TG_BOOL)
         return tg_err("arange cannot make bool values");
     /* a negative step counts down: the same count as (start - end) / -step */

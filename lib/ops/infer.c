@@ -8,7 +8,7 @@
 const tg_value *tg_infer_opt(tg_graph *g, int node, int i)
 {
     const tg_node *n = &g->nodes[node];
-    if (i >= n->nin || n->in[i] < 0)
+    if (i >= n->nin || n->in[i] < 0 || n->in[i] >= g->nvalue)
         return NULL;
     return &g->values[n->in[i]];
 }
@@ -114,6 +114,13 @@ int tg_axis_norm(int64_t axis, int rank, int *out)
 
 /* --- attributes --- */
 
+int tg_check_small(int64_t v, const char *name)
+{
+    if (v > INT32_MAX || v < -INT32_MAX)
+        return tg_err("attribute '%s' value %" PRId64 " is out of range", name, v);
+    return 0;
+}
+
 static const char *attr_kind_name(tg_attr_kind k)
 {
     switch (k) {
@@ -155,7 +162,7 @@ int tg_attr_req_int(const tg_node *n, const char *name, int64_t *out)
 
 int tg_attr_get_flag(const tg_node *n, const char *name, int dflt, int *out)
 {
-    int64_t v;
+    int64_t v = dflt;
     if (tg_attr_get_int(n, name, dflt, &v))
         return -1;
     if (v != 0 && v != 1)
@@ -233,8 +240,11 @@ int tg_attr_per_axis(const tg_node *n, const char *name, int count, int64_t dflt
         return -1;
     if (k != -1 && k != 1 && k != count)
         return tg_err("attribute '%s' has %d values, expected 1 or %d", name, k, count);
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
         out[i] = k == -1 ? dflt : v[k == 1 ? 0 : i];
+        if (tg_check_small(out[i], name))
+            return -1;
+    }
     return 0;
 }
 

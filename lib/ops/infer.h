@@ -52,8 +52,11 @@ int tg_attr_get_string(const tg_node *n, const char *name, const char *dflt,
 int tg_attr_get_dtype(const tg_node *n, const char *name, tg_dtype dflt, tg_dtype *out);
 /* An ints attribute; *count set, -1 when absent (then *v is NULL). */
 int tg_attr_get_ints(const tg_node *n, const char *name, const int64_t **v, int *count);
+/* Attribute values that take part in size arithmetic stay within +-INT32_MAX, so
+ * that sums of their products cannot overflow int64. */
+int tg_check_small(int64_t v, const char *name);
 /* An ints attribute with one value per spatial axis: absent gives dflt for each,
- * one value is repeated, otherwise exactly count values. */
+ * one value is repeated, otherwise exactly count values; each tg_check_small. */
 int tg_attr_per_axis(const tg_node *n, const char *name, int count, int64_t dflt,
                      int64_t *out);
 /* A list of dims from a DIMS or INTS attribute, at most max; required. */

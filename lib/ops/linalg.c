@@ -89,7 +89,8 @@ static int read_conv_params(const tg_node *n, const tg_value *w, conv_params *p)
         if (p->outpad[i] >= p->stride[i] && p->outpad[i] >= p->dil[i])
             return tg_err("output_padding %" PRId64 " must be smaller than stride or dilation"
                           " (spatial axis %d)", p->outpad[i], i);
-        if (!tg_dim_is_const(w->shape.d[2 + i], &p->kernel[i]) || p->kernel[i] < 1)
+        if (!tg_dim_is_const(w->shape.d[2 + i], &p->kernel[i]) || p->kernel[i] < 1 ||
+            p->kernel[i] > INT32_MAX)
             return tg_err("weight kernel size must be a positive constant (spatial axis %d)", i);
     }
     return 0;

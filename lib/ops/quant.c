@@ -14,7 +14,7 @@ static bool quant_range(tg_dtype t, int64_t *lo, int64_t *hi)
     case TG_I32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
     /* fp8 quantization is scale-only: zero point 0 */
     case TG_F8E4M3: case TG_F8E5M2: *lo = 0; *hi = 0; return true;
-    default: return false;
+    default: *lo = 0; *hi = 0; return false;
     }
 }
 

@@ -183,7 +183,8 @@ int tg_infer_pad(tg_graph *g, int node)
     /* negative pads crop, as in ONNX */
     for (int i = 0; i < s.rank; i++) {
         int64_t v;
-        if (tg_dim_affine(s.d[i], 1, pads[i] + pads[s.rank + i], &s.d[i]))
+        if (tg_check_small(pads[i], "pads") || tg_check_small(pads[s.rank + i], "pads") ||
+            tg_dim_affine(s.d[i], 1, pads[i] + pads[s.rank + i], &s.d[i]))
             return -1;
         if (tg_dim_is_const(s.d[i], &v) && v < 0)
             return tg_err("pads crop axis %d to %" PRId64 " elements", i, v);

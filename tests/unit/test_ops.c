@@ -313,6 +313,9 @@ static void test_conv(void)
     tg_attr s3[] = { tg_attr_ints("stride", 3, (int64_t[]){ 2, 2, 2 }) };
     CHECK(fails(NODE(TG_OP_CONV, ((int[]){ x, w }), s3),
                 "attribute 'stride' has 3 values, expected 1 or 2"));
+    tg_attr huge[] = { tg_attr_ints("dilation", 1, (int64_t[]){ INT64_MAX }) };
+    CHECK(fails(NODE(TG_OP_CONV, ((int[]){ x, w }), huge),
+                "attribute 'dilation' value 9223372036854775807 is out of range"));
     int w4 = input(TG_F32, shp(4, C(16), C(4), C(3), C(3)));
     CHECK(fails(NODE0(TG_OP_CONV, ((int[]){ x, w4 })), "input channels differ from the weight's: 3 != 4"));
     /* depthwise */
@@ -627,6 +630,65 @@ static void test_quant(void)
     CHECK(fails(NODE0(TG_OP_DEQUANTIZE, ((int[]){ xi })), "attribute 'scale' is required"));
 }
 
+/* Random inputs and attributes on every op: each add succeeds with a sane shape or
+ * fails with a message, and never crashes (run under the sanitizers). */
+static void test_random_nodes(void)
+{
+    static const char *names[] = { "axis", "axes", "keepdim", "shape", "perm", "stride",
+                                   "padding", "kernel", "groups", "pads", "start", "end",
+                                   "step", "dtype", "scale", "zero_point", "repeats",
+                                   "output_size", "transposed", "eps", "gqa", "k" };
+    int nname = (int)(sizeof names / sizeof *names);
+    int vals[24], ok = 1;
+    for (int i = 0; i < 24; i++) {
+        tg_shape s = { .rank = rand() % 6 };
+        for (int d = 0; d < s.rank; d++)
+            s.d[d] = rand() % 5 ? C(1 + rand() % 6) : (rand() % 2 ? S0 : S1);
+        vals[i] = input((tg_dtype)(1 + rand() % (TG_DTYPE_COUNT - 1)), s);
+    }
+    for (int t = 0; t < 3000; t++) {
+        tg_op op = (tg_op)(1 + rand() % (TG_OP_COUNT - 1));
+        int in[4], nattr = rand() % 4;
+        int nin = tg_op_table[op].min_in + rand() % 2;
+        if (nin > 4 || (tg_op_table[op].max_in >= 0 && nin > tg_op_table[op].max_in))
+            nin = tg_op_table[op].min_in;
+        for (int i = 0; i < nin; i++)
+            in[i] = vals[rand() % 24];
+        int64_t ints[4];
+        double floats[4];
+        tg_dim dims[4];
+        for (int i = 0; i < 4; i++) {
+            static const int64_t pick[] = { -3, -1, 0, 1, 2, 3, 4, 7, INT64_MAX, INT64_MIN };
+            ints[i] = pick[rand() % 10];
+            floats[i] = (double)(rand() % 7) - 2;
+            dims[i] = rand() % 3 ? C(ints[i]) : S0;
+        }
+        tg_attr a[3];
+        for (int i = 0; i < nattr && i < 3; i++) {
+            const char *nm = names[rand() % nname];
+            int cnt = rand() % 5;
+            switch (rand() % 6) {
+            case 0: a[i] = tg_attr_int(nm, ints[0]); break;
+            case 1: a[i] = tg_attr_ints(nm, cnt, ints); break;
+            case 2: a[i] = tg_attr_float(nm, floats[0]); break;
+            case 3: a[i] = tg_attr_floats(nm, cnt, floats); break;
+            case 4: a[i] = tg_attr_dims(nm, cnt, dims); break;
+            default: a[i] = tg_attr_dtype(nm, (tg_dtype)(rand() % TG_DTYPE_COUNT)); break;
+            }
+        }
+        for (int i = 1; i < nattr && i < 3; i++)   /* no duplicate names */
+            if (!strcmp(a[i].name, a[0].name) || (i == 2 && !strcmp(a[2].name, a[1].name)))
+                nattr = i;
+        int v = node(op, nin, in, nattr > 3 ? 3 : nattr, a);
+        if (v >= 0)
+            ok &= G->values[v].shape.rank >= 0 && G->values[v].shape.rank <= TG_MAX_RANK &&
+                  G->values[v].dtype > TG_DTYPE_NONE && G->values[v].dtype < TG_DTYPE_COUNT;
+        else
+            ok &= tg_errmsg()[0] != '\0';
+    }
+    CHECK(ok);
+}
+
 int main(void)
 {
     unsigned seed = (unsigned)time(NULL);
@@ -649,6 +711,7 @@ int main(void)
     test_index();
     test_gen();
     test_quant();
+    test_random_nodes();
     CHECK(tg_graph_validate(G) == 0);
     if (unit_fail)
         fprintf(stderr, "last error: %s\n", tg_errmsg());
