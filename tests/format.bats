@@ -82,6 +82,26 @@ rejected() {
     cmp "$TMP/tensors" "$TMP/consts"
 }
 
+@test "the safetensors package loads every tensor as st_check does (when installed)" {
+    python3 -c 'import safetensors.torch' 2>/dev/null ||
+        skip "python3 has no safetensors and torch packages"
+    python3 - "$FULL" <<'EOF' | sort >"$TMP/ref"
+import sys, zlib, torch
+from safetensors.torch import load_file
+st = {torch.float32: 'F32', torch.float64: 'F64', torch.float16: 'F16', torch.bfloat16: 'BF16',
+      torch.float8_e4m3fn: 'F8_E4M3', torch.float8_e5m2: 'F8_E5M2', torch.int8: 'I8',
+      torch.uint8: 'U8', torch.int16: 'I16', torch.int32: 'I32', torch.int64: 'I64',
+      torch.bool: 'BOOL'}
+for k, v in load_file(sys.argv[1]).items():
+    b = v.reshape(-1).view(torch.uint8).numpy().tobytes() if v.numel() else b''
+    print(k, st[v.dtype], '[' + ','.join(map(str, v.shape)) + ']',
+          'crc32=%08x' % (zlib.crc32(b) & 0xffffffff))
+EOF
+    python3 "$ST_CHECK" "$FULL" | sort >"$TMP/ours"
+    [ "$(wc -l <"$TMP/ref")" -eq 17 ]
+    cmp "$TMP/ref" "$TMP/ours"
+}
+
 @test "the metadata names the format and version and holds the graph JSON" {
     run_ok python3 "$ST_CHECK" --meta format "$SMALL"
     [ "$output" = tgraph ]
