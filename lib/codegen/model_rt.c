@@ -25,7 +25,7 @@ struct tgraph_model {
     void *ws;                   /* one spare workspace, taken and returned atomically */
 };
 
-/* A workspace: symbol values, dims, slot offsets and the arena in one block. */
+/* A workspace: its size, then the arena. */
 typedef struct {
     size_t cap;                 /* arena bytes available */
     unsigned char *arena;
@@ -58,6 +58,13 @@ const char *tgrt_strerror(int status)
     case TGRAPH_E_WEIGHTS: return "bad weights file";
     }
     return "unknown status";
+}
+
+static const char *dtype_name(int t)
+{
+    static const char *const names[] = {"none", "f32", "f64", "f16", "bf16", "f8e4m3",
+                                        "f8e5m2", "i8", "u8", "i16", "i32", "i64", "bool"};
+    return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
 }
 
 static uint64_t rd64(const unsigned char *p)
@@ -209,8 +216,8 @@ static int bind_symbols(const tgrt_model *d, const tgraph_tensor *in, int nin, i
     for (int i = 0; i < nin; i++) {
         const tgraph_tensor_info *t = &d->in[i];
         if (in[i].dtype != t->dtype)
-            return tgrt_fail(TGRAPH_E_DTYPE, "input '%s': dtype %d, expected %d", t->name,
-                             (int)in[i].dtype, (int)t->dtype);
+            return tgrt_fail(TGRAPH_E_DTYPE, "input '%s': dtype %s, expected %s", t->name,
+                             dtype_name(in[i].dtype), dtype_name(t->dtype));
         if (in[i].rank != t->rank) {
             char e[256];
             return tgrt_fail(TGRAPH_E_SHAPE, "input '%s': rank %d, expected %d %s", t->name,

@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# tcompile: TG graph -> standalone .so. Every fixture compiles and matches
+# PyTorch's outputs (trun --check: rtol 1e-4, atol 1e-5) at batch 1 and 3; the
+# .so needs only libc, libm and OpenBLAS, exports only the ABI, is the same
+# bytes for the same graph, checks its inputs, and runs from several threads.
+# Random inputs come from trun --random with a fresh seed per test.
+
+load common
+
+setup_file() {
+    # the fixtures exported once for the whole file
+    export GRAPHS=$BATS_FILE_TMPDIR
+    for m in mlp cnn tinygpt; do
+        "$TEXPORT" "$FIX/$m.pt2" -o "$GRAPHS/$m.tg"
+        "$TEXPORT" "$FIX/$m.core.pt2" -o "$GRAPHS/$m.core.tg"
+    done
+}
+
+setup() {
+    common_setup
+    SEED=$RANDOM$RANDOM
+}
+
+# compile_check MODEL VARIANT: compile $GRAPHS/MODEL.VARIANT.tg and check both
+# batches against the fixture's references.
+compile_check() {
+    run_ok "$TCOMPILE" "$GRAPHS/$1$2.tg" -o "$TMP/m.so"
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/$1.in0.b$b.npy" --check "$FIX/$1.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
+# random_npy DESCR SHAPE ITEMSIZE FILE: a .npy of random bytes ("<i8" "1, 64" 8 f),
+# for inputs that trun --random would refuse to make.
+random_npy() {
+    local dict="{'descr': '$1', 'fortran_order': False, 'shape': ($2), }"
+    local n=$(( $(echo "$2" | tr ',' '*') * $3 ))
+    { printf '\x93NUMPY\x01\x00\x76\x00%s%*s\n' "$dict" $((117 - ${#dict})) ''
+      head -c "$n" /dev/urandom; } >"$4"
+}
+
+@test "tcompile --help prints usage on stdout and exits 0" {
+    run_ok "$TCOMPILE" --help
+    [[ "$output" == *"Usage: tcompile [OPTION]... [GRAPH]"* ]]
+    [[ "$output" == *"--weights=FILE"* ]]
+}
+
+@test "tcompile --version prints the package version" {
+    run_ok "$TCOMPILE" --version
+    [ "$output" = "tcompile (tgraph) 0.1.0" ]
+}
+
+@test "tcompile with an unknown option is a usage error" {
+    run_fails 2 "Try 'tcompile --help'" "$TCOMPILE" --bogus "$GRAPHS/mlp.tg"
+    [ -z "$output" ]
+}
+
+@test "tcompile refuses a --cpu value that is not a CPU name" {
+    run_fails 2 "not a CPU name" "$TCOMPILE" --cpu=-fplugin=x "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    [ ! -e "$TMP/m.so" ]
+}
+
+@test "tcompile rejects a file that is not a TG graph, writing nothing" {
+    printf 'not a graph' >"$TMP/bad.tg"
+    run_fails 1 "^tcompile: .*bad.tg: " "$TCOMPILE" "$TMP/bad.tg" -o "$TMP/m.so"
+    [ ! -e "$TMP/m.so" ]
+}
+
+@test "mlp.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check mlp ""; }
+@test "mlp.core.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check mlp .core; }
+@test "cnn.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check cnn ""; }
+@test "cnn.core.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check cnn .core; }
+@test "tinygpt.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check tinygpt ""; }
+@test "tinygpt.core.pt2 compiles and matches PyTorch at batch 1 and 3" {
+    compile_check tinygpt .core
+}
+
+@test "the .so matches the interpreter on random inputs at several batch sizes" {
+    "$UNIT/mkgraph" mlp-gelu "$SEED" >"$TMP/g.tg"
+    run_ok "$TCOMPILE" "$TMP/g.tg" -o "$TMP/g.so"
+    for b in 1 7 64; do
+        "$TRUN" "$TMP/g.tg" --random --seed "$SEED" --dim batch=$b -o "$TMP/ref.npy"
+        run_ok "$TRUN" "$TMP/g.so" --random --seed "$SEED" --dim batch=$b --check "$TMP/ref.npy"
+    done
+}
+
+@test "tcompile reads the graph from stdin and writes the .so to stdout" {
+    "$TCOMPILE" <"$GRAPHS/mlp.tg" >"$TMP/m.so"
+    run_ok "$TRUN" "$TMP/m.so" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy"
+}
+
+@test "the same graph compiles to the same bytes" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/a.so"
+    (cd "$TMP" && TMPDIR="$TMP" "$TCOMPILE" <g.tg >b.so)
+    cmp "$TMP/a.so" "$TMP/b.so"
+}
+
+@test "the .so needs only libc, libm and OpenBLAS" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    run_ok readelf -d "$TMP/m.so"
+    needed=$(printf '%s\n' "$output" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+    [[ "$needed" =~ ^(ld-linux[^ ]*\ )?libc\.so\.6\ libm\.so\.6\ libopenblas\.so\.0\ $ ]] ||
+        { echo "needed: $needed"; false; }
+}
+
+@test "the .so exports only the tgraph_ ABI" {
+    run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/m.so"
+    run_ok nm -D --defined-only "$TMP/m.so"
+    [ -n "$output" ]
+    ! printf '%s\n' "$output" | awk '{print $3}' | grep -v '^tgraph_'
+    [[ "$output" == *" T tgraph_model_run"* ]]
+}
+
+@test "--weights writes the weights apart, and the .so maps them from beside itself" {
+    mkdir "$TMP/dir"
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/dir/m.so" --weights "$TMP/dir/m.weights"
+    [ "$(stat -c %s "$TMP/dir/m.weights")" -gt 2000000 ]
+    [ "$(stat -c %s "$TMP/dir/m.so")" -lt 1000000 ]
+    cd "$TMP"
+    run_ok "$TRUN" dir/m.so "$FIX/tinygpt.in0.b3.npy" --check "$FIX/tinygpt.out0.b3.npy"
+}
+
+@test "a .so built with --weights fails cleanly when its weights are missing or not its own" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/a.tg"
+    "$UNIT/mkgraph" mlp "$((SEED + 1))" >"$TMP/b.tg"
+    "$TCOMPILE" "$TMP/a.tg" -o "$TMP/a.so" --weights "$TMP/a.w"
+    "$TCOMPILE" "$TMP/b.tg" -o "$TMP/b.so" --weights "$TMP/b.w"
+    mv "$TMP/a.w" "$TMP/keep.w"
+    run_fails 1 "a.w: No such file" "$TRUN" "$TMP/a.so" --random -o "$TMP/y.npy"
+    cp "$TMP/b.w" "$TMP/a.w"
+    run_fails 1 "a.w: weights of another model" "$TRUN" "$TMP/a.so" --random -o "$TMP/y.npy"
+}
+
+@test "--cpu x86-64-v3 builds a model that runs here" {
+    grep -qw avx2 /proc/cpuinfo || skip "this CPU has no AVX2"
+    run_ok "$TCOMPILE" --cpu x86-64-v3 "$GRAPHS/cnn.tg" -o "$TMP/m.so"
+    run_ok "$TRUN" "$TMP/m.so" "$FIX/cnn.in0.b3.npy" --check "$FIX/cnn.out0.b3.npy"
+}
+
+@test "--emit-c writes the C source and --header the model's macros" {
+    run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c" --header "$TMP/mlp.h"
+    grep -q 'TGRAPH_API int tgraph_model_run' "$TMP/m.c"
+    grep -q '^#define MLP_NUM_INPUTS 1$' "$TMP/mlp.h"
+    grep -q '^#define MLP_INPUT_X_DTYPE TGRAPH_F32$' "$TMP/mlp.h"
+    grep -q '^#define MLP_SYMBOL_S0_MAX 1024$' "$TMP/mlp.h"
+    # the header compiles against <tgraph/model.h>
+    printf '#include "mlp.h"\nint main(void) { return MLP_NUM_OUTPUTS - 1; }\n' >"$TMP/t.c"
+    cc -I"$TG_SRCDIR/include" -o "$TMP/t" "$TMP/t.c"
+    "$TMP/t"
+}
+
+@test "the .so rejects an input of the wrong dtype" {
+    run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    run_fails 1 "input 'x': dtype i64, expected f32" \
+        "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b1.npy" -o "$TMP/y.npy"
+}
+
+@test "the .so rejects an input of the wrong shape" {
+    run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    run_fails 1 "input 'x': dims \[1, 3, 32, 32\], expected \[s0, 784\]|input 'x': rank 4" \
+        "$TRUN" "$TMP/m.so" "$FIX/cnn.in0.b1.npy" -o "$TMP/y.npy"
+}
+
+@test "the .so rejects a symbol outside its range" {
+    run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    random_npy '<f4' '1025, 784' 4 "$TMP/x.npy"
+    run_fails 1 "input 'x': dim 0 gives s0 = 1025, outside \[1, 1024\]" \
+        "$TRUN" "$TMP/m.so" "$TMP/x.npy" -o "$TMP/y.npy"
+}
+
+@test "the .so reports an index out of range instead of crashing" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    random_npy '<i8' '1, 64' 8 "$TMP/tok.npy"   # 64-bit ids: far out of range
+    run_fails 1 "index out of range" "$TRUN" "$TMP/m.so" "$TMP/tok.npy" -o "$TMP/y.npy"
+}
+
+@test "one model handle runs from 4 threads at once, at batch 1 and 3 side by side" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    run_ok "$TG_TOOLS/../tests/model_threads" "$TMP/m.so" \
+        "$FIX/tinygpt.in0.b1.npy" "$FIX/tinygpt.out0.b1.npy" \
+        "$FIX/tinygpt.in0.b3.npy" "$FIX/tinygpt.out0.b3.npy"
+    [[ "$output" == *", 0 failed"* ]]
+}
+
+@test "TLOG shows the graph after each pass, fusion decisions, the memory plan and the compiler" {
+    TLOG=graph,passes,fusion,memory,codegen run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    [[ "$stderr" == *"after dce"* ]]
+    [[ "$stderr" == *"after fold"* ]]
+    [[ "$stderr" == *"act: linear (linear) + relu (relu) in place"* ]]
+    [[ "$stderr" == *"workspace: "*" slots"* ]]
+    [[ "$stderr" == *"compiler: "*"-shared"* ]]
+    [[ "$stderr" == *"compiler took"* ]]
+}
