@@ -30,7 +30,8 @@ make_npy() {
     } >"$file"
 }
 
-# check_fixture MODEL VARIANT: texport, then both batches through one graph.
+# check_fixture MODEL VARIANT: texport, then both batches through one graph
+# (and once straight from the pipe, texport M | trun -).
 check_fixture() {
     skip_unless_cmd "$TEXPORT" texport
     "$TEXPORT" "$FIX/$1.$2" >"$TMP/m.tg"
@@ -39,6 +40,9 @@ check_fixture() {
         echo "$1.$2 batch $b: $output" >&3
         [[ "$output" == *": ok" ]]
     done
+    run_ok bash -c '"$1" "$2" | "$3" - "$4" --check "$5"' _ "$TEXPORT" "$FIX/$1.$2" "$TRUN" \
+        "$FIX/$1.in0.b3.npy" "$FIX/$1.out0.b3.npy"
+    [[ "$output" == *": ok" ]]
 }
 
 @test "trun --help prints usage on stdout and exits 0" {
@@ -90,6 +94,18 @@ check_fixture() {
 
 @test "tinygpt.core.pt2 through texport matches PyTorch for batch 1 and 3" {
     check_fixture tinygpt core.pt2
+}
+
+@test "mlp.onnx through texport matches PyTorch for batch 1 and 3" {
+    check_fixture mlp onnx
+}
+
+@test "cnn.onnx through texport matches PyTorch for batch 1 and 3" {
+    check_fixture cnn onnx
+}
+
+@test "tinygpt.onnx through texport matches PyTorch for batch 1 and 3" {
+    check_fixture tinygpt onnx
 }
 
 @test "trun reads the model from stdin as -" {
