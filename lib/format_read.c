@@ -28,6 +28,15 @@ static size_t src_read(source *s, void *dst, size_t n)
     return k;
 }
 
+/* After a short read: -1 with the system's reason when the stream failed
+ * (the caller reports truncation otherwise). */
+static int src_error(const source *s)
+{
+    if (s->f && ferror(s->f))
+        return tg_err("read error: %s", strerror(errno ? errno : EIO));
+    return 0;
+}
+
 static bool src_eof(source *s)
 {
     if (!s->f)
@@ -58,7 +67,6 @@ struct name_idx {
 /* One entry of the graph's "values". */
 typedef struct {
     const char *name;
-    const cJSON *json;
     tg_value_kind kind;
     tg_dtype dtype;
     tg_shape shape;
@@ -87,6 +95,8 @@ static int read_frame(reader *r, uint64_t *hlen)
 {
     unsigned char b[8];
     size_t got = src_read(&r->in, b, 8);
+    if (got < 8 && src_error(&r->in) < 0)
+        return -1;
     if (got == 0)
         return tg_err("empty input (expected a TG graph file)");
     if (got < 8)
@@ -106,6 +116,8 @@ static int read_frame(reader *r, uint64_t *hlen)
     if (!(r->header = malloc(n + 1)))
         return tg_err("out of memory for a %llu-byte header", (unsigned long long)n);
     got = src_read(&r->in, r->header, n);
+    if (got < n && src_error(&r->in) < 0)
+        return -1;
     if (got < n)
         return tg_err("truncated: the header needs %llu bytes but only %zu follow",
                       (unsigned long long)n, got);
@@ -288,6 +300,8 @@ static int read_data(reader *r)
             return tg_err("out of memory for tensor '%s' (%llu bytes)", t->name,
                           (unsigned long long)(t->end - t->begin));
         size_t got = src_read(&r->in, t->data, n);
+        if (got < n && src_error(&r->in) < 0)
+            return -1;
         if (got < n)
             return tg_err("truncated: the data ends inside tensor '%s' (byte %llu of %llu)",
                           t->name, (unsigned long long)(t->begin + got),
@@ -298,11 +312,9 @@ static int read_data(reader *r)
                     return tg_err("data: tensor '%s': bool element %zu is %u, not 0 or 1",
                                   t->name, k, ((unsigned char *)t->data)[k]);
     }
-    if (r->in.f && ferror(r->in.f))
-        return tg_err("read error: %s", strerror(errno ? errno : EIO));
     if (!src_eof(&r->in))
         return tg_err("trailing bytes after the last tensor");
-    return 0;
+    return src_error(&r->in);
 }
 
 /* ---- the graph ---- */
@@ -377,7 +389,6 @@ static int parse_values(reader *r)
             return tg_err("%s: name must be a non-empty string without control characters "
                           "(at most %d bytes)", what, TG_FMT_NAME_MAX);
         v->name = f[0]->valuestring;
-        v->json = j;
         v->id = v->tensor = -1;
         snprintf(what, sizeof what, "graph: value '%s'", v->name);
         int k = 0;
