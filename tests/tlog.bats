@@ -155,6 +155,16 @@ setup() {
     done
 }
 
+@test "tgraph(7) documents every TLOG component the tools know" {
+    man7=${TG_SRCDIR:-$BATS_TEST_DIRNAME/..}/man/man7/tgraph.7
+    run_ok env TLOG=help "$TLOG"
+    comps=$(sed -n 's/^  \([a-z]*\) .*/\1/p' <<<"$output")
+    [ "$(wc -w <<<"$comps")" -ge 10 ]
+    for c in $comps; do
+        grep -qx "\.B $c" "$man7" || { echo "$c is not in $man7"; false; }
+    done
+}
+
 @test "an unknown TLOG component is a usage error listing the known ones" {
     run_fails 2 "TLOG: unknown component 'fusoin' \(known: all, import, .*format" env TLOG=fusoin "$TLOG" "$TMP/g.tg"
     [ -z "$output" ]
