@@ -193,3 +193,33 @@ random_npy() {
     [[ "$stderr" == *"compiler: "*"-shared"* ]]
     [[ "$stderr" == *"compiler took"* ]]
 }
+
+@test "the example program of tgraph_model(3) compiles and runs a compiled model" {
+    sed -n '/example-begin/,/example-end/p' "$TG_SRCDIR/man/man3/tgraph_model.3" |
+        sed -e '1d' -e '$d' -e 's/\\e/\\/g' -e 's/\\-/-/g' >"$TMP/run_model.c"
+    cc -std=gnu11 -Wall -Werror -I"$TG_SRCDIR/include" -o "$TMP/run_model" "$TMP/run_model.c" -ldl
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    run_ok "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    run_ok "$TMP/run_model" "$TMP/m.so" 5
+    [[ "$output" == *"input 0 'x': dtype 1, dims [batch, 8]"* ]]
+    [[ "$output" == *"output 0: rank 2, dims [5, 4]"* ]]
+}
+
+@test "tgraph.mk builds a .so from a .pt2 and from an .onnx through their .tg" {
+    cp "$FIX/mlp.pt2" "$FIX/cnn.onnx" "$TMP/"
+    printf 'include %s/share/tgraph/tgraph.mk\nall: mlp.so cnn.so\n' "$TG_SRCDIR" >"$TMP/Makefile"
+    run_ok make -C "$TMP" TEXPORT="$TEXPORT" TCOMPILE="$TCOMPILE" TCOMPILE_FLAGS=-O1
+    [ -f "$TMP/mlp.tg" ] && [ -f "$TMP/cnn.tg" ]
+    run_ok "$TRUN" "$TMP/mlp.so" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy"
+    run_ok "$TRUN" "$TMP/cnn.so" "$FIX/cnn.in0.b1.npy" --check "$FIX/cnn.out0.b1.npy"
+    run_ok make -C "$TMP" TEXPORT="$TEXPORT" TCOMPILE="$TCOMPILE"
+    [[ "$output" == *"Nothing to be done"* ]]
+}
+
+@test "tgraph.mk makes NAME.q8.tg with tquant from NAME.tg" {
+    cp "$FIX/mlp.pt2" "$TMP/"
+    printf 'include %s/share/tgraph/tgraph.mk\n' "$TG_SRCDIR" >"$TMP/Makefile"
+    run_ok make -n -C "$TMP" TQUANT=tq mlp.q8.tg
+    [[ "$output" == *"texport "*"-o mlp.tg mlp.pt2"* ]]
+    [[ "$output" == *"tq "*"-o mlp.q8.tg mlp.tg"* ]]
+}
