@@ -68,33 +68,54 @@ static void valid_range(int64_t n, int64_t str, int64_t off, int64_t lim, int64_
     *o1 = hi > lo ? hi : lo;
 }
 
-/* columns of output rows [r0, r1) (row = (d, h) pair) for channels xc[0..cg):
+typedef struct {
+    const geom *g;
+    const float *xc;
+    int64_t r0, r1;
+    float *col;
+} im2col_job;
+
+/* columns of output rows [r0, r1) (row = (d, h) pair), channels [begin, end):
  * col[(c, kd, kh, kw), (row - r0) * out_w + ow] */
-static void im2col(const geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
-                   float *col)
+static void im2col_channels(void *ctx, int64_t begin, int64_t end)
 {
-    int64_t ow = g->out[2], ncol = (r1 - r0) * ow;
-    for (int64_t c = 0; c < cg; c++)
+    const im2col_job *j = ctx;
+    const geom *g = j->g;
+    int64_t ow = g->out[2], ncol = (j->r1 - j->r0) * ow;
+    for (int64_t c = begin; c < end; c++)
         for (int64_t kd = 0; kd < g->ker[0]; kd++)
             for (int64_t kh = 0; kh < g->ker[1]; kh++)
                 for (int64_t kw = 0; kw < g->ker[2]; kw++) {
-                    float *dst = col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                    float *dst = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
                     int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
                     valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
-                    for (int64_t r = r0; r < r1; r++, dst += ow) {
+                    for (int64_t r = j->r0; r < j->r1; r++, dst += ow) {
                         int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
                         int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
                         if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
                             memset(dst, 0, (size_t)ow * sizeof *dst);
                             continue;
                         }
-                        const float *src = xc + ((c * g->in[0] + id) * g->in[1] + ih) * g->in[2] + woff;
+                        const float *src = j->xc + ((c * g->in[0] + id) * g->in[1] + ih) * g->in[2] + woff;
                         memset(dst, 0, (size_t)w0 * sizeof *dst);
-                        for (int64_t o = w0; o < w1; o++)
-                            dst[o] = src[o * g->str[2]];
+                        if (g->str[2] == 1)
+                            memcpy(dst + w0, src + w0, (size_t)(w1 - w0) * sizeof *dst);
+                        else
+                            for (int64_t o = w0; o < w1; o++)
+                                dst[o] = src[o * g->str[2]];
                         memset(dst + w1, 0, (size_t)(ow - w1) * sizeof *dst);
                     }
                 }
+}
+
+/* On the caller's thread (few work items) the copy is split by channel too:
+ * it is memory-bound work as long as the GEMM's. */
+static void im2col(const geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
+                   float *col)
+{
+    im2col_job j = {g, xc, r0, r1, col};
+    int64_t per_channel = g->kprod * (r1 - r0) * g->out[2];
+    tgk_parallel_for(cg, 1 + 65536 / per_channel, im2col_channels, &j);
 }
 
 /* y[k, 0..n) = bias[k0 + k] (or 0) for k < nk, rows ld apart */
@@ -190,28 +211,45 @@ TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
 
 /* transposed: per (image, group), col = w_g^T x_g over slabs of input rows,
  * then scattered (col2im) into y. Items write overlapping outputs only
- * within one (image, group), so those are the unit of parallel work. */
-static void col2im(const geom *g, const float *col, int64_t kg, int64_t r0, int64_t r1,
-                   float *y)
+ * within one (image, group), so those are the unit of parallel work; within
+ * one, the scatter splits by output channel. */
+typedef struct {
+    const geom *g;
+    const float *col;
+    int64_t r0, r1;
+    float *y;
+} col2im_job;
+
+static void col2im_channels(void *ctx, int64_t begin, int64_t end)
 {
-    int64_t iw = g->in[2], ncol = (r1 - r0) * iw;
-    for (int64_t c = 0; c < kg; c++)
+    const col2im_job *j = ctx;
+    const geom *g = j->g;
+    int64_t iw = g->in[2], ncol = (j->r1 - j->r0) * iw;
+    for (int64_t c = begin; c < end; c++)
         for (int64_t kd = 0; kd < g->ker[0]; kd++)
             for (int64_t kh = 0; kh < g->ker[1]; kh++)
                 for (int64_t kw = 0; kw < g->ker[2]; kw++) {
-                    const float *src = col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                    const float *src = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
                     int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
                     valid_range(iw, g->str[2], woff, g->out[2], &w0, &w1);
-                    for (int64_t r = r0; r < r1; r++, src += iw) {
+                    for (int64_t r = j->r0; r < j->r1; r++, src += iw) {
                         int64_t od = r / g->in[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
                         int64_t oh = r % g->in[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
                         if (od < 0 || od >= g->out[0] || oh < 0 || oh >= g->out[1])
                             continue;
-                        float *dst = y + ((c * g->out[0] + od) * g->out[1] + oh) * g->out[2] + woff;
+                        float *dst = j->y + ((c * g->out[0] + od) * g->out[1] + oh) * g->out[2] + woff;
                         for (int64_t i = w0; i < w1; i++)
                             dst[i * g->str[2]] += src[i];
                     }
                 }
+}
+
+static void col2im(const geom *g, const float *col, int64_t kg, int64_t r0, int64_t r1,
+                   float *y)
+{
+    col2im_job j = {g, col, r0, r1, y};
+    int64_t per_channel = g->kprod * (r1 - r0) * g->in[2];
+    tgk_parallel_for(kg, 1 + 65536 / per_channel, col2im_channels, &j);
 }
 
 static void transposed_items(void *ctx, int64_t begin, int64_t end)
