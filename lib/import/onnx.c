@@ -440,6 +440,18 @@ static uint8_t *read_file(const char *path, size_t *len)
     return buf;
 }
 
+/* The opset the model imports for a node's domain ("" and "ai.onnx" are one). */
+static int64_t domain_opset(const onnx_ctx *c, const char *domain)
+{
+    bool dflt = !domain || !*domain || !strcmp(domain, "ai.onnx");
+    for (size_t i = 0; i < c->model->n_opset_import; i++) {
+        const char *d = c->model->opset_import[i]->domain;
+        bool ddflt = !d || !*d || !strcmp(d, "ai.onnx");
+        if (dflt ? ddflt : (d && !strcmp(d, domain))) return c->model->opset_import[i]->version;
+    }
+    return 0;
+}
+
 static void ctx_free(onnx_ctx *c)
 {
     for (int i = 0; i < c->nent; i++) ent_clear(&c->ents[i]), free(c->ents[i].name);
@@ -478,7 +490,7 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
         if (rc == 1) {
             unsupported++;
             fprintf(lf, "\n  %s (domain %s, opset %lld) at node '%s'", n->op_type ? n->op_type : "?",
-                    n->domain && *n->domain ? n->domain : "ai.onnx", (long long)c->opset,
+                    n->domain && *n->domain ? n->domain : "ai.onnx", (long long)domain_opset(c, n->domain),
                     n->name ? n->name : "");
         } else if (rc < 0 && !unsupported) {
             char msg[1024];
@@ -499,9 +511,15 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
     free(list);
     if (unsupported || rc < 0) return -1;
     for (size_t i = 0; i < gp->n_output; i++) {
-        onnx_ent *e = onnx_get(c, gp->output[i]->name ? gp->output[i]->name : "");
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        onnx_ent *e = onnx_get(c, name);
         int v = e ? onnx_value(c, e) : -1;
-        if (v < 0 || tg_graph_add_output(c->g, v) < 0) return -1;
+        if (v < 0) return -1;
+        /* Outputs keep their ONNX names (trun -o DIR writes NAME.npy). */
+        if (c->g->values[v].kind == TG_VALUE_NODE && strcmp(c->g->values[v].name, name) &&
+            tg_graph_find_value(c->g, name) < 0 && tg_graph_rename_value(c->g, v, name))
+            return -1;
+        if (tg_graph_add_output(c->g, v) < 0) return -1;
     }
     return 0;
 }
@@ -511,12 +529,9 @@ tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
 {
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) return tg_err("not an ONNX model (protobuf decoding failed)"), NULL;
-    onnx_ctx c = {.model_dir = dir ? dir : "."};
+    onnx_ctx c = {.model_dir = dir ? dir : ".", .model = m};
     tg_graph *g = NULL;
-    for (size_t i = 0; i < m->n_opset_import; i++) {
-        const char *d = m->opset_import[i]->domain;
-        if (!d || !*d || !strcmp(d, "ai.onnx")) c.opset = m->opset_import[i]->version;
-    }
+    c.opset = domain_opset(&c, "");
     if (!m->graph) {
         tg_err("model has no graph");
     } else if (c.opset < ONNX_MIN_OPSET) {

@@ -35,6 +35,7 @@ typedef struct {
 typedef struct onnx_ctx {
     tg_graph *g;
     int64_t opset;              /* default domain */
+    const Onnx__ModelProto *model;
     onnx_ent *ents;
     int nent, cap;
     int *hash;                  /* open addressing over ents, -1 empty */

@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# texport on ONNX models: the fixtures and the op-coverage models of
+# tests/fixtures/onnx (made by gen_onnx.py with ONNX Runtime's outputs as the
+# reference) run through trun within rtol 1e-4 / atol 1e-5 at batch 1 and 3
+# through one graph; symbols and ranges; every way a model can be refused.
+
+load common
+
+TOL=(--rtol=1e-4 --atol=1e-5)
+ONNX=$FIX/onnx
+
+# check_model DIR NAME: texport DIR/NAME.onnx once, then trun it at batch 1 and
+# 3 against every reference output NAME.outK.bB.npy.
+check_model() {
+    local dir=$1 name=$2 b ins refs
+    run_ok "$TEXPORT" -o "$TMP/$name.tg" "$dir/$name.onnx"
+    for b in 1 3; do
+        ins=$(ls "$dir/$name".in*.b$b.npy)
+        refs=$(ls "$dir/$name".out*.b$b.npy | paste -sd, -)
+        # shellcheck disable=SC2086
+        run_ok "$TRUN" "$TMP/$name.tg" $ins --check "$refs" "${TOL[@]}"
+    done
+}
+
+@test "onnx: mlp matches PyTorch at batch 1 and 3" { check_model "$FIX" mlp; }
+@test "onnx: cnn matches PyTorch at batch 1 and 3" { check_model "$FIX" cnn; }
+@test "onnx: tinygpt matches PyTorch at batch 1 and 3" { check_model "$FIX" tinygpt; }
+@test "onnx: the shipped convnet example (external data file) matches PyTorch" {
+    run_ok "$TEXPORT" -o "$TMP/c.tg" "$TG_SRCDIR/share/examples/convnet.onnx"
+    run_ok "$TRUN" "$TMP/c.tg" "$TG_SRCDIR/share/examples/convnet.in.npy" \
+        --check "$TG_SRCDIR/share/examples/convnet.out.npy" "${TOL[@]}"
+}
+
+@test "onnx ops: Conv, ConvTranspose, BatchNormalization, pools, Gemm" { check_model "$ONNX" conv_family; }
+@test "onnx ops: Group, Instance and LayerNormalization" { check_model "$ONNX" norms; }
+@test "onnx ops: arithmetic, activations, comparisons, logic, Cast, Where" { check_model "$ONNX" elementwise; }
+@test "onnx ops: shape arithmetic, Reshape, Split, Slice, Expand, Tile, reductions, softmax" { check_model "$ONNX" shapes; }
+@test "onnx ops: Gather (embedding), Range, ConstantOfShape, Trilu, GatherElements" { check_model "$ONNX" indexing; }
+@test "onnx ops: opset 23 Attention with GQA and a causal mask" { check_model "$ONNX" attention; }
+@test "onnx ops: opset 13 forms (reduce axes attribute, Split input)" { check_model "$ONNX" opset13; }
+
+@test "onnx: dim_param becomes a symbol with the default range" {
+    "$TEXPORT" "$ONNX/shapes.onnx" >"$TMP/s.tg"
+    run_ok "$TLOG" "$TMP/s.tg"
+    [[ "$stderr" =~ N\ +1\.\.2147483647 ]]
+    [[ "$stderr" =~ x\ +f32\[N,\ 4,\ 6\] ]]
+}
+
+@test "onnx: shape arithmetic feeding Reshape keeps the batch symbolic" {
+    "$TEXPORT" "$ONNX/shapes.onnx" >"$TMP/s.tg"
+    run_ok "$TLOG" "$TMP/s.tg"
+    [[ "$stderr" =~ y\ +f32\[N,\ 8,\ 3\] ]]
+}
+
+@test "onnx: --range sets a symbol's range and trun enforces it" {
+    run_ok "$TEXPORT" --range N=1:2 -o "$TMP/s.tg" "$ONNX/shapes.onnx"
+    run_ok "$TLOG" "$TMP/s.tg"
+    [[ "$stderr" =~ N\ +1\.\.2 ]]
+    run_fails 1 "N" "$TRUN" "$TMP/s.tg" "$ONNX/shapes.in0.b3.npy" -o "$TMP/out"
+}
+
+@test "onnx: outputs keep their ONNX names" {
+    run_ok "$TEXPORT" -o "$TMP/s.tg" "$ONNX/shapes.onnx"
+    run_ok "$TRUN" "$TMP/s.tg" "$ONNX/shapes.in0.b1.npy" \
+        --check "$ONNX/shapes.out0.b1.npy,$ONNX/shapes.out1.b1.npy"
+    [[ "$stderr$output" =~ output\ 0\ \'y\' ]]
+    [[ "$stderr$output" =~ output\ 1\ \'z\' ]]
+}
+
+@test "onnx: every unsupported operator is listed at once with node and domain/opset" {
+    run_fails 1 "3 unsupported operators" "$TEXPORT" "$ONNX/unsupported.onnx"
+    [[ "$stderr" =~ Celu\ \(domain\ ai\.onnx,\ opset\ 21\)\ at\ node\ \'celu_node\' ]]
+    [[ "$stderr" =~ Hardmax.*hardmax_node ]]
+    [[ "$stderr" =~ FancyOp\ \(domain\ com\.example,\ opset\ 1\)\ at\ node\ \'custom_node\' ]]
+    [ -z "$output" ]
+}
+
+@test "onnx: an opset older than 13 is refused" {
+    run_fails 1 "opset 11 is older than 13" "$TEXPORT" "$ONNX/old_opset.onnx"
+}
+
+@test "onnx: external data outside the model's folder is refused" {
+    run_fails 1 "inside the model's folder" "$TEXPORT" "$ONNX/external_escape.onnx"
+}
+
+@test "onnx: a missing external data file is an error" {
+    run_fails 1 "missing\.bin" "$TEXPORT" "$ONNX/external_missing.onnx"
+}
+
+@test "onnx: a truncated external data file is an error" {
+    cp "$TG_SRCDIR/share/examples/convnet.onnx" "$TMP/"
+    head -c 1000 "$TG_SRCDIR/share/examples/convnet.onnx.data" >"$TMP/convnet.onnx.data"
+    run_fails 1 "outside the file" "$TEXPORT" "$TMP/convnet.onnx"
+}
+
+@test "onnx: a truncated model is an error, not a crash" {
+    head -c 3000 "$FIX/cnn.onnx" >"$TMP/cut.onnx"
+    run_fails 1 "texport: .*cut\.onnx: " "$TEXPORT" "$TMP/cut.onnx"
+    [ -z "$output" ]
+}
+
+@test "onnx: garbage with an .onnx name is an error" {
+    head -c 4096 /dev/urandom >"$TMP/junk.onnx"
+    run_fails 1 "texport: .*junk\.onnx: " "$TEXPORT" "$TMP/junk.onnx"
+}
