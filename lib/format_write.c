@@ -38,9 +38,12 @@ static int value_order(const tg_graph *g, int *order)
             return tg_err("node %d was removed but the graph not compacted", i);
         for (int k = 0; k < nd->nout; k++) {
             int v = nd->out[k];
+            bool twice = false;
+            for (int m = 0; m < k; m++)
+                twice |= nd->out[m] == v;
             if (v < 0 || v >= g->nvalue || g->values[v].kind != TG_VALUE_NODE ||
-                g->values[v].producer != i)
-                return tg_err("node '%s': output %d is not a node value it produces",
+                g->values[v].producer != i || twice)
+                return tg_err("node '%s': output %d is not a node value it alone produces",
                               nd->name, k);
             order[n++] = v;
         }
@@ -240,20 +243,30 @@ static int check_refs(const tg_graph *g, const int *order, int norder)
     return rc;
 }
 
-char *tg_graph_to_json(const tg_graph *g)
+/* The graph JSON text; *order (malloc'd) gets the file's value order and
+ * *norder its length. NULL (tg_err) on error. */
+static char *graph_text(const tg_graph *g, int **order, int *norder)
 {
     tg_err_clear();     /* put() reports "out of memory" only when nothing else did */
-    int *order = malloc(((size_t)g->nvalue + 1) * sizeof *order);
-    if (!order)
-        return tg_err("out of memory"), NULL;
     char *s = NULL;
-    int n = value_order(g, order);
-    if (n >= 0 && check_refs(g, order, n) == 0) {
-        cJSON *j = graph_json(g, order, n);
-        if (j && !(s = cJSON_PrintUnformatted(j)))
-            tg_err("out of memory");
-        cJSON_Delete(j);
+    cJSON *j = NULL;
+    if (!(*order = malloc(((size_t)g->nvalue + 1) * sizeof **order)))
+        tg_err("out of memory");
+    else if ((*norder = value_order(g, *order)) >= 0 && check_refs(g, *order, *norder) == 0 &&
+             (j = graph_json(g, *order, *norder)) && !(s = cJSON_PrintUnformatted(j)))
+        tg_err("out of memory");
+    cJSON_Delete(j);
+    if (!s) {
+        free(*order);
+        *order = NULL;
     }
+    return s;
+}
+
+char *tg_graph_to_json(const tg_graph *g)
+{
+    int *order, n;
+    char *s = graph_text(g, &order, &n);
     free(order);
     return s;
 }
@@ -274,24 +287,49 @@ static int cmp_tensor(const void *pa, const void *pb)
     return a->pos - b->pos;
 }
 
+/* Add constant v's header entry, its data at *off, and advance *off. */
+static int put_tensor(cJSON *hdr, const tg_value *v, uint64_t *off)
+{
+    int64_t dims[TG_MAX_RANK];
+    size_t want = tg_dtype_size(v->dtype);
+    if (!tg_shape_is_const(&v->shape, dims))
+        return tg_err("constant '%s' has a symbolic shape", v->name);
+    for (int k = 0; k < v->shape.rank; k++)
+        if (dims[k] < 0 || __builtin_mul_overflow(want, (size_t)dims[k], &want))
+            return tg_err("constant '%s': bad shape", v->name);
+    if (want != v->nbytes || (want && !v->data))
+        return tg_err("constant '%s': %zu bytes of data, dtype and shape need %zu", v->name,
+                      v->nbytes, want);
+    if (!strcmp(v->name, "__metadata__"))
+        return tg_err("a constant cannot be called __metadata__ (safetensors reserves it)");
+    if (want >= (uint64_t)TG_JSON_INT_EXACT - *off)
+        return tg_err("constant '%s': the data would pass 2^53 bytes", v->name);
+    cJSON *t = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs;
+    if (!put(hdr, v->name, t) || !put(t, "dtype", cJSON_CreateString(tg_dtype_st_name(v->dtype))) ||
+        !put(t, "shape", shape))
+        return -1;
+    for (int k = 0; k < v->shape.rank; k++)
+        if (!put(shape, NULL, tg_json_int(dims[k])))
+            return -1;
+    if (!put(t, "data_offsets", offs = cJSON_CreateArray()) ||
+        !put(offs, NULL, tg_json_int((int64_t)*off)) ||
+        !put(offs, NULL, tg_json_int((int64_t)(*off + want))))
+        return -1;
+    *off += want;
+    return 0;
+}
+
 /* The header JSON, padded with spaces to a multiple of 8; *tensors gets the
  * constant value ids in data order. NULL on error. */
 static char *header_text(const tg_graph *g, int **tensors, int *ntensors, size_t *len)
 {
-    tg_err_clear();     /* as in tg_graph_to_json */
-    int *order = malloc(((size_t)g->nvalue + 1) * sizeof *order);
+    int *order = NULL, n = 0, nt = 0;
+    cJSON *hdr = NULL;
+    char *text = NULL, *graph = graph_text(g, &order, &n);
     tensor_slot *slots = malloc(((size_t)g->nvalue + 1) * sizeof *slots);
-    cJSON *hdr = NULL, *gj = NULL;
-    char *graph = NULL, *text = NULL;
-    int n = -1, nt = 0;
-    if (!order || !slots) {
-        tg_err("out of memory");
+    if (!graph)
         goto done;
-    }
-    if ((n = value_order(g, order)) < 0 || check_refs(g, order, n) < 0 ||
-        !(gj = graph_json(g, order, n)))
-        goto done;
-    if (!(graph = cJSON_PrintUnformatted(gj))) {
+    if (!slots) {
         tg_err("out of memory");
         goto done;
     }
@@ -313,41 +351,9 @@ static char *header_text(const tg_graph *g, int **tensors, int *ntensors, size_t
         !put(meta, "tgraph", cJSON_CreateString(graph)))
         goto done;
     uint64_t off = 0;
-    for (int i = 0; i < nt; i++) {
-        const tg_value *v = &g->values[slots[i].id];
-        int64_t dims[TG_MAX_RANK];
-        size_t want = tg_dtype_size(v->dtype);
-        if (!tg_shape_is_const(&v->shape, dims)) {
-            tg_err("constant '%s' has a symbolic shape", v->name);
+    for (int i = 0; i < nt; i++)
+        if (put_tensor(hdr, &g->values[slots[i].id], &off) < 0)
             goto done;
-        }
-        for (int k = 0; k < v->shape.rank; k++)
-            if (dims[k] < 0 || __builtin_mul_overflow(want, (size_t)dims[k], &want)) {
-                tg_err("constant '%s': bad shape", v->name);
-                goto done;
-            }
-        if (want != v->nbytes || (want && !v->data)) {
-            tg_err("constant '%s': %zu bytes of data, dtype and shape need %zu", v->name,
-                   v->nbytes, want);
-            goto done;
-        }
-        if (!strcmp(v->name, "__metadata__")) {
-            tg_err("a constant cannot be called __metadata__ (safetensors reserves it)");
-            goto done;
-        }
-        cJSON *t = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs;
-        if (!put(hdr, v->name, t) || !put(t, "dtype", cJSON_CreateString(tg_dtype_st_name(v->dtype))) ||
-            !put(t, "shape", shape))
-            goto done;
-        for (int k = 0; k < v->shape.rank; k++)
-            if (!put(shape, NULL, tg_json_int(dims[k])))
-                goto done;
-        if (!put(t, "data_offsets", offs = cJSON_CreateArray()) ||
-            !put(offs, NULL, tg_json_int((int64_t)off)) ||
-            !put(offs, NULL, tg_json_int((int64_t)(off + want))))
-            goto done;
-        off += want;
-    }
     char *raw = cJSON_PrintUnformatted(hdr);
     if (!raw) {
         tg_err("out of memory");
@@ -376,7 +382,6 @@ static char *header_text(const tg_graph *g, int **tensors, int *ntensors, size_t
     order = NULL;
 done:
     cJSON_Delete(hdr);
-    cJSON_Delete(gj);
     free(graph);
     free(order);
     free(slots);
