@@ -1,7 +1,9 @@
 /* libFuzzer target for the TG reader: any bytes give a graph or a one-line
- * error, never a crash, a leak or undefined behaviour. A graph the reader
- * accepts must write, read back, and write again to the same bytes.
+ * error, never a crash, a leak or undefined behaviour. Reading from memory
+ * (size known) and from a stream (size unknown) must agree, and a graph the
+ * reader accepts must write, read back, and write again to the same bytes.
  *   make fuzz && ./fuzz/fuzz_tg -max_total_time=600 fuzz/corpus/tg */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +27,31 @@ static uint8_t *write_mem(const tg_graph *g, size_t *len)
     return (uint8_t *)buf;
 }
 
+/* Whether the stream reader accepts the bytes too. */
+static bool stream_accepts(const uint8_t *data, size_t size)
+{
+    if (!size)
+        return false;
+    FILE *f = fmemopen((void *)data, size, "rb");
+    if (!f)
+        abort();
+    tg_graph *g = tg_graph_read(f);
+    fclose(f);
+    tg_graph_free(g);
+    return g != NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tg_err_clear();
+    bool streamed = stream_accepts(data, size);
+    tg_err_clear();
     tg_graph *g = tg_graph_read_mem(data, size);
+    if (streamed != (g != NULL)) {
+        fprintf(stderr, "fuzz_tg: the stream reader %s what the memory reader %s\n",
+                streamed ? "accepts" : "rejects", streamed ? "rejects" : "accepts");
+        abort();
+    }
     if (!g) {
         const char *msg = tg_errmsg();
         if (!*msg || strchr(msg, '\n')) {
