@@ -333,7 +333,7 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
         if (t->raw_data.len != bytes)
             rc = tg_err("tensor '%s': raw_data has %zu bytes, expected %zu", name,
                         t->raw_data.len, bytes);
-        else
+        else if (bytes)
             memcpy(p, t->raw_data.data, bytes);
     } else {
         /* Typed fields: float_data (f32), int32_data (small ints, bool, f16/bf16 bits),
@@ -342,6 +342,8 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
                     : *dt == TG_F64 ? t->n_double_data : t->n_int32_data;
         if (have != (size_t)n)
             rc = tg_err("tensor '%s': %zu values stored, expected %lld", name, have, (long long)n);
+        else if (n == 0)
+            ;                       /* an empty tensor: the arrays may be NULL */
         else if (*dt == TG_F32) memcpy(p, t->float_data, bytes);
         else if (*dt == TG_I64) memcpy(p, t->int64_data, bytes);
         else if (*dt == TG_F64) memcpy(p, t->double_data, bytes);
