@@ -142,7 +142,7 @@ static int map_alias(onnx_ctx *c, const onnx_op_map *m)
 {
     onnx_ent *e = in_req(c, 0);
     if (!e || only_first_output(c)) return -1;
-    if (e->kind == ONNX_ENT_VALUE) return def_out(c, 0, e->value);
+    if (e->kind == ONNX_ENT_VALUE) return def_out(c, 0, onnx_value(c, e));
     if (e->kind == ONNX_ENT_SYMS) return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
     void *copy = malloc(e->nbytes ? e->nbytes : 1);
     if (!copy) return tg_err("out of memory");
@@ -206,7 +206,9 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     } else {                    /* CastLike */
         onnx_ent *like = in_req(c, 1);
         if (!like) return -1;
-        to = like->kind == ONNX_ENT_VALUE ? dtype_of(c, like->value) : like->kind == ONNX_ENT_CONST ? like->dtype : TG_I64;
+        int lv = like->kind == ONNX_ENT_VALUE ? onnx_value(c, like) : 0;
+        if (lv < 0) return -1;
+        to = like->kind == ONNX_ENT_VALUE ? dtype_of(c, lv) : like->kind == ONNX_ENT_CONST ? like->dtype : TG_I64;
     }
     if (e->kind == ONNX_ENT_SYMS && (to == TG_I64 || to == TG_I32))
         return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
