@@ -63,6 +63,8 @@ static int rehash(pt2_ctx *c, int cap)
 
 static int bind(pt2_ctx *c, const char *name, pt2_name val)
 {
+    if (!name)
+        return tg_err("an output of the node has no name");
     pt2_name *old = (pt2_name *)pt2_lookup(c, name);
     if (old) {
         val.name = old->name;
@@ -109,12 +111,12 @@ static const cJSON *out_ref(const cJSON *node, int i)
         const cJSON *a = o->child;
         if (!a)
             continue;
-        if (!strcmp(a->string, "as_tensors") || !strcmp(a->string, "as_optional_tensors")) {
+        if (!strcmp(pt2_key(a), "as_tensors") || !strcmp(pt2_key(a), "as_optional_tensors")) {
             int n = cJSON_GetArraySize(a);
             if (i < n)
                 return cJSON_GetArrayItem(a, i);
             i -= n;
-        } else if (!strcmp(a->string, "as_none")) {
+        } else if (!strcmp(pt2_key(a), "as_none")) {
             continue;
         } else if (i-- == 0) {
             return a;
@@ -129,7 +131,7 @@ const char *pt2_out_name(const cJSON *node, int i)
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "name");
     if (!n)
         n = cJSON_GetObjectItemCaseSensitive(r, "as_name");
-    if (!n && r && r->child && !strcmp(r->child->string, "as_tensor"))   /* optional list */
+    if (!n && r && r->child && !strcmp(pt2_key(r->child), "as_tensor"))   /* optional list */
         n = cJSON_GetObjectItemCaseSensitive(r->child, "name");
     return cJSON_IsString(n) ? n->valuestring : NULL;
 }
@@ -360,6 +362,8 @@ static int add_symbols(pt2_ctx *c, const cJSON *prog, const cJSON *graph, const 
                        const tg_import_opts *opts)
 {
     const cJSON *rc = cJSON_GetObjectItemCaseSensitive(prog, "range_constraints"), *r, *spec;
+    if (rc && !cJSON_IsObject(rc) && !cJSON_IsNull(rc))
+        return tg_err("models JSON: range_constraints is not an object");
     int n = cJSON_GetArraySize(rc), order[64], norder = 0;
     if (n > TG_MAX_SYMS)
         return tg_err("%d dynamic dimensions; tgraph supports at most %d", n, TG_MAX_SYMS);
@@ -459,20 +463,20 @@ static int add_inputs(pt2_ctx *c, const cJSON *graph, const cJSON *specs, pt2_we
         if (!k)
             return tg_err("malformed input_specs");
         const char *arg = spec_str(cJSON_GetObjectItemCaseSensitive(k, "arg"), "name");
-        const char *fqn = !strcmp(k->string, "parameter") ? spec_str(k, "parameter_name")
-                        : !strcmp(k->string, "buffer") ? spec_str(k, "buffer_name")
-                        : !strcmp(k->string, "tensor_constant") ? spec_str(k, "tensor_constant_name")
+        const char *fqn = !strcmp(pt2_key(k), "parameter") ? spec_str(k, "parameter_name")
+                        : !strcmp(pt2_key(k), "buffer") ? spec_str(k, "buffer_name")
+                        : !strcmp(pt2_key(k), "tensor_constant") ? spec_str(k, "tensor_constant_name")
                         : NULL;
         if (fqn && arg) {
             int v = pt2_weight(w, c->g, fqn);
             if (v < 0 || pt2_bind_tensor(c, arg, v) < 0)
                 return -1;
-        } else if (!strcmp(k->string, "user_input")) {
+        } else if (!strcmp(pt2_key(k), "user_input")) {
             const char *name = user_input_name(spec);
             const cJSON *a = cJSON_GetObjectItemCaseSensitive(k, "arg");
             if (!name) {
                 /* Python constants were specialized away; symbolic ints were not */
-                if (a && a->child && !strcmp(a->child->string, "as_sym_int"))
+                if (a && a->child && !strcmp(pt2_key(a->child), "as_sym_int"))
                     return tg_err("integer inputs are not supported (make them tensors)");
                 continue;
             }
@@ -482,8 +486,8 @@ static int add_inputs(pt2_ctx *c, const cJSON *graph, const cJSON *specs, pt2_we
                 return tg_err("input '%s': %s", name, tg_errmsg());
             if (pt2_bind_tensor(c, name, tg_graph_add_input(c->g, name, dt, &s)) < 0)
                 return -1;
-        } else if (strcmp(k->string, "constant_input")) {
-            return tg_err("inputs of kind '%s' are not supported", k->string);
+        } else if (strcmp(pt2_key(k), "constant_input")) {
+            return tg_err("inputs of kind '%s' are not supported", pt2_key(k));
         }
     }
     return 0;
@@ -675,9 +679,9 @@ static int add_outputs(pt2_ctx *c, const cJSON *specs)
         const cJSON *k = spec->child;
         if (!k)
             return tg_err("malformed output_specs");
-        if (strcmp(k->string, "user_output")) {
+        if (strcmp(pt2_key(k), "user_output")) {
             /* state updates (buffer mutations) have no place in an inference graph */
-            TG_LOG(IMPORT, TG_LOG_WARN, "output of kind '%s' dropped", k->string);
+            TG_LOG(IMPORT, TG_LOG_WARN, "output of kind '%s' dropped", pt2_key(k));
             continue;
         }
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(k, "arg");

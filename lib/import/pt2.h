@@ -62,6 +62,9 @@ extern const pt2_op_entry pt2_ops_tensor[];
 extern const pt2_op_entry pt2_ops_nn[];
 extern const pt2_op_entry pt2_ops_shape[];
 
+/* The member name of j in its object, "" when none (j in an array). */
+static inline const char *pt2_key(const cJSON *j) { return j && j->string ? j->string : ""; }
+
 /* ---- names (pt2.c) ---- */
 const pt2_name *pt2_lookup(const pt2_ctx *c, const char *name);
 int pt2_bind_tensor(pt2_ctx *c, const char *name, int v);

@@ -217,7 +217,7 @@ tg_dtype pt2_promo_result(const pt2_promo *p)
 int pt2_operand(pt2_ctx *c, const cJSON *node, const char *name, tg_dtype dt, int *v)
 {
     const cJSON *a = pt2_arg(node, name);
-    if (a && strcmp(a->string, "as_tensor") == 0) {
+    if (a && strcmp(pt2_key(a), "as_tensor") == 0) {
         if (pt2_tensor(c, node, name, v) < 0)
             return -1;
         *v = pt2_cast(c, false, *v, dt);

@@ -115,7 +115,7 @@ static int h_clamp(pt2_ctx *c, const cJSON *node)
         if (r6 || (ht && !a)) {
             s[k] = (pt2_scalar){.kind = PT2_S_FLOAT, .f = r6 ? 6.0 * k : k ? 1 : -1};
             has[k] = true;
-        } else if (a && !strcmp(a->string, "as_tensor")) {
+        } else if (a && !strcmp(pt2_key(a), "as_tensor")) {
             if (pt2_tensor(c, node, bn[k], &t[k]) < 0)
                 return -1;
             pt2_promo_tensor(&p, pt2_dt(c, t[k]), pt2_rank(c, t[k]));
@@ -168,7 +168,7 @@ static int promo_arg(pt2_ctx *c, const cJSON *node, const char *name, pt2_promo 
     const cJSON *a = pt2_arg(node, name);
     int v;
     pt2_scalar s;
-    if (a && !strcmp(a->string, "as_tensor")) {
+    if (a && !strcmp(pt2_key(a), "as_tensor")) {
         if (pt2_tensor(c, node, name, &v) < 0)
             return -1;
         pt2_promo_tensor(p, pt2_dt(c, v), pt2_rank(c, v));
@@ -528,7 +528,7 @@ static int h_arange(pt2_ctx *c, const cJSON *node)
     tg_dim end;
     bool sym_end = false;
     const cJSON *e = pt2_arg(node, "end");
-    if (e && !strcmp(e->string, "as_sym_int")) {
+    if (e && !strcmp(pt2_key(e), "as_sym_int")) {
         if (pt2_dim(c, node, "end", tg_dim_const(0), &end) < 0)
             return -1;
         sym_end = !tg_dim_is_const(end, &s[1].i);
