@@ -164,8 +164,10 @@ static int read_central(tg_zip *z, uint64_t cd_off, uint64_t cd_size, uint64_t c
         memcpy(e->name, p + CENTRAL_LEN, nlen);
         e->name[nlen] = 0;
         z->n++;
-        if (memchr(e->name, 0, nlen))
-            return tg_err("corrupt zip archive (entry name with a NUL byte)");
+        /* names end up in messages: no control characters */
+        for (uint16_t k = 0; k < nlen; k++)
+            if ((uint8_t)e->name[k] < 0x20 || e->name[k] == 0x7f)
+                return tg_err("corrupt zip archive (entry name with a control character)");
         if (flags & 1)
             return tg_err("zip entry '%s' is encrypted", e->name);
         e->method = rd16(p + 10);
