@@ -1,6 +1,6 @@
 /* Internal state of the C emitter, shared by its files (emit.c: the file and
  * the ABI tables; emit_node.c: one kernel call per node; emit_loop.c: fused
- * loops, later). */
+ * loops). */
 #ifndef TG_CG_H
 #define TG_CG_H
 
@@ -14,6 +14,7 @@ typedef struct {
     const tg_plan *p;
     const tg_weights *w;
     FILE *f;                /* the plan function's body being written */
+    FILE *fns;              /* functions it calls (fused loops), written before it */
     int ndim, dim_cap;      /* dim expressions evaluated once per run into D[] */
     tg_dim *dims;
     bool *used;             /* per value: its pointer variable is referenced */
@@ -44,5 +45,8 @@ const char *cg_quote(tg_cg *c, const char *s);
 /* One node as kernel calls into c->f; -1 (tg_err) when the CPU code generator
  * cannot compile it. */
 int cg_emit_node(tg_cg *c, int n);
+/* A fused loop group (TG_GROUP_LOOP) with root node `root`: a function into
+ * c->fns and its call into c->f. */
+int cg_emit_loop(tg_cg *c, int root);
 
 #endif

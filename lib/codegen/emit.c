@@ -330,6 +330,11 @@ static int emit_body(tg_cg *c)
     for (int n = 0; n < g->nnode; n++) {
         if (p->root[n] != n)
             continue;
+        if (p->kind[n] == TG_GROUP_LOOP) {
+            if (cg_emit_loop(c, n))
+                return -1;
+            continue;
+        }
         for (int m = 0; m <= n; m++)   /* members run in order, the root last */
             if (p->root[m] == n && cg_emit_node(c, m))
                 return -1;
@@ -395,7 +400,8 @@ static const char abi_forwarders[] =
     "TGRAPH_API void tgraph_set_num_threads(int n) { tgk_set_num_threads(n); }\n"
     "TGRAPH_API int tgraph_num_threads(void) { return tgk_num_threads(); }\n";
 
-static int emit_file(tg_cg *c, const char *body, const tg_codegen_weights *how, FILE *f)
+static int emit_file(tg_cg *c, const char *body, const char *fns,
+                     const tg_codegen_weights *how, FILE *f)
 {
     const tg_graph *g = c->g;
     char *tables = NULL, *exec = NULL;
@@ -438,7 +444,7 @@ static int emit_file(tg_cg *c, const char *body, const tg_codegen_weights *how, 
                 TGRT_ALIGN, how->incbin_path);
     if (emit_prepare(c, f))
         goto out;
-    fprintf(f, "%s%s\n", exec, tables);
+    fprintf(f, "%s%s%s\n", fns, exec, tables);
     fprintf(f, "static const tgrt_model MODEL = {\n    .nsym = %d, .sym = SYMS, .bind = BIND,\n"
             "    .nin = %d, .nout = %d, .in = INPUTS, .out = OUTPUTS,\n"
             "    .in_dim = IN_DIM, .out_dim = OUT_DIM,\n    .ndim = %d, .nslot = %d,\n"
@@ -463,8 +469,8 @@ int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
                  const tg_codegen_weights *how, FILE *out)
 {
     tg_cg c = {.g = g, .p = p, .w = w};
-    char *body = NULL;
-    size_t blen = 0;
+    char *body = NULL, *fns = NULL;
+    size_t blen = 0, flen = 0;
     int rc = -1;
     if (p->nnode != g->nnode || p->nvalue != g->nvalue || !p->alias)
         return tg_err("the plan does not belong to this graph (run the memory plan last)");
@@ -472,21 +478,26 @@ int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
         return -1;
     c.used = calloc(g->nvalue + 1, sizeof *c.used);
     c.f = open_memstream(&body, &blen);
-    if (!c.used || !c.f) {
+    c.fns = open_memstream(&fns, &flen);
+    if (!c.used || !c.f || !c.fns) {
         tg_err("out of memory");
         goto out;
     }
     rc = emit_body(&c);
     fclose(c.f);
-    c.f = NULL;
+    fclose(c.fns);
+    c.f = c.fns = NULL;
     if (!rc)
-        rc = emit_file(&c, body, how, out);
+        rc = emit_file(&c, body, fns, how, out);
     TG_LOG(CODEGEN, TG_LOG_INFO, "C file: %d nodes, %d dim expressions, %d workspace slots",
            g->nnode, c.ndim, p->nslot);
 out:
     if (c.f)
         fclose(c.f);
+    if (c.fns)
+        fclose(c.fns);
     free(body);
+    free(fns);
     free(c.used);
     free(c.dims);
     for (int i = 0; i < c.nstr; i++)

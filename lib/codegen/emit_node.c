@@ -50,11 +50,17 @@ static const char *opt_ptr(tg_cg *c, const tg_node *nd, int i)
     return i < nd->nin && nd->in[i] >= 0 ? cg_ptr(c, nd->in[i]) : "NULL";
 }
 
-/* Return a kernel's failure as the run's error, naming the node. */
+/* Return a kernel's failure as the run's error (status), naming the node. */
+static void check_status(tg_cg *c, const tg_node *nd, const char *call, const char *status,
+                         const char *what)
+{
+    fprintf(c->f, "    if (%s)\n        return tgrt_fail(%s, %s);\n", call, status,
+            cg_quote(c, cg_str(c, "node '%s' (%s): %s", nd->name, tg_op_name(nd->op), what)));
+}
+
 static void check_rc(tg_cg *c, const tg_node *nd, const char *call, const char *what)
 {
-    fprintf(c->f, "    if (%s)\n        return tgrt_fail(TGRAPH_E_DATA, %s);\n", call,
-            cg_quote(c, cg_str(c, "node '%s' (%s): %s", nd->name, tg_op_name(nd->op), what)));
+    check_status(c, nd, call, "TGRAPH_E_DATA", what);
 }
 
 static int unary_op(tg_op op, const tg_node *nd, const char **name)
@@ -306,8 +312,10 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     if (per_axis(c, nd, "stride", nsp, 1, "stride") || per_axis(c, nd, "padding", nsp, 0, "pad") ||
         per_axis(c, nd, "dilation", nsp, 1, "dil"))
         return -1;
-    fprintf(c->f, "    tgk_conv_f32(&d, %s, %s, %s, %s);\n", cg_ptr(c, nd->in[0]),
-            cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes));
+    check_status(c, nd,
+                 cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
+                        cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
+                 "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }
 
@@ -350,8 +358,10 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
         for (int i = 1; i < 4; i++)
             fprintf(c->f, "    d.mask_stride[%d] = ms[%d];\n", i, r - 4 + i);
     }
-    fprintf(c->f, "    tgk_sdpa_f32(&d, %s, %s, %s, %s);\n", cg_ptr(c, nd->in[0]),
-            cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]), OUT(c, nd - c->g->nodes));
+    check_status(c, nd,
+                 cg_str(c, "tgk_sdpa_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
+                        cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]), OUT(c, nd - c->g->nodes)),
+                 "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }
 

@@ -66,6 +66,18 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
 const char *tgrt_strerror(int status);
 const char *tgrt_last_error(void);
 
+/* What a fused loop of a plan (tcompile's emit_loop.c) reads: its outside
+ * inputs and result, rows x inner elements (a reduction: rows results of
+ * inner elements each), the row dims and each input's stride along them. */
+#define TGRT_LOOP_MAX_IN 16
+typedef struct {
+    const void *in[TGRT_LOOP_MAX_IN];
+    void *out;
+    int64_t rows, inner;
+    int64_t od[TGRAPH_MAX_RANK];
+    int64_t st[TGRT_LOOP_MAX_IN][TGRAPH_MAX_RANK];
+} tgrt_loop;
+
 /* NumPy matmul of a [..., M, K] (or [K]) and b [..., K, N] (or [K]) into
  * contiguous y, batch dims broadcast (rt_ops.c). */
 void tgrt_matmul_f32(int ra, const int64_t *ad, const float *a, int rb, const int64_t *bd,

@@ -65,6 +65,26 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p);          /* linear/conv + a
 int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p);  /* elementwise chains, + reduction */
 int tg_pass_memplan(const tg_graph *g, tg_plan *p);           /* slots with reuse by liveness */
 
+/* How a LOOP group iterates (fuse_elementwise.c): its outside inputs, and
+ * its index space collapsed to rows x inner, where inner is the last dim
+ * (for a reduction root: the reduced one). stride[k][d] is input k's element
+ * stride along loop dim d (0 where it is broadcast); the inner stride is
+ * always 0 or 1. */
+#define TG_LOOP_MAX_IN 16
+typedef struct {
+    int nin;
+    int in[TG_LOOP_MAX_IN];
+    int rank;
+    tg_dim dims[TG_MAX_RANK];
+    tg_dim stride[TG_LOOP_MAX_IN][TG_MAX_RANK];
+    bool reduce;
+} tg_loop;
+
+/* 0, or -1 with tg_err saying why the group cannot be one loop. */
+int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
+/* Whether a loop can compute node nd element by element (*why: why not). */
+bool tg_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
+
 /* ---- the pipeline ----------------------------------------------------------- */
 typedef struct {
     int level;              /* 0: dce, fold, memplan only; 1: every pass */

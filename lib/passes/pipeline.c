@@ -75,11 +75,17 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
     static const struct { const char *name; graph_pass f; int level; } graph_passes[] = {
         {"dce", tg_pass_dce, 0},
         {"fold", tg_pass_fold, 0},
+        {"cse", tg_pass_cse, 1},
+        {"layout", tg_pass_layout, 1},
+        {"bn_fold", tg_pass_bn_fold, 1},
         {"fuse_bias", tg_pass_fuse_bias, 1},
+        {"prepack", tg_pass_prepack, 0},
+        {"fold", tg_pass_fold, 1},
         {"dce", tg_pass_dce, 0},
     };
     static const struct { const char *name; plan_pass f; int level; } plan_passes[] = {
         {"fuse_act", tg_pass_fuse_act, 1},
+        {"fuse_elementwise", tg_pass_fuse_elementwise, 1},
         {"memplan", tg_pass_memplan, 0},
     };
     int level = o ? o->level : 1;

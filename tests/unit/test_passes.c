@@ -1,0 +1,323 @@
+/* Graph and plan passes (lib/passes): each pass on small graphs built here,
+ * checking what it changed and, for graph passes, that the interpreter gives
+ * the same outputs before and after on fresh random inputs (float32: within
+ * 1e-5 absolute + 1e-5 relative). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "exec/exec.h"
+#include "passes/passes.h"
+#include "unit.h"
+
+static uint64_t rng;
+
+static float uniform(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) / (double)(1ull << 24)) * 2 - 1;
+}
+
+static int weight(tg_graph *g, const char *name, int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= dims[i];
+    float *w = malloc(sizeof(float) * (n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        w[i] = uniform();
+    tg_shape s = tg_shape_of(rank, dims);
+    return tg_graph_add_const(g, name, TG_F32, &s, w, sizeof(float) * n);
+}
+
+#define W(g, name, ...) \
+    weight(g, name, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
+#define NODE(g, op, name, ...) \
+    tg_graph_add_node(g, TG_OP_##op, name, sizeof((int[]){__VA_ARGS__}) / sizeof(int), \
+                      (int[]){__VA_ARGS__}, 0, NULL)
+
+/* x: f32 [batch, dims...] with batch a symbol in 1..8. */
+static int input(tg_graph *g, int rank, const int64_t *dims)
+{
+    int b = tg_graph_add_symbol(g, "batch", 1, 8);
+    tg_shape s = {.rank = rank + 1, .d = {tg_dim_sym(b)}};
+    for (int i = 0; i < rank; i++)
+        s.d[i + 1] = tg_dim_const(dims[i]);
+    return tg_graph_add_input(g, "x", TG_F32, &s);
+}
+
+static int count_op(const tg_graph *g, tg_op op)
+{
+    int n = 0;
+    for (int i = 0; i < g->nnode; i++)
+        n += g->nodes[i].op == op;
+    return n;
+}
+
+/* Run g on random inputs at batch 3 (input dims from the graph). */
+static int run(const tg_graph *g, uint64_t seed, tg_tensor *out)
+{
+    tg_tensor in[4] = {{0}};
+    uint64_t keep = rng;
+    rng = seed;
+    for (int i = 0; i < g->ninput; i++) {
+        const tg_value *v = &g->values[g->inputs[i]];
+        int64_t sym[TG_MAX_SYMS] = {3, 3, 3, 3, 3, 3, 3, 3};
+        in[i].dtype = v->dtype;
+        in[i].rank = v->shape.rank;
+        tg_shape_eval(&v->shape, sym, in[i].dims);
+        tg_tensor_alloc(&in[i]);
+        for (size_t k = 0; k < in[i].nbytes / 4; k++)
+            ((float *)in[i].data)[k] = uniform();
+    }
+    rng = keep;
+    tg_exec *e = tg_exec_new(g, 1);
+    int rc = e ? tg_exec_run(e, in, out) : -1;
+    if (rc)
+        fprintf(stderr, "run: %s\n", tg_errmsg());
+    tg_exec_free(e);
+    for (int i = 0; i < g->ninput; i++)
+        tg_tensor_free(&in[i]);
+    return rc;
+}
+
+/* Apply pass to g and check the outputs did not change; returns its result. */
+static int same_after(tg_graph *g, int (*pass)(tg_graph *))
+{
+    tg_tensor a[4] = {{0}}, b[4] = {{0}};
+    uint64_t seed = rng ^ 0x9e3779b97f4a7c15u;
+    CHECK(run(g, seed, a) == 0);
+    int r = pass(g);
+    CHECK(r >= 0);
+    CHECK(tg_graph_validate(g) == 0);
+    CHECK(run(g, seed, b) == 0);
+    for (int i = 0; i < g->noutput; i++) {
+        CHECK(a[i].nbytes == b[i].nbytes);
+        double err = 0;
+        for (size_t k = 0; k < a[i].nbytes / 4 && k < b[i].nbytes / 4; k++) {
+            double x = ((float *)a[i].data)[k], y = ((float *)b[i].data)[k];
+            double e = fabs(x - y) - 1e-5 * fabs(x);
+            err = e > err ? e : err;
+        }
+        CHECK_NEAR(err, 0, 1e-5);
+        tg_tensor_free(&a[i]);
+        tg_tensor_free(&b[i]);
+    }
+    return r;
+}
+
+static void test_dce(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 1, (int64_t[]){4});
+    int unused = W(g, "unused", 4);
+    int r = NODE(g, RELU, "r", x);
+    NODE(g, EXP, "dead", r);                     /* nothing reads it */
+    NODE(g, ADD, "dead2", x, unused);
+    tg_graph_add_output(g, r);
+    CHECK(same_after(g, tg_pass_dce) == 3);      /* two nodes and a constant */
+    CHECK(g->nnode == 1 && tg_graph_find_value(g, "unused") < 0);
+    tg_graph_free(g);
+}
+
+static void test_fold(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){4, 3});
+    int w = W(g, "w", 3, 4);
+    tg_attr perm = tg_attr_ints("perm", 2, (int64_t[]){1, 0});
+    int wt = tg_graph_add_node(g, TG_OP_PERMUTE, "wt", 1, &w, 1, &perm);
+    int e = NODE(g, EXP, "e", wt);               /* constant too */
+    int y = NODE(g, MUL, "y", x, e);
+    tg_graph_add_output(g, y);
+    CHECK(same_after(g, tg_pass_fold) == 2);
+    CHECK(g->nnode == 1 && count_op(g, TG_OP_MUL) == 1);
+    int c = tg_graph_find_value(g, "e");         /* the result keeps its name */
+    CHECK(c >= 0 && g->values[c].kind == TG_VALUE_CONST);
+    tg_graph_free(g);
+
+    /* a result far larger than its inputs stays a node */
+    g = tg_graph_new();
+    x = input(g, 1, (int64_t[]){4});
+    int s = W(g, "s", 1);
+    tg_attr shape = tg_attr_dims("shape", 2, (tg_dim[]){tg_dim_const(512), tg_dim_const(512)});
+    int big = tg_graph_add_node(g, TG_OP_EXPAND, "big", 1, &s, 1, &shape);
+    int sum = tg_graph_add_node(g, TG_OP_REDUCE_SUM, "sum", 1, &big, 0, NULL);
+    tg_graph_add_output(g, NODE(g, ADD, "y", x, sum));
+    CHECK(tg_pass_fold(g) == 0);
+    CHECK(count_op(g, TG_OP_EXPAND) == 1);
+    tg_graph_free(g);
+}
+
+static void test_cse(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 1, (int64_t[]){6});
+    int a = W(g, "a", 6);
+    int b = tg_graph_add_const_copy(g, "b", TG_F32, &g->values[a].shape, g->values[a].data);
+    int r1 = NODE(g, ADD, "r1", x, a), r2 = NODE(g, ADD, "r2", x, b);   /* equal once a is b */
+    int t1 = NODE(g, TANH, "t1", r1), t2 = NODE(g, TANH, "t2", r2);
+    tg_graph_add_output(g, NODE(g, MUL, "y", t1, t2));
+    CHECK(same_after(g, tg_pass_cse) == 3);      /* one constant, two nodes */
+    CHECK(count_op(g, TG_OP_ADD) == 1 && count_op(g, TG_OP_TANH) == 1);
+    tg_graph_free(g);
+}
+
+static void test_bn_fold(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 3, (int64_t[]){3, 6, 6});
+    int w = W(g, "w", 5, 3, 3, 3), b = W(g, "b", 5);
+    int mean = W(g, "mean", 5), var = W(g, "var", 5), gm = W(g, "gamma", 5), bt = W(g, "beta", 5);
+    float *v = g->values[var].data;
+    for (int i = 0; i < 5; i++)
+        v[i] = v[i] * v[i] + 0.1f;               /* variances are positive */
+    int c = NODE(g, CONV, "conv", x, w, b);
+    int n = NODE(g, BATCH_NORM, "bn", c, mean, var, gm, bt);
+    tg_graph_add_output(g, NODE(g, RELU, "y", n));
+    CHECK(same_after(g, tg_pass_bn_fold) == 1);
+    CHECK(count_op(g, TG_OP_BATCH_NORM) == 0 && count_op(g, TG_OP_CONV) == 1);
+    tg_graph_free(g);
+
+    /* a conv result that something else reads keeps its batch norm */
+    g = tg_graph_new();
+    x = input(g, 1, (int64_t[]){4});
+    w = W(g, "w", 5, 4);
+    mean = W(g, "mean", 5), var = W(g, "var", 5);
+    int l = NODE(g, LINEAR, "lin", x, w);
+    n = NODE(g, BATCH_NORM, "bn", l, mean, var);
+    tg_graph_add_output(g, NODE(g, ADD, "y", n, l));
+    CHECK(tg_pass_bn_fold(g) == 0);
+    tg_graph_free(g);
+}
+
+static void test_fuse_bias(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 1, (int64_t[]){4});
+    int w = W(g, "w", 5, 4), b = W(g, "b", 1, 5);
+    int l = NODE(g, LINEAR, "lin", x, w);
+    int y = NODE(g, ADD, "y", l, b);
+    tg_graph_add_output(g, y);
+    CHECK(same_after(g, tg_pass_fuse_bias) == 1);
+    CHECK(g->nnode == 1 && g->nodes[0].nin == 3);
+    CHECK(strcmp(g->values[g->outputs[0]].name, "y") == 0);   /* the output keeps its name */
+    tg_graph_free(g);
+}
+
+static void test_layout(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){4, 6});
+    tg_attr p1 = tg_attr_ints("perm", 3, (int64_t[]){0, 2, 1});
+    int a = tg_graph_add_node(g, TG_OP_PERMUTE, "p1", 1, &x, 1, &p1);
+    int b = tg_graph_add_node(g, TG_OP_PERMUTE, "p2", 1, &a, 1, &p1);   /* back again */
+    int w = W(g, "w", 6, 5);
+    tg_attr shape = tg_attr_dims("shape", 3, (tg_dim[]){tg_dim_sym(0), tg_dim_const(6),
+                                                        tg_dim_const(5)});
+    int e = tg_graph_add_node(g, TG_OP_EXPAND, "e", 1, &w, 1, &shape);
+    int m = NODE(g, MATMUL, "mm", b, e);
+    tg_graph_add_output(g, m);
+    CHECK(same_after(g, tg_pass_layout) >= 2);
+    CHECK(tg_pass_dce(g) >= 1);                  /* the first permute, now unread */
+    CHECK(count_op(g, TG_OP_PERMUTE) == 0 && count_op(g, TG_OP_MATMUL) == 0);
+    CHECK(count_op(g, TG_OP_LINEAR) == 1);
+    tg_graph_free(g);
+}
+
+static void test_prepack(void)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t d[] = {2, 5, 4};
+    int x = input(g, 3, d);
+    bool *mask = malloc(25);
+    for (int i = 0; i < 25; i++)
+        mask[i] = i % 5 <= i / 5;                /* causal */
+    tg_shape ms = tg_shape_of(2, (int64_t[]){5, 5});
+    int m = tg_graph_add_const(g, "mask", TG_BOOL, &ms, mask, 25);
+    tg_graph_add_output(g, NODE(g, SDPA, "att", x, x, x, m));
+    CHECK(same_after(g, tg_pass_prepack) == 1);
+    const tg_node *n = &g->nodes[0];
+    CHECK(n->op == TG_OP_SDPA && g->values[n->in[3]].dtype == TG_F32);
+    tg_graph_free(g);
+}
+
+static void test_fuse_act(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 1, (int64_t[]){4});
+    int w = W(g, "w", 5, 4), w2 = W(g, "w2", 5, 5);
+    int l = NODE(g, LINEAR, "lin", x, w);
+    int r = NODE(g, RELU, "r", l);
+    int l2 = NODE(g, LINEAR, "lin2", r, w2);     /* read twice: no fusion */
+    int t = NODE(g, TANH, "t", l2);
+    tg_graph_add_output(g, NODE(g, ADD, "y", t, l2));
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_act(g, p) == 1);
+    CHECK(p->root[0] == 1 && p->kind[1] == TG_GROUP_EPILOGUE);
+    CHECK(p->root[2] == 2 && p->kind[2] == TG_GROUP_SINGLE);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
+static void test_fuse_elementwise(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){4, 8});
+    int b = W(g, "b", 8), k = W(g, "k", 1);
+    int a = NODE(g, ADD, "a", x, b);             /* broadcast along the rows */
+    int t = NODE(g, TANH, "t", a);
+    int m = NODE(g, MUL, "m", t, k);
+    int e = NODE(g, EXP, "e", m);
+    tg_attr ax = tg_attr_ints("axes", 1, (int64_t[]){-1});
+    int s = tg_graph_add_node(g, TG_OP_REDUCE_SUM, "s", 1, &e, 1, &ax);
+    tg_graph_add_output(g, s);
+    tg_graph_add_output(g, m);                   /* m is an output: the loop stops there */
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_elementwise(g, p) == 2);
+    CHECK(p->kind[4] == TG_GROUP_LOOP && p->root[3] == 4);            /* exp + sum */
+    CHECK(p->kind[2] == TG_GROUP_LOOP && p->root[0] == 2 && p->root[1] == 2);
+    tg_loop l;
+    CHECK(tg_loop_analyze(g, p, 2, &l) == 0);
+    CHECK(l.nin == 3 && l.rank == 2 && !l.reduce);
+    CHECK(tg_loop_analyze(g, p, 4, &l) == 0 && l.reduce && l.nin == 1);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
+static void test_memplan(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 1, (int64_t[]){16});
+    int v = x;
+    for (int i = 0; i < 6; i++)
+        v = i % 2 ? NODE(g, EXP, NULL, v) : NODE(g, NEG, NULL, v);
+    tg_attr shape = tg_attr_dims("shape", 3, (tg_dim[]){tg_dim_sym(0), tg_dim_const(4),
+                                                        tg_dim_const(4)});
+    int r = tg_graph_add_node(g, TG_OP_RESHAPE, "view", 1, &v, 1, &shape);
+    tg_graph_add_output(g, r);
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_memplan(g, p) == 2);           /* a chain needs two slots, not five */
+    CHECK(p->alias[r] == v && p->output[v] == 0 && p->slot[v] == -1);
+    CHECK(p->slot[x] == -1);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
+int main(void)
+{
+    rng = (uint64_t)time(NULL);
+    printf("seed %llu\n", (unsigned long long)rng);
+    test_dce();
+    test_fold();
+    test_cse();
+    test_bn_fold();
+    test_fuse_bias();
+    test_layout();
+    test_prepack();
+    test_fuse_act();
+    test_fuse_elementwise();
+    test_memplan();
+    return unit_report();
+}
