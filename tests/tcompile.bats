@@ -151,6 +151,13 @@ random_npy() {
     "$TMP/t"
 }
 
+@test "the --emit-c source builds a working model with nothing but libtgkernels.a" {
+    run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/m.so" --weights "$TMP/m.w" --emit-c "$TMP/m.c"
+    cc -shared -fPIC -O1 -o "$TMP/m2.so" "$TMP/m.c" "$TGRAPH_RUNTIME_DIR/libtgkernels.a" \
+        -lopenblas -lm
+    run_ok "$TRUN" "$TMP/m2.so" "$FIX/cnn.in0.b3.npy" --check "$FIX/cnn.out0.b3.npy"
+}
+
 @test "the .so rejects an input of the wrong dtype" {
     run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
     run_fails 1 "input 'x': dtype i64, expected f32" \

@@ -33,8 +33,8 @@ static void help(void)
            "  -V, --version        show the version and exit\n"
            "\n"
            "Environment: CC (the compiler, default cc), TGRAPH_RUNTIME_DIR (where\n"
-           "libtgkernels.a is), TGRAPH_INCLUDE_DIR (where <tgraph/model.h> is), TLOG\n"
-           "(graph, passes, fusion, memory, codegen: see tgraph(7)).\n"
+           "libtgkernels.a is), TLOG (graph, passes, fusion, memory, codegen: see\n"
+           "tgraph(7)).\n"
            "Exit status: 0 success, 1 the graph could not be compiled, 2 bad usage.\n");
 }
 

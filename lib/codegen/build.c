@@ -21,9 +21,6 @@
 #ifndef TG_PKGLIBDIR
 #define TG_PKGLIBDIR "/usr/local/lib/tgraph"
 #endif
-#ifndef TG_PKGINCLUDEDIR
-#define TG_PKGINCLUDEDIR "/usr/local/include"
-#endif
 
 #define MAX_ARGS 64
 
@@ -84,18 +81,27 @@ static void remove_dir(tmpdir *t)
     rmdir(t->dir);
 }
 
-/* Where libtgkernels.a and <tgraph/model.h> are: the environment (make check
- * sets these to the build tree), else where make install put them. */
-static const char *runtime_dir(void)
+/* Where libtgkernels.a is: the environment (make check sets it to the build
+ * tree), else where make install put it, else beside the tools of a build
+ * tree (tools/tcompile and ./libtgkernels.a). */
+static int runtime_lib(char *lib, size_t n)
 {
     const char *d = getenv("TGRAPH_RUNTIME_DIR");
-    return d && *d ? d : TG_PKGLIBDIR;
-}
-
-static const char *include_dir(void)
-{
-    const char *d = getenv("TGRAPH_INCLUDE_DIR");
-    return d && *d ? d : TG_PKGINCLUDEDIR;
+    snprintf(lib, n, "%s/libtgkernels.a", d && *d ? d : TG_PKGLIBDIR);
+    if (access(lib, R_OK) == 0 || (d && *d))
+        return access(lib, R_OK) == 0 ? 0 : tg_err("%s: %s", lib, strerror(errno));
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = k > 0 ? (exe[k] = 0, strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        snprintf(lib, n, "%s/../libtgkernels.a", exe);
+        if (access(lib, R_OK) == 0)
+            return 0;
+    }
+    snprintf(lib, n, "%s/libtgkernels.a", TG_PKGLIBDIR);
+    return tg_err("%s: %s (set TGRAPH_RUNTIME_DIR to the directory that has it)", lib,
+                  strerror(ENOENT));
 }
 
 /* Run argv in dir t with stdout and stderr into cc.log. */
@@ -137,17 +143,14 @@ static int compile(tmpdir *t, const tg_build_opts *o, char *ccbuf)
         argv[argc++] = tok;
     if (!argc)
         return tg_err("the C compiler ($CC) is empty");
-    char march[64], prefix[4096 + 32], inc[4096], lib[4096];
+    char march[64], prefix[4096 + 32], lib[4096 + 32];
     snprintf(march, sizeof march, "-march=%s", o->cpu ? o->cpu : "native");
     snprintf(prefix, sizeof prefix, "-ffile-prefix-map=%s=.", t->dir);
-    snprintf(inc, sizeof inc, "-I%s", include_dir());
-    snprintf(lib, sizeof lib, "%s/libtgkernels.a", runtime_dir());
-    if (access(lib, R_OK) != 0)
-        return tg_err("%s: %s (set TGRAPH_RUNTIME_DIR to the directory that has it)", lib,
-                      strerror(errno));
+    if (runtime_lib(lib, sizeof lib))
+        return -1;
     const char *fixed[] = {
         "-std=gnu11", "-shared", "-fPIC", "-O2", march, "-g0", "-fvisibility=hidden",
-        prefix, "-frandom-seed=tgraph", "-fno-ident", inc, "-o", "model.so", "model.c", lib,
+        prefix, "-frandom-seed=tgraph", "-fno-ident", "-o", "model.so", "model.c", lib,
         "-lopenblas", "-lm", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=exports.map",
         "-Wl,--as-needed", NULL,
     };

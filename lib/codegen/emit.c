@@ -13,7 +13,7 @@
 #include "../log.h"
 #include "model_rt.h"
 
-/* kernels.h, tensor_ops.h and model_rt.h as one string (rt_text.c). */
+/* <tgraph/model.h>, kernels.h, tensor_ops.h and model_rt.h as one string (rt_text.c). */
 extern const char tg_cg_rt_headers[];
 
 #define BYTES_LIMIT ((int64_t)1 << 60)
@@ -433,8 +433,8 @@ static int emit_file(tg_cg *c, const char *body, const char *fns,
     t = e = NULL;
 
     fprintf(f, "/* A tgraph model compiled by tcompile: implements <tgraph/model.h>. */\n"
-            "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
-            "#include <tgraph/model.h>\n\n%s\n", tg_cg_rt_headers);
+            "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n%s\n",
+            tg_cg_rt_headers);
     if (how->incbin_path)
         fprintf(f, "__asm__(\".section .rodata.tgraph_weights,\\\"a\\\"\\n\"\n"
                 "        \".balign %d\\n\"\n        \"tgraph_weights:\\n\"\n"
