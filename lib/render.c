@@ -1,11 +1,15 @@
 /* Summary, Graphviz dot and diff of graphs (render.h). */
+#define _GNU_SOURCE     /* open_memstream */
 #include "render.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "log.h"
 
 #define TEXT 256            /* enough for a formatted shape or a number */
 
@@ -126,6 +130,73 @@ void tg_graph_summary(const tg_graph *g, FILE *f)
                     grouped(bytes[t], b));
 }
 
+/* ---- listing --------------------------------------------------------------- */
+
+static void list_names(const tg_graph *g, FILE *f, int n, const int *ids)
+{
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%s", i ? ", " : "", ids[i] >= 0 ? g->values[ids[i]].name : "-");
+}
+
+void tg_graph_list(const tg_graph *g, FILE *f)
+{
+    char t[TEXT];
+    fputs("inputs:", f);
+    for (int i = 0; i < g->ninput; i++)
+        fprintf(f, "%s %s %s", i ? "," : "", g->values[g->inputs[i]].name,
+                type_text(g, &g->values[g->inputs[i]], t));
+    fputc('\n', f);
+    for (int i = 0; i < g->nnode; i++) {
+        const tg_node *n = &g->nodes[i];
+        if (n->op == TG_OP_NONE)
+            continue;
+        fputs("  ", f);
+        list_names(g, f, n->nout, n->out);
+        fprintf(f, " = %s(", tg_op_name(n->op));
+        list_names(g, f, n->nin, n->in);
+        fputs(") :", f);
+        for (int k = 0; k < n->nout; k++)
+            fprintf(f, "%s %s", k ? "," : "", type_text(g, &g->values[n->out[k]], t));
+        fputc('\n', f);
+    }
+    fputs("outputs: ", f);
+    list_names(g, f, g->noutput, g->outputs);
+    fputc('\n', f);
+}
+
+void tg_graph_log(const tg_graph *g, const char *stage)
+{
+    if (!tg_log_on(GRAPH, TG_LOG_INFO))
+        return;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    tg_graph_list(g, f);
+    if (tg_log_on(GRAPH, TG_LOG_DEBUG))
+        tg_graph_summary(g, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return;
+    }
+    if (len && text[len - 1] == '\n')
+        text[--len] = 0;
+    int nlive = 0;
+    for (int i = 0; i < g->nnode; i++)
+        nlive += g->nodes[i].op != TG_OP_NONE;
+    /* the stage as a field too, so tlog can find the graph at each stage */
+    cJSON *fields = cJSON_CreateObject();
+    cJSON_AddStringToObject(fields, "stage", stage);
+    cJSON_AddNumberToObject(fields, "nodes", nlive);
+    char *fs = cJSON_PrintUnformatted(fields);
+    tg_log_emit(TG_LOG_GRAPH, TG_LOG_INFO, fs, "%s: %d node%s\n%s", stage, nlive, plural(nlive),
+                text);
+    free(fs);
+    cJSON_Delete(fields);
+    free(text);
+}
+
 /* ---- dot ------------------------------------------------------------------ */
 
 /* A string as the inside of a dot "..." label. */
@@ -171,9 +242,55 @@ static void dot_src(const tg_graph *g, FILE *f, int v)
         fprintf(f, "v%d", v);
 }
 
+/* One node's box: op, name (unless the same), each output's dtype and shape. */
+static void dot_node(const tg_graph *g, FILE *f, int i, const char *indent)
+{
+    const tg_node *n = &g->nodes[i];
+    char t[TEXT];
+    fprintf(f, "%sn%d [label=\"%s", indent, i, tg_op_name(n->op));
+    if (strcmp(n->name, tg_op_name(n->op))) {   /* "relu" named "relu" once */
+        fputs("\\n", f);
+        dot_str(f, n->name);
+    }
+    for (int k = 0; k < n->nout; k++) {
+        fputs("\\n", f);
+        dot_str(f, type_text(g, &g->values[n->out[k]], t));
+    }
+    fputs("\"];\n", f);
+}
+
+/* Each group's nodes inside a cluster; returns which nodes it drew. */
+static void dot_clusters(const tg_graph *g, const tg_dot_groups *gr, FILE *f, bool *drawn)
+{
+    for (int c = 0; c < gr->ngroup; c++) {
+        int members = 0;
+        for (int i = 0; i < g->nnode; i++)
+            members += gr->of[i] == c && g->nodes[i].op != TG_OP_NONE;
+        if (!members)
+            continue;
+        fprintf(f, "  subgraph cluster_%d {\n    label=\"", c);
+        dot_str(f, gr->label[c]);
+        fputs("\";\n    style=\"rounded,filled\";\n    fillcolor=\"#fff4d6\";\n"
+              "    color=\"#d9a400\";\n", f);
+        for (int i = 0; i < g->nnode; i++)
+            if (gr->of[i] == c && g->nodes[i].op != TG_OP_NONE) {
+                dot_node(g, f, i, "    ");
+                drawn[i] = true;
+            }
+        fputs("  }\n", f);
+    }
+}
+
 void tg_graph_dot(const tg_graph *g, FILE *f)
 {
+    tg_graph_dot_groups(g, NULL, f);
+}
+
+void tg_graph_dot_groups(const tg_graph *g, const tg_dot_groups *groups, FILE *f)
+{
     char t[TEXT];
+    /* out of memory: the picture without its clusters */
+    bool *drawn = groups ? calloc((size_t)g->nnode + 1, sizeof *drawn) : NULL;
     fputs("digraph tgraph {\n"
           "  graph [rankdir=TB, fontname=\"Helvetica\"];\n"
           "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", "
@@ -188,20 +305,14 @@ void tg_graph_dot(const tg_graph *g, FILE *f)
     for (int i = 0; i < g->nvalue; i++)
         if (g->values[i].kind == TG_VALUE_CONST)
             dot_const(g, f, i);
+    if (drawn)
+        dot_clusters(g, groups, f, drawn);
     for (int i = 0; i < g->nnode; i++) {
         const tg_node *n = &g->nodes[i];
         if (n->op == TG_OP_NONE)
             continue;
-        fprintf(f, "  n%d [label=\"%s", i, tg_op_name(n->op));
-        if (strcmp(n->name, tg_op_name(n->op))) {   /* "relu" named "relu" once */
-            fputs("\\n", f);
-            dot_str(f, n->name);
-        }
-        for (int k = 0; k < n->nout; k++) {
-            fputs("\\n", f);
-            dot_str(f, type_text(g, &g->values[n->out[k]], t));
-        }
-        fputs("\"];\n", f);
+        if (!drawn || !drawn[i])
+            dot_node(g, f, i, "  ");
         for (int k = 0; k < n->nin; k++) {
             if (n->in[k] < 0)
                 continue;
@@ -219,6 +330,7 @@ void tg_graph_dot(const tg_graph *g, FILE *f)
         fprintf(f, " -> o%d;\n", i);
     }
     fputs("}\n", f);
+    free(drawn);
 }
 
 /* ---- diff ----------------------------------------------------------------- */

@@ -261,3 +261,145 @@ setup() {
     # the same weights and the same ops: no constant or op line
     ! grep -Eq '^(const|op) ' <<<"$output"
 }
+
+# --- profiles: trun --profile, then tlog trace and tlog report
+
+# A profile of the mlp graph: 4 nodes, 3 runs (1 warm-up + 2).
+profile() {
+    "$TRUN" --random --seed "$SEED" --bench=2 --warmup=1 --profile "$TMP/p.jsonl" "$TMP/g.tg"
+}
+
+@test "tlog trace turns a trun profile into valid JSON" {
+    profile
+    run_ok "$TLOG" trace "$TMP/p.jsonl"
+    python3 -m json.tool <<<"$output" >/dev/null
+}
+
+@test "tlog trace writes one complete event per node timing and one per run" {
+    profile
+    "$TLOG" trace "$TMP/p.jsonl" -o "$TMP/t.json"
+    python3 - "$TMP/t.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+assert isinstance(ev, list)
+x = [e for e in ev if e["ph"] == "X"]
+for e in x:
+    assert isinstance(e["name"], str) and e["ts"] >= 0 and e["dur"] >= 0
+    assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+nodes = [e for e in x if e["cat"] != "run"]
+runs = [e for e in x if e["cat"] == "run"]
+assert len(nodes) == 12, len(nodes)
+assert sorted(e["name"] for e in runs) == ["run 0", "run 1", "run 2"]
+assert {e["name"] for e in nodes} == {"fc1", "act", "fc2", "out"}
+assert {e["args"]["op"] for e in nodes} == {"linear", "relu", "mul"}
+# every node lies inside its run, and nodes of one run do not overlap
+for r in runs:
+    mine = sorted((e for e in nodes if e["args"]["run"] == int(r["name"][4:])), key=lambda e: e["ts"])
+    assert len(mine) == 4
+    for a, b in zip(mine, mine[1:]):
+        assert a["ts"] + a["dur"] <= b["ts"] + 1e-3
+    assert r["ts"] <= mine[0]["ts"] and mine[-1]["ts"] + mine[-1]["dur"] <= r["ts"] + r["dur"] + 1e-3
+meta = [e for e in ev if e["ph"] == "M"]
+assert meta[0]["name"] == "process_name" and meta[0]["args"]["name"] == "trun"
+PY
+}
+
+@test "tlog trace skips records that are not timings" {
+    TLOG=graph TLOG_FORMAT=json TLOG_FILE="$TMP/p.jsonl" "$TLOG" -q "$TMP/g.tg" -o /dev/null
+    profile
+    run_ok "$TLOG" trace "$TMP/p.jsonl"
+    [ "$(python3 -c 'import json,sys; print(sum(e["ph"]=="X" and e["cat"]!="run" for e in json.load(sys.stdin)["traceEvents"]))' <<<"$output")" -eq 12 ]
+}
+
+@test "tlog trace of a text log says it wants JSON records, exit 1" {
+    TLOG=graph TLOG_FILE="$TMP/text.log" "$TLOG" -q "$TMP/g.tg" -o /dev/null
+    run_fails 1 "^tlog: $TMP/text.log: line 1: not a TLOG JSON record \(TLOG_FORMAT=json" \
+        "$TLOG" trace "$TMP/text.log"
+    [ -z "$output" ]
+}
+
+@test "tlog trace of a log without timings fails with exit 1" {
+    TLOG=graph TLOG_FORMAT=json TLOG_FILE="$TMP/g.log" "$TLOG" -q "$TMP/g.tg" -o /dev/null
+    run_fails 1 "no per-node timings \(trun --profile" "$TLOG" trace "$TMP/g.log"
+    [ -z "$output" ]
+}
+
+@test "tlog trace rejects a timing with a bad duration, naming the line" {
+    profile
+    sed -i '2s/"us":[0-9.e-]*/"us":"fast"/' "$TMP/p.jsonl"
+    run_fails 1 "line 2: \"us\" is not a number" "$TLOG" trace "$TMP/p.jsonl"
+}
+
+@test "tlog trace without a profile is a usage error" {
+    run_fails 2 "trace needs one PROFILE" "$TLOG" trace
+}
+
+@test "tlog report lists op kinds and nodes with their share, heaviest first" {
+    profile
+    run_ok "$TLOG" report "$TMP/p.jsonl"
+    [[ "$output" == "profile: 12 timings over 3 runs, "*" ms in all, "*" ms a run"* ]]
+    ops=$(sed -n '/^by op/,/^$/p' <<<"$output" | grep -E '^  (linear|relu|mul) ')
+    [ "$(wc -l <<<"$ops")" -eq 3 ]
+    grep -Eq '^  linear +6 ' <<<"$ops"
+    nodes=$(sed -n '/^by node/,$p' <<<"$output" | grep -E '^  (fc1|act|fc2|out) ')
+    [ "$(wc -l <<<"$nodes")" -eq 4 ]
+    grep -Eq '^  fc1 +linear +3 ' <<<"$nodes"
+    # shares add up to 100% (to rounding), and the rows are sorted by time
+    awk '{ s += $NF } END { exit !(s > 99.5 && s < 100.5) }' <<<"$nodes"
+    sort -k4,4 -g -r -c <<<"$nodes"
+}
+
+@test "tlog report -n limits the rows of each table" {
+    profile
+    run_ok "$TLOG" report -n 1 "$TMP/p.jsonl"
+    [[ "$output" == *"by op (heaviest 1 of 3):"* ]]
+    [[ "$output" == *"by node (heaviest 1 of 4):"* ]]
+}
+
+@test "tlog report reads a profile from standard input" {
+    profile
+    run_ok bash -c '"$1" report - <"$2"' _ "$TLOG" "$TMP/p.jsonl"
+    [[ "$output" == "profile: 12 timings over 3 runs"* ]]
+}
+
+# --- fused groups from a tcompile log, drawn as clusters
+
+# The log line tcompile writes for a fused group (TLOG=fusion TLOG_FORMAT=json).
+fusion_record() {
+    printf '{"tool":"tcompile","comp":"fusion","level":"info","time":1,"pid":1,"msg":"group","fields":{"group":%s,"kind":"%s","nodes":[%s]}}\n' "$@"
+}
+
+@test "tlog --dot --log draws fused groups as clusters" {
+    fusion_record 1 epilogue '"fc1","act"' >"$TMP/c.log"
+    run_ok "$TLOG" --dot --log "$TMP/c.log" "$TMP/g.tg"
+    cluster=$(sed -n '/subgraph cluster_0 {/,/^  }/p' <<<"$output")
+    [[ "$cluster" == *'label="group 1: epilogue";'* ]]
+    grep -q '^    n[0-9]* \[label="linear\\nfc1\\nf32\[batch, 16\]"\];' <<<"$cluster"
+    grep -q '^    n[0-9]* \[label="relu\\nact\\nf32\[batch, 16\]"\];' <<<"$cluster"
+    [ "$(grep -c '\[label=' <<<"$cluster")" -eq 2 ]
+    # each node is drawn once
+    [ "$(grep -c 'label="linear\\nfc1' <<<"$output")" -eq 1 ]
+}
+
+@test "tlog --dot --log output renders with Graphviz" {
+    skip_unless_cmd dot graphviz
+    fusion_record 0 epilogue '"fc1","act"' >"$TMP/c.log"
+    fusion_record 1 loop '"fc2","out"' >>"$TMP/c.log"
+    "$TLOG" --dot --log "$TMP/c.log" "$TMP/g.tg" | dot -Tsvg >"$TMP/g.svg"
+    grep -q '<svg' "$TMP/g.svg"
+    grep -q 'group 0: epilogue' "$TMP/g.svg"
+    grep -q 'group 1: loop' "$TMP/g.svg"
+}
+
+@test "tlog --dot --log warns when no group names a node of the graph" {
+    fusion_record 0 epilogue '"nope"' >"$TMP/c.log"
+    run_ok "$TLOG" --dot --log "$TMP/c.log" "$TMP/g.tg"
+    [[ "$stderr" == *"warning: no fused group names a node of this graph"* ]]
+    [[ "$output" != *"subgraph"* ]]
+}
+
+@test "tlog --log without --dot is a usage error" {
+    fusion_record 0 epilogue '"fc1"' >"$TMP/c.log"
+    run_fails 2 "\-\-log draws fused groups: it goes with --dot" "$TLOG" --log "$TMP/c.log" "$TMP/g.tg"
+}
