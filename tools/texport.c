@@ -11,6 +11,7 @@
 #include "error.h"
 #include "format.h"
 #include "import/import.h"
+#include "render.h"
 
 static void help(void)
 {
@@ -119,6 +120,7 @@ int main(int argc, char **argv)
     }
     if (!g)
         return cli_fail(in);
+    tg_graph_log(g, "import");
     int rc = tg_graph_save(g, out ? out : "-");
     tg_graph_free(g);
     return rc < 0 ? cli_fail(out ? out : "-") : 0;

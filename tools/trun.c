@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "exec/runner.h"
+#include "log.h"
 #include "npy.h"
 
 #define MAX_CHECK 64
@@ -326,13 +328,26 @@ static void bench_report(double *t, int n, int warmup)
 }
 
 typedef struct {
-    FILE *f;
+    FILE *f;                /* --profile FILE; NULL: TLOG=+run */
     int run;
 } profile;
 
 static void profile_node(void *ctx, const char *node, const char *op, double seconds)
 {
     profile *p = ctx;
+    if (!p->f) {            /* the same fields as a TLOG record: tlog trace reads both */
+        char fields[512];
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "node", node);
+        cJSON_AddStringToObject(f, "op", op);
+        cJSON_AddNumberToObject(f, "us", seconds * 1e6);
+        cJSON_AddNumberToObject(f, "run", p->run);
+        bool ok = cJSON_PrintPreallocated(f, fields, sizeof fields, false);
+        cJSON_Delete(f);
+        tg_log_emit(TG_LOG_RUN, TG_LOG_DEBUG, ok ? fields : NULL, "%s (%s): %.1f us", node, op,
+                    seconds * 1e6);
+        return;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     cJSON *r = cJSON_CreateObject(), *f = cJSON_CreateObject();
@@ -448,6 +463,8 @@ static int run_model(const options *o, tg_runner *r, const char *model, tg_tenso
             fclose(prof.f);
             return cli_fail(model), -1;
         }
+    } else if (tg_log_on(RUN, TG_LOG_DEBUG) && tg_runner_set_profile(r, profile_node, &prof) < 0) {
+        TG_LOG(RUN, TG_LOG_WARN, "%s: no per-node timings: %s", model, tg_errmsg());
     }
     int total = o->bench ? o->warmup + o->nbench : 1, rc = 0;
     double *times = calloc((size_t)total, sizeof(double));
@@ -466,6 +483,19 @@ static int run_model(const options *o, tg_runner *r, const char *model, tg_tenso
     if (!times) {
         cli_error(NULL, "out of memory");
         rc = -1;
+    }
+    if (rc == 0 && tg_log_on(PERF, TG_LOG_INFO)) {
+        double sum = 0;
+        for (int k = 0; k < total; k++)
+            sum += times[k];
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        char fields[160];
+        snprintf(fields, sizeof fields, "{\"runs\":%d,\"ms\":%.6f,\"ms_per_run\":%.6f,"
+                 "\"max_rss_kib\":%ld}", total, sum * 1e3, sum * 1e3 / total, ru.ru_maxrss);
+        TG_LOGF(PERF, TG_LOG_INFO, fields, "%d run%s in %.3f ms (%.3f ms a run), peak memory"
+                " %ld KiB", total, total == 1 ? "" : "s", sum * 1e3, sum * 1e3 / total,
+                ru.ru_maxrss);
     }
     if (rc == 0 && o->bench)
         bench_report(times + o->warmup, o->nbench, o->warmup);

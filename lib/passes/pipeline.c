@@ -1,10 +1,13 @@
 /* The pass pipeline tcompile runs, with the graph logged after each pass
- * (TLOG=passes: what changed; TLOG=graph: a summary, +graph: every node). */
+ * (TLOG=passes: what changed; TLOG=graph: the nodes, +graph: and a summary;
+ * TLOG=fusion: the fused groups). */
 #define _GNU_SOURCE
 #include "passes.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../error.h"
@@ -18,30 +21,40 @@ static double now(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void log_graph(const tg_graph *g, const char *after)
+/* Each fused group as a record tlog --dot --log draws as a cluster:
+ * fields {"group":N,"kind":"epilogue","nodes":["fc1","act"]}. */
+static void log_groups(const tg_graph *g, const tg_plan *p)
 {
-    if (!tg_log_on(GRAPH, TG_LOG_INFO))
+    static const char *const kinds[] = {
+        [TG_GROUP_SINGLE] = "single", [TG_GROUP_EPILOGUE] = "epilogue", [TG_GROUP_LOOP] = "loop",
+    };
+    if (!tg_log_on(FUSION, TG_LOG_INFO))
         return;
-    char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    if (!f)
-        return;
-    tg_graph_summary(g, f);
-    if (tg_log_on(GRAPH, TG_LOG_DEBUG))
-        for (int i = 0; i < g->nnode; i++) {
-            const tg_node *nd = &g->nodes[i];
-            char shape[256];
-            const tg_value *y = &g->values[nd->out[0]];
-            tg_shape_format(&y->shape, g->sym, shape, sizeof shape);
-            fprintf(f, "  %s = %s(", y->name, tg_op_name(nd->op));
-            for (int k = 0; k < nd->nin; k++)
-                fprintf(f, "%s%s", k ? ", " : "", nd->in[k] >= 0 ? g->values[nd->in[k]].name : "-");
-            fprintf(f, ") : %s%s\n", tg_dtype_name(y->dtype), shape);
+    for (int r = 0, k = 0; r < g->nnode; r++) {
+        if (p->root[r] != r || g->nodes[r].op == TG_OP_NONE)
+            continue;
+        cJSON *nodes = cJSON_CreateArray();
+        char names[512] = "";
+        for (int m = 0; m <= r; m++)
+            if (p->root[m] == r) {
+                cJSON_AddItemToArray(nodes, cJSON_CreateString(g->nodes[m].name));
+                size_t n = strlen(names);
+                snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", g->nodes[m].name);
+            }
+        if (cJSON_GetArraySize(nodes) > 1) {
+            const char *kind = p->kind[r] <= TG_GROUP_LOOP ? kinds[p->kind[r]] : "?";
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddNumberToObject(f, "group", k);
+            cJSON_AddStringToObject(f, "kind", kind);
+            cJSON_AddItemToObject(f, "nodes", nodes);
+            char *fs = cJSON_PrintUnformatted(f);
+            tg_log_emit(TG_LOG_FUSION, TG_LOG_INFO, fs, "group %d (%s): %s", k++, kind, names);
+            free(fs);
+            cJSON_Delete(f);
+        } else {
+            cJSON_Delete(nodes);
         }
-    fclose(f);
-    TG_LOG(GRAPH, TG_LOG_INFO, "after %s:\n%s", after, text);
-    free(text);
+    }
 }
 
 typedef int (*graph_pass)(tg_graph *g);
@@ -56,7 +69,8 @@ static int run_graph_pass(tg_graph *g, const char *name, graph_pass f)
         return tg_err("pass %s: %s", name, tg_errmsg());
     TG_LOG(PASSES, TG_LOG_INFO, "%s: %d changes, %d -> %d nodes (%.1f ms)", name, r, before,
            g->nnode, (now() - t) * 1e3);
-    log_graph(g, name);
+    if (r > 0)              /* an unchanged graph is the one logged before */
+        tg_graph_log(g, name);
     return 0;
 }
 
@@ -89,7 +103,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"memplan", tg_pass_memplan, 0},
     };
     int level = o ? o->level : 1;
-    log_graph(g, "import");
+    tg_graph_log(g, "import");
     for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++)
         if (graph_passes[i].level <= level &&
             run_graph_pass(g, graph_passes[i].name, graph_passes[i].f))
@@ -105,5 +119,6 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
             tg_plan_free(p);
             return NULL;
         }
+    log_groups(g, p);
     return p;
 }
