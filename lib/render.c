@@ -197,6 +197,32 @@ void tg_graph_log(const tg_graph *g, const char *stage)
     free(text);
 }
 
+void tg_graph_log_mapped(const tg_graph *g, int first, const char *src_op, const char *name)
+{
+    if (!tg_log_on(IMPORT, TG_LOG_DEBUG) && !tg_log_on(IMPORT, TG_LOG_INFO))
+        return;
+    int n = first >= 0 && first <= g->nnode ? g->nnode - first : 0;
+    tg_log_level lvl = n > 1 ? TG_LOG_INFO : TG_LOG_DEBUG;   /* decompositions stand out */
+    if (!tg_log_on(IMPORT, lvl))
+        return;
+    char ops[512] = "";
+    cJSON *f = cJSON_CreateObject(), *list = cJSON_CreateArray();
+    cJSON_AddStringToObject(f, "source_op", src_op);
+    cJSON_AddStringToObject(f, "node", name ? name : "");
+    for (int i = first; i < g->nnode; i++) {
+        const char *op = tg_op_name(g->nodes[i].op);
+        size_t len = strlen(ops);
+        snprintf(ops + len, sizeof ops - len, "%s%s", len ? ", " : "", op);
+        cJSON_AddItemToArray(list, cJSON_CreateString(op));
+    }
+    cJSON_AddItemToObject(f, "ops", list);
+    char *fs = cJSON_PrintUnformatted(f);
+    tg_log_emit(TG_LOG_IMPORT, lvl, fs, "%s%s (%s) -> %s", n > 1 ? "decomposed " : "",
+                name ? name : "?", src_op, n ? ops : "no node");
+    free(fs);
+    cJSON_Delete(f);
+}
+
 /* ---- dot ------------------------------------------------------------------ */
 
 /* A string as the inside of a dot "..." label. */

@@ -22,6 +22,12 @@ void tg_graph_list(const tg_graph *g, FILE *f);
  * +graph adds the summary. Costs one compare when the component is off. */
 void tg_graph_log(const tg_graph *g, const char *stage);
 
+/* Log one operator of a source model mapped by an importer: the nodes it
+ * became are g's nodes from first on. One node: IMPORT at DEBUG; several (a
+ * decomposition): at INFO, "decomposed NAME (SRC_OP) -> op, op". fields
+ * {"source_op","node","ops":[...]}. */
+void tg_graph_log_mapped(const tg_graph *g, int first, const char *src_op, const char *name);
+
 /* A digraph: one box per node (op, name, output dtype and shape), inputs,
  * constants and outputs styled apart, constants summarized (a few values when
  * tiny, else the element count). */

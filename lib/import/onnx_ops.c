@@ -11,6 +11,7 @@
 #include "../error.h"
 #include "../log.h"
 #include "../ops/shape_util.h"
+#include "../render.h"
 #include "onnx_internal.h"
 
 #define MAXV (TG_MAX_RANK * 2)
@@ -1015,8 +1016,11 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
     for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0]; i++)
         if (!strcmp(onnx_ops[i].type, n->op_type)) {
             if (n->n_output < 1) return tg_err("node has no outputs");
-            TG_LOG(IMPORT, TG_LOG_DEBUG, "%s %s", n->op_type, n->name ? n->name : "");
-            return onnx_ops[i].fn(c, &onnx_ops[i]) < 0 ? -1 : 0;
+            int first = c->g->nnode;
+            if (onnx_ops[i].fn(c, &onnx_ops[i]) < 0)
+                return -1;
+            tg_graph_log_mapped(c->g, first, n->op_type, n->name);
+            return 0;
         }
     return 1;
 }

@@ -16,6 +16,7 @@
 #include "import/pt2.h"
 #include "import/zip.h"
 #include "log.h"
+#include "render.h"
 
 /* Cap for symbols whose range has no upper bound (documented in texport(1)). */
 #define PT2_DEFAULT_MAX INT32_MAX
@@ -661,8 +662,7 @@ static int convert_nodes(pt2_ctx *c, const cJSON *graph)
             fprintf(rep, "\n%s%snode %s (%s): %s", src, *src ? ": " : "",
                     name ? name : "?", target, tg_errmsg());
         } else if (!skip) {
-            TG_LOG(IMPORT, TG_LOG_DEBUG, "%s (%s) -> %d node(s)", name ? name : "?", target,
-                   c->nemit);
+            tg_graph_log_mapped(c->g, c->g->nnode - c->nemit, target, name);
         }
     }
     fclose(rep);
