@@ -403,3 +403,58 @@ fusion_record() {
     fusion_record 0 epilogue '"fc1"' >"$TMP/c.log"
     run_fails 2 "\-\-log draws fused groups: it goes with --dot" "$TLOG" --log "$TMP/c.log" "$TMP/g.tg"
 }
+
+# --- what the other tools log (TLOG components across the toolchain)
+
+@test "texport TLOG=graph logs the imported graph, one line per node with shapes" {
+    run_ok env TLOG=graph "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    [[ "$stderr" == *"[texport:graph] import: 5 nodes"* ]]
+    grep -Eq '^inputs: x f32\[s0, 784\]$' <<<"$stderr"
+    grep -Eq '^  linear = linear\(x, fc1.weight, fc1.bias\) : f32\[s0, 256\]$' <<<"$stderr"
+    grep -Eq '^outputs: linear_2$' <<<"$stderr"
+}
+
+@test "texport TLOG=import logs each decomposition with the ops it became" {
+    run_ok env TLOG=import "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/t.tg"
+    grep -Eq '^\[texport:import\] decomposed split \(torch.ops.aten.split.Tensor\) -> slice, slice, slice$' <<<"$stderr"
+    # single mappings only at debug level
+    ! grep -q ' -> linear$' <<<"$stderr"
+}
+
+@test "texport TLOG=+import logs every operator mapped, for .pt2 and ONNX" {
+    run_ok env TLOG=+import "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    grep -Eq '^\[texport:import\] linear \(torch.ops.aten.linear.default\) -> linear$' <<<"$stderr"
+    run_ok env TLOG=+import TLOG_FORMAT=json "$TEXPORT" "$FIX/cnn.onnx" -o "$TMP/c.tg"
+    grep -q '"fields":{"source_op":"Conv","node":"[^"]*","ops":\["conv"\]}' <<<"$stderr"
+}
+
+@test "tcompile TLOG=passes,graph logs each pass and the graph after those that changed it" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    run_ok env TLOG=passes,graph "$TCOMPILE" "$TMP/g.tg" -o "$TMP/g.so"
+    grep -Eq '^\[tcompile:passes\] dce: 0 changes, 4 -> 4 nodes' <<<"$stderr"
+    grep -q '^\[tcompile:graph\] import: 4 nodes$' <<<"$stderr"
+    ! grep -q '^\[tcompile:graph\] dce:' <<<"$stderr"
+}
+
+@test "tcompile TLOG=fusion logs fused groups that tlog --dot --log draws" {
+    skip_unless_cmd dot graphviz
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    TLOG=fusion TLOG_FORMAT=json TLOG_FILE="$TMP/c.log" "$TCOMPILE" "$TMP/m.tg" -o "$TMP/m.so"
+    grep -q '"comp":"fusion".*"fields":{"group":0,"kind":"epilogue","nodes":\["linear","relu"\]}' "$TMP/c.log"
+    run_ok "$TLOG" --dot --log "$TMP/c.log" "$TMP/m.tg"
+    [ "$(grep -c 'subgraph cluster_' <<<"$output")" -eq 2 ]
+    dot -Tsvg <<<"$output" >"$TMP/m.svg"
+    grep -q 'group 1: epilogue' "$TMP/m.svg"
+}
+
+@test "trun TLOG=perf logs the totals: runs, time, peak memory" {
+    run_ok env TLOG=perf TLOG_FORMAT=json "$TRUN" --random --bench=3 --warmup=1 "$TMP/g.tg"
+    grep -Eq '"comp":"perf".*"msg":"4 runs in [0-9.]+ ms \([0-9.]+ ms a run\), peak memory [0-9]+ KiB","fields":\{"runs":4,"ms":[0-9.]+,"ms_per_run":[0-9.]+,"max_rss_kib":[0-9]+\}' <<<"$stderr"
+}
+
+@test "trun TLOG=+run logs each node's time as records tlog report reads" {
+    TLOG=+run TLOG_FORMAT=json TLOG_FILE="$TMP/r.log" "$TRUN" --random --bench=1 --warmup=0 "$TMP/g.tg"
+    [ "$(grep -c '"comp":"run","level":"debug"' "$TMP/r.log")" -eq 4 ]
+    run_ok "$TLOG" report "$TMP/r.log"
+    [[ "$output" == "profile: 4 timings over 1 run, "* ]]
+}
