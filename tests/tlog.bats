@@ -433,7 +433,8 @@ fusion_record() {
     run_ok env TLOG=passes,graph "$TCOMPILE" "$TMP/g.tg" -o "$TMP/g.so"
     grep -Eq '^\[tcompile:passes\] dce: 0 changes, 4 -> 4 nodes' <<<"$stderr"
     grep -q '^\[tcompile:graph\] import: 4 nodes$' <<<"$stderr"
-    ! grep -q '^\[tcompile:graph\] dce:' <<<"$stderr"
+    ! grep -q '^\[tcompile:graph\] after dce: [0-9]' <<<"$stderr"
+    grep -q '^\[tcompile:graph\] after dce: unchanged$' <<<"$stderr"
 }
 
 @test "tcompile TLOG=fusion logs fused groups that tlog --dot --log draws" {
@@ -457,4 +458,18 @@ fusion_record() {
     [ "$(grep -c '"comp":"run","level":"debug"' "$TMP/r.log")" -eq 4 ]
     run_ok "$TLOG" report "$TMP/r.log"
     [[ "$output" == "profile: 4 timings over 1 run, "* ]]
+}
+
+@test "trun --profile of a compiled model times each kernel, fused ones as one, and tlog traces it" {
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    "$TCOMPILE" "$TMP/m.tg" -o "$TMP/m.so"
+    run_ok "$TRUN" --random --dim s0=3 --bench=1 --warmup=1 --profile "$TMP/p.jsonl" "$TMP/m.so"
+    # linear+relu twice (fused), then the last linear: 3 kernels x 2 runs
+    [ "$(wc -l <"$TMP/p.jsonl")" -eq 6 ]
+    grep -q '"fields":{"node":"relu","op":"linear+relu","us":[0-9.e-]*,"run":1}' "$TMP/p.jsonl"
+    grep -q '"fields":{"node":"linear_2","op":"linear","us":[0-9.e-]*,"run":0}' "$TMP/p.jsonl"
+    run_ok "$TLOG" trace "$TMP/p.jsonl"
+    python3 -m json.tool <<<"$output" >/dev/null
+    run_ok "$TLOG" report "$TMP/p.jsonl"
+    grep -Eq '^  linear\+relu +4 ' <<<"$output"
 }

@@ -121,6 +121,17 @@ TGRAPH_API int tgraph_model_run(tgraph_model *m, const tgraph_tensor *inputs, in
 TGRAPH_API void tgraph_set_num_threads(int n);
 TGRAPH_API int tgraph_num_threads(void);
 
+/* Optional per-kernel timing (trun --profile): after each kernel of every
+ * run, fn(ctx, kernel, ops, seconds), where kernel is the name of the graph
+ * node whose result the kernel computes and ops its ops ("linear+relu" when
+ * fused). fn NULL turns it off; off, a kernel pays one load and one branch.
+ * Process-wide for this .so: set it while no run is in flight; fn is called
+ * from the thread that runs. It came after ABI version 1 first shipped, so
+ * older models lack it: look it up with dlsym(3), absent means "no timings". */
+typedef void (*tgraph_profile_fn)(void *ctx, const char *kernel, const char *ops,
+                                  double seconds);
+TGRAPH_API void tgraph_set_profile(tgraph_profile_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -323,6 +323,16 @@ static int emit_prepare(tg_cg *c, FILE *f)
 
 /* ---- exec: the plan ---------------------------------------------------------------- */
 
+/* A kernel's ops for its timing: "linear+relu". */
+static const char *kernel_ops(tg_cg *c, int root)
+{
+    const char *ops = "";
+    for (int m = 0; m <= root; m++)
+        if (c->p->root[m] == root)
+            ops = cg_str(c, "%s%s%s", ops, *ops ? "+" : "", tg_op_name(c->g->nodes[m].op));
+    return ops;
+}
+
 static int emit_body(tg_cg *c)
 {
     const tg_graph *g = c->g;
@@ -330,14 +340,21 @@ static int emit_body(tg_cg *c)
     for (int n = 0; n < g->nnode; n++) {
         if (p->root[n] != n)
             continue;
+        /* each kernel timed when a profile is set (tgraph_set_profile); views cost nothing */
+        bool timed = !(tg_op_is_view(g->nodes[n].op) && p->kind[n] == TG_GROUP_SINGLE);
+        if (timed)
+            fprintf(c->f, "    TGRT_PROF_BEGIN(T0);\n");
         if (p->kind[n] == TG_GROUP_LOOP) {
             if (cg_emit_loop(c, n))
                 return -1;
-            continue;
+        } else {
+            for (int m = 0; m <= n; m++)   /* members run in order, the root last */
+                if (p->root[m] == n && cg_emit_node(c, m))
+                    return -1;
         }
-        for (int m = 0; m <= n; m++)   /* members run in order, the root last */
-            if (p->root[m] == n && cg_emit_node(c, m))
-                return -1;
+        if (timed)
+            fprintf(c->f, "    TGRT_PROF_END(T0, %s, %s);\n", cg_quote(c, g->nodes[n].name),
+                    cg_quote(c, kernel_ops(c, n)));
     }
     /* outputs that are inputs, weights, views of them, or listed twice: copy */
     for (int j = 0; j < g->noutput; j++) {
@@ -398,7 +415,8 @@ static const char abi_forwarders[] =
     "                                tgraph_tensor *out, int nout)\n"
     "{ return tgrt_run(m, in, nin, out, nout); }\n"
     "TGRAPH_API void tgraph_set_num_threads(int n) { tgk_set_num_threads(n); }\n"
-    "TGRAPH_API int tgraph_num_threads(void) { return tgk_num_threads(); }\n";
+    "TGRAPH_API int tgraph_num_threads(void) { return tgk_num_threads(); }\n"
+    "TGRAPH_API void tgraph_set_profile(tgraph_profile_fn f, void *x) { tgrt_set_profile(f, x); }\n";
 
 static int emit_file(tg_cg *c, const char *body, const char *fns,
                      const tg_codegen_weights *how, FILE *f)
@@ -412,7 +430,7 @@ static int emit_file(tg_cg *c, const char *body, const char *fns,
         goto out;
     /* exec's declarations, then the tables: both add to D[] before prepare */
     fprintf(e, "static int plan_exec(const tgrt_call *C)\n{\n    const int64_t *D = C->D;\n"
-            "    (void)D;\n");
+            "    double T0 = 0;\n    (void)D, (void)T0;\n");
     if (emit_decls(c, e))
         goto out;
     fprintf(e, "%s    return 0;\n}\n\n", body);

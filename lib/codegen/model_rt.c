@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kernels/cpu/tensor_ops.h"
@@ -32,6 +33,29 @@ typedef struct {
 } ws_head;
 
 static __thread char err_msg[512];
+
+tgraph_profile_fn tgrt_prof_fn;
+static void *prof_ctx;
+
+void tgrt_set_profile(tgraph_profile_fn fn, void *ctx)
+{
+    prof_ctx = ctx;
+    tgrt_prof_fn = fn;
+}
+
+double tgrt_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void tgrt_prof_end(double t0, const char *kernel, const char *ops)
+{
+    tgraph_profile_fn fn = tgrt_prof_fn;
+    if (fn)
+        fn(prof_ctx, kernel, ops, tgrt_now() - t0);
+}
 
 int tgrt_fail(int status, const char *fmt, ...)
 {

@@ -66,6 +66,20 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
 const char *tgrt_strerror(int status);
 const char *tgrt_last_error(void);
 
+/* Per-kernel timing (tgraph_set_profile). The generated plan brackets each
+ * kernel with TGRT_PROF_BEGIN/END; built with -DTG_LOG_DISABLE they vanish. */
+extern tgraph_profile_fn tgrt_prof_fn;
+void tgrt_set_profile(tgraph_profile_fn fn, void *ctx);
+double tgrt_now(void);
+void tgrt_prof_end(double t0, const char *kernel, const char *ops);
+#ifdef TG_LOG_DISABLE
+#define TGRT_PROF_BEGIN(t) ((void)0)
+#define TGRT_PROF_END(t, kernel, ops) ((void)0)
+#else
+#define TGRT_PROF_BEGIN(t) ((t) = tgrt_prof_fn ? tgrt_now() : 0)
+#define TGRT_PROF_END(t, kernel, ops) (tgrt_prof_fn ? tgrt_prof_end((t), (kernel), (ops)) : (void)0)
+#endif
+
 /* What a fused loop of a plan (tcompile's emit_loop.c) reads: its outside
  * inputs and result, rows x inner elements (a reduction: rows results of
  * inner elements each), the row dims and each input's stride along them. */

@@ -36,6 +36,7 @@ typedef struct {
 #define X(ret, name, args) ret (*name) args;
     SO_FUNCS(X)
 #undef X
+    void (*set_profile)(tgraph_profile_fn, void *);    /* optional: NULL in older models */
     void *dl;
     tgraph_model *m;
 } so_impl;
@@ -75,6 +76,8 @@ static void so_free(tg_runner *r)
 {
     so_impl *s = r->impl;
     if (s) {
+        if (s->set_profile && s->m)
+            s->set_profile(NULL, NULL);     /* the callback may not outlive its caller */
         if (s->m)
             s->model_close(s->m);
         if (s->dl)
@@ -87,6 +90,19 @@ static void so_free(tg_runner *r)
     free(r->outputs);
     free(r);
 }
+
+static void so_set_profile(tg_runner *r, tg_runner_profile_fn fn, void *ctx)
+{
+    so_impl *s = r->impl;
+    s->set_profile(fn, ctx);    /* the same signature: the model calls trun's function */
+}
+
+/* Only models that can time their kernels offer set_profile. */
+static const tg_runner_ops so_ops_profiled = {
+    /* .run = */ so_run,
+    /* .set_profile = */ so_set_profile,
+    /* .free = */ so_free,
+};
 
 static const tg_runner_ops so_ops = {
     /* .run = */ so_run,
@@ -169,6 +185,8 @@ tg_runner *tg_runner_open_so(const char *path, int nthreads)
     }
     SO_FUNCS(X)
 #undef X
+    if ((*(void **)&s->set_profile = dlsym(s->dl, "tgraph_set_profile")))
+        r->ops = &so_ops_profiled;
     if (s->abi_version() != TGRAPH_MODEL_ABI_VERSION) {
         tg_err("model ABI version %u, this trun reads %d: recompile it with tcompile",
                s->abi_version(), TGRAPH_MODEL_ABI_VERSION);

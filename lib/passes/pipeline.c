@@ -69,8 +69,12 @@ static int run_graph_pass(tg_graph *g, const char *name, graph_pass f)
         return tg_err("pass %s: %s", name, tg_errmsg());
     TG_LOG(PASSES, TG_LOG_INFO, "%s: %d changes, %d -> %d nodes (%.1f ms)", name, r, before,
            g->nnode, (now() - t) * 1e3);
-    if (r > 0)              /* an unchanged graph is the one logged before */
-        tg_graph_log(g, name);
+    char stage[64];
+    snprintf(stage, sizeof stage, "after %s", name);
+    if (r > 0)
+        tg_graph_log(g, stage);
+    else                    /* the listing would repeat the one before */
+        TG_LOG(GRAPH, TG_LOG_INFO, "%s: unchanged", stage);
     return 0;
 }
 
