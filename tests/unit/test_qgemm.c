@@ -12,6 +12,7 @@
 #include "unit.h"
 
 static uint64_t rng_state;
+static const char *const paths[] = {"scalar", "avx2", "avx512vnni"};
 
 static uint32_t rnd(void)
 {
@@ -48,7 +49,7 @@ static void check_qgemm(int64_t M, int64_t N, int64_t K)
     int32_t zero = (int32_t)(rnd() % 256);
     ref_qgemm(M, N, K, a, zero, w, want);
     tgk_qgemm_pack(N, K, w, packed);
-    const char *paths[] = {"scalar", "avx2", "avx512vnni"};
+
     for (int p = 0; p < 3; p++) {
         if (tgk_qgemm_set_path(paths[p])) continue;
         for (int i = 0; i < 16; i++) got[M * N + i] = 0x5a5a5a5a;      /* sentinels */
@@ -87,7 +88,7 @@ static void check_qlinear(int64_t M, int64_t N, int64_t K, int dynamic)
     }
     ref_qgemm(M, N, K, xq, xz, w, acc);
     tgk_qgemm_pack(N, K, w, packed);
-    tgk_qlinear_f32(M, N, K, x, dynamic ? 0.0f : xs, dynamic ? 0 : xz, dynamic, packed, ws, b, got);
+    CHECK(tgk_qlinear_f32(M, N, K, x, dynamic ? 0.0f : xs, dynamic ? 0 : xz, dynamic, packed, ws, b, got) == 0);
     int64_t bad = 0;
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -96,6 +97,144 @@ static void check_qlinear(int64_t M, int64_t N, int64_t K, int dynamic)
         }
     CHECK(bad == 0);
     free(x), free(ws), free(b), free(got), free(w), free(xq), free(acc), free(packed);
+}
+
+
+
+/* The quantization formula itself, in double where it is exact. */
+static uint8_t ref_quant(float x, float s, int32_t z)
+{
+    float v = nearbyintf(x / s) + (float)z;
+    if (v != v) return (uint8_t)z;
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+static void check_quantize(int64_t n)
+{
+    float *x = malloc(sizeof *x * (n + 1));
+    uint8_t *q = malloc(n + 16);
+    float s = rndf(0.01f, 0.1f);
+    int32_t z = (int32_t)(rnd() % 256);
+    for (int64_t i = 0; i < n; i++) {
+        switch (rnd() % 8) {
+        case 0: x[i] = ((int)(rnd() % 600) - 300 + 0.5f) * s; break;   /* ties */
+        case 1: x[i] = rnd() % 2 ? NAN : (rnd() % 2 ? INFINITY : -INFINITY); break;
+        default: x[i] = rndf(-10, 10);
+        }
+    }
+    for (int p = 0; p < 3; p++) {
+        if (tgk_qgemm_set_path(paths[p])) continue;
+        memset(q + n, 0x5a, 16);
+        tgk_quantize_u8(n, x, s, z, q);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += q[i] != ref_quant(x[i], s, z);
+        if (bad) fprintf(stderr, "quantize %s n=%lld: %lld wrong\n", paths[p], (long long)n, (long long)bad);
+        CHECK(bad == 0 && q[n] == 0x5a);
+    }
+    float lo, hi, rlo = INFINITY, rhi = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] == x[i]) rlo = x[i] < rlo ? x[i] : rlo, rhi = x[i] > rhi ? x[i] : rhi;
+    tgk_minmax_f32(n, x, &lo, &hi);
+    CHECK(n == 0 || (lo == rlo && hi == rhi));
+    free(x), free(q);
+}
+
+/* Quantized convolution against the same math done directly: quantize, sum
+ * (xq - zero) * w over the window with padding reading the zero point, scale. */
+static void check_qconv(int nsp, int64_t n, int64_t c, int64_t k, int64_t groups, int64_t in,
+                        int64_t ker, int64_t stride, int64_t pad, int64_t dil, int dynamic)
+{
+    tgk_conv_desc d = {.nsp = nsp, .n = n, .c = c, .k = k, .groups = groups};
+    int64_t insp = 1, outsp = 1, kp = 1, out = (in + 2 * pad - dil * (ker - 1) - 1) / stride + 1;
+    if (out < 1) return;
+    for (int i = 0; i < nsp; i++) {
+        d.in[i] = in, d.out[i] = out, d.kernel[i] = ker, d.stride[i] = stride, d.pad[i] = pad,
+        d.dil[i] = dil;
+        insp *= in, outsp *= out, kp *= ker;
+    }
+    int64_t cg = c / groups, kg = k / groups, kk = cg * kp;
+    float *x = malloc(sizeof *x * n * c * insp), *ws = malloc(sizeof *ws * k), *b = malloc(sizeof *b * k);
+    float *y = malloc(sizeof *y * (n * k * outsp + 1));
+    int8_t *w = malloc(k * kk);
+    uint8_t *xq = malloc(n * c * insp);
+    for (int64_t i = 0; i < n * c * insp; i++) x[i] = rndf(-2, 3);
+    for (int64_t i = 0; i < k * kk; i++) w[i] = (int8_t)rnd();
+    for (int64_t i = 0; i < k; i++) ws[i] = rndf(1e-3f, 1e-2f), b[i] = rndf(-1, 1);
+    float xs, lo = 1e30f, hi = -1e30f;
+    int32_t xz;
+    for (int64_t i = 0; i < n * c * insp; i++) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
+    tgk_qparams_u8(dynamic ? lo : -1.5f, dynamic ? hi : 2.5f, &xs, &xz);
+    for (int64_t i = 0; i < n * c * insp; i++) xq[i] = ref_quant(x[i], xs, xz);
+    void *packed = malloc(tgk_qconv_packed_size(k, c, groups, kp));
+    for (int64_t g = 0; g < groups; g++)
+        tgk_qgemm_pack(kg, kk, w + g * kg * kk, (char *)packed + g * tgk_qgemm_packed_size(kg, kk));
+    for (int p = 0; p < 3; p++) {
+        if (tgk_qgemm_set_path(paths[p])) continue;
+        y[n * k * outsp] = 12345.0f;
+        CHECK(tgk_qconv_f32(&d, x, dynamic ? 0.0f : xs, dynamic ? 0 : xz, dynamic, packed, ws, b, y) == 0);
+        int64_t bad = 0;
+        int64_t o3[3] = {1, 1, 1}, i3[3] = {1, 1, 1};
+        for (int i = 0; i < nsp; i++) o3[3 - nsp + i] = out, i3[3 - nsp + i] = in;
+        int64_t k3[3] = {1, 1, 1};
+        for (int i = 0; i < nsp; i++) k3[3 - nsp + i] = ker;
+        for (int64_t im = 0; im < n; im++)
+            for (int64_t ko = 0; ko < k; ko++)
+                for (int64_t pos = 0; pos < outsp; pos++) {
+                    int64_t o[3] = {pos / (o3[1] * o3[2]), pos / o3[2] % o3[1], pos % o3[2]};
+                    int64_t g = ko / kg, acc = 0;
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t a = 0; a < k3[0]; a++)
+                            for (int64_t bb = 0; bb < k3[1]; bb++)
+                                for (int64_t e = 0; e < k3[2]; e++) {
+                                    int64_t ii[3] = {o[0] * (nsp == 3 ? stride : 1) - (nsp == 3 ? pad : 0) + a * (nsp == 3 ? dil : 1),
+                                                     o[1] * (nsp >= 2 ? stride : 1) - (nsp >= 2 ? pad : 0) + bb * (nsp >= 2 ? dil : 1),
+                                                     o[2] * stride - pad + e * dil};
+                                    bool inside = ii[0] >= 0 && ii[0] < i3[0] && ii[1] >= 0 && ii[1] < i3[1] && ii[2] >= 0 && ii[2] < i3[2];
+                                    int64_t xv = inside ? xq[((im * c + g * cg + ci) * i3[0] + ii[0]) * i3[1] * i3[2] + ii[1] * i3[2] + ii[2]] : xz;
+                                    acc += (xv - xz) * w[ko * kk + (ci * k3[0] + a) * k3[1] * k3[2] + bb * k3[2] + e];
+                                }
+                    float want = (float)acc * (xs * ws[ko]) + b[ko];
+                    bad += memcmp(&want, &y[(im * k + ko) * outsp + pos], sizeof want) != 0;
+                }
+        if (bad) fprintf(stderr, "qconv %s nsp=%d c=%lld k=%lld g=%lld: %lld wrong\n", paths[p], nsp,
+                         (long long)c, (long long)k, (long long)groups, (long long)bad);
+        CHECK(bad == 0 && y[n * k * outsp] == 12345.0f);
+    }
+    free(x), free(ws), free(b), free(y), free(w), free(xq), free(packed);
+}
+
+/* Weight-only linear against float64: x * (q * scale) summed in double. */
+static void check_wlinear(int64_t M, int64_t N, int64_t K, int bits, int64_t group)
+{
+    int64_t ng = group > 0 && group < K ? (K + group - 1) / group : 1, rb = bits == 4 ? (K + 1) / 2 : K;
+    float *x = malloc(sizeof *x * M * K), *s = malloc(sizeof *s * N * ng), *b = malloc(sizeof *b * N);
+    float *y = malloc(sizeof *y * M * N);
+    uint8_t *q = malloc(N * rb);
+    for (int64_t i = 0; i < M * K; i++) x[i] = rndf(-1, 1);
+    for (int64_t i = 0; i < N * rb; i++) q[i] = (uint8_t)rnd();
+    for (int64_t i = 0; i < N * ng; i++) s[i] = rndf(0.001f, 0.1f);
+    for (int64_t i = 0; i < N; i++) b[i] = rndf(-1, 1);
+    CHECK(tgk_wlinear_f32(M, N, K, x, q, bits, group, s, b, y) == 0);
+    double worst = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = b[n], mag = fabs(b[n]);
+            for (int64_t k = 0; k < K; k++) {
+                int32_t v = bits == 8 ? (int8_t)q[n * K + k]
+                                      : (k % 2 ? q[n * rb + k / 2] >> 4 : q[n * rb + k / 2] & 15);
+                if (bits == 4 && v >= 8) v -= 16;
+                double wv = (double)((float)v * s[n * ng + (ng > 1 ? k / group : 0)]);
+                acc += (double)x[m * K + k] * wv, mag += fabs((double)x[m * K + k] * wv);
+                CHECK_NEAR(tgk_wq_weight(q, bits, K, ng > 1 ? group : 0, s, n, k), wv, 0);
+            }
+            double err = fabs(acc - y[m * N + n]) / (mag + 1e-30);
+            worst = err > worst ? err : worst;
+        }
+    if (worst > 1e-5) fprintf(stderr, "wlinear M=%lld N=%lld K=%lld bits=%d: rel err %g\n",
+                              (long long)M, (long long)N, (long long)K, bits, worst);
+    CHECK(worst <= 1e-5);   /* float32 sums of K products, relative to sum |x w| */
+    CHECK(tgk_wlinear_f32(M, N, K, x, q, 3, group, s, b, y) == -1);
+    free(x), free(s), free(b), free(y), free(q);
 }
 
 int main(void)
@@ -110,5 +249,19 @@ int main(void)
     if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");   /* back to the best */
     check_qlinear(5, 19, 37, 0);
     check_qlinear(33, 64, 256, 1);
+    const int64_t qn[] = {0, 1, 15, 16, 17, 100, 1000, 70001};
+    for (size_t i = 0; i < sizeof qn / sizeof qn[0]; i++) check_quantize(qn[i]);
+    /* nsp, n, c, k, groups, in, kernel, stride, pad, dilation, dynamic */
+    check_qconv(2, 2, 3, 16, 1, 8, 3, 1, 1, 1, 0);
+    check_qconv(2, 1, 8, 12, 4, 7, 3, 2, 1, 1, 1);
+    check_qconv(1, 3, 5, 7, 1, 11, 4, 1, 2, 2, 0);
+    check_qconv(3, 1, 2, 4, 2, 5, 2, 1, 0, 1, 1);
+    check_qconv(2, 1, 4, 4, 4, 6, 3, 1, 1, 1, 0);     /* depthwise */
+    check_qconv(2, 2, 70, 33, 1, 5, 1, 1, 0, 1, 0);   /* pointwise, K not a multiple of 4 */
+    if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");
+    check_wlinear(3, 70, 100, 8, 32);
+    check_wlinear(1, 64, 64, 8, 0);
+    check_wlinear(5, 130, 99, 4, 32);
+    check_wlinear(2, 17, 256, 4, 128);
     return unit_report();
 }

@@ -4,6 +4,7 @@
  * and adds 16 column sums at once. The AVX2 path widens to 16 bits and uses
  * vpmaddwd, which never saturates (vpmaddubsw would), so every path is exact. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,30 +249,198 @@ void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero)
     *zero = z < 0 ? 0 : z > 255 ? 255 : z;
 }
 
-void tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
-                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
-                     const float *bias, float *y)
+/* ---- packed weights kept for the life of the program ------------------------- */
+
+static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **once_bufs;
+static size_t once_n, once_cap;
+
+void *tgk_qgemm_pack_once(void **slot, int64_t groups, int64_t N, int64_t K, const int8_t *w)
+{
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (p)
+        return p;
+    pthread_mutex_lock(&once_lock);
+    p = *slot;
+    if (!p && once_n == once_cap) {
+        size_t cap = once_cap ? 2 * once_cap : 16;
+        void **b = realloc(once_bufs, cap * sizeof *b);
+        if (b) once_bufs = b, once_cap = cap;
+    }
+    if (!p && once_n < once_cap) {
+        size_t one = tgk_qgemm_packed_size(N, K);
+        p = malloc(one * (size_t)groups + 1);
+        for (int64_t g = 0; p && g < groups; g++)
+            tgk_qgemm_pack(N, K, w + g * N * K, (char *)p + g * one);
+        if (p) {
+            once_bufs[once_n++] = p;
+            __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&once_lock);
+    return p;
+}
+
+/* At exit, or when the model's shared object is unloaded. */
+__attribute__((destructor)) static void free_packed(void)
+{
+    for (size_t i = 0; i < once_n; i++) free(once_bufs[i]);
+    free(once_bufs);
+    once_bufs = NULL, once_n = once_cap = 0;
+}
+
+/* ---- activation quantization --------------------------------------------------- */
+
+static inline uint8_t quant1(float x, float s, int32_t z)
+{
+    float v = nearbyintf(x / s) + (float)z;
+    if (v != v) return (uint8_t)z;
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+static void quant_scalar(int64_t n, const float *x, float s, int32_t z, uint8_t *q)
+{
+    for (int64_t i = 0; i < n; i++) q[i] = quant1(x[i], s, z);
+}
+
+#if defined(__x86_64__)
+/* The same operations, 16 lanes at a time: IEEE division, rounding to nearest
+ * even, then the float add and clamp, so every lane equals quant1. */
+__attribute__((target("avx512f")))
+static void quant_avx512(int64_t n, const float *x, float s, int32_t z, uint8_t *q)
+{
+    __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps((float)z);
+    __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vs);
+        v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), vz);
+        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v)));
+    }
+    quant_scalar(n - i, x + i, s, z, q + i);
+}
+
+__attribute__((target("avx2")))
+static void quant_avx2(int64_t n, const float *x, float s, int32_t z, uint8_t *q)
+{
+    __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps((float)z);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);
+        v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+        v = _mm256_blendv_ps(v, vz, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+        int32_t t[8];
+        _mm256_storeu_si256((__m256i *)t, _mm256_cvtps_epi32(v));
+        for (int j = 0; j < 8; j++) q[i + j] = (uint8_t)t[j];
+    }
+    quant_scalar(n - i, x + i, s, z, q + i);
+}
+#endif
+
+typedef struct {
+    const float *x;
+    float s;
+    int32_t z;
+    uint8_t *q;
+} quant_job;
+
+static void quant_task(void *ctx, int64_t b, int64_t e)
+{
+    const quant_job *j = ctx;
+    int p = path();
+#if defined(__x86_64__)
+    if (p == 2) { quant_avx512(e - b, j->x + b, j->s, j->z, j->q + b); return; }
+    if (p == 1) { quant_avx2(e - b, j->x + b, j->s, j->z, j->q + b); return; }
+#endif
+    (void)p;
+    quant_scalar(e - b, j->x + b, j->s, j->z, j->q + b);
+}
+
+void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8_t *q)
+{
+    quant_job j = {x, scale, zero, q};
+    tgk_parallel_for(n, 1 << 15, quant_task, &j);
+}
+
+/* min/max over chunks, one per pool thread, then combined. */
+#define MINMAX_CHUNKS 64
+typedef struct {
+    const float *x;
+    int64_t n, chunk;
+    float lo[MINMAX_CHUNKS], hi[MINMAX_CHUNKS];
+} minmax_job;
+
+static void minmax_task(void *ctx, int64_t b, int64_t e)
+{
+    minmax_job *j = ctx;
+    for (int64_t c = b; c < e; c++) {
+        int64_t i = c * j->chunk, end = i + j->chunk < j->n ? i + j->chunk : j->n;
+        float lo = INFINITY, hi = -INFINITY;
+        for (; i < end; i++) {     /* NaN compares false: skipped */
+            lo = j->x[i] < lo ? j->x[i] : lo;
+            hi = j->x[i] > hi ? j->x[i] : hi;
+        }
+        j->lo[c] = lo, j->hi[c] = hi;
+    }
+}
+
+void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi)
+{
+    minmax_job j = {.x = x, .n = n, .chunk = (n + MINMAX_CHUNKS - 1) / MINMAX_CHUNKS};
+    int64_t nc = j.chunk ? (n + j.chunk - 1) / j.chunk : 0;
+    tgk_parallel_for(nc, nc * j.chunk < (1 << 16) ? nc : 1, minmax_task, &j);
+    float l = INFINITY, h = -INFINITY;
+    for (int64_t c = 0; c < nc; c++) {
+        l = j.lo[c] < l ? j.lo[c] : l;
+        h = j.hi[c] > h ? j.hi[c] : h;
+    }
+    *lo = l <= h ? l : 0.0f;
+    *hi = l <= h ? h : 0.0f;
+}
+
+/* ---- the quantized linear layer -------------------------------------------------- */
+
+typedef struct {
+    int64_t N;
+    const int32_t *acc;
+    const float *w_scale, *bias;
+    float x_scale;
+    float *y;
+} dequant_job;
+
+static void dequant_rows(void *ctx, int64_t m0, int64_t m1)
+{
+    const dequant_job *j = ctx;
+    for (int64_t m = m0; m < m1; m++)
+        for (int64_t n = 0; n < j->N; n++)
+            j->y[m * j->N + n] = (float)j->acc[m * j->N + n] * (j->x_scale * j->w_scale[n]) +
+                                 (j->bias ? j->bias[n] : 0.0f);
+}
+
+int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
+                    int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
+                    const float *bias, float *y)
 {
     uint8_t *xq = malloc((size_t)(M * K > 0 ? M * K : 1));
     int32_t *acc = malloc(sizeof *acc * (size_t)(M * N > 0 ? M * N : 1));
-    if (!xq || !acc) {          /* no error channel here: leave y as NaN, loudly wrong */
-        for (int64_t i = 0; i < M * N; i++) y[i] = NAN;
+    if (!xq || !acc) {
         free(xq), free(acc);
-        return;
+        return -1;
     }
     if (dynamic) {
-        float lo = 0, hi = 0;
-        for (int64_t i = 0; i < M * K; i++) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
+        float lo, hi;
+        tgk_minmax_f32(M * K, x, &lo, &hi);
         tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
     }
-    for (int64_t i = 0; i < M * K; i++) {
-        float v = nearbyintf(x[i] / x_scale) + (float)x_zero;
-        xq[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-    }
+    tgk_quantize_u8(M * K, x, x_scale, x_zero, xq);
     tgk_qgemm_u8s8(M, N, K, xq, K, x_zero, packed, acc, N);
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++)
-            y[m * N + n] = (float)acc[m * N + n] * (x_scale * w_scale[n]) + (bias ? bias[n] : 0.0f);
+    dequant_job j = {N, acc, w_scale, bias, x_scale, y};
+    tgk_parallel_for(M, 1 + 16384 / (N > 0 ? N : 1), dequant_rows, &j);
     free(xq);
     free(acc);
+    return 0;
 }

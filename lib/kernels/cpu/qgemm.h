@@ -8,6 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* tcompile pastes this header after kernels.h into every model's C file, where
+ * no include path leads here: the guard skips the include there. */
+#ifndef TGK_KERNELS_H
+#include "kernels.h"
+#endif
+
 /* Weights w[N,K] (row-major, s8) are packed once, at load time, into blocks of
  * 16 output columns x 4 consecutive k (zero padded), preceded by each column's
  * sum (for the zero-point correction). One layout serves every path. */
@@ -24,17 +30,54 @@ void tgk_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t l
 const char *tgk_qgemm_path(void);
 int tgk_qgemm_set_path(const char *name);
 
+/* Packed weights made on first use and kept until the program (or the shared
+ * object holding this code) is unloaded: for compiled models, whose weights
+ * never change. `groups` consecutive [N,K] blocks of w are packed one after the
+ * other (tgk_qgemm_packed_size(N, K) bytes each). *slot is set once, safely
+ * from several threads. NULL when out of memory. */
+void *tgk_qgemm_pack_once(void **slot, int64_t groups, int64_t N, int64_t K, const int8_t *w);
+
+/* Activation quantization, bit-identical on every path:
+ * q = clamp(round_half_even(x / scale) + zero, 0, 255). */
+void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8_t *q);
+/* Smallest and largest of x[0..n), NaNs ignored; 0 and 0 when n is 0. */
+void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
+
 /* Quantized linear layer, activations quantized on the fly:
- * xq = clamp(round_half_even(x / x_scale) + x_zero, 0, 255) (per tensor; with
- * dynamic != 0, x_scale and x_zero are computed from this x's min and max),
+ * xq = tgk_quantize_u8(x, x_scale, x_zero) (per tensor; with dynamic != 0,
+ * x_scale and x_zero come from tgk_qparams_u8 of this x's min and max),
  * y[m,n] = (float)(sum_k (xq[m,k] - x_zero) * w[n,k]) * (x_scale * w_scale[n]) + bias[n].
- * bias may be NULL. */
-void tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
-                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
-                     const float *bias, float *y);
+ * bias may be NULL. 0, or -1 when scratch cannot be allocated. */
+int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
+                    int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
+                    const float *bias, float *y);
 
 /* The affine u8 parameters that cover [lo, hi] (always including 0), as the
  * min/max observers and dynamic quantization compute them. */
 void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero);
+
+/* Quantized convolution (qconv.c), not transposed: x [n, c, *in] is quantized
+ * as in tgk_qlinear_f32, padding reads as x_zero (a float 0), and each group's
+ * weights [k/groups, c/groups * prod(kernel)] (s8, symmetric, per output
+ * channel scale w_scale[k]) are packed as one tgk_qgemm_pack block, groups
+ * one after the other (tgk_qconv_packed_size). y [n, k, *out] =
+ * acc * (x_scale * w_scale[k]) + bias[k], acc the exact integer sum. bias may
+ * be NULL. 0, or -1 when the descriptor is invalid or scratch cannot be had. */
+size_t tgk_qconv_packed_size(int64_t k, int64_t c, int64_t groups, int64_t kprod);
+int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
+                  int dynamic, const void *packed, const float *w_scale, const float *bias,
+                  float *y);
+
+/* Weight-only quantized linear layer (wlinear.c): y[M,N] = x[M,K] * W^T + bias,
+ * W[n,k] = q[n,k] * scale[n, k / group], q signed: bits 8 one int8 per weight
+ * ([N,K]); bits 4 two per byte ([N, (K+1)/2], k even in the low nibble, two's
+ * complement). group <= 0 means K (one scale per row). Blocks of rows are
+ * dequantized to float32 and multiplied with sgemm. 0, or -1 (bad bits, no
+ * memory). */
+int tgk_wlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, const void *q, int bits,
+                    int64_t group, const float *scale, const float *bias, float *y);
+/* One weight of such a matrix, dequantized the same way (tests, references). */
+float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
+                    int64_t n, int64_t k);
 
 #endif

@@ -1,0 +1,128 @@
+/* Quantized layers: qlinear and qconv take float32 activations and quantized
+ * weights with their scales, and give float32 (ops.def lists the attributes). */
+#include "qops.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "infer.h"
+
+int tg_qlayer_read(const tg_node *n, tg_qlayer *q)
+{
+    const char *scheme;
+    double xs;
+    int64_t xz, bits, group;
+    tg_dtype xdt;
+    if (tg_attr_get_string(n, "scheme", "static", &scheme) ||
+        tg_attr_get_float(n, "x_scale", 1.0, &xs) || tg_attr_get_int(n, "x_zero", 0, &xz) ||
+        tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) || tg_attr_get_int(n, "bits", 8, &bits) ||
+        tg_attr_get_int(n, "group", 0, &group))
+        return -1;
+    if (!strcmp(scheme, "static"))
+        q->scheme = TG_QSCHEME_STATIC;
+    else if (!strcmp(scheme, "dynamic"))
+        q->scheme = TG_QSCHEME_DYNAMIC;
+    else if (!strcmp(scheme, "weight_only"))
+        q->scheme = TG_QSCHEME_WEIGHT_ONLY;
+    else
+        return tg_err("attribute 'scheme' is '%s', expected static, dynamic or weight_only",
+                      scheme);
+    if (q->scheme == TG_QSCHEME_STATIC && !tg_node_attr(n, "x_scale"))
+        return tg_err("static scheme needs attribute 'x_scale'");
+    if (!(xs > 0) || !isfinite(xs) || !((float)xs > 0) || !isfinite((float)xs))
+        return tg_err("x_scale %g must be positive and finite in float32", xs);
+    if (xdt != TG_U8 && xdt != TG_I8)
+        return tg_err("attribute 'x_dtype' is %s, expected u8 or i8", tg_dtype_name(xdt));
+    int64_t lo = xdt == TG_U8 ? 0 : -128, hi = xdt == TG_U8 ? 255 : 127;
+    if (xz < lo || xz > hi)
+        return tg_err("x_zero %" PRId64 " outside %s's range", xz, tg_dtype_name(xdt));
+    if (bits != 8 && bits != 4)
+        return tg_err("attribute 'bits' is %" PRId64 ", expected 8 or 4", bits);
+    if (bits == 4 && q->scheme != TG_QSCHEME_WEIGHT_ONLY)
+        return tg_err("4-bit weights need scheme weight_only");
+    if (group < 0 || group > INT32_MAX || (group && q->scheme != TG_QSCHEME_WEIGHT_ONLY))
+        return tg_err("attribute 'group' is %" PRId64 ": a positive group size, for"
+                      " weight_only only", group);
+    q->x_scale = (float)xs;
+    q->x_zero_u8 = (int32_t)(xdt == TG_I8 ? xz + 128 : xz);
+    q->bits = (int)bits;
+    q->group = group;
+    return 0;
+}
+
+int64_t tg_qlayer_ngroups(const tg_qlayer *q, int64_t K)
+{
+    return q->scheme == TG_QSCHEME_WEIGHT_ONLY && q->group ? (K + q->group - 1) / q->group : 1;
+}
+
+/* w_scale f32 [rows] or [rows, groups] and bias? f32 [rows]. */
+static int check_scales(tg_graph *g, int node, tg_dim rows, int64_t ngroups)
+{
+    const tg_value *s = tg_infer_in(g, node, 2), *b = tg_infer_opt(g, node, 3);
+    tg_shape ss = { .rank = ngroups > 1 ? 2 : 1, .d = { rows, tg_dim_const(ngroups) } };
+    tg_shape bs = { .rank = 1, .d = { rows } };
+    if (!s || tg_check_dtype(s, 2, TG_F32) || tg_check_shape(g, s, 2, &ss))
+        return -1;
+    if (b && (tg_check_dtype(b, 3, TG_F32) || tg_check_shape(g, b, 3, &bs)))
+        return -1;
+    return 0;
+}
+
+int tg_infer_qlinear(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
+    tg_qlayer q;
+    int64_t K = 0;
+    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(x, 0, TG_F32) ||
+        tg_check_rank(x, 0, 1, TG_MAX_RANK) ||
+        tg_check_dtype(w, 1, q.bits == 4 ? TG_U8 : TG_I8) || tg_check_rank(w, 1, 2, 2))
+        return -1;
+    tg_dim kd = x->shape.d[x->shape.rank - 1], wk = kd;
+    if (q.scheme == TG_QSCHEME_WEIGHT_ONLY && !tg_dim_is_const(kd, &K))
+        return tg_err("weight_only needs a constant input feature size");
+    if (q.bits == 4)
+        wk = tg_dim_const((K + 1) / 2);
+    if (tg_check_dim_eq(g, w->shape.d[1], wk,
+                        q.bits == 4 ? "weight dim 1 is not (K+1)/2 bytes of two 4-bit values"
+                                    : "input features differ from weight [N, K]'s K") ||
+        check_scales(g, node, w->shape.d[0],
+                     q.scheme == TG_QSCHEME_WEIGHT_ONLY ? tg_qlayer_ngroups(&q, K) : 1))
+        return -1;
+    tg_shape s = x->shape;
+    s.d[s.rank - 1] = w->shape.d[0];
+    return tg_infer_set(g, node, TG_F32, &s);
+}
+
+/* The output shape is conv's: tg_infer_conv does it, on the weight's shape
+ * read as float32 for the moment (its dtype is restored before returning). */
+int tg_infer_qconv(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
+    tg_qlayer q;
+    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(x, 0, TG_F32) ||
+        tg_check_dtype(w, 1, TG_I8))
+        return -1;
+    if (q.scheme == TG_QSCHEME_WEIGHT_ONLY)
+        return tg_err("qconv takes scheme static or dynamic");
+    if (tg_node_int(n, "transposed", 0))
+        return tg_err("qconv is not transposed");
+    if (check_scales(g, node, w->shape.d[0], 1))
+        return -1;
+    tg_value *wv = &g->values[n->in[1]];
+    int bias = n->nin > 3 ? n->in[3] : -1;
+    tg_node *nn = &g->nodes[node];
+    int nin = nn->nin;
+    /* conv's inputs are x, w, bias: hide the scales from it for the call */
+    int saved = nn->in[2];
+    nn->in[2] = bias;
+    nn->nin = bias >= 0 ? 3 : 2;
+    wv->dtype = TG_F32;
+    int rc = tg_infer_conv(g, node);
+    wv->dtype = TG_I8;
+    nn->in[2] = saved;
+    nn->nin = nin;
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* Options, names, and which layers a scheme quantizes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "quant.h"
+
+void tg_quant_opts_init(tg_quant_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->scheme = TG_QUANT_STATIC;
+    o->observer = TG_OBS_MINMAX;
+    o->percentile = 99.99;
+    o->averaging = 0.01;
+}
+
+static const char *const scheme_names[] = {"static", "dynamic", "weight-int8", "weight-int4"};
+static const char *const observer_names[] = {"minmax", "moving-average", "percentile",
+                                             "entropy"};
+
+const char *tg_quant_scheme_name(tg_quant_scheme s)
+{
+    return (unsigned)s < 4 ? scheme_names[s] : "?";
+}
+
+const char *tg_observer_name(tg_observer_kind k)
+{
+    return (unsigned)k < 4 ? observer_names[k] : "?";
+}
+
+int tg_quant_scheme_from_name(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, scheme_names[i]))
+            return i;
+    return -1;
+}
+
+int tg_observer_from_name(const char *name)
+{
+    if (!strcmp(name, "histogram"))
+        return TG_OBS_ENTROPY;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, observer_names[i]))
+            return i;
+    return -1;
+}
+
+/* A layer with a constant float32 weight of the rank its op needs. */
+static bool quantizable(const tg_graph *g, const tg_node *n, tg_quant_scheme s)
+{
+    const tg_value *x = tg_node_input(g, n, 0), *w = tg_node_input(g, n, 1);
+    const tg_value *b = tg_node_input(g, n, 2);
+    if (!x || !w || x->dtype != TG_F32 || w->dtype != TG_F32 || w->kind != TG_VALUE_CONST ||
+        (b && b->dtype != TG_F32))
+        return false;
+    if (n->op == TG_OP_LINEAR) {
+        int64_t k;
+        /* weight-only kernels need K known when quantizing */
+        return s < TG_QUANT_WEIGHT_INT8 || tg_dim_is_const(x->shape.d[x->shape.rank - 1], &k);
+    }
+    return n->op == TG_OP_CONV && s < TG_QUANT_WEIGHT_INT8 && !tg_node_int(n, "transposed", 0);
+}
+
+/* An entry that names a node means that node (even when it is also an op
+ * name, as texport's first linear node "linear" is); otherwise an op. */
+static bool skipped(const tg_graph *g, const tg_node *n, const tg_quant_opts *o)
+{
+    for (int i = 0; i < o->nskip; i++)
+        if (tg_graph_find_node(g, o->skip[i]) >= 0 ? !strcmp(o->skip[i], n->name)
+                                                   : !strcmp(o->skip[i], tg_op_name(n->op)))
+            return true;
+    return false;
+}
+
+int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes)
+{
+    for (int i = 0; i < o->nskip; i++)
+        if (tg_graph_find_node(g, o->skip[i]) < 0 && tg_op_from_name(o->skip[i]) == TG_OP_NONE)
+            return tg_err("--skip: '%s' is neither a node of the graph nor an op", o->skip[i]);
+    *nodes = malloc(sizeof(int) * (size_t)(g->nnode + 1));
+    if (!*nodes)
+        return tg_err("out of memory");
+    int count = 0;
+    for (int i = 0; i < g->nnode; i++)
+        if (quantizable(g, &g->nodes[i], o->scheme) && !skipped(g, &g->nodes[i], o))
+            (*nodes)[count++] = i;
+    return count;
+}

@@ -1,0 +1,221 @@
+/* lib/quant: weight quantizers, observers (minmax, moving average, percentile,
+ * entropy), and the rewrite of a small graph checked against a float64
+ * reference of the quantized math. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec/exec.h"
+#include "kernels/cpu/qgemm.h"
+#include "quant/quant.h"
+#include "unit.h"
+
+static uint64_t rng_state;
+
+static double rnd01(void)
+{
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)rnd01(); }
+
+static double gauss(void)
+{
+    return sqrt(-2 * log(rnd01() + 1e-300)) * cos(6.283185307179586 * rnd01());
+}
+
+static void test_weights(void)
+{
+    enum { R = 7, C = 45 };
+    float w[R * C], s[R], sg[R * 2];
+    int8_t q[R * C];
+    uint8_t q4[R * 23];
+    for (int i = 0; i < R * C; i++) w[i] = rndf(-2, 2);
+    tg_quant_weights_int8(w, R, C, q, s);
+    for (int r = 0; r < R; r++) {
+        float amax = 0;
+        for (int k = 0; k < C; k++) amax = fmaxf(amax, fabsf(w[r * C + k]));
+        CHECK_NEAR(s[r], amax / 127, 1e-7);
+        for (int k = 0; k < C; k++) {
+            CHECK(q[r * C + k] >= -127);
+            CHECK_NEAR(q[r * C + k] * s[r], w[r * C + k], s[r] / 2 * 1.0001);
+        }
+    }
+    /* int4, groups of 32 over 45 columns: two scales a row, the last group short */
+    tg_quant_weights_grouped(w, R, C, 4, 32, q4, sg);
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < C; k++) {
+            float sc = sg[r * 2 + k / 32];
+            CHECK_NEAR(tgk_wq_weight(q4, 4, C, 32, sg, r, k), w[r * C + k], sc / 2 * 1.0001);
+        }
+}
+
+static tg_observer *observe(tg_observer_kind k, const float *x, int64_t n, int batches)
+{
+    tg_quant_opts o;
+    tg_quant_opts_init(&o);
+    o.observer = k;
+    o.percentile = 99.0;
+    o.averaging = 0.5;
+    tg_observer *ob = tg_observer_new(&o);
+    for (int b = 0; b < batches; b++) CHECK(tg_observer_update(ob, x + b * n, n) == 0);
+    return ob;
+}
+
+static void test_observers(void)
+{
+    enum { N = 20000 };
+    float *x = malloc(sizeof *x * N * 2), lo, hi;
+    for (int i = 0; i < N; i++) x[i] = (float)gauss();
+    for (int i = 0; i < N; i++) x[N + i] = (float)gauss() * 0.5f;
+    x[17] = 40.0f;                 /* one outlier */
+    x[N + 3] = NAN;
+    float mn = 0, mx = 0;
+    for (int i = 0; i < 2 * N; i++) if (x[i] == x[i]) mn = fminf(mn, x[i]), mx = fmaxf(mx, x[i]);
+
+    tg_observer *ob = observe(TG_OBS_MINMAX, x, N, 2);
+    CHECK(tg_observer_range(ob, &lo, &hi) == 0 && lo == mn && hi == mx);
+    tg_observer_free(ob);
+
+    /* moving average, c = 0.5: the second batch's range pulls halfway */
+    ob = observe(TG_OBS_MOVING_AVERAGE, x, N, 2);
+    float lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;
+    for (int i = 0; i < N; i++) lo1 = fminf(lo1, x[i]), hi1 = fmaxf(hi1, x[i]);
+    for (int i = N; i < 2 * N; i++) if (x[i] == x[i]) lo2 = fminf(lo2, x[i]), hi2 = fmaxf(hi2, x[i]);
+    CHECK(tg_observer_range(ob, &lo, &hi) == 0);
+    CHECK_NEAR(lo, lo1 + 0.5f * (lo2 - lo1), 1e-5);
+    CHECK_NEAR(hi, hi1 + 0.5f * (hi2 - hi1), 1e-5);
+    tg_observer_free(ob);
+
+    /* percentile 99 of N(0,1): about +-2.33 (the mixture with N(0, 0.25) is a bit less) */
+    ob = observe(TG_OBS_PERCENTILE, x, N, 1);
+    CHECK(tg_observer_range(ob, &lo, &hi) == 0);
+    CHECK(hi > 2.0f && hi < 2.7f && lo < -2.0f && lo > -2.7f);
+    tg_observer_free(ob);
+
+    /* entropy ignores the outlier: a threshold well inside [3, 40) */
+    ob = observe(TG_OBS_ENTROPY, x, N, 1);
+    CHECK(tg_observer_range(ob, &lo, &hi) == 0);
+    CHECK(hi > 2.5f && hi < 20.0f && lo < -2.5f);
+    tg_observer_free(ob);
+
+    /* nothing seen: no range */
+    ob = observe(TG_OBS_MINMAX, x, 0, 1);
+    CHECK(tg_observer_range(ob, &lo, &hi) == -1);
+    tg_observer_free(ob);
+    free(x);
+
+    /* a uniform histogram: the best threshold keeps (almost) everything */
+    double h[2048];
+    for (int i = 0; i < 2048; i++) h[i] = 100;
+    CHECK(tg_entropy_threshold(h, 2048, 1.0, 128) > 1900);
+}
+
+/* x [s, 8] -> linear(8 -> 5) -> relu -> linear(5 -> 3): quantized statically,
+ * then compared with the quantized math in float64. */
+static void test_rewrite(void)
+{
+    tg_graph *g = tg_graph_new();
+    int s = tg_graph_add_symbol(g, "s", 1, 64);
+    tg_shape xs = {.rank = 2, .d = {tg_dim_sym(s), tg_dim_const(8)}};
+    int x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    float w1[40], b1[5], w2[15];
+    for (int i = 0; i < 40; i++) w1[i] = rndf(-1, 1);
+    for (int i = 0; i < 5; i++) b1[i] = rndf(-0.5f, 0.5f);
+    for (int i = 0; i < 15; i++) w2[i] = rndf(-1, 1);
+    int64_t d1[2] = {5, 8}, db[1] = {5}, d2[2] = {3, 5};
+    tg_shape s1 = tg_shape_of(2, d1), sb = tg_shape_of(1, db), s2 = tg_shape_of(2, d2);
+    int vw1 = tg_graph_add_const_copy(g, "w1", TG_F32, &s1, w1);
+    int vb1 = tg_graph_add_const_copy(g, "b1", TG_F32, &sb, b1);
+    int vw2 = tg_graph_add_const_copy(g, "w2", TG_F32, &s2, w2);
+    int in1[3] = {x, vw1, vb1};
+    int h = tg_graph_add_node(g, TG_OP_LINEAR, "fc1", 3, in1, 0, NULL);
+    int r = tg_graph_add_node(g, TG_OP_RELU, "act", 1, &h, 0, NULL);
+    int in2[2] = {r, vw2};
+    int y = tg_graph_add_node(g, TG_OP_LINEAR, "fc2", 2, in2, 0, NULL);
+    CHECK(y >= 0 && tg_graph_add_output(g, y) == 0);
+
+    tg_quant_opts o;
+    tg_quant_opts_init(&o);
+    o.no_bias_correction = true;
+    tg_calib *c = tg_calib_new(g, &o);
+    CHECK(c != NULL);
+    tg_tensor in = {.dtype = TG_F32, .rank = 2, .dims = {16, 8}};
+    CHECK(tg_tensor_alloc(&in) == 0);
+    float *xd = in.data;
+    for (int i = 0; i < 128; i++) xd[i] = rndf(-2, 3);
+    tg_tensor ref;
+    CHECK(tg_calib_run(c, &in, &ref) == 0);
+    tg_graph *q = tg_graph_clone(g);
+    CHECK(tg_quant_rewrite(q, &o, c) == 2);
+    CHECK(tg_graph_find_value(q, "fc2") >= 0);     /* the output keeps its name */
+    for (int i = 0; i < q->nnode; i++) CHECK(q->nodes[i].op != TG_OP_LINEAR);
+
+    tg_exec *e = tg_exec_new(q, 1);
+    tg_tensor got;
+    CHECK(e && tg_exec_run(e, &in, &got) == 0);
+    /* float64 reference of the quantized math, layer by layer */
+    float lo, hi, sc1, sc2, ws1[5], ws2[3];
+    int32_t z1, z2;
+    int8_t q1[40], q2[15];
+    tg_quant_weights_int8(w1, 5, 8, q1, ws1);
+    tg_quant_weights_int8(w2, 3, 5, q2, ws2);
+    CHECK(tg_calib_range(c, x, &lo, &hi) == 0);
+    tgk_qparams_u8(lo, hi, &sc1, &z1);
+    CHECK(tg_calib_range(c, r, &lo, &hi) == 0);
+    tgk_qparams_u8(lo, hi, &sc2, &z2);
+    double worst = 0;
+    for (int m = 0; m < 16; m++) {
+        double a[5];
+        for (int n = 0; n < 5; n++) {
+            double acc = 0;
+            for (int k = 0; k < 8; k++) {
+                float v = nearbyintf(xd[m * 8 + k] / sc1) + (float)z1;
+                v = v < 0 ? 0 : v > 255 ? 255 : v;
+                acc += (v - z1) * q1[n * 8 + k];
+            }
+            a[n] = fmax(0, acc * ((double)sc1 * ws1[n]) + b1[n]);
+        }
+        for (int n = 0; n < 3; n++) {
+            double acc = 0;
+            for (int k = 0; k < 5; k++) {
+                float v = nearbyintf((float)a[k] / sc2) + (float)z2;
+                v = v < 0 ? 0 : v > 255 ? 255 : v;
+                acc += (v - z2) * q2[n * 5 + k];
+            }
+            double d = fabs(acc * ((double)sc2 * ws2[n]) - ((float *)got.data)[m * 3 + n]);
+            worst = d > worst ? d : worst;
+        }
+    }
+    CHECK(worst < 1e-4);   /* float32 scaling of exact integer sums */
+    tg_quant_report rep;
+    CHECK(tg_quant_report_init(&rep, g) == 0 && tg_quant_report_add(&rep, &ref, &got) == 0);
+    CHECK(rep.out[0].top1_rows == 16 && rep.out[0].max_abs < 0.2);
+    tg_quant_report_free(&rep);
+
+    /* skip by op name: nothing left to quantize; by an unknown name: an error */
+    const char *skip[] = {"linear"}, *bad[] = {"nope"};
+    int *layers;
+    o.skip = skip, o.nskip = 1;
+    CHECK(tg_quant_layers(g, &o, &layers) == 0);
+    free(layers);
+    o.skip = bad;
+    CHECK(tg_quant_layers(g, &o, &layers) == -1);
+    tg_exec_free(e);
+    tg_tensor_free(&in), tg_tensor_free(&ref), tg_tensor_free(&got);
+    tg_calib_free(c);
+    tg_graph_free(q);
+    tg_graph_free(g);
+}
+
+int main(void)
+{
+    rng_state = (uint64_t)time(NULL) * 2654435761u | 1;
+    printf("seed %llu\n", (unsigned long long)rng_state);
+    test_weights();
+    test_observers();
+    test_rewrite();
+    return unit_report();
+}
