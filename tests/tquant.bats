@@ -173,3 +173,22 @@ ops() {
     run_fails 2 "weight-only" "$TQUANT" --scheme dynamic --group 8 "$TMP/m.tg"
     run_fails 2 "help" "$TQUANT" --nope
 }
+
+@test "compiled: texport | tquant | tcompile gives the interpreter's output bit for bit" {
+    mkcal "$TMP/cal" 4 f4 1 3 32 32
+    "$TEXPORT" "$FIX/cnn.pt2" | "$TQUANT" -q --calib "$TMP/cal" | tee "$TMP/q.tg" | "$TCOMPILE" >"$TMP/q.so"
+    run_ok "$TRUN" "$TMP/q.so" "$FIX/cnn.in0.b3.npy" -o "$TMP/so.npy"
+    run_ok "$TRUN" "$TMP/q.tg" "$FIX/cnn.in0.b3.npy" -o "$TMP/tg.npy"
+    cmp "$TMP/so.npy" "$TMP/tg.npy"
+}
+
+@test "compiled: dynamic and weight-only int4 tinygpt match the interpreter" {
+    "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/g.tg"
+    for s in dynamic weight-int4; do
+        "$TQUANT" -q --scheme "$s" "$TMP/g.tg" -o "$TMP/q.tg"
+        "$TCOMPILE" "$TMP/q.tg" -o "$TMP/q.so"
+        run_ok "$TRUN" "$TMP/q.so" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/so.npy"
+        run_ok "$TRUN" "$TMP/q.tg" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/tg.npy"
+        cmp "$TMP/so.npy" "$TMP/tg.npy"
+    done
+}
