@@ -4,7 +4,8 @@
  *   TLOG_FILE=path              write records there instead of stderr
  *   TLOG_FORMAT=json            one JSON object a line:
  *     {"tool":..,"comp":..,"level":..,"time":..,"msg":..,"fields":{..}}
- * When a component is off, a TG_LOG call costs one load and one compare. */
+ * When a component is off, a TG_LOG call costs one load and one compare;
+ * built with -DTG_LOG_DISABLE, nothing. */
 #ifndef TG_LOG_H
 #define TG_LOG_H
 
@@ -13,7 +14,7 @@
 
 #define TG_LOG_COMPONENTS(X) \
     X(IMPORT,  "import",  "operators mapped and decomposed by importers") \
-    X(GRAPH,   "graph",   "the graph at each stage (DEBUG: every node)") \
+    X(GRAPH,   "graph",   "the graph at each stage, a line a node (DEBUG: and a summary)") \
     X(PASSES,  "passes",  "per pass: what changed, nodes before and after") \
     X(FUSION,  "fusion",  "each fusion decision, and why a candidate was refused") \
     X(MEMORY,  "memory",  "the memory plan: arena size, buffer reuse") \
@@ -40,7 +41,13 @@ extern int tg_log_levels[TG_LOG_NCOMP];   /* default WARN */
 int tg_log_init(const char *tool);
 void tg_log_close(void);
 
+/* Built with -DTG_LOG_DISABLE every check is a constant 0 and the compiler
+ * drops the calls (bench/tlog_cost.sh measures the difference). */
+#ifdef TG_LOG_DISABLE
+#define tg_log_on(comp, lvl) (0 && TG_LOG_##comp >= 0 && (lvl) >= 0)
+#else
 #define tg_log_on(comp, lvl) (tg_log_levels[TG_LOG_##comp] >= (lvl))
+#endif
 #define TG_LOG(comp, lvl, ...) \
     do { if (tg_log_on(comp, lvl)) tg_log_emit(TG_LOG_##comp, lvl, NULL, __VA_ARGS__); } while (0)
 /* fields: a JSON object text ("{\"n\":3}") attached to the record, or NULL. */
