@@ -21,6 +21,7 @@ typedef struct {
     const tg_loop *l;
     int root;
     const tg_node *rn;
+    bool inplace;       /* an epilogue: every member reads and writes the result row */
 } loop_cx;
 
 static const char *ctype(tg_dtype t)
@@ -52,6 +53,8 @@ static bool inner_full(const loop_cx *x, int k)
 /* Element i of value v. */
 static const char *elem(loop_cx *x, int v)
 {
+    if (x->inplace)
+        return "yr[i]";
     int k = outside_index(x, v);
     if (k < 0)
         return cg_str(x->c, "t%d[i]", v);
@@ -62,6 +65,8 @@ static const char *elem(loop_cx *x, int v)
 /* A pointer to the tile of v (broadcast inputs are spread into b<v> first). */
 static const char *tile_ptr(loop_cx *x, int v)
 {
+    if (x->inplace)
+        return "yr";
     int k = outside_index(x, v);
     if (k < 0)
         return cg_str(x->c, "t%d", v);
@@ -150,7 +155,7 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
 static int emit_member(loop_cx *x, int n)
 {
     const tg_node *nd = &x->c->g->nodes[n];
-    bool is_root = n == x->root && !x->l->reduce;
+    bool is_root = (n == x->root && !x->l->reduce) || x->inplace;
     const char *dst = is_root ? "yr" : cg_str(x->c, "t%d", nd->out[0]);
     const char *vec, *e = expr(x, nd, &vec);
     if (vec) {
@@ -192,7 +197,17 @@ static void reduction(loop_cx *x, const char **init, const char **step, const ch
     }
 }
 
-/* The function loop_<root>. */
+/* Members the loop computes: all but an epilogue's anchor, which its kernel
+ * computes before. */
+static bool in_loop(const loop_cx *x, int n)
+{
+    return x->c->p->root[n] == x->root &&
+           !(x->inplace && !tg_op_is_elementwise(x->c->g->nodes[n].op));
+}
+
+/* The function loop_<root>. Inputs and result never overlap (the memory plan
+ * keeps inputs live while the result is written), hence restrict; an
+ * epilogue's result is its only operand. */
 static int emit_function(loop_cx *x)
 {
     tg_cg *c = x->c;
@@ -203,9 +218,10 @@ static int emit_function(loop_cx *x)
     fprintf(f, "static void loop_%d(void *ctx, int64_t r0, int64_t r1)\n{\n"
             "    const tgrt_loop *L = ctx;\n    const int64_t inner = L->inner;\n", x->root);
     for (int k = 0; k < l->nin; k++)
-        fprintf(f, "    const %s *x%d = L->in[%d];\n", ctype(g->values[l->in[k]].dtype), k, k);
-    fprintf(f, "    %s *y = L->out;\n", ctype(g->values[x->rn->out[0]].dtype));
-    for (int n = 0; n < x->root; n++)
+        fprintf(f, "    const %s *restrict x%d = L->in[%d];\n", ctype(g->values[l->in[k]].dtype),
+                k, k);
+    fprintf(f, "    %s *restrict y = L->out;\n", ctype(g->values[x->rn->out[0]].dtype));
+    for (int n = 0; n < x->root && !x->inplace; n++)
         if (c->p->root[n] == x->root)
             fprintf(f, "    %s t%d[%d];\n", ctype(g->values[g->nodes[n].out[0]].dtype),
                     g->nodes[n].out[0], TILE);
@@ -214,7 +230,7 @@ static int emit_function(loop_cx *x)
         const tg_node *nd = &g->nodes[n];
         const char *vec;
         int k;
-        if (c->p->root[n] != x->root || !nd->nin)
+        if (!in_loop(x, n) || !nd->nin)
             continue;
         expr(x, nd, &vec);
         if (vec && (k = outside_index(x, nd->in[0])) >= 0 && !inner_full(x, k) && !spread[k]) {
@@ -254,7 +270,7 @@ static int emit_function(loop_cx *x)
         fprintf(f, "            %s *yr = y + r * inner + j0;\n",
                 ctype(g->values[x->rn->out[0]].dtype));
     for (int n = 0; n <= x->root; n++)
-        if (c->p->root[n] == x->root && !(l->reduce && n == x->root) && emit_member(x, n))
+        if (in_loop(x, n) && !(l->reduce && n == x->root) && emit_member(x, n))
             return -1;
     if (l->reduce)
         fprintf(f, "            for (int64_t i = 0; i < n; i++)\n                %s\n", step);
@@ -265,15 +281,10 @@ static int emit_function(loop_cx *x)
     return 0;
 }
 
-int cg_emit_loop(tg_cg *c, int root)
+/* The call of loop_<root> from the plan, with the loop's inputs and dims. */
+static void emit_call(tg_cg *c, const tg_loop *lp, int root)
 {
-    tg_loop l;
-    if (tg_loop_analyze(c->g, c->p, root, &l))
-        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
-    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root]};
-    if (emit_function(&x))
-        return -1;
-    /* the call: rows of at least ~16K elements per task */
+    tg_loop l = *lp;
     tg_shape outer = {.rank = l.rank - 1};
     memcpy(outer.d, l.dims, sizeof(tg_dim) * (l.rank - 1));
     fprintf(c->f, "    /* loop:");
@@ -301,5 +312,33 @@ int cg_emit_loop(tg_cg *c, int root)
                 "        tgk_parallel_for(L.rows * nblk, blk >= 16384 ? 1 : 16384 / "
                 "(blk ? blk : 1), loop_%d, &L);\n    }\n",
                 BLOCK - 1, BLOCK, BLOCK, BLOCK, root);
+}
+
+int cg_emit_loop(tg_cg *c, int root)
+{
+    tg_loop l;
+    if (tg_loop_analyze(c->g, c->p, root, &l))
+        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
+    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root], false};
+    if (emit_function(&x))
+        return -1;
+    emit_call(c, &l, root);
+    return 0;
+}
+
+int cg_emit_epilogue(tg_cg *c, int root)
+{
+    /* the anchor's kernel writes the result; the activations then run over it */
+    for (int m = 0; m < root; m++)
+        if (c->p->root[m] == root && !tg_op_is_elementwise(c->g->nodes[m].op) &&
+            cg_emit_node(c, m))
+            return -1;
+    tg_loop l = {.rank = 1};
+    if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
+        return -1;
+    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root], true};
+    if (emit_function(&x))
+        return -1;
+    emit_call(c, &l, root);
     return 0;
 }

@@ -368,9 +368,11 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
 static int emit_pool(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
-    int nsp = x->shape.rank - 2;
+    int nsp = x->shape.rank - 2, r;
     if (need_f32(nd, x))
         return -1;
+    if (nd->op != TG_OP_ADAPTIVE_AVG_POOL && (r = cg_emit_pool(c, nd - c->g->nodes)) <= 0)
+        return r;
     if (nd->op == TG_OP_ADAPTIVE_AVG_POOL) {
         const char *one = "1";
         fprintf(c->f, "    tgk_adaptive_avg_pool_f32(%s, %s, %s, %s, %s, %s, %s);\n",
