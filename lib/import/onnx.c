@@ -2,6 +2,7 @@
  * onnx.proto), tensors and external data, symbols, and the walk over the nodes.
  * The op mapping itself is in onnx_ops.c. */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,7 +180,12 @@ int onnx_int_list(const onnx_ent *e, int max, int64_t *out, int *n)
                                  (long long)cnt, max);
     for (int64_t i = 0; i < cnt; i++) {
         double d = tg_load_f64(e->dtype, e->data, i);
-        out[i] = e->dtype == TG_I64 ? ((const int64_t *)e->data)[i] : (int64_t)d;
+        if (e->dtype == TG_I64)
+            out[i] = ((const int64_t *)e->data)[i];
+        else if (d == (double)(int64_t)fmin(fmax(d, -9e18), 9e18))
+            out[i] = (int64_t)d;
+        else
+            return tg_err("'%s' holds %g where an integer is needed", e->name, d);
     }
     *n = (int)cnt;
     return 0;
@@ -264,32 +270,34 @@ tg_dtype onnx_elem_dtype(int32_t t)
     }
 }
 
-/* Read [offset, offset+len) of an external data file that must lie inside the
- * model's folder: a relative name without "..", no symlink escaping it. */
-static int read_external(onnx_ctx *c, const char *loc, int64_t off, int64_t len, void *dst)
+/* Open an external data file, which must lie inside the model's folder (a
+ * relative name without "..", no symlink escaping it), positioned at offset,
+ * after checking that [offset, offset+len) is inside it. NULL with tg_err. */
+static FILE *open_external(onnx_ctx *c, const char *loc, int64_t off, int64_t len)
 {
     if (!loc || !*loc || loc[0] == '/' || strstr(loc, ".."))
         return tg_err("external data location '%s' must be a file inside the model's folder",
-                      loc ? loc : "");
+                      loc ? loc : ""), NULL;
     char path[PATH_MAX], real_dir[PATH_MAX], real_file[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", c->model_dir, loc) >= (int)sizeof path)
-        return tg_err("external data path too long");
+        return tg_err("external data path too long"), NULL;
     if (!realpath(c->model_dir, real_dir) || !realpath(path, real_file))
-        return tg_err("external data '%s': %s", loc, strerror(errno));
+        return tg_err("external data '%s': %s", loc, strerror(errno)), NULL;
     size_t dl = strlen(real_dir);
     if (strncmp(real_file, real_dir, dl) || real_file[dl] != '/')
-        return tg_err("external data '%s' resolves outside the model's folder", loc);
+        return tg_err("external data '%s' resolves outside the model's folder", loc), NULL;
     FILE *f = fopen(real_file, "rb");
-    if (!f) return tg_err("external data '%s': %s", loc, strerror(errno));
+    if (!f) return tg_err("external data '%s': %s", loc, strerror(errno)), NULL;
     struct stat st;
-    int rc = 0;
     if (fstat(fileno(f), &st) || off < 0 || len < 0 || off > st.st_size || len > st.st_size - off)
-        rc = tg_err("external data '%s': range %lld+%lld outside the file", loc,
-                    (long long)off, (long long)len);
-    else if (fseeko(f, off, SEEK_SET) || fread(dst, 1, len, f) != (size_t)len)
-        rc = tg_err("external data '%s': read failed", loc);
+        tg_err("external data '%s': range %lld+%lld outside the file", loc, (long long)off,
+               (long long)len);
+    else if (fseeko(f, off, SEEK_SET))
+        tg_err("external data '%s': %s", loc, strerror(errno));
+    else
+        return f;
     fclose(f);
-    return rc;
+    return NULL;
 }
 
 int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, int *rank,
@@ -308,14 +316,15 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
             return tg_err("tensor '%s': bad dims", name);
     }
     size_t es = tg_dtype_size(*dt), bytes;
-    if (__builtin_mul_overflow((size_t)n, es, &bytes) || bytes > ONNX_MAX_FILE * 8)
+    if (__builtin_mul_overflow((size_t)n, es, &bytes))
         return tg_err("tensor '%s': too large", name);
-    void *p = calloc(1, bytes ? bytes : 1);
-    if (!p) return tg_err("tensor '%s': out of memory (%zu bytes)", name, bytes);
-    int rc = 0;
+    /* Check that the claimed size is backed by data before allocating it. */
+    FILE *ext = NULL;
+    size_t have = *dt == TG_F32 ? t->n_float_data : *dt == TG_I64 ? t->n_int64_data
+                : *dt == TG_F64 ? t->n_double_data : t->n_int32_data;
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         const char *loc = NULL;
-        int64_t off = 0, len = -1;
+        int64_t off = 0, len = (int64_t)bytes;
         for (size_t i = 0; i < t->n_external_data; i++) {
             const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
             if (!k || !v) continue;
@@ -323,37 +332,45 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
             else if (!strcmp(k, "offset")) off = strtoll(v, NULL, 10);
             else if (!strcmp(k, "length")) len = strtoll(v, NULL, 10);
         }
-        if (len < 0) len = (int64_t)bytes;
-        if ((size_t)len != bytes)
-            rc = tg_err("tensor '%s': external length %lld, expected %zu bytes", name,
-                        (long long)len, bytes);
-        else
-            rc = read_external(c, loc, off, len, p);
+        if (len < 0 || (size_t)len != bytes)
+            return tg_err("tensor '%s': external length %lld, expected %zu bytes", name,
+                          (long long)len, bytes);
+        if (!(ext = open_external(c, loc, off, len))) return -1;
     } else if (t->has_raw_data) {
         if (t->raw_data.len != bytes)
-            rc = tg_err("tensor '%s': raw_data has %zu bytes, expected %zu", name,
-                        t->raw_data.len, bytes);
-        else if (bytes)
-            memcpy(p, t->raw_data.data, bytes);
+            return tg_err("tensor '%s': raw_data has %zu bytes, expected %zu", name,
+                          t->raw_data.len, bytes);
+    } else if (have != (size_t)n) {
+        /* Typed fields: float_data (f32), int32_data (small ints, bool, f16/bf16
+         * bits), int64_data, double_data. */
+        return tg_err("tensor '%s': %zu values stored, expected %lld", name, have, (long long)n);
+    }
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        if (ext) fclose(ext);
+        return tg_err("tensor '%s': out of memory (%zu bytes)", name, bytes);
+    }
+    int rc = 0;
+    if (ext) {
+        if (fread(p, 1, bytes, ext) != bytes) rc = tg_err("tensor '%s': external data read failed", name);
+        fclose(ext);
+    } else if (t->has_raw_data) {
+        if (bytes) memcpy(p, t->raw_data.data, bytes);
+    } else if (n == 0) {
+        ;                           /* an empty tensor: the arrays may be NULL */
+    } else if (*dt == TG_F32) {
+        memcpy(p, t->float_data, bytes);
+    } else if (*dt == TG_I64) {
+        memcpy(p, t->int64_data, bytes);
+    } else if (*dt == TG_F64) {
+        memcpy(p, t->double_data, bytes);
     } else {
-        /* Typed fields: float_data (f32), int32_data (small ints, bool, f16/bf16 bits),
-         * int64_data, double_data. */
-        size_t have = *dt == TG_F32 ? t->n_float_data : *dt == TG_I64 ? t->n_int64_data
-                    : *dt == TG_F64 ? t->n_double_data : t->n_int32_data;
-        if (have != (size_t)n)
-            rc = tg_err("tensor '%s': %zu values stored, expected %lld", name, have, (long long)n);
-        else if (n == 0)
-            ;                       /* an empty tensor: the arrays may be NULL */
-        else if (*dt == TG_F32) memcpy(p, t->float_data, bytes);
-        else if (*dt == TG_I64) memcpy(p, t->int64_data, bytes);
-        else if (*dt == TG_F64) memcpy(p, t->double_data, bytes);
-        else
-            for (int64_t i = 0; i < n; i++) {
-                int32_t v = t->int32_data[i];
-                if (es == 1) ((uint8_t *)p)[i] = (uint8_t)v;
-                else if (es == 2) ((uint16_t *)p)[i] = (uint16_t)v;
-                else ((int32_t *)p)[i] = v;
-            }
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v = t->int32_data[i];
+            if (es == 1) ((uint8_t *)p)[i] = (uint8_t)v;
+            else if (es == 2) ((uint16_t *)p)[i] = (uint16_t)v;
+            else ((int32_t *)p)[i] = v;
+        }
     }
     if (rc) return free(p), -1;
     *data = p;

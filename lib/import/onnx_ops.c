@@ -4,6 +4,7 @@
  * dims, so that what feeds Reshape or Expand becomes a static attribute and a
  * dynamic batch survives. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +359,7 @@ static int auto_pads(onnx_ctx *c, const tg_shape *x, int nsp, const int64_t *k, 
     for (int i = 0; i < nsp; i++) {
         int64_t in;
         if (!tg_dim_is_const(x->d[2 + i], &in)) return tg_err("auto_pad %s on a dynamic spatial size", ap);
+        if (in > INT32_MAX) return tg_err("spatial size %lld too large", (long long)in);
         int64_t out = (in + st[i] - 1) / st[i];
         int64_t total = (out - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - in;
         if (total < 0) total = 0;
@@ -380,12 +382,14 @@ static int window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64
         for (int i = 0; i < nsp; i++)
             if (!tg_dim_is_const(w->d[2 + i], &k[i])) return tg_err("dynamic kernel size");
     } else if (n != nsp) return tg_err("kernel_shape has %d values for %d spatial dims", n, nsp);
-    for (int i = 0; i < nsp; i++) st[i] = dil[i] = 1;
     if (attr_ints(c, "strides", 3, st, &n) || (n >= 0 && n != nsp)) return n >= 0 ? tg_err("bad strides") : -1;
     if (n < 0) for (int i = 0; i < nsp; i++) st[i] = 1;
     if (attr_ints(c, "dilations", 3, dil, &n) || (n >= 0 && n != nsp)) return n >= 0 ? tg_err("bad dilations") : -1;
     if (n < 0) for (int i = 0; i < nsp; i++) dil[i] = 1;
     if (attr_ints(c, "pads", 6, pads, &n) || (n >= 0 && n != 2 * nsp)) return n >= 0 ? tg_err("bad pads") : -1;
+    for (int i = 0; i < nsp; i++)
+        if (k[i] < 1 || st[i] < 1 || dil[i] < 1 || k[i] > INT32_MAX || st[i] > INT32_MAX || dil[i] > INT32_MAX)
+            return tg_err("kernel, stride and dilation must be positive");
     if (auto_pads(c, x, nsp, k, st, dil, pads)) return -1;
     for (int i = 0; i < nsp; i++) {
         if (pads[i] != pads[nsp + i]) return tg_err("asymmetric pads are not supported");
@@ -704,7 +708,9 @@ static int map_split(onnx_ctx *c, const onnx_op_map *m)
     if (n < 0) {                                 /* equal parts; the last may be smaller */
         int64_t d;
         if (!tg_dim_is_const(s.d[axis], &d)) return tg_err("splitting a dynamic dim needs explicit sizes");
-        int64_t parts = onnx_attr_int(N(c), "num_outputs", nout), each = (d + parts - 1) / parts;
+        int64_t parts = onnx_attr_int(N(c), "num_outputs", nout);
+        if (parts != nout) return tg_err("num_outputs %lld for %d outputs", (long long)parts, nout);
+        int64_t each = (d + parts - 1) / parts;
         for (n = 0; n < nout; n++) sizes[n] = d - n * each < each ? d - n * each : each;
     }
     if (n != nout) return tg_err("%d split sizes for %d outputs", n, nout);
@@ -764,7 +770,7 @@ static int map_slice(onnx_ctx *c, const onnx_op_map *m)
         if (slice_bound(d, st[0], &b) || slice_bound(d, en[0], &e)) return -1;
         tg_dim_is_const(b, &bi);
         tg_dim_is_const(e, &ei);
-        for (int64_t i = bi; i < ei; i += sp[0]) out[k++] = v[i];
+        for (int64_t i = bi; i < ei; i = sp[0] < ei - i ? i + sp[0] : ei) out[k++] = v[i];
         return def_shape_vec(c, 1, k, out);
     }
     int x = onnx_value(c, data);
@@ -867,6 +873,7 @@ static int map_trilu(onnx_ctx *c, const onnx_op_map *m)
     onnx_ent *ke = x < 0 ? NULL : in_opt(c, 1);
     double k = 0;
     if (x < 0 || (ke && onnx_scalar_f64(ke, &k))) return -1;
+    if (!(fabs(k) < 1e9)) return tg_err("Trilu k=%g is out of range", k);
     tg_attr a = tg_attr_int("k", (int64_t)k);
     return def_out(c, 0, unary_on(c, onnx_attr_int(N(c), "upper", 1) ? TG_OP_TRIU : TG_OP_TRIL, NULL, x, 1, &a));
 }
