@@ -13,6 +13,7 @@
 #include "format.h"
 #include "log.h"
 #include "quant/quant.h"
+#include "render.h"
 
 #define MAX_LIST 256
 
@@ -245,6 +246,7 @@ int main(int argc, char **argv)
         goto done;
     }
     w.qg = qg;
+    tg_graph_log(qg, "quant");
     if (!quiet)
         fprintf(stderr, "tquant: %d layer%s quantized (%s%s%s)\n", nq, nq == 1 ? "" : "s",
                 tg_quant_scheme_name(qo.scheme), qo.scheme == TG_QUANT_STATIC ? ", " : "",
