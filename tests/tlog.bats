@@ -347,7 +347,7 @@ PY
     grep -Eq '^  fc1 +linear +3 ' <<<"$nodes"
     # shares add up to 100% (to rounding), and the rows are sorted by time
     awk '{ s += $NF } END { exit !(s > 99.5 && s < 100.5) }' <<<"$nodes"
-    sort -k4,4 -g -r -c <<<"$nodes"
+    sort -s -k4,4 -g -r -c <<<"$nodes"
 }
 
 @test "tlog report -n limits the rows of each table" {
@@ -472,4 +472,15 @@ fusion_record() {
     python3 -m json.tool <<<"$output" >/dev/null
     run_ok "$TLOG" report "$TMP/p.jsonl"
     grep -Eq '^  linear\+relu +4 ' <<<"$output"
+}
+
+@test "tquant TLOG=graph logs the quantized graph, which tlog diff compares" {
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    run_ok env TLOG=graph "$TQUANT" --scheme=dynamic "$TMP/m.tg" -o "$TMP/q.tg"
+    [[ "$stderr" == *"[tquant:graph] quant: 5 nodes"* ]]
+    grep -Eq '^  linear = qlinear\(x, fc1.weight.q, fc1.weight.scale, fc1.bias\) : f32\[s0, 256\]$' <<<"$stderr"
+    run --separate-stderr "$TLOG" diff "$TMP/m.tg" "$TMP/q.tg"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"op qlinear: 0 -> 3 (+3)"* ]]
+    [[ "$output" == *"const fc1.weight.q: added (i8[256, 784])"* ]]
 }
