@@ -199,7 +199,7 @@ void tg_graph_log(const tg_graph *g, const char *stage)
 
 void tg_graph_log_mapped(const tg_graph *g, int first, const char *src_op, const char *name)
 {
-    if (!tg_log_on(IMPORT, TG_LOG_DEBUG) && !tg_log_on(IMPORT, TG_LOG_INFO))
+    if (!tg_log_on(IMPORT, TG_LOG_INFO))   /* neither level is on */
         return;
     int n = first >= 0 && first <= g->nnode ? g->nnode - first : 0;
     tg_log_level lvl = n > 1 ? TG_LOG_INFO : TG_LOG_DEBUG;   /* decompositions stand out */
