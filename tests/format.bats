@@ -102,6 +102,18 @@ EOF
     cmp "$TMP/ref" "$TMP/ours"
 }
 
+@test "exported models rewrite byte-identical and st_check loads all their constants" {
+    for m in mlp.pt2 tinygpt.pt2 cnn.onnx; do
+        run_ok "$TEXPORT" -o "$TMP/m.tg" "$FIX/$m"
+        run_ok "$UNIT/test_format" --rewrite "$TMP/m.tg" "$TMP/again.tg"
+        cmp "$TMP/m.tg" "$TMP/again.tg"
+        python3 "$ST_CHECK" "$TMP/m.tg" | cut -d' ' -f1 | sort >"$TMP/tensors"
+        python3 "$ST_CHECK" --consts "$TMP/m.tg" | sort >"$TMP/consts"
+        [ -s "$TMP/tensors" ]
+        cmp "$TMP/tensors" "$TMP/consts"
+    done
+}
+
 @test "the metadata names the format and version and holds the graph JSON" {
     run_ok python3 "$ST_CHECK" --meta format "$SMALL"
     [ "$output" = tgraph ]
