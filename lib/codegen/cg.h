@@ -50,6 +50,8 @@ int cg_emit_qop(tg_cg *c, const tg_node *nd);
 /* A fused loop group (TG_GROUP_LOOP) with root node `root`: a function into
  * c->fns and its call into c->f. */
 int cg_emit_loop(tg_cg *c, int root);
+/* A VIEW group: one strided copy of the chain's input. */
+int cg_emit_view(tg_cg *c, int root);
 /* A max or avg pool as a function specialized for its geometry: 0, 1 when it
  * cannot be (the caller then calls the kernel), -1 (tg_err). */
 int cg_emit_pool(tg_cg *c, int n);

@@ -347,6 +347,9 @@ static int emit_body(tg_cg *c)
         if (p->kind[n] == TG_GROUP_LOOP) {
             if (cg_emit_loop(c, n))
                 return -1;
+        } else if (p->kind[n] == TG_GROUP_VIEW) {
+            if (cg_emit_view(c, n))
+                return -1;
         } else if (p->kind[n] == TG_GROUP_EPILOGUE) {
             if (cg_emit_epilogue(c, n))
                 return -1;

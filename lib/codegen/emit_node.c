@@ -607,3 +607,25 @@ int cg_emit_node(tg_cg *c, int n)
     fprintf(c->f, "    }\n");
     return rc;
 }
+
+int cg_emit_view(tg_cg *c, int root)
+{
+    tg_view w;
+    if (tg_view_analyze(c->g, c->p, root, &w))
+        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
+    size_t es = tg_dtype_size(c->g->values[w.base].dtype);
+    tg_shape dims = {.rank = w.rank}, st = {.rank = w.rank};
+    memcpy(dims.d, w.dims, sizeof(tg_dim) * w.rank);
+    memcpy(st.d, w.strides, sizeof(tg_dim) * w.rank);
+    fprintf(c->f, "    /* view:");
+    for (int n = 0; n <= root; n++)
+        if (c->p->root[n] == root)
+            fprintf(c->f, " %s", c->g->nodes[n].name);
+    fprintf(c->f, " */\n    {\n");
+    cg_dims_array(c, "dims", &dims);
+    cg_dims_array(c, "st", &st);
+    fprintf(c->f, "    tgk_copy_strided(%zu, %d, dims, (const char *)%s + (%s) * %zu, st, %s, NULL);\n"
+            "    }\n", es, w.rank, cg_ptr(c, w.base), cg_dim(c, w.offset), es,
+            cg_ptr(c, c->g->nodes[root].out[0]));
+    return 0;
+}

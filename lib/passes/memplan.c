@@ -1,7 +1,7 @@
 /* Memory plan: where every value lives during a run.
  *
  * Views (reshape, identity) share their input's bytes; values inside a fused
- * loop have none; an epilogue's values are its root's. A graph output is
+ * loop or a fused view chain have none; an epilogue's values are its root's. A graph output is
  * written straight into the caller's buffer. Everything else gets a workspace
  * slot: walking the groups in order, a value takes a slot that no live value
  * holds (one that held a value of the same size first, then the smallest that
@@ -66,7 +66,8 @@ static bool owns_storage(const tg_graph *g, const tg_plan *p, int v)
     if (x->kind != TG_VALUE_NODE || p->alias[v] != v)
         return false;
     int n = x->producer;
-    return !(p->root[n] != n && p->kind[p->root[n]] == TG_GROUP_LOOP);
+    return !(p->root[n] != n &&
+             (p->kind[p->root[n]] == TG_GROUP_LOOP || p->kind[p->root[n]] == TG_GROUP_VIEW));
 }
 
 static int pick_slot(const tg_graph *g, slot_info *s, int nslot, tg_dim size)

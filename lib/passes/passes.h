@@ -32,6 +32,7 @@ typedef enum {
     TG_GROUP_SINGLE = 0,    /* one node, one kernel */
     TG_GROUP_EPILOGUE,      /* linear/conv/matmul, then elementwise ops applied in place */
     TG_GROUP_LOOP,          /* elementwise nodes (and a final reduction) in one loop */
+    TG_GROUP_VIEW,          /* slices, reshapes, permutes, expands: one strided copy */
 } tg_group_kind;
 
 typedef struct {
@@ -63,6 +64,7 @@ bool tg_op_is_elementwise(tg_op op);
 
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p);          /* linear/conv + activation */
 int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p);  /* elementwise chains, + reduction */
+int tg_pass_fuse_views(const tg_graph *g, tg_plan *p);        /* movement chains: one copy */
 int tg_pass_memplan(const tg_graph *g, tg_plan *p);           /* slots with reuse by liveness */
 
 /* How a LOOP group iterates (fuse_elementwise.c): its outside inputs, and
@@ -84,6 +86,18 @@ typedef struct {
 int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
 /* Whether a loop can compute node nd element by element (*why: why not). */
 bool tg_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
+
+/* What a VIEW group reads (fuse_views.c): the chain's input `base`, as the
+ * strided view rank/dims/strides (elements) starting `offset` elements in. */
+typedef struct {
+    int base;
+    int rank;
+    tg_dim dims[TG_MAX_RANK], strides[TG_MAX_RANK];
+    tg_dim offset;
+} tg_view;
+
+/* 0, or -1 with tg_err when the chain is not one strided view. */
+int tg_view_analyze(const tg_graph *g, const tg_plan *p, int root, tg_view *w);
 
 /* ---- the pipeline ----------------------------------------------------------- */
 typedef struct {

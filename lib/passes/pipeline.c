@@ -27,6 +27,7 @@ static void log_groups(const tg_graph *g, const tg_plan *p)
 {
     static const char *const kinds[] = {
         [TG_GROUP_SINGLE] = "single", [TG_GROUP_EPILOGUE] = "epilogue", [TG_GROUP_LOOP] = "loop",
+        [TG_GROUP_VIEW] = "view",
     };
     if (!tg_log_on(FUSION, TG_LOG_INFO))
         return;
@@ -42,7 +43,7 @@ static void log_groups(const tg_graph *g, const tg_plan *p)
                 snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", g->nodes[m].name);
             }
         if (cJSON_GetArraySize(nodes) > 1) {
-            const char *kind = p->kind[r] <= TG_GROUP_LOOP ? kinds[p->kind[r]] : "?";
+            const char *kind = p->kind[r] <= TG_GROUP_VIEW ? kinds[p->kind[r]] : "?";
             cJSON *f = cJSON_CreateObject();
             cJSON_AddNumberToObject(f, "group", k);
             cJSON_AddStringToObject(f, "kind", kind);
@@ -104,6 +105,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
     static const struct { const char *name; plan_pass f; int level; } plan_passes[] = {
         {"fuse_act", tg_pass_fuse_act, 1},
         {"fuse_elementwise", tg_pass_fuse_elementwise, 1},
+        {"fuse_views", tg_pass_fuse_views, 1},
         {"memplan", tg_pass_memplan, 0},
     };
     int level = o ? o->level : 1;

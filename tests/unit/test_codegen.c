@@ -251,6 +251,35 @@ static void test_layers(void)
     check_case("conv+bn+relu, slice, concat", g);
 }
 
+static void test_views(void)
+{
+    /* attention's input split: slice -> reshape -> permute, three times */
+    tg_graph *g = tg_graph_new();
+    int x = input(g, "x", DIMS(5, 24));
+    for (int h = 0; h < 3; h++) {
+        tg_attr sl[3] = {tg_attr_int("axis", 2), tg_attr_int("start", 8 * h),
+                         tg_attr_int("end", 8 * h + 8)};
+        int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &x, 3, sl);
+        tg_attr shape = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(5),
+                                                            tg_dim_const(2), tg_dim_const(4)});
+        int r = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &s, 1, &shape);
+        tg_attr perm = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 1, 3});
+        tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &perm));
+    }
+    check_case("slice+reshape+permute views", g);
+
+    /* a strided slice, then an expand of a permuted constant */
+    g = tg_graph_new();
+    x = input(g, "x", DIMS(7, 6));
+    tg_attr sl[4] = {tg_attr_int("axis", 1), tg_attr_int("start", 1), tg_attr_int("end", 7),
+                     tg_attr_int("step", 2)};
+    int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &x, 4, sl);
+    tg_attr perm = tg_attr_ints("perm", 3, (int64_t[]){0, 2, 1});
+    int t = tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &s, 1, &perm);
+    tg_graph_add_output(g, NODE(g, NEG, 0, NULL, t));
+    check_case("strided slice + permute", g);
+}
+
 int main(void)
 {
     if (!getenv("TGRAPH_RUNTIME_DIR")) {
@@ -262,5 +291,6 @@ int main(void)
     test_pools();
     test_loops();
     test_layers();
+    test_views();
     return unit_report();
 }

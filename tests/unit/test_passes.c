@@ -286,6 +286,47 @@ static void test_fuse_elementwise(void)
     tg_graph_free(g);
 }
 
+static void test_fuse_views(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){4, 24});           /* [batch, 4, 24] */
+    tg_attr sl[3] = {tg_attr_int("axis", 2), tg_attr_int("start", 8), tg_attr_int("end", 16)};
+    int s = tg_graph_add_node(g, TG_OP_SLICE, "s", 1, &x, 3, sl);
+    tg_attr shape = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(4),
+                                                        tg_dim_const(2), tg_dim_const(4)});
+    int r = tg_graph_add_node(g, TG_OP_RESHAPE, "r", 1, &s, 1, &shape);
+    tg_attr perm = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 1, 3});
+    int t = tg_graph_add_node(g, TG_OP_PERMUTE, "t", 1, &r, 1, &perm);
+    tg_graph_add_output(g, t);
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_views(g, p) == 1);
+    CHECK(p->kind[2] == TG_GROUP_VIEW && p->root[0] == 2 && p->root[1] == 2);
+    tg_view w;
+    CHECK(tg_view_analyze(g, p, 2, &w) == 0);
+    CHECK(w.base == x && w.rank == 4 && tg_dim_eq(w.offset, tg_dim_const(8)));
+    int64_t want[4] = {96, 4, 24, 1}, v;           /* [batch, 2, 4, 4] of the [batch, 4, 24] input */
+    for (int i = 0; i < 4; i++)
+        CHECK(tg_dim_is_const(w.strides[i], &v) && v == want[i]);
+    tg_plan_free(p);
+    tg_graph_free(g);
+
+    /* a reshape that would merge non-adjacent strides stops the chain there:
+     * the slice takes the reshape, the permute stays a copy of its own */
+    g = tg_graph_new();
+    x = input(g, 2, (int64_t[]){4, 6});
+    tg_attr p2 = tg_attr_ints("perm", 3, (int64_t[]){0, 2, 1});
+    t = tg_graph_add_node(g, TG_OP_PERMUTE, "t", 1, &x, 1, &p2);
+    tg_attr flat = tg_attr_dims("shape", 2, (tg_dim[]){tg_dim_sym(0), tg_dim_const(24)});
+    r = tg_graph_add_node(g, TG_OP_RESHAPE, "r", 1, &t, 1, &flat);
+    tg_attr sl2[3] = {tg_attr_int("axis", 1), tg_attr_int("start", 2), tg_attr_int("end", 20)};
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SLICE, "s", 1, &r, 3, sl2));
+    p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_views(g, p) == 1);
+    CHECK(p->root[0] == 0 && p->root[1] == 2 && p->kind[0] == TG_GROUP_SINGLE);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
 static void test_memplan(void)
 {
     tg_graph *g = tg_graph_new();
@@ -318,6 +359,7 @@ int main(void)
     test_prepack();
     test_fuse_act();
     test_fuse_elementwise();
+    test_fuse_views();
     test_memplan();
     return unit_report();
 }
