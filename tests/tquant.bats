@@ -192,3 +192,20 @@ ops() {
         cmp "$TMP/so.npy" "$TMP/tg.npy"
     done
 }
+
+@test "several graph inputs: calibration files are NAME.KEY.npy, a missing one is an error" {
+    "$TEXPORT" "$FIX/layers.pt2" -o "$TMP/l.tg"
+    mkdir "$TMP/cal"
+    for k in a b; do
+        cp "$FIX/layers.in0.npy" "$TMP/cal/x.$k.npy"
+        cp "$FIX/layers.in1.npy" "$TMP/cal/tok.$k.npy"
+    done
+    run_ok "$TQUANT" --calib "$TMP/cal" "$TMP/l.tg" -o "$TMP/q.tg"
+    [[ "$stderr" == *"on 2 calibration samples"* ]]
+    ops "$TMP/q.tg" | grep -qx "qconv 4"
+    cp "$FIX/layers.in0.npy" "$TMP/cal/x.c.npy"
+    run_fails 1 "sample 'c': no file for input 'tok' \(tok.c.npy\)" "$TQUANT" --calib "$TMP/cal" "$TMP/l.tg" -o "$TMP/q.tg"
+    cp "$FIX/layers.in0.npy" "$TMP/cal/other.npy"
+    rm "$TMP/cal/x.c.npy"
+    run_fails 1 "other.npy: names no graph input" "$TQUANT" --calib "$TMP/cal" "$TMP/l.tg" -o "$TMP/q.tg"
+}

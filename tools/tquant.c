@@ -217,8 +217,10 @@ int main(int argc, char **argv)
         return cli_fail(name);
     tg_graph *g = tg_graph_read_mem(buf, len), *qg = NULL;
     free(buf);
-    if (!g)
+    if (!g || tg_quant_prepare(g) < 0) {
+        tg_graph_free(g);
         return cli_fail(name);
+    }
     tg_dataset ds = {0};
     tg_tensor *ref = NULL;
     tg_quant_report rep = {0};

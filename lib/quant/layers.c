@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../passes/passes.h"
 #include "quant.h"
 
 void tg_quant_opts_init(tg_quant_opts *o)
@@ -62,13 +63,34 @@ static bool quantizable(const tg_graph *g, const tg_node *n, tg_quant_scheme s)
     return n->op == TG_OP_CONV && s < TG_QUANT_WEIGHT_INT8 && !tg_node_int(n, "transposed", 0);
 }
 
-/* An entry that names a node means that node (even when it is also an op
+/* Whether layer n's weight is named "e." something: tg_quant_prepare's batch
+ * norm folding makes a new layer whose weights keep the old layer's name so. */
+static bool weight_named(const tg_graph *g, const tg_node *n, const char *e)
+{
+    const tg_value *w = tg_node_input(g, n, 1);
+    size_t len = strlen(e);
+    return w && !strncmp(w->name, e, len) && w->name[len] == '.';
+}
+
+/* Whether e names a layer of g: a node, or a folded layer's weights. */
+static bool names_layer(const tg_graph *g, const char *e)
+{
+    if (tg_graph_find_node(g, e) >= 0)
+        return true;
+    for (int i = 0; i < g->nnode; i++)
+        if (g->nodes[i].nin > 1 && weight_named(g, &g->nodes[i], e))
+            return true;
+    return false;
+}
+
+/* An entry that names a layer means that layer (even when it is also an op
  * name, as texport's first linear node "linear" is); otherwise an op. */
 static bool skipped(const tg_graph *g, const tg_node *n, const tg_quant_opts *o)
 {
     for (int i = 0; i < o->nskip; i++)
-        if (tg_graph_find_node(g, o->skip[i]) >= 0 ? !strcmp(o->skip[i], n->name)
-                                                   : !strcmp(o->skip[i], tg_op_name(n->op)))
+        if (names_layer(g, o->skip[i]) ? !strcmp(o->skip[i], n->name) ||
+                                             weight_named(g, n, o->skip[i])
+                                       : !strcmp(o->skip[i], tg_op_name(n->op)))
             return true;
     return false;
 }
@@ -76,7 +98,7 @@ static bool skipped(const tg_graph *g, const tg_node *n, const tg_quant_opts *o)
 int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes)
 {
     for (int i = 0; i < o->nskip; i++)
-        if (tg_graph_find_node(g, o->skip[i]) < 0 && tg_op_from_name(o->skip[i]) == TG_OP_NONE)
+        if (!names_layer(g, o->skip[i]) && tg_op_from_name(o->skip[i]) == TG_OP_NONE)
             return tg_err("--skip: '%s' is neither a node of the graph nor an op", o->skip[i]);
     *nodes = malloc(sizeof(int) * (size_t)(g->nnode + 1));
     if (!*nodes)
@@ -86,4 +108,10 @@ int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes)
         if (quantizable(g, &g->nodes[i], o->scheme) && !skipped(g, &g->nodes[i], o))
             (*nodes)[count++] = i;
     return count;
+}
+
+int tg_quant_prepare(tg_graph *g)
+{
+    int n = tg_pass_bn_fold(g);
+    return n < 0 || tg_pass_dce(g) < 0 ? -1 : n;
 }

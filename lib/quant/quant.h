@@ -67,7 +67,11 @@ int tg_observer_range(const tg_observer *ob, float *lo, float *hi);
  * [0, nbins * width); returns the threshold. Exposed for the unit tests. */
 double tg_entropy_threshold(const double *hist, int nbins, double width, int levels);
 
-/* ---- which layers are quantized (plan.c) ------------------------------------------ */
+/* ---- which layers are quantized (layers.c) ---------------------------------------- */
+/* Fold batch norms into the convolution or linear layer before them (as
+ * tcompile would), so that the folded weights are the ones quantized and no
+ * float batch norm is left behind a quantized layer. The number folded, or -1. */
+int tg_quant_prepare(tg_graph *g);
 /* Node indices of the layers the scheme quantizes (linear, and conv unless
  * weight-only, with constant float32 weights, not skipped); *nodes malloc'd.
  * The count, or -1 (tg_err: a skip entry that names no node and no op). */

@@ -7,6 +7,7 @@
 
 #include "kernels.h"
 #include "qgemm.h"
+#include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define SLAB_BYTES (1 << 20)
 
@@ -53,30 +54,48 @@ typedef struct {
     uint8_t *rows;              /* [positions, cg * kprod] */
 } gather_job;
 
+/* Output positions o in [o0, o1) whose input position o*str + off lies in
+ * [0, lim), as [*lo, *hi) (empty: lo == hi). */
+static void valid_span(int64_t o0, int64_t o1, int64_t str, int64_t off, int64_t lim,
+                       int64_t *lo, int64_t *hi)
+{
+    int64_t a = off >= 0 ? 0 : (-off + str - 1) / str;             /* first o with o*str+off >= 0 */
+    int64_t b = lim - off <= 0 ? 0 : (lim - off - 1) / str + 1;     /* first o with o*str+off >= lim */
+    *lo = a < o0 ? o0 : a > o1 ? o1 : a;
+    *hi = b < *lo ? *lo : b > o1 ? o1 : b;
+}
+
+/* Rows [r0, r1) of the slab: one output line (fixed d, h) at a time, and for
+ * each kernel tap a strided copy along the width with the padded ends set to
+ * the zero point, so no position is bounds-checked on its own. */
 static void gather_rows(void *ctx, int64_t r0, int64_t r1)
 {
     const gather_job *j = ctx;
     const qgeom *g = j->g;
-    int64_t kk = j->cg * g->kprod;
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t p = j->p0 + r, o[3] = {p / (g->out[1] * g->out[2]), p / g->out[2] % g->out[1],
-                                       p % g->out[2]};
-        uint8_t *row = j->rows + r * kk;
-        for (int64_t ci = 0; ci < j->cg; ci++) {
-            const uint8_t *xc = j->xq + ci * g->in_sp;
+    int64_t kk = j->cg * g->kprod, W = g->out[2];
+    for (int64_t r = r0; r < r1;) {
+        int64_t p = j->p0 + r, line = p / W, w0 = p % W, w1 = w0 + (r1 - r) < W ? w0 + (r1 - r) : W;
+        int64_t o0 = line / g->out[1], o1 = line % g->out[1];
+        uint8_t *base = j->rows + (r - w0) * kk;    /* row of position (line, w) is base + w*kk */
+        int64_t col = 0;
+        for (int64_t ci = 0; ci < j->cg; ci++)
             for (int64_t a = 0; a < g->ker[0]; a++) {
-                int64_t i0 = o[0] * g->str[0] - g->pad[0] + a * g->dil[0];
+                int64_t i0 = o0 * g->str[0] - g->pad[0] + a * g->dil[0];
                 for (int64_t b = 0; b < g->ker[1]; b++) {
-                    int64_t i1 = o[1] * g->str[1] - g->pad[1] + b * g->dil[1];
-                    for (int64_t c = 0; c < g->ker[2]; c++) {
-                        int64_t i2 = o[2] * g->str[2] - g->pad[2] + c * g->dil[2];
-                        bool in = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1] &&
-                                  i2 >= 0 && i2 < g->in[2];
-                        *row++ = in ? xc[(i0 * g->in[1] + i1) * g->in[2] + i2] : j->zero;
+                    int64_t i1 = o1 * g->str[1] - g->pad[1] + b * g->dil[1];
+                    bool inside = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];
+                    const uint8_t *src = j->xq + ci * g->in_sp + (i0 * g->in[1] + i1) * g->in[2];
+                    for (int64_t c = 0; c < g->ker[2]; c++, col++) {
+                        int64_t off = c * g->dil[2] - g->pad[2], lo = w1, hi = w1, w = w0;
+                        if (inside)
+                            valid_span(w0, w1, g->str[2], off, g->in[2], &lo, &hi);
+                        for (; w < lo; w++) base[w * kk + col] = j->zero;
+                        for (; w < hi; w++) base[w * kk + col] = src[w * g->str[2] + off];
+                        for (; w < w1; w++) base[w * kk + col] = j->zero;
                     }
                 }
             }
-        }
+        r += w1 - w0;
     }
 }
 
@@ -94,9 +113,9 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
     int64_t nx = d->n * d->c * g.in_sp;
     uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
     uint8_t *rows = malloc((size_t)(slab * kk));
-    int32_t *acc = malloc(sizeof *acc * (size_t)(slab * kg));
-    if (!xq || !rows || !acc) {
-        free(xq), free(rows), free(acc);
+    float *sc = malloc(sizeof *sc * (size_t)d->k), *out = malloc(sizeof *out * (size_t)(slab * kg));
+    if (!xq || !rows || !sc || !out) {
+        free(xq), free(rows), free(sc), free(out);
         return -1;
     }
     if (dynamic) {
@@ -105,6 +124,8 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
         tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
     }
     tgk_quantize_u8(nx, x, x_scale, x_zero, xq);
+    for (int64_t k = 0; k < d->k; k++)
+        sc[k] = x_scale * w_scale[k];
     size_t gsize = tgk_qgemm_packed_size(kg, kk);
     for (int64_t img = 0; img < d->n; img++)
         for (int64_t gi = 0; gi < d->groups; gi++)
@@ -113,16 +134,17 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
                 gather_job j = {&g, xq + (img * d->c + gi * cg) * g.in_sp, cg, p0,
                                 (uint8_t)x_zero, rows};
                 tgk_parallel_for(np, 1 + 65536 / kk, gather_rows, &j);
-                tgk_qgemm_u8s8(np, kg, kk, rows, kk, x_zero,
-                               (const char *)packed + gi * gsize, acc, kg);
-                for (int64_t q = 0; q < kg; q++) {
-                    int64_t ko = gi * kg + q;
-                    float s = x_scale * w_scale[ko], b = bias ? bias[ko] : 0.0f;
-                    float *yo = y + (img * d->k + ko) * g.out_sp + p0;
-                    for (int64_t r = 0; r < np; r++)
-                        yo[r] = (float)acc[r * kg + q] * s + b;
-                }
+                /* positions are the GEMM's rows: out [positions, kg], then
+                 * transposed to y [kg, positions] in tiles of 64 positions,
+                 * so the strided reads stay in L1 */
+                tgk_qgemm_u8s8_f32(np, kg, kk, rows, kk, x_zero, (const char *)packed + gi * gsize,
+                                   sc + gi * kg, bias ? bias + gi * kg : NULL, out, kg);
+                float *yg = y + (img * d->k + gi * kg) * g.out_sp + p0;
+                for (int64_t r0 = 0; r0 < np; r0 += 64)
+                    for (int64_t q = 0; q < kg; q++)
+                        for (int64_t r = r0; r < r0 + 64 && r < np; r++)
+                            yg[q * g.out_sp + r] = out[r * kg + q];
             }
-    free(xq), free(rows), free(acc);
+    free(xq), free(rows), free(sc), free(out);
     return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "qgemm.h"
+#include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define QB 16                       /* columns per block */
 #define ROUND4(k) (((k) + 3) & ~(int64_t)3)
@@ -54,9 +55,11 @@ static inline int32_t group4(const uint8_t *a, int64_t K, int64_t g)
         memcpy(&v, a + g * 4, 4);
         return v;
     }
-    uint8_t b[4] = {0, 0, 0, 0};
-    memcpy(b, a + g * 4, K - g * 4);
-    memcpy(&v, b, 4);
+    /* the last, short group: bytes shifted in (a variable-length memcpy here
+     * was a library call and a store-forwarding stall on every row) */
+    uint32_t u = 0;
+    for (int64_t t = 0; t < K - g * 4; t++) u |= (uint32_t)a[g * 4 + t] << (8 * t);
+    memcpy(&v, &u, 4);
     return v;
 }
 
@@ -118,6 +121,47 @@ static void block4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *
     _mm512_storeu_si512(out[2], c2);
     _mm512_storeu_si512(out[3], c3);
 }
+
+/* 4 rows x 4 column blocks (64 columns): 16 accumulators, and each group of
+ * 4 k costs 4 weight loads and 4 broadcasts for 16 vpdpbusd. */
+#define DP(acc, av, wv) acc = _mm512_dpbusd_epi32(acc, av, wv)
+#define DP4(r, av) DP(c##r##0, av, w0); DP(c##r##1, av, w1); DP(c##r##2, av, w2); DP(c##r##3, av, w3)
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static void tile4x4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
+                         int64_t bstride, int32_t out[4][4 * QB])
+{
+    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00;
+    __m512i c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00;
+    __m512i c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
+    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    int64_t kg = ROUND4(K) / 4;
+    for (int64_t g = 0; g < kg; g++) {
+        const int8_t *p = blk + g * QB * 4;
+        __m512i w0 = _mm512_loadu_si512(p), w1 = _mm512_loadu_si512(p + bstride);
+        __m512i w2 = _mm512_loadu_si512(p + 2 * bstride), w3 = _mm512_loadu_si512(p + 3 * bstride);
+        int full = g * 4 + 4 <= K;
+        int32_t v;
+        __m512i av;
+        v = full ? *(const int32_t *)(const void *)(a0 + 4 * g) : group4(a0, K, g);
+        av = _mm512_set1_epi32(v);
+        DP4(0, av);
+        v = full ? *(const int32_t *)(const void *)(a1 + 4 * g) : group4(a1, K, g);
+        av = _mm512_set1_epi32(v);
+        DP4(1, av);
+        v = full ? *(const int32_t *)(const void *)(a2 + 4 * g) : group4(a2, K, g);
+        av = _mm512_set1_epi32(v);
+        DP4(2, av);
+        v = full ? *(const int32_t *)(const void *)(a3 + 4 * g) : group4(a3, K, g);
+        av = _mm512_set1_epi32(v);
+        DP4(3, av);
+    }
+#define ST4(r) _mm512_storeu_si512(out[r], c##r##0); _mm512_storeu_si512(out[r] + QB, c##r##1); \
+    _mm512_storeu_si512(out[r] + 2 * QB, c##r##2); _mm512_storeu_si512(out[r] + 3 * QB, c##r##3)
+    ST4(0); ST4(1); ST4(2); ST4(3);
+#undef ST4
+}
+#undef DP4
+#undef DP
 
 /* 16-bit products: each 16-byte quarter of a 64-byte group is 4 columns x 4 k;
  * widened and multiplied with the row's 4 values repeated, vpmaddwd leaves
@@ -189,16 +233,26 @@ typedef struct {
     const uint8_t *a;
     int32_t a_zero;
     const void *packed;
-    int32_t *c;
+    int32_t *c;                 /* integer output, or NULL: */
+    const float *scale, *bias;  /* y[m,n] = (float)c[m,n] * scale[n] + bias[n] (bias may be NULL) */
+    float *y;                   /* at y[m*ldc + n] */
 } qgemm_args;
 
+/* One row's block of raw sums, zero-point corrected, stored as integers or
+ * through the float epilogue. */
 static void store_block(const qgemm_args *q, int64_t m, int64_t b, const int32_t *raw)
 {
-    const int32_t *colsum = q->packed;
-    for (int j = 0; j < QB && b * QB + j < q->N; j++) {
-        int64_t n = b * QB + j;
-        q->c[m * q->ldc + n] = raw[j] - q->a_zero * colsum[n];
+    const int32_t *colsum = (const int32_t *)q->packed + b * QB;
+    int nj = q->N - b * QB < QB ? (int)(q->N - b * QB) : QB;
+    int32_t v[QB];
+    for (int j = 0; j < QB; j++) v[j] = raw[j] - q->a_zero * colsum[j];
+    if (q->c) {
+        memcpy(q->c + m * q->ldc + b * QB, v, sizeof(int32_t) * nj);
+        return;
     }
+    const float *s = q->scale + b * QB, *bi = q->bias ? q->bias + b * QB : NULL;
+    float *y = q->y + m * q->ldc + b * QB;
+    for (int j = 0; j < nj; j++) y[j] = (float)v[j] * s[j] + (bi ? bi[j] : 0.0f);
 }
 
 /* Rows [m0, m1) of c: groups of 4 rows on VNNI, then one at a time. */
@@ -211,11 +265,19 @@ static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
     int32_t raw[4][QB];
     int64_t m = m0;
 #if defined(__x86_64__)
-    for (; p == 2 && m + 4 <= m1; m += 4)
-        for (int64_t b = 0; b < nb; b++) {
+    int32_t tile[4][4 * QB];
+    for (; p == 2 && m + 4 <= m1; m += 4) {
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4) {
+            tile4x4_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, kg * QB * 4, tile);
+            for (int r = 0; r < 4; r++)
+                for (int t = 0; t < 4; t++) store_block(q, m + r, b + t, tile[r] + t * QB);
+        }
+        for (; b < nb; b++) {
             block4_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, raw);
             for (int r = 0; r < 4; r++) store_block(q, m + r, b, raw[r]);
         }
+    }
 #endif
     block_fn fn = block_scalar;
 #if defined(__x86_64__)
@@ -229,13 +291,26 @@ static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
         }
 }
 
+static void qgemm_run(const qgemm_args *q)
+{
+    /* About 64k multiply-adds per task keeps the pool's overhead small. */
+    int64_t per_row = q->N * q->K > 0 ? q->N * q->K : 1, grain = 65536 / per_row;
+    tgk_parallel_for(q->M, grain < 4 ? 4 : grain, qgemm_rows, (void *)q);
+}
+
 void tgk_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
                     int32_t a_zero, const void *packed, int32_t *c, int64_t ldc)
 {
-    qgemm_args q = {M, N, K, lda, ldc, a, a_zero, packed, c};
-    /* About 64k multiply-adds per task keeps the pool's overhead small. */
-    int64_t per_row = N * K > 0 ? N * K : 1, grain = 65536 / per_row;
-    tgk_parallel_for(M, grain < 4 ? 4 : grain, qgemm_rows, &q);
+    qgemm_args q = {M, N, K, lda, ldc, a, a_zero, packed, c, NULL, NULL, NULL};
+    qgemm_run(&q);
+}
+
+void tgk_qgemm_u8s8_f32(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                        int32_t a_zero, const void *packed, const float *scale,
+                        const float *bias, float *y, int64_t ldy)
+{
+    qgemm_args q = {M, N, K, lda, ldy, a, a_zero, packed, NULL, scale, bias, y};
+    qgemm_run(&q);
 }
 
 void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero)
@@ -404,31 +479,14 @@ void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi)
 
 /* ---- the quantized linear layer -------------------------------------------------- */
 
-typedef struct {
-    int64_t N;
-    const int32_t *acc;
-    const float *w_scale, *bias;
-    float x_scale;
-    float *y;
-} dequant_job;
-
-static void dequant_rows(void *ctx, int64_t m0, int64_t m1)
-{
-    const dequant_job *j = ctx;
-    for (int64_t m = m0; m < m1; m++)
-        for (int64_t n = 0; n < j->N; n++)
-            j->y[m * j->N + n] = (float)j->acc[m * j->N + n] * (j->x_scale * j->w_scale[n]) +
-                                 (j->bias ? j->bias[n] : 0.0f);
-}
-
 int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
                     const float *bias, float *y)
 {
     uint8_t *xq = malloc((size_t)(M * K > 0 ? M * K : 1));
-    int32_t *acc = malloc(sizeof *acc * (size_t)(M * N > 0 ? M * N : 1));
-    if (!xq || !acc) {
-        free(xq), free(acc);
+    float *s = malloc(sizeof *s * (size_t)(N + QB));
+    if (!xq || !s) {
+        free(xq), free(s);
         return -1;
     }
     if (dynamic) {
@@ -436,11 +494,10 @@ int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_sca
         tgk_minmax_f32(M * K, x, &lo, &hi);
         tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
     }
+    for (int64_t n = 0; n < N; n++) s[n] = x_scale * w_scale[n];
     tgk_quantize_u8(M * K, x, x_scale, x_zero, xq);
-    tgk_qgemm_u8s8(M, N, K, xq, K, x_zero, packed, acc, N);
-    dequant_job j = {N, acc, w_scale, bias, x_scale, y};
-    tgk_parallel_for(M, 1 + 16384 / (N > 0 ? N : 1), dequant_rows, &j);
+    tgk_qgemm_u8s8_f32(M, N, K, xq, K, x_zero, packed, s, bias, y, N);
     free(xq);
-    free(acc);
+    free(s);
     return 0;
 }

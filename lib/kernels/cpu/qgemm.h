@@ -24,6 +24,12 @@ void tgk_qgemm_pack(int64_t N, int64_t K, const int8_t *w, void *packed);
 void tgk_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
                     int32_t a_zero, const void *packed, int32_t *c, int64_t ldc);
 
+/* The same sums through a float epilogue, without an integer buffer:
+ * y[m*ldy + n] = (float)c[m,n] * scale[n] + bias[n] (bias may be NULL). */
+void tgk_qgemm_u8s8_f32(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                        int32_t a_zero, const void *packed, const float *scale,
+                        const float *bias, float *y, int64_t ldy);
+
 /* Which path tgk_qgemm_u8s8 takes: "avx512vnni", "avx2" or "scalar", the best
  * the CPU has unless set; setting one the CPU lacks gives -1 (tests use this to
  * check every path against the reference). */
