@@ -361,6 +361,8 @@ static int emit_body(tg_cg *c)
         if (timed)
             fprintf(c->f, "    TGRT_PROF_END(T0, %s, %s);\n", cg_quote(c, g->nodes[n].name),
                     cg_quote(c, kernel_ops(c, n)));
+        TG_LOG(CODEGEN, TG_LOG_DEBUG, "kernel %s: %s%s", g->nodes[n].name, kernel_ops(c, n),
+               p->kind[n] == TG_GROUP_LOOP ? " (one fused loop)" : "");
     }
     /* outputs that are inputs, weights, views of them, or listed twice: copy */
     for (int j = 0; j < g->noutput; j++) {
