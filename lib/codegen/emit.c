@@ -147,38 +147,37 @@ const char *cg_quote(tg_cg *c, const char *s)
 
 /* ---- the symbols ------------------------------------------------------------ */
 
-/* Find, for each symbol, an input dim coef*s + offset to read it from. */
+/* Whether d is coef*s + off with coef > 0 (s alone, to the first power). */
+static bool linear_in(tg_dim d, int s, int64_t *coef, int64_t *off)
+{
+    *coef = *off = 0;
+    for (int t = 0; t < d.nterms; t++) {
+        int deg = 0;
+        for (int q = 0; q < TG_MAX_SYMS; q++)
+            deg += d.t[t].pow[q];
+        if (deg == 0)
+            *off = d.t[t].coef;
+        else if (deg == 1 && d.t[t].pow[s] == 1)
+            *coef = d.t[t].coef;
+        else
+            return false;
+    }
+    return *coef > 0;
+}
+
+/* For each symbol, the input dim coef*s + offset to read it from (the
+ * smallest coef, preferring 1). */
 static int bind_symbols(const tg_graph *g, FILE *f)
 {
     fprintf(f, "static const tgrt_bind BIND[] = {\n");
     for (int s = 0; s < g->nsym; s++) {
         int best_i = -1, best_k = 0;
-        int64_t best_coef = 0, best_off = 0;
-        for (int i = 0; i < g->ninput && best_coef != 1; i++) {
+        int64_t best_coef = 0, best_off = 0, coef, off;
+        for (int i = 0; i < g->ninput; i++) {
             const tg_shape *sh = &g->values[g->inputs[i]].shape;
-            for (int k = 0; k < sh->rank; k++) {
-                tg_dim d = sh->d[k];
-                int64_t coef = 0, off = 0;
-                for (int t = 0; t < d.nterms; t++) {
-                    int deg = 0, only = 1;
-                    for (int q = 0; q < TG_MAX_SYMS; q++) {
-                        deg += d.t[t].pow[q];
-                        if (q != s && d.t[t].pow[q])
-                            only = 0;
-                    }
-                    if (deg == 0)
-                        off = d.t[t].coef;
-                    else if (deg == 1 && only)
-                        coef = d.t[t].coef;
-                    else
-                        coef = 0, t = d.nterms;   /* not linear in s alone */
-                }
-                if (coef > 0 && (best_coef == 0 || coef < best_coef)) {
+            for (int k = 0; k < sh->rank; k++)
+                if (linear_in(sh->d[k], s, &coef, &off) && (best_i < 0 || coef < best_coef))
                     best_i = i, best_k = k, best_coef = coef, best_off = off;
-                    if (coef == 1)
-                        break;
-                }
-            }
         }
         if (best_i < 0)
             return tg_err("symbol %s: no input dim is a multiple of it alone, so its value"
