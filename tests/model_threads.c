@@ -33,6 +33,7 @@ static struct {
     int (*output_info)(const tgraph_model *, int, tgraph_tensor_info *);
     int (*symbol_info)(const tgraph_model *, int, tgraph_symbol_info *);
     int (*run)(tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
+    int (*output_dims)(const tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
 } api;
 
 static tgraph_model *model;
@@ -111,6 +112,7 @@ int main(int argc, char **argv)
     }
     SYM(abi_version) SYM(last_error) SYM(open) SYM(close) SYM(num_inputs) SYM(num_outputs)
     SYM(num_symbols) SYM(input_info) SYM(output_info) SYM(symbol_info) SYM(run)
+    SYM(output_dims)
     for (int i = 2; i < argc; i += 2, npairs++)
         if (tg_npy_load(argv[i], &in[npairs]) || tg_npy_load(argv[i + 1], &ref[npairs])) {
             fprintf(stderr, "model_threads: %s: cannot read\n", argv[i]);
@@ -137,6 +139,21 @@ int main(int argc, char **argv)
         tgraph_symbol_info si;
         count(api.symbol_info(model, s, &si) == 0 && si.min <= si.max, "symbol info", -1, 0);
         printf("symbol %s in [%lld, %lld]\n", si.name, (long long)si.min, (long long)si.max);
+    }
+
+    /* output sizes up front, and a buffer one byte short is refused */
+    for (int p = 0; p < npairs; p++) {
+        tgraph_tensor x = {.data = in[p].data, .dtype = (tgraph_dtype)in[p].dtype,
+                           .rank = in[p].rank};
+        memcpy(x.dims, in[p].dims, sizeof x.dims);
+        char mark;
+        tgraph_tensor y = {.data = &mark};
+        count(api.output_dims(model, &x, 1, &y, 1) == 0 && y.nbytes == ref[p].nbytes &&
+              y.data == &mark, "output_dims", -1, p);
+        y.data = malloc(ref[p].nbytes);
+        y.nbytes = ref[p].nbytes - 1;
+        count(api.run(model, &x, 1, &y, 1) == TGRAPH_E_SPACE, "a short buffer is refused", -1, p);
+        free(y.data);
     }
 
     pthread_t th[THREADS];

@@ -305,24 +305,45 @@ static void output_shapes(const tgrt_model *d, const int64_t *D, tgraph_tensor *
     }
 }
 
-int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
-                     tgraph_tensor *out, int nout)
+/* Everything a run checks before it touches data: the arguments, the
+ * symbols, every dim; fills S, D, slot and the outputs' shapes in res, and
+ * the workspace size in *need. */
+static int check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
+                      const tgraph_tensor *out, int nout, int64_t *S, int64_t *D, size_t *slot,
+                      tgraph_tensor *res, size_t *need)
 {
     if (!m)
         return tgrt_fail(TGRAPH_E_ARG, "model is NULL");
     const tgrt_model *d = m->d;
     if (nout != d->nout || (nout && !out))
         return tgrt_fail(TGRAPH_E_ARG, "%d outputs given, the model has %d", nout, d->nout);
-    int64_t S[d->nsym + 1], D[d->ndim + 1];
-    size_t slot[d->nslot + 1];
     int rc = bind_symbols(d, in, nin, S);
     if (rc)
         return rc;
-    d->prepare(S, D, slot);
+    *need = d->prepare(S, D, slot);
     if ((rc = check_dims(d, in, D)))
         return rc;
-    output_shapes(d, D, out);
+    output_shapes(d, D, res);
     return 0;
+}
+
+/* Room for check_call's arrays, sized for model m (NULL: none). */
+#define CALL_ARRAYS(m) \
+    const tgrt_model *d = (m) ? (m)->d : NULL; \
+    int64_t S[d ? d->nsym + 1 : 1], D[d ? d->ndim + 1 : 1]; \
+    size_t slot[d ? d->nslot + 1 : 1], need; \
+    tgraph_tensor res[d ? d->nout + 1 : 1]
+
+int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
+                     tgraph_tensor *out, int nout)
+{
+    CALL_ARRAYS(m);
+    int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
+    for (int i = 0; !rc && i < nout; i++) {     /* the caller's data pointer stays */
+        res[i].data = out[i].data;
+        out[i] = res[i];
+    }
+    return rc;
 }
 
 /* A workspace of at least `need` bytes: the handle's spare one when it is big
@@ -353,21 +374,10 @@ static void ws_give(tgraph_model *m, ws_head *w)
 
 int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout)
 {
-    if (!m)
-        return tgrt_fail(TGRAPH_E_ARG, "model is NULL");
-    const tgrt_model *d = m->d;
-    if (nout != d->nout || (nout && !out))
-        return tgrt_fail(TGRAPH_E_ARG, "%d outputs given, the model has %d", nout, d->nout);
-    int64_t S[d->nsym + 1], D[d->ndim + 1];
-    size_t slot[d->nslot + 1];
-    int rc = bind_symbols(d, in, nin, S);
+    CALL_ARRAYS(m);
+    int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
     if (rc)
         return rc;
-    size_t need = d->prepare(S, D, slot);
-    if ((rc = check_dims(d, in, D)))
-        return rc;
-    tgraph_tensor res[d->nout + 1];
-    output_shapes(d, D, res);
     void *outp[d->nout + 1], *inp[d->nin + 1];
     for (int i = 0; i < d->nin; i++)
         inp[i] = in[i].data;
