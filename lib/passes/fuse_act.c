@@ -2,10 +2,10 @@
  *
  * tg_pass_fuse_bias (a graph pass): linear or conv without a bias followed by
  * an add of a constant per-output-channel vector takes the vector as its bias.
- * tg_pass_fuse_act (a plan pass): a linear, conv or matmul whose only reader is
- * an activation (and that activation's only reader another one ...) runs as
- * one group: the kernel writes the result and the activations are applied in
- * place while it is still in cache. */
+ * tg_pass_fuse_act (a plan pass): a linear, conv or matmul (float or int8)
+ * whose only reader is an activation (and that activation's only reader
+ * another one ...) runs as one group: the kernel writes the result and the
+ * activations are applied in place while it is still in cache. */
 #include "passes.h"
 
 #include <inttypes.h>
@@ -18,7 +18,8 @@
 
 static bool is_anchor(tg_op op)
 {
-    return op == TG_OP_LINEAR || op == TG_OP_CONV || op == TG_OP_MATMUL;
+    return op == TG_OP_LINEAR || op == TG_OP_CONV || op == TG_OP_MATMUL ||
+           op == TG_OP_QLINEAR || op == TG_OP_QCONV;
 }
 
 static bool is_activation(tg_op op)
