@@ -209,3 +209,23 @@ ops() {
     rm "$TMP/cal/x.c.npy"
     run_fails 1 "other.npy: names no graph input" "$TQUANT" --calib "$TMP/cal" "$TMP/l.tg" -o "$TMP/q.tg"
 }
+
+@test "--qdq writes quantize/dequantize pairs; tquant folds them into the same quantized graph" {
+    mkcal "$TMP/cal" 8 f4 1 3 32 32
+    "$TEXPORT" "$FIX/cnn.pt2" -o "$TMP/c.tg"
+    run_ok "$TQUANT" --qdq --calib "$TMP/cal" "$TMP/c.tg" -o "$TMP/qdq.tg"
+    ops "$TMP/qdq.tg" | grep -qx "quantize 3"
+    ops "$TMP/qdq.tg" | grep -qx "dequantize 6"
+    ops "$TMP/qdq.tg" | grep -qx "conv 2"
+    # folding needs no calibration: nothing is left in float
+    run_ok "$TQUANT" "$TMP/qdq.tg" -o "$TMP/fold.tg"
+    [[ "$stderr" == *"3 layers folded from quantize/dequantize pairs"* ]]
+    ops "$TMP/fold.tg" | grep -qx "qconv 2"
+    run_ok "$TQUANT" -q --calib "$TMP/cal" "$TMP/c.tg" -o "$TMP/q.tg"
+    run_ok "$TRUN" "$TMP/fold.tg" "$FIX/cnn.in0.b3.npy" -o "$TMP/fold.npy"
+    run_ok "$TRUN" "$TMP/q.tg" "$FIX/cnn.in0.b3.npy" -o "$TMP/q.npy"
+    cmp "$TMP/fold.npy" "$TMP/q.npy"
+    # the float simulation agrees with the integer kernels to float rounding
+    run_ok "$TRUN" "$TMP/qdq.tg" "$FIX/cnn.in0.b3.npy" --check "$TMP/q.npy" --atol 1e-4 --rtol 1e-4
+    run_fails 2 "static" "$TQUANT" --qdq --scheme dynamic "$TMP/c.tg"
+}

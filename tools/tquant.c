@@ -18,7 +18,7 @@
 #define MAX_LIST 256
 
 enum { OPT_CALIB = 256, OPT_SCHEME, OPT_OBSERVER, OPT_PERCENTILE, OPT_AVERAGING, OPT_GROUP,
-       OPT_SKIP, OPT_ACT, OPT_NO_REPORT, OPT_LIMIT, OPT_NO_BIAS };
+       OPT_SKIP, OPT_ACT, OPT_NO_REPORT, OPT_LIMIT, OPT_NO_BIAS, OPT_QDQ };
 
 static const struct option opts[] = {
     {"output", required_argument, NULL, 'o'},
@@ -33,6 +33,7 @@ static const struct option opts[] = {
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"no-report", no_argument, NULL, OPT_NO_REPORT},
     {"no-bias-correction", no_argument, NULL, OPT_NO_BIAS},
+    {"qdq", no_argument, NULL, OPT_QDQ},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -71,6 +72,11 @@ static void help(void)
            "      --no-bias-correction  keep the biases: by default, with --calib, each\n"
            "                       layer's bias absorbs the mean error of its rounded\n"
            "                       weights on the calibration inputs\n"
+           "      --qdq            static: write float layers between quantize/dequantize\n"
+           "                       pairs (quantization simulated in float) instead of\n"
+           "                       qlinear/qconv; tquant folds such pairs, from it or\n"
+           "                       from an importer, into qlinear/qconv (with no --calib\n"
+           "                       needed when no float layer is left)\n"
            "      --no-report      skip the accuracy report (and its float runs)\n"
            "  -q, --quiet          no report on stderr (TLOG=quant still records it)\n"
            "  -h, --help           show this help and exit\n"
@@ -191,6 +197,7 @@ int main(int argc, char **argv)
         case OPT_LIMIT: limit = cli_int("--limit", optarg, 1, INT32_MAX); break;
         case OPT_NO_REPORT: no_report = true; break;
         case OPT_NO_BIAS: qo.no_bias_correction = true; break;
+        case OPT_QDQ: qo.qdq = true; break;
         case 'q': quiet = true; break;
         case 'h': help(); return 0;
         case 'V': cli_version(); return 0;
@@ -199,8 +206,8 @@ int main(int argc, char **argv)
     }
     if (argc - optind > 1)
         cli_usage("one graph at a time");
-    if (qo.scheme == TG_QUANT_STATIC && !ncalib)
-        cli_usage("--scheme=static needs --calib (or use --scheme=dynamic)");
+    if (qo.qdq && qo.scheme != TG_QUANT_STATIC)
+        cli_usage("--qdq is for --scheme=static");
     if (group >= 0 && qo.scheme < TG_QUANT_WEIGHT_INT8)
         cli_usage("--group is for the weight-only schemes");
     qo.group = group >= 0 ? group : qo.scheme == TG_QUANT_WEIGHT_INT4 ? 32 : 128;
@@ -217,9 +224,23 @@ int main(int argc, char **argv)
         return cli_fail(name);
     tg_graph *g = tg_graph_read_mem(buf, len), *qg = NULL;
     free(buf);
-    if (!g || tg_quant_prepare(g) < 0) {
+    int folded = g ? tg_quant_fold_qdq(g) : -1;
+    if (folded < 0 || tg_quant_prepare(g) < 0) {
         tg_graph_free(g);
         return cli_fail(name);
+    }
+    if (folded > 0 && !quiet)
+        fprintf(stderr, "tquant: %d layer%s folded from quantize/dequantize pairs\n", folded,
+                folded == 1 ? "" : "s");
+    int *layers = NULL, nlayer = tg_quant_layers(g, &qo, &layers);
+    free(layers);
+    if (nlayer < 0) {
+        tg_graph_free(g);
+        return cli_fail(name);
+    }
+    if (qo.scheme == TG_QUANT_STATIC && !ncalib && nlayer > 0) {
+        tg_graph_free(g);
+        cli_usage("--scheme=static needs --calib (or use --scheme=dynamic)");
     }
     tg_dataset ds = {0};
     tg_tensor *ref = NULL;

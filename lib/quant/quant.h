@@ -42,6 +42,7 @@ typedef struct {
     int64_t group;              /* weight-only: inputs per scale; 0: per row */
     bool act_int8;              /* static: symmetric i8 activations instead of affine u8 */
     bool no_bias_correction;    /* keep biases as they are (see tg_quant_rewrite) */
+    bool qdq;                   /* static: write quantize/dequantize pairs around float layers */
     int nskip;                  /* node names or op names (linear, conv) kept in float */
     const char *const *skip;
 } tg_quant_opts;
@@ -94,12 +95,22 @@ int64_t tg_calib_mean(const tg_calib *c, int v, double *mean, int64_t max);
 
 /* ---- the rewrite (rewrite.c) -------------------------------------------------------- */
 /* Replace each layer of tg_quant_layers by qlinear/qconv with quantized weights
+ * (with o->qdq: by the float layer between quantize/dequantize pairs that
+ * tg_quant_fold_qdq folds back into the same qlinear/qconv)
  * (static: calib gives the activation ranges; other schemes may pass NULL).
  * With calib, each layer's bias is corrected for the mean error its weight
  * rounding causes: b += (W - deq(Wq)) * mean(x), mean(x) over the
  * calibration inputs (bias correction, Nagel et al. 2019). Value names that
  * users see stay. Returns the number of layers quantized, or -1. */
 int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib);
+/* Fold quantize/dequantize pairs into quantized layers wherever both sides
+ * allow: a linear or conv (not transposed) reading dequantize(quantize(x))
+ * (per tensor, u8 or i8, the same parameters on both) and dequantize(W) of a
+ * constant i8 weight (symmetric: zero points 0; per output channel along
+ * axis 0, or per tensor) becomes qlinear/qconv static. Pairs that do not fit
+ * stay as they are. Returns the number of layers folded, or -1. */
+int tg_quant_fold_qdq(tg_graph *g);
+
 /* Per output channel symmetric int8: scale[r] = max|w[r,:]| / 127, q = round(w / scale). */
 void tg_quant_weights_int8(const float *w, int64_t rows, int64_t cols, int8_t *q, float *scale);
 /* Group-wise symmetric int8 or int4 (two per byte, even k low) in the layout

@@ -10,6 +10,8 @@
 #include "../error.h"
 #include "../kernels/cpu/qgemm.h"
 #include "../log.h"
+#include "../passes/passes.h"
+#include "internal.h"
 #include "quant.h"
 
 static float sym_scale(float amax, int qmax)
@@ -230,27 +232,26 @@ static int rewrite_layer(tg_graph *g, int ni, const tg_quant_opts *o, const tg_c
     for (int i = 0; conv && i < n->nattr; i++)
         if (strcmp(n->attr[i].name, "transposed") && strcmp(n->attr[i].name, "output_padding"))
             attrs[na++] = n->attr[i];
-    int in[4] = {n->in[0], wq, ws, bias};
-    char name[512], old[512];
+    int in[4] = {n->in[0], wq, ws, bias}, y;
+    char name[512];
     snprintf(name, sizeof name, "%s.q", n->name);
-    int old_out = n->out[0];
-    int y = tg_graph_add_node(g, conv ? TG_OP_QCONV : TG_OP_QLINEAR, name, in[3] >= 0 ? 4 : 3,
+    if (o->qdq)
+        y = tg_quant_emit_qdq(g, ni, xs, xz, o->act_int8 ? TG_I8 : TG_U8, wq, ws, bias);
+    else
+        y = tg_graph_add_node(g, conv ? TG_OP_QCONV : TG_OP_QLINEAR, name, in[3] >= 0 ? 4 : 3,
                               in, na, attrs);
     if (y < 0)
         return -1;
     n = &g->nodes[ni];
-    snprintf(old, sizeof old, "%s.float", g->values[old_out].name);
-    snprintf(name, sizeof name, "%s", g->values[old_out].name);
-    if (tg_graph_rename_value(g, old_out, old) || tg_graph_rename_value(g, y, name))
-        return -1;
     if (o->scheme == TG_QUANT_STATIC)
         TG_LOGF(QUANT, TG_LOG_INFO, NULL, "%s: %s static, input scale %g zero point %d (%s)",
-                n->name, conv ? "qconv" : "qlinear", xs, (int)xz, o->act_int8 ? "i8" : "u8");
+                n->name, o->qdq ? "quantize/dequantize" : conv ? "qconv" : "qlinear", xs,
+                (int)xz, o->act_int8 ? "i8" : "u8");
     else
         TG_LOG(QUANT, TG_LOG_INFO, "%s: %s %s", n->name, conv ? "qconv" : "qlinear",
                tg_quant_scheme_name(o->scheme));
-    tg_graph_replace_uses(g, old_out, y);
-    tg_graph_kill_node(g, ni);
+    if (tg_quant_replace_layer(g, ni, y))
+        return -1;
     return 1;
 }
 
@@ -260,9 +261,13 @@ int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib)
     int n = tg_quant_layers(g, o, &layers);
     if (n < 0)
         return -1;
-    if (o->scheme == TG_QUANT_STATIC && !calib) {
+    if (o->scheme == TG_QUANT_STATIC && !calib && n > 0) {
         free(layers);
         return tg_err("static quantization needs calibration");
+    }
+    if (o->qdq && o->scheme != TG_QUANT_STATIC) {
+        free(layers);
+        return tg_err("quantize/dequantize pairs are for the static scheme");
     }
     for (int i = 0; i < n; i++) {
         int r = rewrite_layer(g, layers[i], o, calib);
@@ -274,7 +279,7 @@ int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib)
         done += r;
     }
     free(layers);
-    if (tg_graph_compact(g) || tg_graph_validate(g))
+    if ((o->qdq && tg_pass_dce(g) < 0) || tg_graph_compact(g) || tg_graph_validate(g))
         return -1;
     return done;
 }

@@ -1,0 +1,17 @@
+/* Shared by the rewrites of lib/quant (rewrite.c, qdq.c); not a contract. */
+#ifndef TG_QUANT_INTERNAL_H
+#define TG_QUANT_INTERNAL_H
+
+#include "../graph.h"
+
+/* Layer node ni is replaced by value y: y takes the name of ni's output (so
+ * graph outputs keep theirs), every use moves to y, ni dies. 0 or -1. */
+int tg_quant_replace_layer(tg_graph *g, int ni, int y);
+
+/* The quantize/dequantize form of static layer ni: dequantize(quantize(x;
+ * xs, xz, xdt)) and dequantize(wq; per-channel scales of constant ws) into a
+ * copy of the float layer (bias: value or -1). Its output value, or -1. */
+int tg_quant_emit_qdq(tg_graph *g, int ni, float xs, int32_t xz, tg_dtype xdt, int wq, int ws,
+                      int bias);
+
+#endif
