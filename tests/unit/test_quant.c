@@ -210,6 +210,51 @@ static void test_rewrite(void)
     tg_graph_free(g);
 }
 
+
+/* linear(dequantize(quantize(x)), dequantize(wq)): folded only when both sides
+ * allow; a pair whose two nodes disagree stays float. */
+static void test_fold(void)
+{
+    for (int agree = 0; agree < 2; agree++) {
+        tg_graph *g = tg_graph_new();
+        int64_t xd[2] = {2, 4}, wd[2] = {3, 4};
+        tg_shape xs = tg_shape_of(2, xd), ws = tg_shape_of(2, wd);
+        int x = tg_graph_add_input(g, "x", TG_F32, &xs);
+        int8_t wq[12];
+        for (int i = 0; i < 12; i++) wq[i] = (int8_t)(i * 19 - 100);
+        int w = tg_graph_add_const_copy(g, "w", TG_I8, &ws, wq);
+        double sc[3] = {0.5, 0.25, 0.125};
+        tg_attr qa[3] = {tg_attr_float("scale", 0.0625), tg_attr_int("zero_point", 3),
+                         tg_attr_dtype("dtype", TG_U8)};
+        tg_attr da[2] = {tg_attr_float("scale", agree ? 0.0625 : 0.125), tg_attr_int("zero_point", 3)};
+        tg_attr wa[2] = {tg_attr_floats("scale", 3, sc), tg_attr_int("axis", 0)};
+        int q = tg_graph_add_node(g, TG_OP_QUANTIZE, "q", 1, &x, 3, qa);
+        int dx = tg_graph_add_node(g, TG_OP_DEQUANTIZE, "dx", 1, &q, 2, da);
+        int dw = tg_graph_add_node(g, TG_OP_DEQUANTIZE, "dw", 1, &w, 2, wa);
+        int in[2] = {dx, dw};
+        int y = tg_graph_add_node(g, TG_OP_LINEAR, "fc", 2, in, 0, NULL);
+        CHECK(y >= 0 && tg_graph_add_output(g, y) == 0);
+        tg_graph *f = tg_graph_clone(g);
+        CHECK(tg_quant_fold_qdq(f) == agree);
+        int nq = 0;
+        for (int i = 0; i < f->nnode; i++) nq += f->nodes[i].op == TG_OP_QLINEAR;
+        CHECK(nq == agree && f->nnode == (agree ? 1 : 4));
+        if (agree) {            /* the same numbers as the float simulation */
+            tg_tensor in0 = {.dtype = TG_F32, .rank = 2, .dims = {2, 4}}, a, b;
+            CHECK(tg_tensor_alloc(&in0) == 0);
+            for (int i = 0; i < 8; i++) ((float *)in0.data)[i] = rndf(-1, 10);
+            tg_exec *e1 = tg_exec_new(g, 1), *e2 = tg_exec_new(f, 1);
+            CHECK(tg_exec_run(e1, &in0, &a) == 0 && tg_exec_run(e2, &in0, &b) == 0);
+            for (int i = 0; i < 6; i++)
+                CHECK_NEAR(((float *)a.data)[i], ((float *)b.data)[i], 1e-5);
+            tg_exec_free(e1), tg_exec_free(e2);
+            tg_tensor_free(&in0), tg_tensor_free(&a), tg_tensor_free(&b);
+        }
+        tg_graph_free(f);
+        tg_graph_free(g);
+    }
+}
+
 int main(void)
 {
     rng_state = (uint64_t)time(NULL) * 2654435761u | 1;
@@ -217,5 +262,6 @@ int main(void)
     test_weights();
     test_observers();
     test_rewrite();
+    test_fold();
     return unit_report();
 }
