@@ -24,13 +24,13 @@ static void fail_if(tg_cg *c, const tg_node *nd, const char *call, const char *s
             cg_quote(c, cg_str(c, "node '%s' (%s): %s", nd->name, tg_op_name(nd->op), what)));
 }
 
-/* static packed copy of groups x [rows, cols] int8 weights, as `pk`. */
-static void packed_weights(tg_cg *c, const tg_node *nd, int64_t groups, const char *rows,
-                           const char *cols)
+/* The node's int8 weights packed once (a static slot per node), as `pk`:
+ * `args` are tgk_<kind>_pack_once's arguments after the slot. */
+static void packed_weights(tg_cg *c, const tg_node *nd, const char *kind, const char *args)
 {
     fprintf(c->f, "    static void *pk_slot;\n"
-            "    const void *pk = tgk_qgemm_pack_once(&pk_slot, %" PRId64 ", %s, %s,"
-            " (const int8_t *)%s);\n", groups, rows, cols, cg_ptr(c, nd->in[1]));
+            "    const void *pk = tgk_%s_pack_once(&pk_slot, %s, (const int8_t *)%s);\n", kind,
+            args, cg_ptr(c, nd->in[1]));
     fail_if(c, nd, "!pk", "TGRAPH_E_NOMEM", "out of memory for the packed weights");
 }
 
@@ -48,7 +48,7 @@ static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
                 "TGRAPH_E_NOMEM", "out of memory");
         return 0;
     }
-    packed_weights(c, nd, 1, N, K);
+    packed_weights(c, nd, "qgemm", cg_str(c, "%s, %s", N, K));
     fail_if(c, nd,
             cg_str(c, "tgk_qlinear_f32(%s, %s, %s, %s, (float)%.9g, %d, %d, pk, %s, %s, %s)", M, N, K,
                    cg_ptr(c, nd->in[0]), q->x_scale, (int)q->x_zero_u8,
@@ -62,19 +62,12 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
     const tg_value *x = tg_node_input(c->g, nd, 0), *w = tg_node_input(c->g, nd, 1);
     const tg_value *y = &c->g->values[nd->out[0]];
     int nsp = x->shape.rank - 2;
-    int64_t groups = tg_node_int(nd, "groups", 1), v[3][3], kprod = 1, k, cin;
+    int64_t groups = tg_node_int(nd, "groups", 1), v[3][3];
     static const char *const attr[3] = {"stride", "padding", "dilation"};
     static const char *const field[3] = {"stride", "pad", "dil"};
     for (int a = 0; a < 3; a++)
         if (tg_attr_per_axis(nd, attr[a], nsp, a == 1 ? 0 : 1, v[a]))
             return tg_err("node '%s': %s", nd->name, tg_errmsg());
-    for (int i = 0; i < nsp; i++) {
-        int64_t kd;
-        tg_dim_is_const(w->shape.d[2 + i], &kd);
-        kprod *= kd;
-    }
-    if (!tg_dim_is_const(w->shape.d[0], &k) || !tg_dim_is_const(x->shape.d[1], &cin))
-        return tg_err("node '%s': qconv needs constant channel counts", nd->name);
     fprintf(c->f, "    tgk_conv_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
             "    d.k = %s;\n    d.groups = %" PRId64 ";\n", nsp, cg_dim(c, x->shape.d[0]),
             cg_dim(c, x->shape.d[1]), cg_dim(c, y->shape.d[1]), groups);
@@ -85,8 +78,7 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
         for (int a = 0; a < 3; a++)
             fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field[a], i, v[a][i]);
     }
-    packed_weights(c, nd, groups, cg_str(c, "%" PRId64, k / groups),
-                   cg_str(c, "%" PRId64, cin / groups * kprod));
+    packed_weights(c, nd, "qconv", "&d");
     fail_if(c, nd,
             cg_str(c, "tgk_qconv_f32(&d, %s, (float)%.9g, %d, %d, pk, %s, %s, %s)",
                    cg_ptr(c, nd->in[0]), q->x_scale, (int)q->x_zero_u8,

@@ -43,20 +43,16 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
         tg_attr_per_axis(n, "padding", nsp, 0, d.pad) ||
         tg_attr_per_axis(n, "dilation", nsp, 1, d.dil))
         return -1;
-    int64_t kprod = 1;
     for (int i = 0; i < nsp; i++) {
         d.in[i] = x->dims[2 + i];
         d.out[i] = y->dims[2 + i];
         d.kernel[i] = w->dims[2 + i];
-        kprod *= d.kernel[i];
     }
-    int64_t kg = d.k / d.groups, kk = d.c / d.groups * kprod;
-    size_t one = tgk_qgemm_packed_size(kg, kk);
-    char *packed = malloc(one * (size_t)d.groups + 1);
-    if (!packed)
+    void *packed = malloc(tgk_qconv_packed_size(&d));
+    if (!packed || tgk_qconv_pack(&d, w->data, packed)) {
+        free(packed);
         return tg_err("out of memory");
-    for (int64_t g = 0; g < d.groups; g++)
-        tgk_qgemm_pack(kg, kk, (const int8_t *)w->data + g * kg * kk, packed + g * one);
+    }
     int rc = tgk_qconv_f32(&d, x->data, q->x_scale, q->x_zero_u8,
                            q->scheme == TG_QSCHEME_DYNAMIC, packed, c->in[2]->data,
                            b ? b->data : NULL, y->data);

@@ -165,9 +165,11 @@ static void check_qconv(int nsp, int64_t n, int64_t c, int64_t k, int64_t groups
     for (int64_t i = 0; i < n * c * insp; i++) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
     tgk_qparams_u8(dynamic ? lo : -1.5f, dynamic ? hi : 2.5f, &xs, &xz);
     for (int64_t i = 0; i < n * c * insp; i++) xq[i] = ref_quant(x[i], xs, xz);
-    void *packed = malloc(tgk_qconv_packed_size(k, c, groups, kp));
-    for (int64_t g = 0; g < groups; g++)
-        tgk_qgemm_pack(kg, kk, w + g * kg * kk, (char *)packed + g * tgk_qgemm_packed_size(kg, kk));
+    void *packed = malloc(tgk_qconv_packed_size(&d));
+    CHECK(tgk_qconv_pack(&d, w, packed) == 0);
+    void *slot = NULL, *once = tgk_qconv_pack_once(&slot, &d, w);
+    CHECK(once && slot == once && tgk_qconv_pack_once(&slot, &d, w) == once &&
+          memcmp(once, packed, tgk_qconv_packed_size(&d)) == 0);
     for (int p = 0; p < 3; p++) {
         if (tgk_qgemm_set_path(paths[p])) continue;
         y[n * k * outsp] = 12345.0f;

@@ -1,9 +1,11 @@
-/* Quantized convolution: the input is quantized to u8 once, then for each
- * (image, group) a slab of output positions is gathered into rows of
- * c/groups * prod(kernel) bytes (im2col with positions as rows, padding as the
- * zero point) and multiplied with the packed s8 weights by tgk_qgemm_u8s8.
- * The integer sums are exact, so every CPU path gives the same output. */
+/* Quantized convolution: the input is quantized to u8 once, in channels-last
+ * order, so that for each (image, group) the window of an output position is
+ * a handful of contiguous runs of c/groups bytes, one per kernel tap: a slab
+ * of positions is gathered into rows that way (padding as the zero point) and
+ * multiplied by tgk_qgemm_u8s8 with weights packed in the same tap-major
+ * order. The integer sums are exact, so every CPU path gives the same output. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "qgemm.h"
@@ -41,62 +43,113 @@ static int qgeom_from(const tgk_conv_desc *d, qgeom *g)
     return 0;
 }
 
-size_t tgk_qconv_packed_size(int64_t k, int64_t c, int64_t groups, int64_t kprod)
+static int64_t kprod_of(const tgk_conv_desc *d)
 {
-    return (size_t)groups * tgk_qgemm_packed_size(k / groups, c / groups * kprod);
+    int64_t p = 1;
+    for (int i = 0; i < d->nsp && i < 3; i++)
+        p *= d->kernel[i];
+    return p;
+}
+
+size_t tgk_qconv_packed_size(const tgk_conv_desc *d)
+{
+    return (size_t)d->groups * tgk_qgemm_packed_size(d->k / d->groups,
+                                                     d->c / d->groups * kprod_of(d));
+}
+
+/* Each group's [kg, cg, taps] weights reordered to [kg, taps, cg], the gather's
+ * order, then packed. */
+int tgk_qconv_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
+{
+    int64_t kg = d->k / d->groups, cg = d->c / d->groups, taps = kprod_of(d), kk = cg * taps;
+    size_t one = tgk_qgemm_packed_size(kg, kk);
+    int8_t *t = malloc((size_t)(kg * kk > 0 ? kg * kk : 1));
+    if (!t)
+        return -1;
+    for (int64_t gi = 0; gi < d->groups; gi++) {
+        const int8_t *wg = w + gi * kg * kk;
+        for (int64_t k = 0; k < kg; k++)
+            for (int64_t c = 0; c < cg; c++)
+                for (int64_t p = 0; p < taps; p++)
+                    t[k * kk + p * cg + c] = wg[k * kk + c * taps + p];
+        tgk_qgemm_pack(kg, kk, t, (char *)packed + gi * one);
+    }
+    free(t);
+    return 0;
+}
+
+typedef struct {
+    const tgk_conv_desc *d;
+    const int8_t *w;
+} conv_pack;
+
+static int fill_conv(void *ctx, void *buf)
+{
+    const conv_pack *c = ctx;
+    return tgk_qconv_pack(c->d, c->w, buf);
+}
+
+void *tgk_qconv_pack_once(void **slot, const tgk_conv_desc *d, const int8_t *w)
+{
+    conv_pack c = {d, w};
+    return tgk_qpack_once(slot, tgk_qconv_packed_size(d), fill_conv, &c);
 }
 
 typedef struct {
     const qgeom *g;
-    const uint8_t *xq;          /* this image and group: cg channels */
-    int64_t cg, p0;             /* channels per group, first output position */
+    const uint8_t *xq;          /* this image, channels last: [in_sp, c] */
+    int64_t c, cg, c0, p0;      /* channels, per group, the group's first; first position */
     uint8_t zero;
-    uint8_t *rows;              /* [positions, cg * kprod] */
+    uint8_t *rows;              /* [positions, taps * cg] */
 } gather_job;
 
-/* Output positions o in [o0, o1) whose input position o*str + off lies in
- * [0, lim), as [*lo, *hi) (empty: lo == hi). */
-static void valid_span(int64_t o0, int64_t o1, int64_t str, int64_t off, int64_t lim,
-                       int64_t *lo, int64_t *hi)
-{
-    int64_t a = off >= 0 ? 0 : (-off + str - 1) / str;             /* first o with o*str+off >= 0 */
-    int64_t b = lim - off <= 0 ? 0 : (lim - off - 1) / str + 1;     /* first o with o*str+off >= lim */
-    *lo = a < o0 ? o0 : a > o1 ? o1 : a;
-    *hi = b < *lo ? *lo : b > o1 ? o1 : b;
-}
-
-/* Rows [r0, r1) of the slab: one output line (fixed d, h) at a time, and for
- * each kernel tap a strided copy along the width with the padded ends set to
- * the zero point, so no position is bounds-checked on its own. */
+/* Rows [r0, r1) of the slab: for each tap, the cg channels of the input
+ * position under it, or the zero point outside the image. */
 static void gather_rows(void *ctx, int64_t r0, int64_t r1)
 {
     const gather_job *j = ctx;
     const qgeom *g = j->g;
-    int64_t kk = j->cg * g->kprod, W = g->out[2];
-    for (int64_t r = r0; r < r1;) {
-        int64_t p = j->p0 + r, line = p / W, w0 = p % W, w1 = w0 + (r1 - r) < W ? w0 + (r1 - r) : W;
-        int64_t o0 = line / g->out[1], o1 = line % g->out[1];
-        uint8_t *base = j->rows + (r - w0) * kk;    /* row of position (line, w) is base + w*kk */
-        int64_t col = 0;
-        for (int64_t ci = 0; ci < j->cg; ci++)
-            for (int64_t a = 0; a < g->ker[0]; a++) {
-                int64_t i0 = o0 * g->str[0] - g->pad[0] + a * g->dil[0];
-                for (int64_t b = 0; b < g->ker[1]; b++) {
-                    int64_t i1 = o1 * g->str[1] - g->pad[1] + b * g->dil[1];
-                    bool inside = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];
-                    const uint8_t *src = j->xq + ci * g->in_sp + (i0 * g->in[1] + i1) * g->in[2];
-                    for (int64_t c = 0; c < g->ker[2]; c++, col++) {
-                        int64_t off = c * g->dil[2] - g->pad[2], lo = w1, hi = w1, w = w0;
-                        if (inside)
-                            valid_span(w0, w1, g->str[2], off, g->in[2], &lo, &hi);
-                        for (; w < lo; w++) base[w * kk + col] = j->zero;
-                        for (; w < hi; w++) base[w * kk + col] = src[w * g->str[2] + off];
-                        for (; w < w1; w++) base[w * kk + col] = j->zero;
+    int64_t cg = j->cg, kk = cg * g->kprod;
+    int64_t p = j->p0 + r0, o[3] = {p / (g->out[1] * g->out[2]), p / g->out[2] % g->out[1],
+                                    p % g->out[2]};
+    for (int64_t r = r0; r < r1; r++) {
+        if (r > r0 && ++o[2] == g->out[2]) {   /* the next position, without dividing */
+            o[2] = 0;
+            if (++o[1] == g->out[1])
+                o[1] = 0, o[0]++;
+        }
+        uint8_t *dst = j->rows + r * kk;
+        for (int64_t a = 0; a < g->ker[0]; a++) {
+            int64_t i0 = o[0] * g->str[0] - g->pad[0] + a * g->dil[0];
+            bool in0 = i0 >= 0 && i0 < g->in[0];
+            for (int64_t b = 0; b < g->ker[1]; b++) {
+                int64_t i1 = o[1] * g->str[1] - g->pad[1] + b * g->dil[1];
+                bool in1 = in0 && i1 >= 0 && i1 < g->in[1];
+                const uint8_t *line = j->xq + ((i0 * g->in[1] + i1) * g->in[2]) * j->c + j->c0;
+                for (int64_t c = 0; c < g->ker[2]; c++, dst += cg) {
+                    int64_t i2 = o[2] * g->str[2] - g->pad[2] + c * g->dil[2];
+                    bool in = in1 && i2 >= 0 && i2 < g->in[2];
+                    if (cg <= 8) {      /* a few bytes (an RGB input): no library call */
+                        for (int64_t k = 0; k < cg; k++)
+                            dst[k] = in ? line[i2 * j->c + k] : j->zero;
+                    } else if (in) {
+                        memcpy(dst, line + i2 * j->c, (size_t)cg);
+                    } else {
+                        memset(dst, j->zero, (size_t)cg);
                     }
                 }
             }
-        r += w1 - w0;
+        }
     }
+}
+
+/* [c, sp] bytes to [sp, c], in tiles that stay in L1. */
+static void to_channels_last(const uint8_t *src, int64_t c, int64_t sp, uint8_t *dst)
+{
+    for (int64_t s0 = 0; s0 < sp; s0 += 64)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t s = s0; s < s0 + 64 && s < sp; s++)
+                dst[s * c + ch] = src[ch * sp + s];
 }
 
 int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
@@ -110,12 +163,12 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
     int64_t slab = SLAB_BYTES / kk > 16 ? SLAB_BYTES / kk : 16;
     if (slab > g.out_sp)
         slab = g.out_sp;
-    int64_t nx = d->n * d->c * g.in_sp;
-    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
+    int64_t nx = d->n * d->c * g.in_sp, per_img = d->c * g.in_sp;
+    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1)), *xt = malloc((size_t)per_img);
     uint8_t *rows = malloc((size_t)(slab * kk));
     float *sc = malloc(sizeof *sc * (size_t)d->k), *out = malloc(sizeof *out * (size_t)(slab * kg));
-    if (!xq || !rows || !sc || !out) {
-        free(xq), free(rows), free(sc), free(out);
+    if (!xq || !xt || !rows || !sc || !out) {
+        free(xq), free(xt), free(rows), free(sc), free(out);
         return -1;
     }
     if (dynamic) {
@@ -127,12 +180,12 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
     for (int64_t k = 0; k < d->k; k++)
         sc[k] = x_scale * w_scale[k];
     size_t gsize = tgk_qgemm_packed_size(kg, kk);
-    for (int64_t img = 0; img < d->n; img++)
+    for (int64_t img = 0; img < d->n; img++) {
+        to_channels_last(xq + img * per_img, d->c, g.in_sp, xt);
         for (int64_t gi = 0; gi < d->groups; gi++)
             for (int64_t p0 = 0; p0 < g.out_sp; p0 += slab) {
                 int64_t np = g.out_sp - p0 < slab ? g.out_sp - p0 : slab;
-                gather_job j = {&g, xq + (img * d->c + gi * cg) * g.in_sp, cg, p0,
-                                (uint8_t)x_zero, rows};
+                gather_job j = {&g, xt, d->c, cg, gi * cg, p0, (uint8_t)x_zero, rows};
                 tgk_parallel_for(np, 1 + 65536 / kk, gather_rows, &j);
                 /* positions are the GEMM's rows: out [positions, kg], then
                  * transposed to y [kg, positions] in tiles of 64 positions,
@@ -145,6 +198,7 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
                         for (int64_t r = r0; r < r0 + 64 && r < np; r++)
                             yg[q * g.out_sp + r] = out[r * kg + q];
             }
-    free(xq), free(rows), free(sc), free(out);
+    }
+    free(xq), free(xt), free(rows), free(sc), free(out);
     return 0;
 }

@@ -122,46 +122,58 @@ static void block4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *
     _mm512_storeu_si512(out[3], c3);
 }
 
-/* 4 rows x 4 column blocks (64 columns): 16 accumulators, and each group of
- * 4 k costs 4 weight loads and 4 broadcasts for 16 vpdpbusd. */
-#define DP(acc, av, wv) acc = _mm512_dpbusd_epi32(acc, av, wv)
-#define DP4(r, av) DP(c##r##0, av, w0); DP(c##r##1, av, w1); DP(c##r##2, av, w2); DP(c##r##3, av, w3)
+/* 4 rows x NB column blocks (NB = 4: 64 columns, 16 accumulators; NB = 2:
+ * 32 columns): each group of 4 k costs NB weight loads and 4 broadcasts for
+ * 4 * NB vpdpbusd. The loops over constant NB unroll fully, so the
+ * accumulator array stays in registers. */
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+static inline void tile_vnni(const int NB, const uint8_t *a, int64_t lda, int64_t K,
+                             const int8_t *blk, int64_t bstride, int32_t out[4][4 * QB])
+{
+    __m512i c[4][4];
+    const uint8_t *ar[4] = {a, a + lda, a + 2 * lda, a + 3 * lda};
+    int64_t kg = ROUND4(K) / 4;
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NB; t++) c[r][t] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < kg; g++) {
+        const int8_t *p = blk + g * QB * 4;
+        __m512i w[4];
+        int full = g * 4 + 4 <= K;
+#pragma GCC unroll 4
+        for (int t = 0; t < NB; t++) w[t] = _mm512_loadu_si512(p + t * bstride);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            int32_t v;
+            if (full)
+                memcpy(&v, ar[r] + 4 * g, 4);
+            else
+                v = group4(ar[r], K, g);
+            __m512i av = _mm512_set1_epi32(v);
+#pragma GCC unroll 4
+            for (int t = 0; t < NB; t++) c[r][t] = _mm512_dpbusd_epi32(c[r][t], av, w[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NB; t++) _mm512_storeu_si512(out[r] + t * QB, c[r][t]);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
 static void tile4x4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
                          int64_t bstride, int32_t out[4][4 * QB])
 {
-    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00;
-    __m512i c10 = c00, c11 = c00, c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00;
-    __m512i c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
-    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
-    int64_t kg = ROUND4(K) / 4;
-    for (int64_t g = 0; g < kg; g++) {
-        const int8_t *p = blk + g * QB * 4;
-        __m512i w0 = _mm512_loadu_si512(p), w1 = _mm512_loadu_si512(p + bstride);
-        __m512i w2 = _mm512_loadu_si512(p + 2 * bstride), w3 = _mm512_loadu_si512(p + 3 * bstride);
-        int full = g * 4 + 4 <= K;
-        int32_t v;
-        __m512i av;
-        v = full ? *(const int32_t *)(const void *)(a0 + 4 * g) : group4(a0, K, g);
-        av = _mm512_set1_epi32(v);
-        DP4(0, av);
-        v = full ? *(const int32_t *)(const void *)(a1 + 4 * g) : group4(a1, K, g);
-        av = _mm512_set1_epi32(v);
-        DP4(1, av);
-        v = full ? *(const int32_t *)(const void *)(a2 + 4 * g) : group4(a2, K, g);
-        av = _mm512_set1_epi32(v);
-        DP4(2, av);
-        v = full ? *(const int32_t *)(const void *)(a3 + 4 * g) : group4(a3, K, g);
-        av = _mm512_set1_epi32(v);
-        DP4(3, av);
-    }
-#define ST4(r) _mm512_storeu_si512(out[r], c##r##0); _mm512_storeu_si512(out[r] + QB, c##r##1); \
-    _mm512_storeu_si512(out[r] + 2 * QB, c##r##2); _mm512_storeu_si512(out[r] + 3 * QB, c##r##3)
-    ST4(0); ST4(1); ST4(2); ST4(3);
-#undef ST4
+    tile_vnni(4, a, lda, K, blk, bstride, out);
 }
-#undef DP4
-#undef DP
+
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static void tile4x2_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
+                         int64_t bstride, int32_t out[4][4 * QB])
+{
+    tile_vnni(2, a, lda, K, blk, bstride, out);
+}
 
 /* 16-bit products: each 16-byte quarter of a 64-byte group is 4 columns x 4 k;
  * widened and multiplied with the row's 4 values repeated, vpmaddwd leaves
@@ -273,6 +285,11 @@ static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
             for (int r = 0; r < 4; r++)
                 for (int t = 0; t < 4; t++) store_block(q, m + r, b + t, tile[r] + t * QB);
         }
+        for (; b + 2 <= nb; b += 2) {
+            tile4x2_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, kg * QB * 4, tile);
+            for (int r = 0; r < 4; r++)
+                for (int t = 0; t < 2; t++) store_block(q, m + r, b + t, tile[r] + t * QB);
+        }
         for (; b < nb; b++) {
             block4_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, raw);
             for (int r = 0; r < 4; r++) store_block(q, m + r, b, raw[r]);
@@ -330,7 +347,7 @@ static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
 static void **once_bufs;
 static size_t once_n, once_cap;
 
-void *tgk_qgemm_pack_once(void **slot, int64_t groups, int64_t N, int64_t K, const int8_t *w)
+void *tgk_qpack_once(void **slot, size_t size, int (*fill)(void *ctx, void *buf), void *ctx)
 {
     void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (p)
@@ -342,18 +359,35 @@ void *tgk_qgemm_pack_once(void **slot, int64_t groups, int64_t N, int64_t K, con
         void **b = realloc(once_bufs, cap * sizeof *b);
         if (b) once_bufs = b, once_cap = cap;
     }
-    if (!p && once_n < once_cap) {
-        size_t one = tgk_qgemm_packed_size(N, K);
-        p = malloc(one * (size_t)groups + 1);
-        for (int64_t g = 0; p && g < groups; g++)
-            tgk_qgemm_pack(N, K, w + g * N * K, (char *)p + g * one);
-        if (p) {
+    if (!p && once_n < once_cap && (p = malloc(size + 1))) {
+        if (fill(ctx, p)) {
+            free(p);
+            p = NULL;
+        } else {
             once_bufs[once_n++] = p;
             __atomic_store_n(slot, p, __ATOMIC_RELEASE);
         }
     }
     pthread_mutex_unlock(&once_lock);
     return p;
+}
+
+typedef struct {
+    int64_t N, K;
+    const int8_t *w;
+} linear_pack;
+
+static int fill_linear(void *ctx, void *buf)
+{
+    const linear_pack *l = ctx;
+    tgk_qgemm_pack(l->N, l->K, l->w, buf);
+    return 0;
+}
+
+void *tgk_qgemm_pack_once(void **slot, int64_t N, int64_t K, const int8_t *w)
+{
+    linear_pack l = {N, K, w};
+    return tgk_qpack_once(slot, tgk_qgemm_packed_size(N, K), fill_linear, &l);
 }
 
 /* At exit, or when the model's shared object is unloaded. */

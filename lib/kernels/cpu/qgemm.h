@@ -38,10 +38,11 @@ int tgk_qgemm_set_path(const char *name);
 
 /* Packed weights made on first use and kept until the program (or the shared
  * object holding this code) is unloaded: for compiled models, whose weights
- * never change. `groups` consecutive [N,K] blocks of w are packed one after the
- * other (tgk_qgemm_packed_size(N, K) bytes each). *slot is set once, safely
- * from several threads. NULL when out of memory. */
-void *tgk_qgemm_pack_once(void **slot, int64_t groups, int64_t N, int64_t K, const int8_t *w);
+ * never change. *slot is set once, safely from several threads; NULL when out
+ * of memory. tgk_qpack_once is the mechanism: fill(ctx, buf) writes `size`
+ * bytes (0, or -1 when it failed). */
+void *tgk_qpack_once(void **slot, size_t size, int (*fill)(void *ctx, void *buf), void *ctx);
+void *tgk_qgemm_pack_once(void **slot, int64_t N, int64_t K, const int8_t *w);
 
 /* Activation quantization, bit-identical on every path:
  * q = clamp(round_half_even(x / scale) + zero, 0, 255). */
@@ -63,13 +64,16 @@ int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_sca
 void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero);
 
 /* Quantized convolution (qconv.c), not transposed: x [n, c, *in] is quantized
- * as in tgk_qlinear_f32, padding reads as x_zero (a float 0), and each group's
- * weights [k/groups, c/groups * prod(kernel)] (s8, symmetric, per output
- * channel scale w_scale[k]) are packed as one tgk_qgemm_pack block, groups
- * one after the other (tgk_qconv_packed_size). y [n, k, *out] =
- * acc * (x_scale * w_scale[k]) + bias[k], acc the exact integer sum. bias may
+ * as in tgk_qlinear_f32 into channels-last order, padding reads as x_zero (a
+ * float 0), each output position's window is gathered into one row (kernel
+ * taps in order, each tap's c/groups channels contiguous) for the int8 GEMM
+ * against the weights w [k, c/groups, *kernel] (s8, symmetric, per output
+ * channel scale w_scale[k]) packed by tgk_qconv_pack. y [n, k, *out] =
+ * acc * (x_scale * w_scale[k]) + bias[k], acc the exact integer sum; bias may
  * be NULL. 0, or -1 when the descriptor is invalid or scratch cannot be had. */
-size_t tgk_qconv_packed_size(int64_t k, int64_t c, int64_t groups, int64_t kprod);
+size_t tgk_qconv_packed_size(const tgk_conv_desc *d);
+int tgk_qconv_pack(const tgk_conv_desc *d, const int8_t *w, void *packed);   /* -1: no memory */
+void *tgk_qconv_pack_once(void **slot, const tgk_conv_desc *d, const int8_t *w);
 int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
                   int dynamic, const void *packed, const float *w_scale, const float *bias,
                   float *y);
