@@ -100,8 +100,19 @@ typedef struct {
     const uint8_t *xq;          /* this image, channels last: [in_sp, c] */
     int64_t c, cg, c0, p0;      /* channels, per group, the group's first; first position */
     uint8_t zero;
-    uint8_t *rows;              /* [positions, taps * cg] */
+    uint8_t *rows;              /* [positions, taps * cg], 8 bytes of slack after */
+    const int64_t *delta;       /* per tap: its input offset from the window's corner */
+    int64_t lo[3], hi[3];       /* output positions whose window lies inside the input */
 } gather_job;
+
+/* Copy n <= 8 bytes as one 8-byte move: the bytes past n are garbage that the
+ * next tap overwrites (the caller keeps slack after both buffers). */
+static inline void copy8(uint8_t *dst, const uint8_t *src)
+{
+    uint64_t v;
+    memcpy(&v, src, 8);
+    memcpy(dst, &v, 8);
+}
 
 /* Rows [r0, r1) of the slab: for each tap, the cg channels of the input
  * position under it, or the zero point outside the image. */
@@ -119,6 +130,23 @@ static void gather_rows(void *ctx, int64_t r0, int64_t r1)
                 o[1] = 0, o[0]++;
         }
         uint8_t *dst = j->rows + r * kk;
+        if (o[0] >= j->lo[0] && o[0] < j->hi[0] && o[1] >= j->lo[1] && o[1] < j->hi[1] &&
+            o[2] >= j->lo[2] && o[2] < j->hi[2]) {
+            /* the whole window inside: one copy per tap from the corner */
+            const uint8_t *corner = j->xq + j->c0 +
+                ((o[0] * g->str[0] - g->pad[0]) * g->in[1] * g->in[2] +
+                 (o[1] * g->str[1] - g->pad[1]) * g->in[2] + (o[2] * g->str[2] - g->pad[2])) * j->c;
+            if (cg > 8) {
+                for (int64_t t = 0; t < g->kprod; t++)
+                    memcpy(dst + t * cg, corner + j->delta[t], (size_t)cg);
+                continue;
+            }
+            int64_t t = 0;
+            for (; t + 1 < g->kprod; t++) copy8(dst + t * cg, corner + j->delta[t]);
+            for (int64_t k = 0; k < cg; k++)    /* the last tap exactly: the row ends there */
+                dst[t * cg + k] = corner[j->delta[t] + k];
+            continue;
+        }
         for (int64_t a = 0; a < g->ker[0]; a++) {
             int64_t i0 = o[0] * g->str[0] - g->pad[0] + a * g->dil[0];
             bool in0 = i0 >= 0 && i0 < g->in[0];
@@ -164,12 +192,25 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
     if (slab > g.out_sp)
         slab = g.out_sp;
     int64_t nx = d->n * d->c * g.in_sp, per_img = d->c * g.in_sp;
-    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1)), *xt = malloc((size_t)per_img);
-    uint8_t *rows = malloc((size_t)(slab * kk));
+    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1)), *xt = malloc((size_t)per_img + 8);
+    uint8_t *rows = malloc((size_t)(slab * kk) + 8);
     float *sc = malloc(sizeof *sc * (size_t)d->k), *out = malloc(sizeof *out * (size_t)(slab * kg));
-    if (!xq || !xt || !rows || !sc || !out) {
-        free(xq), free(xt), free(rows), free(sc), free(out);
+    int64_t *delta = malloc(sizeof *delta * (size_t)g.kprod);
+    if (!xq || !xt || !rows || !sc || !out || !delta) {
+        free(xq), free(xt), free(rows), free(sc), free(out), free(delta);
         return -1;
+    }
+    memset(xt + per_img, 0, 8);
+    for (int64_t a = 0, t = 0; a < g.ker[0]; a++)
+        for (int64_t b = 0; b < g.ker[1]; b++)
+            for (int64_t c = 0; c < g.ker[2]; c++, t++)
+                delta[t] = ((a * g.dil[0] * g.in[1] + b * g.dil[1]) * g.in[2] + c * g.dil[2]) * d->c;
+    int64_t lo[3], hi[3];           /* o*str - pad >= 0 and o*str - pad + (ker-1)*dil < in */
+    for (int i = 0; i < 3; i++) {
+        lo[i] = (g.pad[i] + g.str[i] - 1) / g.str[i];
+        int64_t last = g.in[i] - 1 + g.pad[i] - (g.ker[i] - 1) * g.dil[i];
+        hi[i] = last < 0 ? 0 : last / g.str[i] + 1;
+        hi[i] = hi[i] > g.out[i] ? g.out[i] : hi[i];
     }
     if (dynamic) {
         float lo, hi;
@@ -185,7 +226,8 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
         for (int64_t gi = 0; gi < d->groups; gi++)
             for (int64_t p0 = 0; p0 < g.out_sp; p0 += slab) {
                 int64_t np = g.out_sp - p0 < slab ? g.out_sp - p0 : slab;
-                gather_job j = {&g, xt, d->c, cg, gi * cg, p0, (uint8_t)x_zero, rows};
+                gather_job j = {&g, xt, d->c, cg, gi * cg, p0, (uint8_t)x_zero, rows, delta,
+                                {lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
                 tgk_parallel_for(np, 1 + 65536 / kk, gather_rows, &j);
                 /* positions are the GEMM's rows: out [positions, kg], then
                  * transposed to y [kg, positions] in tiles of 64 positions,
@@ -199,6 +241,6 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
                             yg[q * g.out_sp + r] = out[r * kg + q];
             }
     }
-    free(xq), free(xt), free(rows), free(sc), free(out);
+    free(xq), free(xt), free(rows), free(sc), free(out), free(delta);
     return 0;
 }
