@@ -244,7 +244,7 @@ const char *onnx_attr_string(const Onnx__NodeProto *n, const char *name, const c
     const Onnx__AttributeProto *a = onnx_attr(n, name);
     if (!a || !a->has_s) return dflt;
     size_t len = a->s.len < sizeof buf - 1 ? a->s.len : sizeof buf - 1;
-    memcpy(buf, a->s.data, len);
+    if (len) memcpy(buf, a->s.data, len);
     buf[len] = 0;
     return buf;
 }

@@ -904,7 +904,7 @@ static int map_constant(onnx_ctx *c, const onnx_op_map *m)
     if (!p) return tg_err("out of memory");
     for (int64_t i = 0; i < cnt; i++)
         tg_store_f64(dt, p, i, many_f ? a->floats[i] : one_f ? a->f : 0);
-    if (many_i) memcpy(p, a->ints, 8 * cnt);
+    if (many_i && cnt) memcpy(p, a->ints, 8 * cnt);
     if (one_i) memcpy(p, &a->i, 8);
     return onnx_def_const(c, out, dt, many_f || many_i ? 1 : 0, &cnt, p);
 }
