@@ -1,5 +1,9 @@
-/* Element conversions for the kernels, kept apart from lib/dtype.c so that
- * compiled models need nothing of libtgraph. */
+/* Element conversions: the one implementation, used by the kernels, by compiled
+ * models (which need nothing of libtgraph) and, through lib/dtype.c, by the
+ * library. All narrow float formats (f16, bf16, f8e4m3, f8e5m2) go through one
+ * encoder and one decoder parameterized by exponent and mantissa widths, so
+ * rounding, subnormals, NaN and overflow are handled once. The encoder takes a
+ * double, which holds every f32 exactly, so storing a double never rounds twice. */
 #include <math.h>
 #include <string.h>
 
@@ -22,110 +26,113 @@ bool tgk_dtype_is_float(tgk_dtype t)
     return t >= TGK_F32 && t <= TGK_F8E5M2;
 }
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+/* ---- narrow floats: one encoder and one decoder for every format ---------- */
 
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+typedef struct {
+    int ebits, mbits, bias;
+    uint32_t max_finite;    /* code of the largest finite value (sign clear) */
+    uint32_t inf;           /* code of +inf, 0 when the format has none */
+    uint32_t nan;           /* canonical quiet NaN (sign clear) */
+} minifloat;
 
-uint16_t tgk_f32_to_f16(float f)
-{
-    uint32_t x = f32_bits(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
-    if (ax >= 0x7f800000)                       /* inf, NaN (kept quiet) */
-        return sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0);
-    if (ax >= 0x47800000)                       /* >= 65536: inf */
-        return sign | 0x7c00;
-    if (ax < 0x38800000)                        /* f16 subnormal: units of 2^-24 */
-        return sign | (uint16_t)nearbyintf(bits_f32(ax) * 16777216.0f);
-    uint32_t r = ax - (112u << 23);             /* rebias 127 -> 15 */
-    r += 0xfff + ((r >> 13) & 1);               /* round to nearest even */
-    return sign | (uint16_t)(r >> 13);
-}
+static const minifloat fmt_f16 = {5, 10, 15, 0x7bff, 0x7c00, 0x7e00};
+static const minifloat fmt_bf16 = {8, 7, 127, 0x7f7f, 0x7f80, 0x7fc0};
+/* e4m3fn: exponent 15 is a normal binade except mantissa 111, which is NaN. */
+static const minifloat fmt_e4m3 = {4, 3, 7, 0x7e, 0, 0x7f};
+static const minifloat fmt_e5m2 = {5, 2, 15, 0x7b, 0x7c, 0x7e};
 
-float tgk_f16_to_f32(uint16_t h)
+/* Round to nearest, ties to even. Overflow (and inf) becomes inf, or the largest
+ * finite value for formats without inf (e4m3 "satfinite", as CUDA's converters). */
+static uint32_t mini_encode(const minifloat *m, double d)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    if (e == 0) {
-        float v = (float)m * 0x1p-24f;
-        return sign ? -v : v;
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    uint32_t sign = (uint32_t)(bits >> 63) << (m->ebits + m->mbits);
+    int e = (int)((bits >> 52) & 0x7ff);
+    uint64_t mant = bits & ((UINT64_C(1) << 52) - 1);
+    if (e == 0x7ff) {
+        if (mant)
+            return sign | m->nan;
+        return sign | (m->inf ? m->inf : m->max_finite);
     }
-    if (e == 31)
-        return bits_f32(sign | 0x7f800000 | (m << 13));
-    return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+    if (e == 0 && mant == 0)
+        return sign;
+    /* d = mant * 2^exp with mant an integer; ea = floor(log2|d|). */
+    int exp, ea;
+    if (e == 0) {
+        exp = -1074;
+        ea = -1074 + 63 - __builtin_clzll(mant);
+    } else {
+        mant |= UINT64_C(1) << 52;
+        exp = e - 1075;
+        ea = e - 1023;
+    }
+    int emin = 1 - m->bias;                  /* exponent of the smallest normal */
+    int te = ea > emin ? ea : emin;
+    int shift = (te - m->mbits) - exp;       /* >= 1 for every format here */
+    uint64_t r;
+    if (shift >= 64) {
+        r = 0;                               /* far below half the smallest step */
+    } else {
+        r = mant >> shift;
+        uint64_t rem = mant & ((UINT64_C(1) << shift) - 1);
+        uint64_t half = UINT64_C(1) << (shift - 1);
+        r += (rem > half) | ((rem == half) & r);     /* branch-free: data is random */
+    }
+    uint64_t one = UINT64_C(1) << m->mbits;
+    if (r >= 2 * one) {                      /* rounding carried into the next binade */
+        r >>= 1;
+        te++;
+    }
+    uint64_t code;
+    if (r < one)
+        code = r;                            /* subnormal (or zero) */
+    else if (te + m->bias >= (1 << (m->ebits + 1)))
+        code = UINT64_MAX;                   /* far out of range */
+    else
+        code = ((uint64_t)(te + m->bias) << m->mbits) | (r - one);
+    if (code > m->max_finite)
+        return sign | (m->inf ? m->inf : m->max_finite);
+    return sign | (uint32_t)code;
 }
 
-uint16_t tgk_f32_to_bf16(float f)
+static float mini_decode(const minifloat *m, uint32_t c)
 {
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffff) > 0x7f800000)
-        return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
+    int nb = m->ebits + m->mbits;
+    uint32_t sign = (c >> nb & 1) << 31;     /* applied as a bit: data is random */
+    uint32_t mag = c & ((1u << nb) - 1);
+    int e = (int)(mag >> m->mbits);
+    uint32_t mant = mag & ((1u << m->mbits) - 1);
+    uint32_t bits;
+    if (mag > m->max_finite)
+        bits = m->inf && mag == m->inf ? 0x7f800000u : 0x7fc00000u;
+    else if (e == 0) {
+        float v = ldexpf((float)mant, 1 - m->bias - m->mbits);
+        memcpy(&bits, &v, 4);
+    } else
+        bits = (uint32_t)(e - m->bias + 127) << 23 | mant << (23 - m->mbits);
+    bits |= sign;
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
 }
 
+uint16_t tgk_f32_to_f16(float f) { return (uint16_t)mini_encode(&fmt_f16, f); }
+float tgk_f16_to_f32(uint16_t h) { return mini_decode(&fmt_f16, h); }
+uint16_t tgk_f32_to_bf16(float f) { return (uint16_t)mini_encode(&fmt_bf16, f); }
+uint8_t tgk_f32_to_f8e4m3(float f) { return (uint8_t)mini_encode(&fmt_e4m3, f); }
+float tgk_f8e4m3_to_f32(uint8_t b) { return mini_decode(&fmt_e4m3, b); }
+uint8_t tgk_f32_to_f8e5m2(float f) { return (uint8_t)mini_encode(&fmt_e5m2, f); }
+float tgk_f8e5m2_to_f32(uint8_t b) { return mini_decode(&fmt_e5m2, b); }
+
+/* bf16 is the top half of an f32: decoding is a shift. */
 float tgk_bf16_to_f32(uint16_t b)
 {
-    return bits_f32((uint32_t)b << 16);
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
 }
-
-/* 8-bit floats: e4m3 (bias 7, no inf, 0x7f NaN, max 448) and e5m2 (IEEE-like,
- * bias 15). One encoder for both, by exponent and mantissa widths. */
-static uint8_t f8_encode(float f, int mbits, int bias, bool ieee)
-{
-    uint8_t sign = signbit(f) ? 0x80 : 0;
-    int ebits = 7 - mbits;
-    uint8_t nan = ieee ? 0x7e : 0x7f;
-    uint8_t maxfin = ieee ? (uint8_t)(((1 << ebits) - 2) << mbits | ((1 << mbits) - 1)) : 0x7e;
-    float a = fabsf(f);
-    if (isnan(f))
-        return sign | nan;
-    if (isinf(a))
-        return sign | (ieee ? 0x7c : maxfin);
-    int emin = 1 - bias;
-    if (a < ldexpf(1.0f, emin))                 /* subnormal (may round up to the smallest normal) */
-        return sign | (uint8_t)nearbyintf(ldexpf(a, mbits - emin));
-    int ex;
-    float fr = frexpf(a, &ex);                  /* a = fr * 2^ex, fr in [0.5, 1) */
-    int e = ex - 1;
-    float q = nearbyintf((fr * 2.0f - 1.0f) * (float)(1 << mbits));
-    if (q == (float)(1 << mbits)) {
-        q = 0;
-        e++;
-    }
-    int field = e + bias;
-    uint32_t code = (uint32_t)field << mbits | (uint32_t)q;
-    if (code > maxfin)
-        return sign | (ieee ? 0x7c : maxfin);   /* e5m2 overflows to inf, e4m3 saturates */
-    return sign | (uint8_t)code;
-}
-
-static float f8_decode(uint8_t b, int mbits, int bias, bool ieee)
-{
-    int ebits = 7 - mbits, e = (b & 0x7f) >> mbits, m = b & ((1 << mbits) - 1);
-    float v;
-    if (ieee && e == (1 << ebits) - 1)
-        v = m ? NAN : INFINITY;
-    else if (!ieee && (b & 0x7f) == 0x7f)
-        v = NAN;
-    else if (e == 0)
-        v = ldexpf((float)m, 1 - bias - mbits);
-    else
-        v = ldexpf(1.0f + (float)m / (float)(1 << mbits), e - bias);
-    return (b & 0x80) ? -v : v;
-}
-
-uint8_t tgk_f32_to_f8e4m3(float f) { return f8_encode(f, 3, 7, false); }
-float tgk_f8e4m3_to_f32(uint8_t b) { return f8_decode(b, 3, 7, false); }
-uint8_t tgk_f32_to_f8e5m2(float f) { return f8_encode(f, 2, 15, true); }
-float tgk_f8e5m2_to_f32(uint8_t b) { return f8_decode(b, 2, 15, true); }
 
 /* Float to integer: truncate, saturate, NaN gives 0 (C leaves these undefined). */
 static int64_t sat_i64(double v, double lo, double hi)
@@ -157,10 +164,11 @@ void tgk_store_f64(tgk_dtype t, void *p, int64_t i, double v)
     switch (t) {
     case TGK_F32: ((float *)p)[i] = (float)v; break;
     case TGK_F64: ((double *)p)[i] = v; break;
-    case TGK_F16: ((uint16_t *)p)[i] = tgk_f32_to_f16((float)v); break;
-    case TGK_BF16: ((uint16_t *)p)[i] = tgk_f32_to_bf16((float)v); break;
-    case TGK_F8E4M3: ((uint8_t *)p)[i] = tgk_f32_to_f8e4m3((float)v); break;
-    case TGK_F8E5M2: ((uint8_t *)p)[i] = tgk_f32_to_f8e5m2((float)v); break;
+    /* straight from the double: rounding once, never twice via f32 */
+    case TGK_F16: ((uint16_t *)p)[i] = (uint16_t)mini_encode(&fmt_f16, v); break;
+    case TGK_BF16: ((uint16_t *)p)[i] = (uint16_t)mini_encode(&fmt_bf16, v); break;
+    case TGK_F8E4M3: ((uint8_t *)p)[i] = (uint8_t)mini_encode(&fmt_e4m3, v); break;
+    case TGK_F8E5M2: ((uint8_t *)p)[i] = (uint8_t)mini_encode(&fmt_e5m2, v); break;
     case TGK_I8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, INT8_MIN, INT8_MAX); break;
     case TGK_U8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v, 0, UINT8_MAX); break;
     case TGK_I16: ((int16_t *)p)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
