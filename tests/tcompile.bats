@@ -19,6 +19,7 @@ setup_file() {
     for m in mlp cnn tinygpt; do
         "$TEXPORT" "$FIX/$m.pt2" -o "$GRAPHS/$m.tg"
         "$TEXPORT" "$FIX/$m.core.pt2" -o "$GRAPHS/$m.core.tg"
+        "$TEXPORT" "$FIX/$m.onnx" -o "$GRAPHS/$m.onnx.tg"
     done
 }
 
@@ -83,6 +84,12 @@ random_npy() {
 @test "tinygpt.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check tinygpt ""; }
 @test "tinygpt.core.pt2 compiles and matches PyTorch at batch 1 and 3" {
     compile_check tinygpt .core
+}
+
+@test "the ONNX fixtures compile and match PyTorch at batch 1 and 3 too" {
+    for m in mlp cnn tinygpt; do
+        compile_check $m .onnx
+    done
 }
 
 @test "the .so matches the interpreter on random inputs at several batch sizes" {
