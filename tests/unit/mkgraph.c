@@ -11,26 +11,8 @@
 
 #include "error.h"
 #include "format.h"
+#include "randgraph.h"
 
-static uint64_t rng;
-
-static float uniform(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) / (double)(1ull << 24)) * 2 - 1;
-}
-
-static int add_weight(tg_graph *g, const char *name, int rank, const int64_t *dims)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= dims[i];
-    float *w = malloc(sizeof(float) * (n ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        w[i] = uniform();
-    tg_shape s = tg_shape_of(rank, dims);
-    return tg_graph_add_const(g, name, TG_F32, &s, w, sizeof(float) * n);
-}
 
 static tg_graph *build(const char *kind)
 {
@@ -40,11 +22,11 @@ static tg_graph *build(const char *kind)
     int b = tg_graph_add_symbol(g, "batch", 1, 64);
     tg_shape xs = {.rank = 2, .d = {tg_dim_sym(b), tg_dim_const(8)}};
     int x = tg_graph_add_input(g, "x", TG_F32, &xs);
-    int w1 = add_weight(g, "fc1.weight", 2, (int64_t[]){hidden, 8});
-    int b1 = add_weight(g, "fc1.bias", 1, (int64_t[]){hidden});
-    int w2 = add_weight(g, "fc2.weight", 2, (int64_t[]){4, hidden});
-    int b2 = add_weight(g, "fc2.bias", 1, (int64_t[]){4});
-    int scale = add_weight(g, "scale", 0, NULL);
+    int w1 = weight(g, "fc1.weight", 2, (int64_t[]){hidden, 8});
+    int b1 = weight(g, "fc1.bias", 1, (int64_t[]){hidden});
+    int w2 = weight(g, "fc2.weight", 2, (int64_t[]){4, hidden});
+    int b2 = weight(g, "fc2.bias", 1, (int64_t[]){4});
+    int scale = weight(g, "scale", 0, NULL);
     int h = tg_graph_add_node(g, TG_OP_LINEAR, "fc1", 3, (int[]){x, w1, b1}, 0, NULL);
     int a = tg_graph_add_node(g, act, "act", 1, (int[]){h}, 0, NULL);
     int y = tg_graph_add_node(g, TG_OP_LINEAR, "fc2", 3, (int[]){a, w2, b2}, 0, NULL);

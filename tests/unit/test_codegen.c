@@ -19,31 +19,11 @@
 #include "error.h"
 #include "exec/exec.h"
 #include "passes/passes.h"
+#include "randgraph.h"
 #include "unit.h"
 
-static uint64_t rng;
-
-static float uniform(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) / (double)(1ull << 24)) * 2 - 1;
-}
-
-static int weight(tg_graph *g, const char *name, int rank, const int64_t *dims)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= dims[i];
-    float *w = malloc(sizeof(float) * (n ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        w[i] = uniform();
-    tg_shape s = tg_shape_of(rank, dims);
-    return tg_graph_add_const(g, name, TG_F32, &s, w, sizeof(float) * n);
-}
 
 #define DIMS(...) (int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
-#define W(g, name, ...) \
-    weight(g, name, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
 #define NODE(g, op, na, at, ...) \
     tg_graph_add_node(g, TG_OP_##op, NULL, sizeof((int[]){__VA_ARGS__}) / sizeof(int), \
                       (int[]){__VA_ARGS__}, na, at)
