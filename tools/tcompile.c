@@ -90,22 +90,21 @@ int main(int argc, char **argv)
     if (argc - optind > 1)
         cli_usage("one graph at a time");
     const char *in = optind < argc ? argv[optind] : "-";
-    const char *name = strcmp(in, "-") ? in : "(stdin)";
     if (!out && cli_stdout_is_tty())
         cli_usage("refusing to write a shared object to a terminal: use -o FILE or redirect");
 
     uint8_t *buf;
     size_t len;
     if (cli_read_all(in, &buf, &len) < 0)
-        return cli_fail(name);
+        return cli_fail(in);
     tg_graph *g = tg_graph_read_mem(buf, len);
     free(buf);
     if (!g)
-        return cli_fail(name);
+        return cli_fail(in);
     tg_plan *p = tg_passes_run(g, &po);
     int rc = 1;
     if (!p) {
-        cli_fail(name);
+        cli_fail(in);
         goto done;
     }
     if (header && tg_codegen_header_save(g, header)) {
@@ -117,7 +116,7 @@ int main(int argc, char **argv)
         goto done;
     int bad = tg_codegen_build(g, p, &bo, o.f);
     if (bad)
-        cli_fail(name);
+        cli_fail(in);
     if (tg_outfile_close(&o, !bad) < 0) {
         cli_fail(out ? out : "(stdout)");
         bad = 1;

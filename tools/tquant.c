@@ -214,20 +214,19 @@ int main(int argc, char **argv)
     qo.skip = skip;
     qo.nskip = nskip;
     const char *in = optind < argc ? argv[optind] : "-";
-    const char *name = strcmp(in, "-") ? in : "(stdin)";
     if (!out && cli_stdout_is_tty())
         cli_usage("refusing to write a graph to a terminal: use -o FILE or redirect");
 
     uint8_t *buf;
     size_t len;
     if (cli_read_all(in, &buf, &len) < 0)
-        return cli_fail(name);
+        return cli_fail(in);
     tg_graph *g = tg_graph_read_mem(buf, len), *qg = NULL;
     free(buf);
     int folded = g ? tg_quant_fold_qdq(g) : -1;
     if (folded < 0 || tg_quant_prepare(g) < 0) {
         tg_graph_free(g);
-        return cli_fail(name);
+        return cli_fail(in);
     }
     if (folded > 0 && !quiet)
         fprintf(stderr, "tquant: %d layer%s folded from quantize/dequantize pairs\n", folded,
@@ -236,7 +235,7 @@ int main(int argc, char **argv)
     free(layers);
     if (nlayer < 0) {
         tg_graph_free(g);
-        return cli_fail(name);
+        return cli_fail(in);
     }
     if (qo.scheme == TG_QUANT_STATIC && !ncalib && nlayer > 0) {
         tg_graph_free(g);
@@ -256,16 +255,16 @@ int main(int argc, char **argv)
     /* the float runs observe the layers' inputs: static ranges, bias correction */
     if (ncalib && (qo.scheme == TG_QUANT_STATIC || !qo.no_bias_correction) &&
         !(w.calib = tg_calib_new(g, &qo))) {
-        cli_fail(name);
+        cli_fail(in);
         goto done;
     }
     ref = calloc((size_t)w.nsample * g->noutput + 1, sizeof *ref);
     if (!ref || ((w.calib || w.report) && calibrate(&w, ref))) {
-        cli_fail(ref ? NULL : name);
+        cli_fail(ref ? NULL : in);
         goto done;
     }
     if (!(qg = tg_graph_clone(g)) || (nq = tg_quant_rewrite(qg, &qo, w.calib)) < 0) {
-        cli_fail(name);
+        cli_fail(in);
         goto done;
     }
     w.qg = qg;
@@ -276,7 +275,7 @@ int main(int argc, char **argv)
                 qo.scheme == TG_QUANT_STATIC ? tg_observer_name(qo.observer) : "");
     if (w.report) {
         if (tg_quant_report_init(&rep, g) || report(&w, ref, &rep)) {
-            cli_fail(name);
+            cli_fail(in);
             goto done;
         }
         if (!quiet)
