@@ -22,27 +22,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # mkcal DIR COUNT DTYPE SHAPE...: calibration .npy files (floats in [0, 1)
-# or token ids in [0, 512)), stdlib python only.
+# or token ids in [0, 512)), by the tests' own generator.
 mkcal() {
-    python3 - "$@" <<'PY'
-import os, random, struct, sys
-d, n, dt = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-shape = [int(s) for s in sys.argv[4:]]
-random.seed(1)
-os.makedirs(d, exist_ok=True)
-cnt = 1
-for s in shape:
-    cnt *= s
-for i in range(n):
-    hdr = "{'descr': '<%s', 'fortran_order': False, 'shape': (%s), }" % (dt, "".join("%d, " % s for s in shape))
-    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
-    with open(os.path.join(d, "s%04d.npy" % i), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
-        if dt == "f4":
-            f.write(struct.pack("<%df" % cnt, *[random.random() for _ in range(cnt)]))
-        else:
-            f.write(struct.pack("<%dq" % cnt, *[random.randrange(512) for _ in range(cnt)]))
-PY
+    python3 "$src/tests/tools/mkcal.py" "$@"
 }
 
 mlp512() {

@@ -15,6 +15,7 @@ bats_require_minimum_version 1.5.0   # run --separate-stderr
 export LC_ALL=C
 TG_TOOLS=${TG_TOOLS:-$BATS_TEST_DIRNAME/../tools}
 TG_FIXTURES=${TG_FIXTURES:-$BATS_TEST_DIRNAME/fixtures}
+TG_SRCDIR=${TG_SRCDIR:-$BATS_TEST_DIRNAME/..}
 TG_UNIT=${TG_UNIT:-$TG_TOOLS/../tests/unit}
 FIX=$TG_FIXTURES
 UNIT=$TG_UNIT

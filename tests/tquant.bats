@@ -10,25 +10,7 @@ load common
 # mkcal DIR COUNT DTYPE SHAPE...: COUNT .npy files s0000.npy ... (f4: floats
 # in [0, 1); i8: token ids in [0, 512)), seeded by $SEED (default 1).
 mkcal() {
-    python3 - "$@" <<'PY'
-import os, random, struct, sys
-d, n, dt = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-shape = [int(s) for s in sys.argv[4:]]
-random.seed(int(os.environ.get("SEED", "1")))
-os.makedirs(d, exist_ok=True)
-cnt = 1
-for s in shape:
-    cnt *= s
-for i in range(n):
-    hdr = "{'descr': '<%s', 'fortran_order': False, 'shape': (%s), }" % (dt, "".join("%d, " % s for s in shape))
-    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
-    with open(os.path.join(d, "s%04d.npy" % i), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
-        if dt == "f4":
-            f.write(struct.pack("<%df" % cnt, *[random.random() for _ in range(cnt)]))
-        else:
-            f.write(struct.pack("<%dq" % cnt, *[random.randrange(512) for _ in range(cnt)]))
-PY
+    python3 "$TG_SRCDIR/tests/tools/mkcal.py" "$@"
 }
 
 # top1 STDERR: the top-1 agreement percentage the report printed, as an integer x100
