@@ -217,6 +217,17 @@ random_npy() {
     [[ "$stderr" == *"compiler took"* ]]
 }
 
+@test "TLOG=fusion reports tinygpt.onnx's attention fused into sdpa, and the .so still matches" {
+    TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.onnx.tg" -o "$TMP/m.so"
+    [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention fused into sdpa"* ]]
+    [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention_1 fused into sdpa"* ]]
+    [[ "$stderr" != *"fuse_attention: "*"refused"* ]]
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
 @test "the example program of tgraph_model(3) compiles and runs a compiled model" {
     sed -n '/example-begin/,/example-end/p' "$TG_SRCDIR/man/man3/tgraph_model.3" |
         sed -e '1d' -e '$d' -e 's/\\e/\\/g' -e 's/\\-/-/g' >"$TMP/run_model.c"

@@ -22,6 +22,7 @@ int tg_pass_bn_fold(tg_graph *g);
 int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */   /* batch_norm after conv/linear into their weights */
 int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
 int tg_pass_prepack(tg_graph *g);   /* weights into the layout their kernel reads fastest */
+int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sdpa node */
 
 /* Give value `to` the name of value `from` (which gets "<name>.replaced"), so
  * a rewrite keeps the names users see (graph outputs). 0 or -1. */

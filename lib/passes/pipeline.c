@@ -95,6 +95,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"dce", tg_pass_dce, 0},
         {"fold", tg_pass_fold, 0},
         {"cse", tg_pass_cse, 1},
+        {"fuse_attention", tg_pass_fuse_attention, 1},
         {"layout", tg_pass_layout, 1},
         {"bn_fold", tg_pass_bn_fold, 1},
         {"fuse_bias", tg_pass_fuse_bias, 1},

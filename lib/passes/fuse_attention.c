@@ -1,0 +1,264 @@
+/* Attention fusion: the decomposed scaled-dot-product attention that
+ * exporters write,
+ *     softmax(matmul(Q * c1, B * c2) [* or / c3] [+ M], axis -1) @ V
+ * with B = K^T (the last two axes swapped), becomes one sdpa node with
+ * scale = c1 * c2 * c3 (or / c3) and M as its additive mask, or causal=1
+ * when M is the constant lower-triangular 0 / -inf pattern. Q, K, V must be
+ * f32 of one rank (>= 3) with equal leading dims (no broadcasting). Every
+ * intermediate (scaled operands, scores, probabilities) must have only the
+ * reader in the pattern, so nothing is computed twice. Refusals are logged
+ * (TLOG=fusion) with the reason. */
+#include "passes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../error.h"
+#include "../log.h"
+
+typedef struct {
+    int q, b, v, mask;          /* value ids; mask -1: none */
+    double scale;
+    int causal;
+} attn;
+
+/* The node producing v when it is op and v has no other reader, else -1. */
+static int sole_producer(const tg_graph *g, const int *uses, int v, tg_op op)
+{
+    const tg_value *x = &g->values[v];
+    if (x->kind != TG_VALUE_NODE || uses[v] != 1 || g->nodes[x->producer].op != op)
+        return -1;
+    return x->producer;
+}
+
+/* *c = the value of a one-element f32 constant v. */
+static bool scalar_const(const tg_graph *g, int v, double *c)
+{
+    const tg_value *x = &g->values[v];
+    tg_dim n;
+    int64_t k;
+    if (x->kind != TG_VALUE_CONST || x->dtype != TG_F32 || tg_shape_numel(&x->shape, &n) ||
+        !tg_dim_is_const(n, &k) || k != 1)
+        return false;
+    *c = *(const float *)x->data;
+    return true;
+}
+
+/* v = x * c, c * x or (div) x / c with c a scalar constant and v read only
+ * here: returns x and multiplies *scale by c (or 1/c); else returns v. */
+static int strip_scale(const tg_graph *g, const int *uses, int v, bool div, double *scale)
+{
+    double c;
+    int n = sole_producer(g, uses, v, TG_OP_MUL);
+    if (n >= 0) {
+        const int *in = g->nodes[n].in;
+        for (int i = 0; i < 2; i++)
+            if (scalar_const(g, in[i], &c) &&
+                tg_shape_eq(&g->values[in[1 - i]].shape, &g->values[v].shape)) {
+                *scale *= c;
+                return in[1 - i];
+            }
+    }
+    n = div ? sole_producer(g, uses, v, TG_OP_DIV) : -1;
+    if (n >= 0 && scalar_const(g, g->nodes[n].in[1], &c) && c != 0 &&
+        tg_shape_eq(&g->values[g->nodes[n].in[0]].shape, &g->values[v].shape)) {
+        *scale /= c;
+        return g->nodes[n].in[0];
+    }
+    return v;
+}
+
+/* Whether v is (a scaled) matmul read only here: the scores side of the add. */
+static bool is_scores(const tg_graph *g, const int *uses, int v)
+{
+    double c = 1;
+    return sole_producer(g, uses, strip_scale(g, uses, v, true, &c), TG_OP_MATMUL) >= 0;
+}
+
+/* Whether v is the constant [L, L] (leading dims 1) with 0 on and below the
+ * diagonal and -inf above: the causal mask, upper-left aligned. */
+static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
+{
+    const tg_value *m = &g->values[v];
+    int r = m->shape.rank;
+    int64_t dims[TG_MAX_RANK], l, s;
+    if (m->kind != TG_VALUE_CONST || r < 2 || !tg_shape_is_const(&m->shape, dims) ||
+        !tg_dim_is_const(L, &l) || !tg_dim_is_const(S, &s) || l != s ||
+        dims[r - 2] != l || dims[r - 1] != s)
+        return false;
+    for (int i = 0; i < r - 2; i++)
+        if (dims[i] != 1)
+            return false;
+    const float *x = m->data;
+    for (int64_t i = 0; i < l; i++)
+        for (int64_t j = 0; j < s; j++) {
+            float want = j <= i ? 0.0f : -INFINITY;
+            if (x[i * s + j] != want)
+                return false;
+        }
+    return true;
+}
+
+/* Match the pattern that ends in matmul node pv; NULL and *a filled, or why not. */
+static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
+{
+    const tg_node *nd = &g->nodes[pv];
+    int sm = sole_producer(g, uses, nd->in[0], TG_OP_SOFTMAX);
+    const tg_value *p = &g->values[nd->in[0]];
+    if (sm < 0)
+        return "the probabilities have other readers";
+    int r = p->shape.rank, axis = (int)tg_node_int(&g->nodes[sm], "axis", -1);
+    if (p->dtype != TG_F32)
+        return "not float32";
+    if (r < 3)
+        return "scores of rank < 3";
+    if (axis != -1 && axis != r - 1)
+        return "softmax is not over the last axis";
+    *a = (attn){.v = nd->in[1], .mask = -1, .scale = 1};
+    int x = g->nodes[sm].in[0];
+    int add = sole_producer(g, uses, x, TG_OP_ADD);
+    if (add >= 0) {
+        const int *in = g->nodes[add].in;
+        int s = is_scores(g, uses, in[0]) ? 0 : 1;
+        if (!tg_shape_eq(&g->values[in[s]].shape, &p->shape))
+            return "the mask broadcasts the scores to a larger shape";
+        a->mask = in[1 - s];
+        x = in[s];
+        if (g->values[a->mask].shape.rank > r)
+            return "the mask has more dims than the scores";
+    }
+    x = strip_scale(g, uses, x, true, &a->scale);
+    int mm = sole_producer(g, uses, x, TG_OP_MATMUL);
+    if (mm < 0)
+        return "the scores are not a matmul read only here";
+    a->q = strip_scale(g, uses, g->nodes[mm].in[0], false, &a->scale);
+    a->b = strip_scale(g, uses, g->nodes[mm].in[1], false, &a->scale);
+    const tg_shape *q = &g->values[a->q].shape, *b = &g->values[a->b].shape;
+    const tg_shape *v = &g->values[a->v].shape;
+    if (q->rank != r || b->rank != r || v->rank != r)
+        return "q, k^T, v and the scores differ in rank";
+    for (int i = 0; i < r - 2; i++)
+        if (!tg_dim_eq(q->d[i], p->shape.d[i]) || !tg_dim_eq(b->d[i], p->shape.d[i]) ||
+            !tg_dim_eq(v->d[i], p->shape.d[i]))
+            return "q, k^T and v batch dims differ (broadcasting)";
+    if (!isfinite(a->scale) || a->scale == 0)
+        return "the scale factors multiply to 0 or not a finite number";
+    if (a->mask >= 0) {
+        const tg_value *m = &g->values[a->mask];
+        if (m->dtype != TG_F32)
+            return "the mask is not float32";
+        if (r > 4 && m->shape.rank > 3)     /* the code generator's mask strides */
+            return "a mask with more than one batch dim";
+        if (causal_mask(g, a->mask, q->d[r - 2], b->d[r - 1])) {
+            a->mask = -1;
+            a->causal = 1;
+        }
+    }
+    return NULL;
+}
+
+/* K from B = K^T: through reshapes that keep the last two dims and permutes
+ * that keep the leading ones, to a value of B's leading dims with the last two
+ * swapped; -1 when the chain does not end in one. */
+static int untranspose(const tg_graph *g, int b)
+{
+    const tg_shape *bs = &g->values[b].shape;
+    int r = bs->rank, x = b;
+    bool swapped = false;
+    while (g->values[x].kind == TG_VALUE_NODE) {
+        const tg_node *nd = &g->nodes[g->values[x].producer];
+        const tg_shape *in = &g->values[nd->in[0]].shape, *out = &g->values[x].shape;
+        int k = in->rank;
+        if (nd->op == TG_OP_RESHAPE) {
+            if (k < 2 || !tg_dim_eq(in->d[k - 1], out->d[out->rank - 1]) ||
+                !tg_dim_eq(in->d[k - 2], out->d[out->rank - 2]))
+                break;
+        } else if (nd->op == TG_OP_PERMUTE) {
+            const int64_t *perm;
+            if (tg_node_ints(nd, "perm", &perm) != k || k < 2)
+                break;
+            bool lead = true;
+            for (int i = 0; i < k - 2; i++)
+                lead &= perm[i] == i;
+            if (!lead)
+                break;
+            if (perm[k - 2] == k - 1)
+                swapped = !swapped;
+        } else {
+            break;
+        }
+        x = nd->in[0];
+        const tg_shape *s = &g->values[x].shape;
+        if (!swapped || s->rank != r)
+            continue;
+        bool same = tg_dim_eq(s->d[r - 1], bs->d[r - 2]) && tg_dim_eq(s->d[r - 2], bs->d[r - 1]);
+        for (int i = 0; i < r - 2 && same; i++)
+            same = tg_dim_eq(s->d[i], bs->d[i]);
+        if (same)
+            return x;
+    }
+    return -1;
+}
+
+/* Append the sdpa node (and the permute for K when needed) that replaces the
+ * pattern ending in node pv. 0 or -1. */
+static int rewrite(tg_graph *g, int pv, const attn *a)
+{
+    char name[512];
+    int r = g->values[a->b].shape.rank;
+    int k = untranspose(g, a->b);
+    if (k < 0) {
+        int64_t perm[TG_MAX_RANK];
+        for (int i = 0; i < r; i++)
+            perm[i] = i;
+        perm[r - 2] = r - 1, perm[r - 1] = r - 2;
+        tg_attr pa = tg_attr_ints("perm", r, perm);
+        snprintf(name, sizeof name, "%s.k", g->nodes[pv].name);
+        k = tg_graph_add_node(g, TG_OP_PERMUTE, name, 1, &a->b, 1, &pa);
+        if (k < 0)
+            return -1;
+    }
+    tg_attr at[2] = {tg_attr_float("scale", a->scale), tg_attr_int("causal", a->causal)};
+    int in[4] = {a->q, k, a->v, a->mask};
+    snprintf(name, sizeof name, "%s.sdpa", g->nodes[pv].name);
+    int y = tg_graph_add_node(g, TG_OP_SDPA, name, a->mask >= 0 ? 4 : 3, in, 2, at);
+    int old = g->nodes[pv].out[0];
+    if (y < 0 || tg_value_take_name(g, y, old))
+        return -1;
+    tg_graph_replace_uses(g, old, y);
+    TG_LOG(FUSION, TG_LOG_INFO, "fuse_attention: %s fused into sdpa (scale %g, %s)",
+           g->nodes[pv].name, a->scale, a->causal ? "causal" : a->mask >= 0 ? "mask" : "no mask");
+    return 0;
+}
+
+int tg_pass_fuse_attention(tg_graph *g)
+{
+    int *uses = tg_graph_use_counts(g);
+    int fused = 0;
+    if (!uses)
+        return -1;
+    int nnode = g->nnode;
+    for (int n = 0; n < nnode; n++) {
+        const tg_node *nd = &g->nodes[n];
+        const tg_value *p = &g->values[nd->in[0]];
+        if (nd->op != TG_OP_MATMUL || p->kind != TG_VALUE_NODE ||
+            g->nodes[p->producer].op != TG_OP_SOFTMAX)
+            continue;
+        attn a;
+        const char *why = match(g, uses, n, &a);
+        if (why) {
+            TG_LOG(FUSION, TG_LOG_INFO, "fuse_attention: %s refused: %s", nd->name, why);
+            continue;
+        }
+        if (rewrite(g, n, &a)) {
+            free(uses);
+            return -1;
+        }
+        fused++;
+    }
+    free(uses);
+    if (fused && tg_pass_dce(g) < 0)
+        return -1;
+    return fused;
+}

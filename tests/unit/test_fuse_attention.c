@@ -1,0 +1,210 @@
+/* The attention fusion pass (lib/passes/fuse_attention.c) on small attention
+ * graphs built here: what it fuses, what it refuses, and that the interpreter
+ * gives the same outputs before and after on fresh random inputs (float32:
+ * max |a - b| <= 1e-5 * max(1, |a|)). */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "exec/exec.h"
+#include "passes/passes.h"
+#include "randgraph.h"
+#include "unit.h"
+
+#define NODE(g, op, name, ...) \
+    tg_graph_add_node(g, TG_OP_##op, name, sizeof((int[]){__VA_ARGS__}) / sizeof(int), \
+                      (int[]){__VA_ARGS__}, 0, NULL)
+
+enum { B = 2, H = 3, L = 5, E = 4 };
+
+static int add_input(tg_graph *g, const char *name, int rank, const int64_t *dims)
+{
+    tg_shape s = tg_shape_of(rank, dims);
+    return tg_graph_add_input(g, name, TG_F32, &s);
+}
+
+static int node1(tg_graph *g, tg_op op, const char *name, int x, tg_attr a)
+{
+    return tg_graph_add_node(g, op, name, 1, &x, 1, &a);
+}
+
+static int count_op(const tg_graph *g, tg_op op)
+{
+    int n = 0;
+    for (int i = 0; i < g->nnode; i++)
+        n += g->nodes[i].op == op;
+    return n;
+}
+
+static const tg_node *find_op(const tg_graph *g, tg_op op)
+{
+    for (int i = 0; i < g->nnode; i++)
+        if (g->nodes[i].op == op)
+            return &g->nodes[i];
+    return NULL;
+}
+
+/* One run of g on inputs filled from seed; 0 or -1. */
+static int run(const tg_graph *g, uint64_t seed, tg_tensor *out)
+{
+    tg_tensor in[4] = {{0}};
+    uint64_t keep = rng;
+    rng = seed;
+    for (int i = 0; i < g->ninput; i++) {
+        const tg_value *v = &g->values[g->inputs[i]];
+        in[i].dtype = v->dtype;
+        in[i].rank = v->shape.rank;
+        tg_shape_is_const(&v->shape, in[i].dims);
+        tg_tensor_alloc(&in[i]);
+        for (size_t k = 0; k < in[i].nbytes / 4; k++)
+            ((float *)in[i].data)[k] = 2 * uniform();
+    }
+    rng = keep;
+    tg_exec *e = tg_exec_new(g, 1);
+    int rc = e ? tg_exec_run(e, in, out) : -1;
+    if (rc)
+        fprintf(stderr, "run: %s\n", tg_errmsg());
+    tg_exec_free(e);
+    for (int i = 0; i < g->ninput; i++)
+        tg_tensor_free(&in[i]);
+    return rc;
+}
+
+/* The pass on g; checks the interpreter's output did not change; its result. */
+static int fuse_checked(tg_graph *g)
+{
+    tg_tensor a = {0}, b = {0};
+    uint64_t seed = rng ^ 0x9e3779b97f4a7c15u;
+    CHECK(g->noutput == 1 && run(g, seed, &a) == 0);
+    int r = tg_pass_fuse_attention(g);
+    CHECK(r >= 0 && tg_graph_validate(g) == 0);
+    CHECK(run(g, seed, &b) == 0);
+    CHECK(a.nbytes == b.nbytes && a.nbytes > 0);
+    double err = 0;
+    for (size_t k = 0; k < a.nbytes / 4 && k < b.nbytes / 4; k++) {
+        double x = ((float *)a.data)[k], y = ((float *)b.data)[k];
+        double e = fabs(x - y) / fmax(1, fabs(x));
+        err = e > err ? e : err;
+    }
+    CHECK_NEAR(err, 0, 1e-5);
+    tg_tensor_free(&a);
+    tg_tensor_free(&b);
+    return r;
+}
+
+/* A [1, L, L] constant: 0 on and below the diagonal, `above` over it. */
+static int tri_mask(tg_graph *g, float above)
+{
+    float m[L * L];
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < L; j++)
+            m[i * L + j] = j <= i ? 0 : above;
+    tg_shape s = tg_shape_of(3, (int64_t[]){1, L, L});
+    return tg_graph_add_const_copy(g, "mask", TG_F32, &s, m);
+}
+
+static int scalar(tg_graph *g, const char *name, double v)
+{
+    return tg_graph_add_scalar(g, name, TG_F32, v);
+}
+
+/* The ONNX export's form: q * c, (k^T through a flattening reshape) * c,
+ * matmul, + a causal mask, softmax, matmul with v. */
+static tg_graph *onnx_form(float above, int64_t softmax_axis)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t d4[] = {B, H, L, E};
+    int q = add_input(g, "q", 4, d4), k = add_input(g, "k", 4, d4), v = add_input(g, "v", 4, d4);
+    tg_dim flat[] = {tg_dim_const(B * H), tg_dim_const(L), tg_dim_const(E)};
+    tg_dim back[] = {tg_dim_const(B), tg_dim_const(H), tg_dim_const(E), tg_dim_const(L)};
+    int kf = node1(g, TG_OP_RESHAPE, "kf", k, tg_attr_dims("shape", 3, flat));
+    int kt = node1(g, TG_OP_PERMUTE, "kt", kf, tg_attr_ints("perm", 3, (int64_t[]){0, 2, 1}));
+    int kb = node1(g, TG_OP_RESHAPE, "kb", kt, tg_attr_dims("shape", 4, back));
+    int c = scalar(g, "c", 0.7);
+    int qs = NODE(g, MUL, "qs", q, c), ks = NODE(g, MUL, "ks", c, kb);
+    int s = NODE(g, MATMUL, "s", qs, ks);
+    int m = NODE(g, ADD, "m", tri_mask(g, above), s);
+    int p = node1(g, TG_OP_SOFTMAX, "p", m, tg_attr_int("axis", softmax_axis));
+    tg_graph_add_output(g, NODE(g, MATMUL, "o", p, v));
+    return g;
+}
+
+static void test_onnx_form_causal(void)
+{
+    tg_graph *g = onnx_form(-INFINITY, -1);
+    CHECK(fuse_checked(g) == 1);
+    const tg_node *n = find_op(g, TG_OP_SDPA);
+    CHECK(n && g->nnode == 1 && n->nin == 3);        /* k^T's chain and the mask are gone */
+    CHECK(n && tg_node_int(n, "causal", 0) == 1);
+    CHECK(n && fabs(tg_node_float(n, "scale", 0) - 0.7 * 0.7) < 1e-6);
+    CHECK(tg_graph_find_value(g, "o") == g->outputs[0]);     /* the output keeps its name */
+    tg_graph_free(g);
+}
+
+/* -FLT_MAX is not -inf: the mask stays an input, not causal=1 */
+static void test_finite_mask_stays(void)
+{
+    tg_graph *g = onnx_form(-FLT_MAX, 3);
+    CHECK(fuse_checked(g) == 1);
+    const tg_node *n = find_op(g, TG_OP_SDPA);
+    CHECK(n && n->nin == 4 && tg_node_int(n, "causal", 0) == 0);
+    tg_graph_free(g);
+}
+
+/* [B*H, L, E] with k^T given as such (a permute is added), the scores divided
+ * by a constant, a float mask from the caller */
+static void test_flat_div_mask(void)
+{
+    tg_graph *g = tg_graph_new();
+    int q = add_input(g, "q", 3, (int64_t[]){B * H, L, E});
+    int kt = add_input(g, "kt", 3, (int64_t[]){B * H, E, L + 1});
+    int v = add_input(g, "v", 3, (int64_t[]){B * H, L + 1, E + 2});
+    int mask = add_input(g, "mask", 2, (int64_t[]){L, L + 1});
+    int s = NODE(g, DIV, "s", NODE(g, MATMUL, "mm", q, kt), scalar(g, "d", 2.5));
+    int p = node1(g, TG_OP_SOFTMAX, "p", NODE(g, ADD, "m", s, mask), tg_attr_int("axis", -1));
+    tg_graph_add_output(g, NODE(g, MATMUL, "o", p, v));
+    CHECK(fuse_checked(g) == 1);
+    const tg_node *n = find_op(g, TG_OP_SDPA);
+    CHECK(n && n->nin == 4 && n->in[3] == mask && count_op(g, TG_OP_PERMUTE) == 1);
+    CHECK(n && fabs(tg_node_float(n, "scale", 0) - 0.4) < 1e-6);
+    tg_graph_free(g);
+}
+
+static void test_refusals(void)
+{
+    /* softmax over the query axis */
+    tg_graph *g = onnx_form(-INFINITY, -2);
+    CHECK(fuse_checked(g) == 0 && count_op(g, TG_OP_SDPA) == 0);
+    tg_graph_free(g);
+
+    /* the probabilities are an output too */
+    g = tg_graph_new();
+    int64_t d3[] = {H, L, L};
+    int q = add_input(g, "q", 3, d3), kt = add_input(g, "kt", 3, d3), v = add_input(g, "v", 3, d3);
+    int p = node1(g, TG_OP_SOFTMAX, "p", NODE(g, MATMUL, "s", q, kt), tg_attr_int("axis", -1));
+    tg_graph_add_output(g, NODE(g, ADD, "o", NODE(g, MATMUL, "pv", p, v), p));
+    CHECK(fuse_checked(g) == 0 && count_op(g, TG_OP_SDPA) == 0);
+    tg_graph_free(g);
+
+    /* v broadcast over the batch */
+    g = tg_graph_new();
+    q = add_input(g, "q", 3, d3), kt = add_input(g, "kt", 3, d3);
+    v = add_input(g, "v", 3, (int64_t[]){1, L, L});
+    p = node1(g, TG_OP_SOFTMAX, "p", NODE(g, MATMUL, "s", q, kt), tg_attr_int("axis", -1));
+    tg_graph_add_output(g, NODE(g, MATMUL, "o", p, v));
+    CHECK(fuse_checked(g) == 0 && count_op(g, TG_OP_SDPA) == 0);
+    tg_graph_free(g);
+}
+
+int main(void)
+{
+    rng = (uint64_t)time(NULL);
+    printf("seed %llu\n", (unsigned long long)rng);
+    test_onnx_form_causal();
+    test_finite_mask_stays();
+    test_flat_div_mask();
+    test_refusals();
+    return unit_report();
+}
