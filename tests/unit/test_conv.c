@@ -1,7 +1,8 @@
 /* tgk_conv_f32 against a float64 direct convolution on fresh random inputs:
  * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise; transposed
  * with output padding; pointwise; images large enough for several im2col
- * slabs; batches large enough to run images on different threads.
+ * slabs; batches large enough to run images on different threads; the
+ * direct path for small dense stride-1 convolutions (c x taps <= 256).
  * Tolerance: normalized max error 1e-5 (x 1 + terms/1000). */
 #include "kcheck.h"
 
@@ -161,7 +162,7 @@ int main(void)
     ccase c;
     c = fixed(1, 64, 16, 1, 66, 66, 3, 3, 1, 1, false);   /* several im2col slabs */
     run_case(&c, true);
-    c = fixed(1, 32, 24, 1, 40, 40, 1, 1, 1, 0, false);   /* pointwise: no im2col */
+    c = fixed(1, 288, 24, 1, 20, 20, 1, 1, 1, 0, false);  /* pointwise: no im2col */
     run_case(&c, true);
     c = fixed(9, 6, 8, 2, 9, 11, 3, 3, 2, 1, false);      /* many images: one per thread */
     run_case(&c, false);
@@ -171,6 +172,23 @@ int main(void)
     run_case(&c, true);
     c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
     run_case(&c, true);
+    c = fixed(3, 3, 16, 1, 32, 32, 3, 3, 1, 1, false);    /* direct: the cnn fixture's convs */
+    run_case(&c, true);
+    c = fixed(3, 16, 32, 1, 16, 16, 3, 3, 1, 1, false);
+    run_case(&c, true);
+    c = fixed(1, 16, 12, 1, 1, 40, 1, 3, 1, 1, false);    /* direct: one row, 3 pixel blocks */
+    run_case(&c, false);
+    /* direct: every c x k pairing below; widths within, at and across the
+     * 16-pixel blocks, odd row counts, k not a multiple of 8 */
+    static const int64_t cs[] = {1, 3, 8, 16}, ks[] = {4, 16, 32};
+    for (int ci = 0; ci < 4; ci++)
+        for (int ki = 0; ki < 3; ki++)
+            for (int r = 0; r < 2; r++) {
+                int64_t ker = kc_int(1, 3);
+                c = fixed(kc_int(1, 3), cs[ci], ks[ki], 1, kc_int(7, 33), kc_int(7, 33), ker, ker,
+                          1, kc_int(0, 1), false);
+                run_case(&c, kc_int(0, 1));
+            }
 
     /* invalid descriptors are refused, not run */
     c = fixed(1, 4, 4, 1, 5, 5, 3, 3, 1, 1, false);

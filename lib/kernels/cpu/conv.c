@@ -1,5 +1,7 @@
 /* Convolution, 1-3 spatial dims, as im2col + GEMM per (image, group); its
- * transpose as GEMM + col2im; depthwise directly.
+ * transpose as GEMM + col2im; depthwise directly; small dense stride-1
+ * convolutions (few input channels x taps) directly with a register-blocked
+ * micro-kernel, where GEMM's packing would cost as much as the products.
  *
  * Every case is run as 3-D: missing leading dims have size 1. The im2col
  * columns are built a slab of output rows at a time, so scratch stays near
@@ -209,6 +211,142 @@ TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* Direct path: DK output channels x DP output pixels of DR rows held in
+ * vector accumulators, updated by DR input vectors per (channel, tap) and
+ * one weight broadcast per output channel: 16 AVX-512 accumulators, and
+ * FMAs rather than loads bound the loop. */
+#define DK 8
+#define DP 16
+#define DR 2
+#define DIRECT_MAX_TAPS 256     /* c * kernel product; above it GEMM wins */
+typedef float dvec __attribute__((vector_size(DP * sizeof(float))));
+
+static bool use_direct(const tgk_conv_desc *d, const geom *g)
+{
+    if (d->transposed || d->groups != 1 || d->c * g->kprod > DIRECT_MAX_TAPS)
+        return false;
+    if (g->in[0] != 1 || g->ker[0] != 1 || g->pad[0] != 0)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (g->str[i] != 1 || g->dil[i] != 1)
+            return false;
+    return true;
+}
+
+/* padded input row length: every DP-wide pixel block plus its taps */
+static int64_t direct_width(const geom *g)
+{
+    return (g->out[2] + DP - 1) / DP * DP + g->ker[2] - 1;
+}
+
+/* weights [K, C, kh, kw] -> [K / DK blocks, C, kh, kw, DK], zero past K */
+static float *direct_weights(const tgk_conv_desc *d, const geom *g, const float *w)
+{
+    int64_t nkb = (d->k + DK - 1) / DK, taps = d->c * g->kprod;
+    float *wt = malloc((size_t)(nkb * taps * DK) * sizeof *wt);
+    if (!wt)
+        return NULL;
+    for (int64_t kb = 0; kb < nkb; kb++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t k = 0; k < DK; k++) {
+                int64_t ko = kb * DK + k;
+                wt[(kb * taps + t) * DK + k] = ko < d->k ? w[ko * taps + t] : 0.0f;
+            }
+    return wt;
+}
+
+/* rows [r0, r0 + nr) of the zero-padded image, all channels, into buf [c][nr][wp] */
+static void direct_pad(const geom *g, const float *xn, int64_t c, int64_t r0, int64_t nr,
+                       int64_t wp, float *buf)
+{
+    int64_t ih_n = g->in[1], iw = g->in[2], pw = g->pad[2];
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t rr = 0; rr < nr; rr++) {
+            float *dst = buf + (ch * nr + rr) * wp;
+            int64_t ih = r0 - g->pad[1] + rr;
+            memset(dst, 0, (size_t)wp * sizeof *dst);
+            if (ih >= 0 && ih < ih_n)
+                memcpy(dst + pw, xn + (ch * ih_n + ih) * iw, (size_t)iw * sizeof *dst);
+        }
+}
+
+/* items (image, slab of output rows); j->w holds the direct_weights layout */
+TGK_CLONES static void direct_items(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const geom *g = &j->g;
+    int64_t c = j->d->c, k = j->d->k, kh_n = g->ker[1], kw_n = g->ker[2];
+    int64_t oh_n = g->out[1], ow = g->out[2], taps = c * g->kprod;
+    /* nr: padded rows a slab reads, plus DR - 1 for a last, partial row block */
+    int64_t wp = direct_width(g), nr = j->slab + kh_n + DR - 2, nkb = (k + DK - 1) / DK;
+    float *buf = malloc((size_t)(c * nr * wp) * sizeof *buf);
+    if (!buf) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    for (int64_t it = begin; it < end; it++) {
+        int64_t n = it / j->nslab, r0 = it % j->nslab * j->slab;
+        int64_t r1 = r0 + j->slab < oh_n ? r0 + j->slab : oh_n;
+        direct_pad(g, j->x + n * c * g->in_sp, c, r0, nr, wp, buf);
+        for (int64_t kb = 0; kb < nkb; kb++) {
+            int64_t nk = k - kb * DK < DK ? k - kb * DK : DK;
+            for (int64_t oh = r0; oh < r1; oh += DR)
+                for (int64_t p0 = 0; p0 < ow; p0 += DP) {
+                    dvec acc[DR][DK];
+                    for (int64_t r = 0; r < DR; r++)
+                        for (int64_t i = 0; i < DK; i++)
+                            acc[r][i] = (dvec){0} + (j->b && i < nk ? j->b[kb * DK + i] : 0.0f);
+                    const float *wq = j->w + kb * taps * DK;
+                    for (int64_t ch = 0; ch < c; ch++)
+                        for (int64_t kh = 0; kh < kh_n; kh++) {
+                            const float *row = buf + (ch * nr + oh - r0 + kh) * wp + p0;
+                            for (int64_t kw = 0; kw < kw_n; kw++, wq += DK) {
+                                dvec xv[DR];
+                                for (int64_t r = 0; r < DR; r++)
+                                    memcpy(&xv[r], row + r * wp + kw, sizeof xv[r]);
+#pragma GCC unroll 8
+                                for (int64_t i = 0; i < DK; i++)
+                                    for (int64_t r = 0; r < DR; r++)
+                                        acc[r][i] += wq[i] * xv[r];
+                            }
+                        }
+                    int64_t np = ow - p0 < DP ? ow - p0 : DP;
+                    for (int64_t r = 0; r < DR && oh + r < r1; r++)
+                        for (int64_t i = 0; i < nk; i++) {
+                            float *dst = j->y + ((n * k + kb * DK + i) * oh_n + oh + r) * ow + p0;
+                            if (np == DP)   /* one vector store, no memcpy call */
+                                memcpy(dst, &acc[r][i], sizeof acc[r][i]);
+                            else
+                                for (int64_t p = 0; p < np; p++)
+                                    dst[p] = acc[r][i][p];
+                        }
+                }
+        }
+    }
+    free(buf);
+}
+
+/* enough (image, row slab) items for the pool, each slab's padded rows
+ * within COL_BYTES */
+static int direct_conv(conv_job *j)
+{
+    const geom *g = &j->g;
+    int64_t oh_n = g->out[1], want = 4 * (int64_t)tgk_num_threads();
+    int64_t per_image = (want + j->d->n - 1) / j->d->n;
+    j->slab = ((oh_n + per_image - 1) / per_image + DR - 1) / DR * DR;
+    int64_t per_row = j->d->c * direct_width(g) * (int64_t)sizeof(float);
+    int64_t most = (COL_BYTES / per_row - (g->ker[1] + DR - 2)) / DR * DR;
+    j->slab = j->slab < most ? j->slab : most > DR ? most : DR;
+    j->nslab = (oh_n + j->slab - 1) / j->slab;
+    float *wt = direct_weights(j->d, g, j->w);
+    if (!wt)
+        return -1;
+    j->w = wt;
+    tgk_parallel_for(j->d->n * j->nslab, 1, direct_items, j);
+    free(wt);
+    return atomic_load(&j->failed) ? -1 : 0;
+}
+
 /* transposed: per (image, group), col = w_g^T x_g over slabs of input rows,
  * then scattered (col2im) into y. Items write overlapping outputs only
  * within one (image, group), so those are the unit of parallel work; within
@@ -302,6 +440,8 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
         j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
         run_items(d->n * d->groups, transposed_items, &j);
+    } else if (use_direct(d, g)) {
+        return direct_conv(&j);
     } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
         tgk_parallel_for(d->n * d->k, 1, depthwise_planes, &j);
     } else {
