@@ -19,6 +19,14 @@ int tg_outfile_open(tg_outfile *o, const char *path, bool binary)
         o->f = stdout;
         return 0;
     }
+    /* A device or pipe (-o /dev/null, a FIFO) is written in place: renaming a
+     * temporary file over it would replace it by a regular file. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (!(o->f = fopen(path, "wb")))
+            return tg_err("%s", strerror(errno));
+        return 0;
+    }
     size_t n = strlen(path);
     o->path = strdup(path);
     o->tmp = malloc(n + 16);
@@ -64,11 +72,11 @@ int tg_outfile_close(tg_outfile *o, bool ok)
             if (fclose(o->f) != 0 && !e)
                 e = errno;
         }
-        if (ok && !e && rename(o->tmp, o->path) != 0)
+        if (ok && !e && o->tmp && rename(o->tmp, o->path) != 0)
             e = errno;
         if (ok && e)
             rc = tg_err("%s", strerror(e));
-        if (!ok || e)
+        if ((!ok || e) && o->tmp)
             unlink(o->tmp);
     }
     free(o->path);

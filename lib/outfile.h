@@ -12,7 +12,8 @@
 typedef struct {
     FILE *f;                /* write here */
     char *path;             /* the target, NULL for stdout */
-    char *tmp;              /* the temporary file, NULL for stdout */
+    char *tmp;              /* the temporary file; NULL for stdout and for a target
+                               that is no regular file (a device, a FIFO), written in place */
 } tg_outfile;
 
 /* Open path for writing ("-" or NULL: stdout). binary: refuse a terminal.

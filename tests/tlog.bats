@@ -48,6 +48,17 @@ setup() {
     [[ "$output" != *"__metadata__"* ]]   # but not the file
 }
 
+@test "tlog -o writes into a FIFO or device in place, never replacing it" {
+    mkfifo "$TMP/fifo"
+    cat "$TMP/fifo" >"$TMP/from-fifo" &
+    run_ok "$TLOG" -q "$TMP/g.tg" -o "$TMP/fifo"
+    wait
+    [ -p "$TMP/fifo" ]
+    cmp "$TMP/from-fifo" "$TMP/g.tg"
+    run_ok "$TLOG" -q "$TMP/g.tg" -o /dev/null
+    [ -c /dev/null ]
+}
+
 @test "tlog summary lists inputs and outputs with dtype and symbolic shape" {
     run_ok "$TLOG" "$TMP/g.tg" -o /dev/null
     [[ "$stderr" == *"graph: 4 nodes, 1 input, 1 output, 5 constants, 1 symbol"* ]]
