@@ -57,10 +57,12 @@ static int64_t taps_in(int64_t start, int64_t k, int64_t dil, int64_t lim)
     return n;
 }
 
-/* One step of the window: max (NaN wins, like torch) or sum. */
+/* One step of the window: max (NaN wins, like torch) or sum. The NaN test
+ * is a select of its own: written "v > a || v != v" it became a branch per
+ * tap and kept the loop scalar (23x slower on the cnn fixture's 2x2 pool). */
 static const char *step(bool max)
 {
-    return max ? "a = v > a || v != v ? v : a;" : "a += v;";
+    return max ? "a = v != v ? v : v > a ? v : a;" : "a += v;";
 }
 
 static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include_pad)
