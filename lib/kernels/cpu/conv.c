@@ -8,6 +8,7 @@
  * COL_BYTES whatever the image size. Work items are (image, group, slab):
  * with many of them each runs on one pool thread with a single-threaded GEMM;
  * with few, they run in turn and the GEMM itself is split across threads. */
+#include "kernels/cpu/conv_geom.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/vecmath.h"
 
@@ -17,14 +18,10 @@
 
 #define COL_BYTES (4 << 20)
 
-typedef struct {
-    int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
-    int64_t in_sp, out_sp, kprod;
-} geom;
 
 typedef struct {
     const tgk_conv_desc *d;
-    geom g;
+    tgk_conv_geom g;
     const float *x, *w, *b;
     float *y;
     int64_t cg, kg;             /* channels per group, in and out */
@@ -33,29 +30,6 @@ typedef struct {
     atomic_bool failed;
 } conv_job;
 
-static bool geom_from(const tgk_conv_desc *d, geom *g)
-{
-    if (d->nsp < 1 || d->nsp > 3)
-        return false;
-    int off = 3 - d->nsp;
-    g->in_sp = g->out_sp = g->kprod = 1;
-    for (int i = 0; i < 3; i++) {
-        bool have = i >= off;
-        g->in[i] = have ? d->in[i - off] : 1;
-        g->out[i] = have ? d->out[i - off] : 1;
-        g->ker[i] = have ? d->kernel[i - off] : 1;
-        g->str[i] = have ? d->stride[i - off] : 1;
-        g->pad[i] = have ? d->pad[i - off] : 0;
-        g->dil[i] = have ? d->dil[i - off] : 1;
-        if (g->in[i] <= 0 || g->out[i] <= 0 || g->ker[i] <= 0 || g->str[i] <= 0 ||
-            g->dil[i] <= 0 || g->pad[i] < 0)
-            return false;
-        g->in_sp *= g->in[i];
-        g->out_sp *= g->out[i];
-        g->kprod *= g->ker[i];
-    }
-    return true;
-}
 
 /* Output positions o in [0, n) whose input position o*str + off lies in
  * [0, lim): returns them as [*o0, *o1). */
@@ -71,7 +45,7 @@ static void valid_range(int64_t n, int64_t str, int64_t off, int64_t lim, int64_
 }
 
 typedef struct {
-    const geom *g;
+    const tgk_conv_geom *g;
     const float *xc;
     int64_t r0, r1;
     float *col;
@@ -82,7 +56,7 @@ typedef struct {
 static void im2col_channels(void *ctx, int64_t begin, int64_t end)
 {
     const im2col_job *j = ctx;
-    const geom *g = j->g;
+    const tgk_conv_geom *g = j->g;
     int64_t ow = g->out[2], ncol = (j->r1 - j->r0) * ow;
     for (int64_t c = begin; c < end; c++)
         for (int64_t kd = 0; kd < g->ker[0]; kd++)
@@ -112,7 +86,7 @@ static void im2col_channels(void *ctx, int64_t begin, int64_t end)
 
 /* On the caller's thread (few work items) the copy is split by channel too:
  * it is memory-bound work as long as the GEMM's. */
-static void im2col(const geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
+static void im2col(const tgk_conv_geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
                    float *col)
 {
     im2col_job j = {g, xc, r0, r1, col};
@@ -128,7 +102,7 @@ static void fill_bias(float *y, const float *b, int64_t k0, int64_t nk, int64_t 
             y[k * ld + i] = b ? b[k0 + k] : 0.0f;
 }
 
-static bool is_pointwise(const geom *g)
+static bool is_pointwise(const tgk_conv_geom *g)
 {
     for (int i = 0; i < 3; i++)
         if (g->ker[i] != 1 || g->str[i] != 1 || g->pad[i] != 0 || g->in[i] != g->out[i])
@@ -140,7 +114,7 @@ static bool is_pointwise(const geom *g)
 static void conv_items(void *ctx, int64_t begin, int64_t end)
 {
     conv_job *j = ctx;
-    const geom *g = &j->g;
+    const tgk_conv_geom *g = &j->g;
     int64_t rows = j->cg * g->kprod, ow = g->out[2];
     bool pointwise = is_pointwise(g);
     float *col = NULL;
@@ -174,7 +148,7 @@ static void conv_items(void *ctx, int64_t begin, int64_t end)
 TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
 {
     conv_job *j = ctx;
-    const geom *g = &j->g;
+    const tgk_conv_geom *g = &j->g;
     int64_t ow = g->out[2];
     for (int64_t p = begin; p < end; p++) {
         int64_t n = p / j->d->k, k = p % j->d->k;
@@ -221,7 +195,7 @@ TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
 #define DIRECT_MAX_TAPS 256     /* c * kernel product; above it GEMM wins */
 typedef float dvec __attribute__((vector_size(DP * sizeof(float))));
 
-static bool use_direct(const tgk_conv_desc *d, const geom *g)
+static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
 {
     if (d->transposed || d->groups != 1 || d->c * g->kprod > DIRECT_MAX_TAPS)
         return false;
@@ -234,13 +208,13 @@ static bool use_direct(const tgk_conv_desc *d, const geom *g)
 }
 
 /* padded input row length: every DP-wide pixel block plus its taps */
-static int64_t direct_width(const geom *g)
+static int64_t direct_width(const tgk_conv_geom *g)
 {
     return (g->out[2] + DP - 1) / DP * DP + g->ker[2] - 1;
 }
 
 /* weights [K, C, kh, kw] -> [K / DK blocks, C, kh, kw, DK], zero past K */
-static float *direct_weights(const tgk_conv_desc *d, const geom *g, const float *w)
+static float *direct_weights(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *w)
 {
     int64_t nkb = (d->k + DK - 1) / DK, taps = d->c * g->kprod;
     float *wt = malloc((size_t)(nkb * taps * DK) * sizeof *wt);
@@ -256,7 +230,7 @@ static float *direct_weights(const tgk_conv_desc *d, const geom *g, const float 
 }
 
 /* rows [r0, r0 + nr) of the zero-padded image, all channels, into buf [c][nr][wp] */
-static void direct_pad(const geom *g, const float *xn, int64_t c, int64_t r0, int64_t nr,
+static void direct_pad(const tgk_conv_geom *g, const float *xn, int64_t c, int64_t r0, int64_t nr,
                        int64_t wp, float *buf)
 {
     int64_t ih_n = g->in[1], iw = g->in[2], pw = g->pad[2];
@@ -274,7 +248,7 @@ static void direct_pad(const geom *g, const float *xn, int64_t c, int64_t r0, in
 TGK_CLONES static void direct_items(void *ctx, int64_t begin, int64_t end)
 {
     conv_job *j = ctx;
-    const geom *g = &j->g;
+    const tgk_conv_geom *g = &j->g;
     int64_t c = j->d->c, k = j->d->k, kh_n = g->ker[1], kw_n = g->ker[2];
     int64_t oh_n = g->out[1], ow = g->out[2], taps = c * g->kprod;
     /* nr: padded rows a slab reads, plus DR - 1 for a last, partial row block */
@@ -330,7 +304,7 @@ TGK_CLONES static void direct_items(void *ctx, int64_t begin, int64_t end)
  * within COL_BYTES */
 static int direct_conv(conv_job *j)
 {
-    const geom *g = &j->g;
+    const tgk_conv_geom *g = &j->g;
     int64_t oh_n = g->out[1], want = 4 * (int64_t)tgk_num_threads();
     int64_t per_image = (want + j->d->n - 1) / j->d->n;
     j->slab = ((oh_n + per_image - 1) / per_image + DR - 1) / DR * DR;
@@ -352,7 +326,7 @@ static int direct_conv(conv_job *j)
  * within one (image, group), so those are the unit of parallel work; within
  * one, the scatter splits by output channel. */
 typedef struct {
-    const geom *g;
+    const tgk_conv_geom *g;
     const float *col;
     int64_t r0, r1;
     float *y;
@@ -361,7 +335,7 @@ typedef struct {
 static void col2im_channels(void *ctx, int64_t begin, int64_t end)
 {
     const col2im_job *j = ctx;
-    const geom *g = j->g;
+    const tgk_conv_geom *g = j->g;
     int64_t iw = g->in[2], ncol = (j->r1 - j->r0) * iw;
     for (int64_t c = begin; c < end; c++)
         for (int64_t kd = 0; kd < g->ker[0]; kd++)
@@ -382,7 +356,7 @@ static void col2im_channels(void *ctx, int64_t begin, int64_t end)
                 }
 }
 
-static void col2im(const geom *g, const float *col, int64_t kg, int64_t r0, int64_t r1,
+static void col2im(const tgk_conv_geom *g, const float *col, int64_t kg, int64_t r0, int64_t r1,
                    float *y)
 {
     col2im_job j = {g, col, r0, r1, y};
@@ -393,7 +367,7 @@ static void col2im(const geom *g, const float *col, int64_t kg, int64_t r0, int6
 static void transposed_items(void *ctx, int64_t begin, int64_t end)
 {
     conv_job *j = ctx;
-    const geom *g = &j->g;
+    const tgk_conv_geom *g = &j->g;
     int64_t rows = j->kg * g->kprod, iw = g->in[2], nrows = g->in[0] * g->in[1];
     float *col = malloc((size_t)(rows * j->slab * iw) * sizeof *col);
     if (!col) {
@@ -430,10 +404,10 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
 {
     conv_job j = {.d = d, .x = x, .w = w, .b = b, .y = y};
     if (d->n <= 0 || d->c <= 0 || d->k <= 0 || d->groups <= 0 || d->c % d->groups ||
-        d->k % d->groups || !geom_from(d, &j.g))
+        d->k % d->groups || !tgk_conv_geom_from(d, &j.g))
         return -1;
     atomic_init(&j.failed, false);
-    const geom *g = &j.g;
+    const tgk_conv_geom *g = &j.g;
     j.cg = d->c / d->groups;
     j.kg = d->k / d->groups;
     if (d->transposed) {

@@ -7,40 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_geom.h"
 #include "kernels.h"
 #include "qgemm.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define SLAB_BYTES (1 << 20)
 
-typedef struct {
-    int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
-    int64_t in_sp, out_sp, kprod;
-} qgeom;
 
-static int qgeom_from(const tgk_conv_desc *d, qgeom *g)
+/* The int8 path: not transposed, channels divisible by groups. */
+static int qgeom_from(const tgk_conv_desc *d, tgk_conv_geom *g)
 {
-    if (d->nsp < 1 || d->nsp > 3 || d->transposed || d->groups <= 0 || d->n < 0 ||
-        d->c <= 0 || d->k <= 0 || d->c % d->groups || d->k % d->groups)
+    if (d->transposed || d->groups <= 0 || d->n < 0 || d->c <= 0 || d->k <= 0 ||
+        d->c % d->groups || d->k % d->groups)
         return -1;
-    int off = 3 - d->nsp;
-    g->in_sp = g->out_sp = g->kprod = 1;
-    for (int i = 0; i < 3; i++) {
-        int have = i >= off;
-        g->in[i] = have ? d->in[i - off] : 1;
-        g->out[i] = have ? d->out[i - off] : 1;
-        g->ker[i] = have ? d->kernel[i - off] : 1;
-        g->str[i] = have ? d->stride[i - off] : 1;
-        g->pad[i] = have ? d->pad[i - off] : 0;
-        g->dil[i] = have ? d->dil[i - off] : 1;
-        if (g->in[i] <= 0 || g->out[i] <= 0 || g->ker[i] <= 0 || g->str[i] <= 0 ||
-            g->dil[i] <= 0 || g->pad[i] < 0)
-            return -1;
-        g->in_sp *= g->in[i];
-        g->out_sp *= g->out[i];
-        g->kprod *= g->ker[i];
-    }
-    return 0;
+    return tgk_conv_geom_from(d, g) ? 0 : -1;
 }
 
 static int64_t kprod_of(const tgk_conv_desc *d)
@@ -96,7 +77,7 @@ void *tgk_qconv_pack_once(void **slot, const tgk_conv_desc *d, const int8_t *w)
 }
 
 typedef struct {
-    const qgeom *g;
+    const tgk_conv_geom *g;
     const uint8_t *xq;          /* this image, channels last: [in_sp, c] */
     int64_t c, cg, c0, p0;      /* channels, per group, the group's first; first position */
     uint8_t zero;
@@ -119,7 +100,7 @@ static inline void copy8(uint8_t *dst, const uint8_t *src)
 static void gather_rows(void *ctx, int64_t r0, int64_t r1)
 {
     const gather_job *j = ctx;
-    const qgeom *g = j->g;
+    const tgk_conv_geom *g = j->g;
     int64_t cg = j->cg, kk = cg * g->kprod;
     int64_t p = j->p0 + r0, o[3] = {p / (g->out[1] * g->out[2]), p / g->out[2] % g->out[1],
                                     p % g->out[2]};
@@ -184,7 +165,7 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
                   int dynamic, const void *packed, const float *w_scale, const float *bias,
                   float *y)
 {
-    qgeom g;
+    tgk_conv_geom g;
     if (qgeom_from(d, &g))
         return -1;
     int64_t cg = d->c / d->groups, kg = d->k / d->groups, kk = cg * g.kprod;
