@@ -265,7 +265,7 @@ static int emit_matmul(tg_cg *c, const tg_node *nd)
         return -1;
     cg_dims_array(c, "a", &a->shape);
     cg_dims_array(c, "b", &b->shape);
-    fprintf(c->f, "    tgrt_matmul_f32(%d, a, %s, %d, b, %s, %s);\n", a->shape.rank,
+    fprintf(c->f, "    tgk_matmul_f32(%d, a, %s, %d, b, %s, %s);\n", a->shape.rank,
             cg_ptr(c, nd->in[0]), b->shape.rank, cg_ptr(c, nd->in[1]),
             OUT(c, nd - c->g->nodes));
     return 0;

@@ -92,11 +92,6 @@ typedef struct {
     int64_t st[TGRT_LOOP_MAX_IN][TGRAPH_MAX_RANK];
 } tgrt_loop;
 
-/* NumPy matmul of a [..., M, K] (or [K]) and b [..., K, N] (or [K]) into
- * contiguous y, batch dims broadcast (rt_ops.c). */
-void tgrt_matmul_f32(int ra, const int64_t *ad, const float *a, int rb, const int64_t *bd,
-                     const float *b, float *y);
-
 /* Set the calling thread's message; returns status. */
 int tgrt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

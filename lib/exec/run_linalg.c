@@ -7,47 +7,6 @@
 #include "../ops/infer.h"
 #include "run.h"
 
-/* NumPy matmul: 1-D operands gain a dim of 1, the batch dims broadcast. */
-static int run_matmul(const tg_run_ctx *c, const float *A, const float *B, float *Y)
-{
-    const tg_tensor *a = c->in[0], *b = c->in[1];
-    int64_t M = a->rank >= 2 ? a->dims[a->rank - 2] : 1, K = a->dims[a->rank - 1];
-    int64_t N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-    int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
-    int rank = ra > rb ? ra : rb;
-    int64_t bd[TG_MAX_RANK], sa[TG_MAX_RANK], sb[TG_MAX_RANK], idx[TG_MAX_RANK] = { 0 };
-    for (int k = 0; k < rank; k++) {
-        int ka = k - (rank - ra), kb = k - (rank - rb);
-        int64_t da = ka >= 0 ? a->dims[ka] : 1, db = kb >= 0 ? b->dims[kb] : 1;
-        bd[k] = da > db ? da : db;
-    }
-    tgk_broadcast_strides(rank, bd, ra, a->dims, sa);
-    tgk_broadcast_strides(rank, bd, rb, b->dims, sb);
-    int64_t batch = tg_run_prod(bd, 0, rank);
-    bool b_shared = true;                       /* b the same matrix for every batch */
-    for (int k = 0; k < rank; k++)
-        b_shared &= sb[k] == 0;
-    bool a_flat = true;                         /* a's batches one after another */
-    for (int k = 0; k < rank; k++)
-        a_flat &= sa[k] != 0 || bd[k] == 1;
-    if (b_shared && a_flat) {                   /* one GEMM with the batches as rows */
-        tgk_gemm_f32(false, false, batch * M, N, K, 1.0f, A, K, B, N, 0.0f, Y, N);
-        return 0;
-    }
-    for (int64_t i = 0; i < batch; i++) {
-        int64_t oa = 0, ob = 0;
-        for (int k = 0; k < rank; k++) {
-            oa += idx[k] * sa[k];
-            ob += idx[k] * sb[k];
-        }
-        tgk_gemm_f32(false, false, M, N, K, 1.0f, A + oa * M * K, K, B + ob * K * N, N, 0.0f,
-                     Y + i * M * N, N);
-        for (int k = rank - 1; k >= 0 && ++idx[k] == bd[k]; k--)
-            idx[k] = 0;
-    }
-    return 0;
-}
-
 static int run_conv(const tg_run_ctx *c, const float *x, const float *w, const float *b, float *y)
 {
     const tg_tensor *xt = c->in[0], *wt = c->in[1], *yt = c->out[0];
@@ -149,7 +108,9 @@ int tg_run_linalg(const tg_run_ctx *c)
         return tg_run_f32_close(c, &io, -1);
     switch (c->n->op) {
     case TG_OP_MATMUL:
-        rc = run_matmul(c, io.in[0], io.in[1], io.out);
+        tgk_matmul_f32(c->in[0]->rank, c->in[0]->dims, io.in[0], c->in[1]->rank,
+                       c->in[1]->dims, io.in[1], io.out);
+        rc = 0;
         break;
     case TG_OP_LINEAR: {
         const tg_tensor *x = c->in[0], *w = c->in[1];

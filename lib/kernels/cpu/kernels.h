@@ -26,6 +26,10 @@ bool tgk_in_task(void);
 void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                   float beta, float *C, int64_t ldc);
+/* NumPy matmul of a [..., M, K] (or [K]) and b [..., K, N] (or [K]), both
+ * contiguous, into contiguous y: the batch dims broadcast. */
+void tgk_matmul_f32(int ra, const int64_t *ad, const float *a, int rb, const int64_t *bd,
+                    const float *b, float *y);
 /* y[M,N] = x[M,K] * w[N,K]^T + b[N] (b may be NULL). */
 void tgk_linear_f32(const float *x, const float *w, const float *b, float *y,
                     int64_t M, int64_t N, int64_t K);
