@@ -2,7 +2,8 @@
  * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise; transposed
  * with output padding; pointwise; images large enough for several im2col
  * slabs; batches large enough to run images on different threads; the
- * direct path for small dense stride-1 convolutions (c x taps <= 256).
+ * direct path for small dense stride-1 convolutions (c x taps <= 256), in
+ * both of its ways of splitting work and with every tail of its tiles.
  * Tolerance: normalized max error 1e-5 (x 1 + terms/1000). */
 #include "kcheck.h"
 
@@ -172,21 +173,34 @@ int main(void)
     run_case(&c, true);
     c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
     run_case(&c, true);
-    c = fixed(3, 3, 16, 1, 32, 32, 3, 3, 1, 1, false);    /* direct: the cnn fixture's convs */
-    run_case(&c, true);
-    c = fixed(3, 16, 32, 1, 16, 16, 3, 3, 1, 1, false);
-    run_case(&c, true);
+    /* direct: the cnn fixture's convs at batch 1 and 3 (each image padded
+     * once, split by channel blocks) */
+    for (int64_t n = 1; n <= 3; n += 2) {
+        c = fixed(n, 3, 16, 1, 32, 32, 3, 3, 1, 1, false);
+        run_case(&c, true);
+        c = fixed(n, 16, 32, 1, 16, 16, 3, 3, 1, 1, false);
+        run_case(&c, true);
+    }
     c = fixed(1, 16, 12, 1, 1, 40, 1, 3, 1, 1, false);    /* direct: one row, 3 pixel blocks */
     run_case(&c, false);
-    /* direct: every c x k pairing below; widths within, at and across the
-     * 16-pixel blocks, odd row counts, k not a multiple of 8 */
-    static const int64_t cs[] = {1, 3, 8, 16}, ks[] = {4, 16, 32};
+    /* direct, one thread, an image too big to pad whole: slabs of rows, fewer
+     * than the 4 wanted a thread to keep each slab's rows within 4 MiB */
+    tgk_set_num_threads(1);
+    c = fixed(1, 1, 1, 1, 16, 270000, 1, 3, 1, 1, false);
+    run_case(&c, true);
+    tgk_set_num_threads(2);
+    /* direct: every c x k pairing below, k within, at and past the 4- and
+     * 8-channel blocks; widths within, at and across the 8- and 16-pixel
+     * vectors; odd row counts; padding up to the kernel size; batches below
+     * and above 4 items a thread (the latter: row slabs that pad their own rows) */
+    static const int64_t cs[] = {1, 3, 8, 16}, ks[] = {1, 5, 12, 16, 21, 32};
     for (int ci = 0; ci < 4; ci++)
-        for (int ki = 0; ki < 3; ki++)
+        for (int ki = 0; ki < 6; ki++)
             for (int r = 0; r < 2; r++) {
-                int64_t ker = kc_int(1, 3);
-                c = fixed(kc_int(1, 3), cs[ci], ks[ki], 1, kc_int(7, 33), kc_int(7, 33), ker, ker,
-                          1, kc_int(0, 1), false);
+                int64_t kh = kc_int(1, 3), kw = kc_int(1, 3);
+                int64_t n = r ? kc_int(8, 10) : kc_int(1, 3), hw = r ? 20 : 33;
+                c = fixed(n, cs[ci], ks[ki], 1, kc_int(5, hw), kc_int(5, hw), kh, kw, 1,
+                          kc_int(0, kh < kw ? kh : kw), false);
                 run_case(&c, kc_int(0, 1));
             }
 

@@ -185,15 +185,15 @@ TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* Direct path: DK output channels x DP output pixels of DR rows held in
- * vector accumulators, updated by DR input vectors per (channel, tap) and
- * one weight broadcast per output channel: 16 AVX-512 accumulators, and
- * FMAs rather than loads bound the loop. */
-#define DK 8
-#define DP 16
-#define DR 2
+/* Direct path: DK output channels x NV vectors of DV output pixels held in
+ * DK * NV vector accumulators, updated per (input channel, tap) by NV input
+ * vectors and one weight broadcast per output channel, so FMAs rather than
+ * loads bound the loop. The tile is sized per ISA to fill its register file
+ * without spilling (and GCC splits a vector wider than the ISA's through the
+ * stack): the same source is instantiated for each and one is picked at run
+ * time. A slab's vectors, (output row, block of DV pixels), are taken NV at
+ * a time in raster order, so a tile may span rows and few are left partial. */
 #define DIRECT_MAX_TAPS 256     /* c * kernel product; above it GEMM wins */
-typedef float dvec __attribute__((vector_size(DP * sizeof(float))));
 
 static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
 {
@@ -207,117 +207,235 @@ static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
     return true;
 }
 
-/* padded input row length: every DP-wide pixel block plus its taps */
-static int64_t direct_width(const tgk_conv_geom *g)
+/* One block of output channels over one slab of output rows: the
+ * micro-kernel's arguments. */
+typedef struct {
+    const float *buf;           /* the slab's zero-padded input rows, [c][nr][wp] */
+    const int64_t *tapoff;      /* per (channel, kh, kw): its offset in buf */
+    const float *w;             /* the block's weights, taps a channel */
+    const float *b;             /* the block's bias, or NULL */
+    float *y;                   /* output channel 0 of the block, row 0 */
+    int64_t taps, nk;           /* nk: channels of the block that exist (<= dk) */
+    int64_t wp, ow, out_sp;
+    int64_t r0, rows, nvb;      /* the slab's output rows; vectors a row */
+} direct_block;
+
+typedef struct {
+    int64_t dv, dk;             /* pixels a vector, output channels a block */
+    void (*run)(const direct_block *);
+} direct_kernel;
+
+/* Where a tile's nv vectors read and write, taking the slab's vectors from
+ * (*row, *col) on and advancing it; np: the pixels each stores, 0 for
+ * repeats of the slab's last vector that fill a partial tile. True when
+ * every vector is whole. */
+static inline bool direct_tile(const direct_block *bl, int64_t *row, int64_t *col, int nv,
+                               int64_t dv, const float **in, float **out, int64_t *np)
 {
-    return (g->out[2] + DP - 1) / DP * DP + g->ker[2] - 1;
+    bool whole = true;
+    for (int v = 0; v < nv; v++) {
+        bool past = *row == bl->rows;
+        int64_t r = past ? bl->rows - 1 : *row, p0 = (past ? bl->nvb - 1 : *col) * dv;
+        in[v] = bl->buf + r * bl->wp + p0;
+        out[v] = bl->y + (bl->r0 + r) * bl->ow + p0;
+        np[v] = past ? 0 : bl->ow - p0 < dv ? bl->ow - p0 : dv;
+        whole &= np[v] == dv;
+        if (!past && ++*col == bl->nvb) {
+            *col = 0;
+            ++*row;
+        }
+    }
+    return whole;
 }
 
-/* weights [K, C, kh, kw] -> [K / DK blocks, C, kh, kw, DK], zero past K */
-static float *direct_weights(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *w)
+/* a tile's stores where some pixels or channels do not exist; lanes [nv][dk][dv] */
+static void direct_store_part(const direct_block *bl, const float *lanes, float *const *out,
+                              const int64_t *np, int nv, int64_t dk, int64_t dv)
 {
-    int64_t nkb = (d->k + DK - 1) / DK, taps = d->c * g->kprod;
-    float *wt = malloc((size_t)(nkb * taps * DK) * sizeof *wt);
-    if (!wt)
-        return NULL;
-    for (int64_t kb = 0; kb < nkb; kb++)
-        for (int64_t t = 0; t < taps; t++)
-            for (int64_t k = 0; k < DK; k++) {
-                int64_t ko = kb * DK + k;
-                wt[(kb * taps + t) * DK + k] = ko < d->k ? w[ko * taps + t] : 0.0f;
-            }
-    return wt;
+    for (int v = 0; v < nv; v++)
+        for (int64_t i = 0; i < bl->nk; i++)
+            memcpy(out[v] + i * bl->out_sp, lanes + (v * dk + i) * dv,
+                   (size_t)np[v] * sizeof *lanes);
 }
 
-/* rows [r0, r0 + nr) of the zero-padded image, all channels, into buf [c][nr][wp] */
-static void direct_pad(const tgk_conv_geom *g, const float *xn, int64_t c, int64_t r0, int64_t nr,
-                       int64_t wp, float *buf)
+/* Every loop over the tile fully unrolled, so the accumulators stay in registers. */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* NAME_run: the micro-kernel over every tile of a block, for vectors of DV
+ * floats and DK x NV accumulators, compiled with ATTR (a target or nothing);
+ * NAME: its direct_kernel. Channels of the block past K repeat its last
+ * (computed, not stored), so the loop has no tail. */
+#define DIRECT_KERNEL(NAME, ATTR, DV, DK, NV)                                                \
+    typedef float NAME##_vec __attribute__((vector_size((DV) * sizeof(float))));            \
+    ATTR static void NAME##_run(const direct_block *bl)                                     \
+    {                                                                                       \
+        const int64_t *tapoff = bl->tapoff, taps = bl->taps, out_sp = bl->out_sp;           \
+        const float *wk[DK];                                                                \
+        float bias[DK];                                                                     \
+        UNROLL for (int i = 0; i < (DK); i++) {                                             \
+            int64_t k = i < bl->nk ? i : bl->nk - 1;                                        \
+            wk[i] = bl->w + k * taps;                                                       \
+            bias[i] = bl->b ? bl->b[k] : 0.0f;                                              \
+        }                                                                                   \
+        int64_t row = 0, col = 0;                                                           \
+        while (row < bl->rows) {                                                            \
+            const float *in[NV];                                                            \
+            float *out[NV];                                                                 \
+            int64_t np[NV];                                                                 \
+            bool whole = direct_tile(bl, &row, &col, (NV), (DV), in, out, np);              \
+            NAME##_vec acc[NV][DK];                                                         \
+            UNROLL for (int i = 0; i < (DK); i++)                                           \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    acc[v][i] = (NAME##_vec){0} + bias[i];                                  \
+            for (int64_t t = 0; t < taps; t++) {                                            \
+                NAME##_vec xv[NV];                                                          \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    memcpy(&xv[v], in[v] + tapoff[t], sizeof xv[v]);                        \
+                UNROLL for (int i = 0; i < (DK); i++)                                       \
+                    UNROLL for (int v = 0; v < (NV); v++)                                   \
+                        acc[v][i] += wk[i][t] * xv[v];                                      \
+            }                                                                               \
+            if (whole && bl->nk == (DK)) {                                                  \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    UNROLL for (int i = 0; i < (DK); i++)                                   \
+                        memcpy(out[v] + i * out_sp, &acc[v][i], sizeof acc[v][i]);          \
+            } else {                                                                        \
+                float lanes[NV][DK][DV];                                                    \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    UNROLL for (int i = 0; i < (DK); i++)                                   \
+                        memcpy(lanes[v][i], &acc[v][i], sizeof acc[v][i]);                  \
+                direct_store_part(bl, &lanes[0][0][0], out, np, (NV), (DK), (DV));          \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
+    static const direct_kernel NAME = {(DV), (DK), NAME##_run};
+
+/* AVX-512: 16 of 32 zmm; AVX2 and the rest: 12 of 16 ymm or xmm. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+DIRECT_KERNEL(direct_v4, __attribute__((target("arch=x86-64-v4"))), 16, 8, 2)
+DIRECT_KERNEL(direct_v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 3)
+#endif
+DIRECT_KERNEL(direct_base, , 4, 4, 3)
+
+static const direct_kernel *direct_pick(void)
 {
-    int64_t ih_n = g->in[1], iw = g->in[2], pw = g->pad[2];
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return &direct_v4;
+    if (__builtin_cpu_supports("x86-64-v3"))
+        return &direct_v3;
+#endif
+    return &direct_base;
+}
+
+typedef struct {
+    conv_job *j;
+    const direct_kernel *kern;
+    float *pad;                 /* every image padded up front, or NULL: items pad their slab */
+    int64_t nvb, wp, nr;        /* vectors a row; padded row length; padded rows a plane */
+    int64_t nkb, nkg;           /* channel blocks; groups of them, one a work item */
+    int64_t tapoff[DIRECT_MAX_TAPS];
+} direct_job;
+
+/* input rows [r0, r0 + rows) of the zero-padded image, c channels, into
+ * buf [c][nr][wp], whose padding columns are already zero */
+static void direct_pad(const direct_job *dj, const float *xn, int64_t c, int64_t r0,
+                       int64_t rows, float *buf)
+{
+    const tgk_conv_geom *g = &dj->j->g;
+    int64_t ih_n = g->in[1], iw = g->in[2];
     for (int64_t ch = 0; ch < c; ch++)
-        for (int64_t rr = 0; rr < nr; rr++) {
-            float *dst = buf + (ch * nr + rr) * wp;
+        for (int64_t rr = 0; rr < rows; rr++) {
+            float *dst = buf + (ch * dj->nr + rr) * dj->wp + g->pad[2];
             int64_t ih = r0 - g->pad[1] + rr;
-            memset(dst, 0, (size_t)wp * sizeof *dst);
             if (ih >= 0 && ih < ih_n)
-                memcpy(dst + pw, xn + (ch * ih_n + ih) * iw, (size_t)iw * sizeof *dst);
+                memcpy(dst, xn + (ch * ih_n + ih) * iw, (size_t)iw * sizeof *dst);
+            else
+                memset(dst, 0, (size_t)iw * sizeof *dst);
         }
 }
 
-/* items (image, slab of output rows); j->w holds the direct_weights layout */
-TGK_CLONES static void direct_items(void *ctx, int64_t begin, int64_t end)
+/* planes (image, channel) of dj->pad */
+static void direct_pad_planes(void *ctx, int64_t begin, int64_t end)
 {
-    conv_job *j = ctx;
+    const direct_job *dj = ctx;
+    for (int64_t p = begin; p < end; p++)
+        direct_pad(dj, dj->j->x + p * dj->j->g.in_sp, 1, 0, dj->nr,
+                   dj->pad + p * dj->nr * dj->wp);
+}
+
+/* items (image, slab of output rows, group of channel blocks) */
+static void direct_items(void *ctx, int64_t begin, int64_t end)
+{
+    const direct_job *dj = ctx;
+    conv_job *j = dj->j;
     const tgk_conv_geom *g = &j->g;
-    int64_t c = j->d->c, k = j->d->k, kh_n = g->ker[1], kw_n = g->ker[2];
-    int64_t oh_n = g->out[1], ow = g->out[2], taps = c * g->kprod;
-    /* nr: padded rows a slab reads, plus DR - 1 for a last, partial row block */
-    int64_t wp = direct_width(g), nr = j->slab + kh_n + DR - 2, nkb = (k + DK - 1) / DK;
-    float *buf = malloc((size_t)(c * nr * wp) * sizeof *buf);
-    if (!buf) {
+    int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1];
+    float *buf = NULL;
+    if (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf))) {
         atomic_store(&j->failed, true);
         return;
     }
+    direct_block bl = {.tapoff = dj->tapoff, .taps = c * g->kprod, .wp = dj->wp,
+                       .ow = g->out[2], .out_sp = g->out_sp, .nvb = dj->nvb};
     for (int64_t it = begin; it < end; it++) {
-        int64_t n = it / j->nslab, r0 = it % j->nslab * j->slab;
-        int64_t r1 = r0 + j->slab < oh_n ? r0 + j->slab : oh_n;
-        direct_pad(g, j->x + n * c * g->in_sp, c, r0, nr, wp, buf);
-        for (int64_t kb = 0; kb < nkb; kb++) {
-            int64_t nk = k - kb * DK < DK ? k - kb * DK : DK;
-            for (int64_t oh = r0; oh < r1; oh += DR)
-                for (int64_t p0 = 0; p0 < ow; p0 += DP) {
-                    dvec acc[DR][DK];
-                    for (int64_t r = 0; r < DR; r++)
-                        for (int64_t i = 0; i < DK; i++)
-                            acc[r][i] = (dvec){0} + (j->b && i < nk ? j->b[kb * DK + i] : 0.0f);
-                    const float *wq = j->w + kb * taps * DK;
-                    for (int64_t ch = 0; ch < c; ch++)
-                        for (int64_t kh = 0; kh < kh_n; kh++) {
-                            const float *row = buf + (ch * nr + oh - r0 + kh) * wp + p0;
-                            for (int64_t kw = 0; kw < kw_n; kw++, wq += DK) {
-                                dvec xv[DR];
-                                for (int64_t r = 0; r < DR; r++)
-                                    memcpy(&xv[r], row + r * wp + kw, sizeof xv[r]);
-#pragma GCC unroll 8
-                                for (int64_t i = 0; i < DK; i++)
-                                    for (int64_t r = 0; r < DR; r++)
-                                        acc[r][i] += wq[i] * xv[r];
-                            }
-                        }
-                    int64_t np = ow - p0 < DP ? ow - p0 : DP;
-                    for (int64_t r = 0; r < DR && oh + r < r1; r++)
-                        for (int64_t i = 0; i < nk; i++) {
-                            float *dst = j->y + ((n * k + kb * DK + i) * oh_n + oh + r) * ow + p0;
-                            if (np == DP)   /* one vector store, no memcpy call */
-                                memcpy(dst, &acc[r][i], sizeof acc[r][i]);
-                            else
-                                for (int64_t p = 0; p < np; p++)
-                                    dst[p] = acc[r][i][p];
-                        }
-                }
+        int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
+        int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
+        if (buf)
+            direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + g->ker[1] - 1, buf);
+        bl.buf = buf ? buf : dj->pad + (n * c * dj->nr + r0) * dj->wp;
+        bl.r0 = r0;
+        bl.rows = rows;
+        for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
+            bl.w = j->w + kb * dk * bl.taps;
+            bl.b = j->b ? j->b + kb * dk : NULL;
+            bl.y = j->y + (n * k + kb * dk) * g->out_sp;
+            bl.nk = k - kb * dk < dk ? k - kb * dk : dk;
+            dj->kern->run(&bl);
         }
     }
     free(buf);
 }
 
-/* enough (image, row slab) items for the pool, each slab's padded rows
- * within COL_BYTES */
+/* Work items for the pool, about 4 a thread. With enough images, one
+ * image's slabs each pad their own rows and run every channel block on them.
+ * With fewer, each image is split into groups of channel blocks (a divisor of
+ * their count, so groups are even) before row slabs, and padded once up front
+ * for all its groups, as long as the padded batch fits in COL_BYTES. */
 static int direct_conv(conv_job *j)
 {
     const tgk_conv_geom *g = &j->g;
-    int64_t oh_n = g->out[1], want = 4 * (int64_t)tgk_num_threads();
-    int64_t per_image = (want + j->d->n - 1) / j->d->n;
-    j->slab = ((oh_n + per_image - 1) / per_image + DR - 1) / DR * DR;
-    int64_t per_row = j->d->c * direct_width(g) * (int64_t)sizeof(float);
-    int64_t most = (COL_BYTES / per_row - (g->ker[1] + DR - 2)) / DR * DR;
-    j->slab = j->slab < most ? j->slab : most > DR ? most : DR;
+    direct_job dj = {.j = j, .kern = direct_pick()};
+    int64_t n = j->d->n, c = j->d->c, oh_n = g->out[1], kh_n = g->ker[1], dv = dj.kern->dv;
+    int64_t want = 4 * (int64_t)tgk_num_threads(), per_image = (want + n - 1) / n;
+    dj.nvb = (g->out[2] + dv - 1) / dv;
+    dj.wp = dj.nvb * dv + g->ker[2] - 1;
+    dj.nkb = (j->d->k + dj.kern->dk - 1) / dj.kern->dk;
+    int64_t plane = (oh_n + kh_n - 1) * dj.wp;
+    dj.nkg = 1;
+    if (per_image > 1 && n * c * plane * (int64_t)sizeof(float) <= COL_BYTES)
+        for (dj.nkg = per_image < dj.nkb ? per_image : dj.nkb; dj.nkb % dj.nkg; dj.nkg++)
+            ;
+    int64_t nslab = (per_image + dj.nkg - 1) / dj.nkg;
+    j->slab = (oh_n + nslab - 1) / nslab;
+    if (dj.nkg > 1) {
+        dj.nr = oh_n + kh_n - 1;
+        if (!(dj.pad = calloc((size_t)(n * c * plane), sizeof *dj.pad)))
+            return -1;
+        tgk_parallel_for(n * c, 1 + 65536 / plane, direct_pad_planes, &dj);
+    } else {
+        int64_t most = COL_BYTES / (c * dj.wp * (int64_t)sizeof(float)) - (kh_n - 1);
+        j->slab = j->slab < most ? j->slab : most > 1 ? most : 1;
+        dj.nr = j->slab + kh_n - 1;
+    }
     j->nslab = (oh_n + j->slab - 1) / j->slab;
-    float *wt = direct_weights(j->d, g, j->w);
-    if (!wt)
-        return -1;
-    j->w = wt;
-    tgk_parallel_for(j->d->n * j->nslab, 1, direct_items, j);
-    free(wt);
+    int64_t t = 0;
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t kh = 0; kh < kh_n; kh++)
+            for (int64_t kw = 0; kw < g->ker[2]; kw++)
+                dj.tapoff[t++] = (ch * dj.nr + kh) * dj.wp + kw;
+    tgk_parallel_for(n * j->nslab * dj.nkg, 1, direct_items, &dj);
+    free(dj.pad);
     return atomic_load(&j->failed) ? -1 : 0;
 }
 
