@@ -1,5 +1,6 @@
 /* Throughput of the CPU kernels against what bounds them:
  *   conv (im2col + GEMM) against the GEMM of the same size alone;
+ *   the linear layer on pre-packed weights against OpenBLAS's sgemm;
  *   the tgk_vec_* activations against the scalar libm loop.
  *   usage: kernels_bench        (build and run: kernels_bench.sh) */
 #include <math.h>
@@ -64,6 +65,21 @@ static void bench_conv(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t ker,
     free(x), free(w), free(b), free(y), free(col);
 }
 
+static void bench_linear(int64_t M, int64_t N, int64_t K)
+{
+    float *x = filled((size_t)(M * K)), *w = filled((size_t)(N * K)), *b = filled((size_t)N);
+    float *y = filled((size_t)(M * N)), *wp = filled((size_t)tgk_packed_size(N, K));
+    tgk_pack_weight_f32(w, N, K, wp);
+    double tp, tb;
+    TIME(tp, tgk_linear_packed_f32(x, wp, b, y, M, N, K));
+    TIME(tb, tgk_linear_f32(x, w, b, y, M, N, K));
+    double gf = 2.0 * M * N * K * 1e-9;
+    printf("linear M%lld N%lld K%lld\tpacked %.4f ms %.1f GFLOP/s\tOpenBLAS %.4f ms %.1f "
+           "GFLOP/s\tspeedup %.2fx\n", (long long)M, (long long)N, (long long)K, tp * 1e3,
+           gf / tp, tb * 1e3, gf / tb, tb / tp);
+    free(x), free(w), free(b), free(y), free(wp);
+}
+
 typedef void (*vec_fn)(int64_t, const float *, float *);
 
 static void scalar_exp(int64_t n, const float *x, float *y)
@@ -99,6 +115,14 @@ static void bench_vec(const char *name, vec_fn fn, vec_fn ref)
 int main(void)
 {
     printf("threads: %d\n", tgk_num_threads());
+    bench_linear(1, 256, 784);
+    bench_linear(64, 256, 784);
+    bench_linear(64, 384, 128);
+    bench_linear(64, 512, 128);
+    bench_linear(64, 128, 512);
+    bench_linear(4096, 384, 128);
+    bench_linear(4096, 128, 512);
+    bench_linear(1024, 1024, 1024);
     bench_conv(1, 64, 64, 56, 3, 1, 1);
     bench_conv(1, 128, 128, 28, 3, 1, 1);
     bench_conv(8, 64, 128, 28, 3, 2, 1);

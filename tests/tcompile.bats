@@ -211,7 +211,7 @@ random_npy() {
     TLOG=graph,passes,fusion,memory,codegen run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
     [[ "$stderr" == *"after dce"* ]]
     [[ "$stderr" == *"after fold"* ]]
-    [[ "$stderr" == *"act: linear (linear) + relu (relu) in place"* ]]
+    [[ "$stderr" == *"act: linear (linear_packed) + relu (relu) in place"* ]]
     [[ "$stderr" == *"workspace: "*" slots"* ]]
     [[ "$stderr" == *"compiler: "*"-shared"* ]]
     [[ "$stderr" == *"compiler took"* ]]

@@ -475,14 +475,14 @@ fusion_record() {
     "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
     "$TCOMPILE" "$TMP/m.tg" -o "$TMP/m.so"
     run_ok "$TRUN" --random --dim s0=3 --bench=1 --warmup=1 --profile "$TMP/p.jsonl" "$TMP/m.so"
-    # linear+relu twice (fused), then the last linear: 3 kernels x 2 runs
+    # linear_packed+relu twice (fused), then the last linear_packed: 3 kernels x 2 runs
     [ "$(wc -l <"$TMP/p.jsonl")" -eq 6 ]
-    grep -q '"fields":{"node":"relu","op":"linear+relu","us":[0-9.e-]*,"run":1}' "$TMP/p.jsonl"
-    grep -q '"fields":{"node":"linear_2","op":"linear","us":[0-9.e-]*,"run":0}' "$TMP/p.jsonl"
+    grep -q '"fields":{"node":"relu","op":"linear_packed+relu","us":[0-9.e-]*,"run":1}' "$TMP/p.jsonl"
+    grep -q '"fields":{"node":"linear_2","op":"linear_packed","us":[0-9.e-]*,"run":0}' "$TMP/p.jsonl"
     run_ok "$TLOG" trace "$TMP/p.jsonl"
     python3 -m json.tool <<<"$output" >/dev/null
     run_ok "$TLOG" report "$TMP/p.jsonl"
-    grep -Eq '^  linear\+relu +4 ' <<<"$output"
+    grep -Eq '^  linear_packed\+relu +4 ' <<<"$output"
 }
 
 @test "tquant TLOG=graph logs the quantized graph, which tlog diff compares" {

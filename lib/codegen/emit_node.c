@@ -283,6 +283,16 @@ static int emit_linear(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+static int emit_linear_packed(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    fprintf(c->f, "    tgk_linear_packed_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
+            cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2),
+            OUT(c, nd - c->g->nodes), cg_prod(c, &x->shape, 0, x->shape.rank - 1),
+            tg_node_int(nd, "n", 0), cg_dim(c, x->shape.d[x->shape.rank - 1]));
+    return 0;
+}
+
 /* Fill a kernel descriptor's per-spatial-axis array from an attribute. */
 static int per_axis(tg_cg *c, const tg_node *nd, const char *name, int nsp, int64_t dflt,
                     const char *field)
@@ -586,6 +596,7 @@ int cg_emit_node(tg_cg *c, int n)
             break;
         case TG_OP_MATMUL: rc = emit_matmul(c, nd); break;
         case TG_OP_LINEAR: rc = emit_linear(c, nd); break;
+        case TG_OP_LINEAR_PACKED: rc = emit_linear_packed(c, nd); break;
         case TG_OP_CONV: rc = emit_conv(c, nd); break;
         case TG_OP_SDPA: rc = emit_sdpa(c, nd); break;
         case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:

@@ -120,6 +120,14 @@ int tg_run_linalg(const tg_run_ctx *c)
         rc = 0;
         break;
     }
+    case TG_OP_LINEAR_PACKED: {
+        const tg_tensor *x = c->in[0];
+        int64_t K = x->dims[x->rank - 1];
+        tgk_linear_packed_f32(io.in[0], io.in[1], io.in[2], io.out,
+                              tg_run_numel(x) / (K ? K : 1), tg_node_int(c->n, "n", 0), K);
+        rc = 0;
+        break;
+    }
     case TG_OP_CONV:
         rc = run_conv(c, io.in[0], io.in[1], io.in[2], io.out);
         break;

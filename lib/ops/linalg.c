@@ -1,4 +1,4 @@
-/* Linear algebra and convolution: matmul, linear, conv, sdpa. */
+/* Linear algebra and convolution: matmul, linear, linear_packed, conv, sdpa. */
 #include "infer.h"
 
 #include <inttypes.h>
@@ -56,6 +56,32 @@ int tg_infer_linear(tg_graph *g, int node)
         return -1;
     tg_shape s = x->shape;
     s.d[s.rank - 1] = w->shape.d[0];
+    return tg_infer_set(g, node, x->dtype, &s);
+}
+
+/* The weight of a linear, packed in panels of TGK_PANEL output columns (the
+ * layout tgk_pack_weight_f32 writes: [ceil(N/16), K, 16], zero past N). */
+int tg_infer_linear_packed(tg_graph *g, int node)
+{
+    const tg_node *nd = &g->nodes[node];
+    const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
+    const tg_value *b = tg_infer_opt(g, node, 2);
+    int64_t n = tg_node_int(nd, "n", 0);
+    if (!x || !w || tg_check_same_dtype(w, 1, x, 0) || tg_check_rank(x, 0, 1, TG_MAX_RANK) ||
+        tg_check_rank(w, 1, 3, 3))
+        return -1;
+    if (x->dtype != TG_F32)
+        return tg_err("linear_packed takes float32, not %s", tg_dtype_name(x->dtype));
+    if (n <= 0 || n > INT32_MAX)
+        return tg_err("attribute n (output features) must be in [1, %d]", INT32_MAX);
+    tg_shape ws = {.rank = 3, .d = {tg_dim_const((n + 15) / 16), x->shape.d[x->shape.rank - 1],
+                                    tg_dim_const(16)}};
+    tg_shape bs = {.rank = 1, .d = {tg_dim_const(n)}};
+    if (tg_check_shape(g, w, 1, &ws) || (b && (tg_check_same_dtype(b, 2, x, 0) ||
+                                               tg_check_shape(g, b, 2, &bs))))
+        return -1;
+    tg_shape s = x->shape;
+    s.d[s.rank - 1] = tg_dim_const(n);
     return tg_infer_set(g, node, x->dtype, &s);
 }
 

@@ -18,7 +18,8 @@
 
 static bool is_anchor(tg_op op)
 {
-    return op == TG_OP_LINEAR || op == TG_OP_CONV || op == TG_OP_MATMUL ||
+    return op == TG_OP_LINEAR || op == TG_OP_LINEAR_PACKED || op == TG_OP_CONV ||
+           op == TG_OP_MATMUL ||
            op == TG_OP_QLINEAR || op == TG_OP_QCONV;
 }
 
@@ -63,6 +64,13 @@ static bool per_channel(const tg_value *b, int rank, int axis, tg_dim c)
             return false;
     }
     return off <= axis;
+}
+
+void tg_node_take_name(tg_graph *g, int to, int from)
+{
+    char *name = g->nodes[to].name;
+    g->nodes[to].name = g->nodes[from].name;
+    g->nodes[from].name = name;
 }
 
 int tg_value_take_name(tg_graph *g, int to, int from)

@@ -18,8 +18,8 @@
 int tg_pass_dce(tg_graph *g);       /* drop nodes and constants nothing uses */
 int tg_pass_fold(tg_graph *g);      /* nodes whose inputs are all constants become constants */
 int tg_pass_cse(tg_graph *g);       /* equal nodes on equal inputs computed once */
-int tg_pass_bn_fold(tg_graph *g);
-int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */   /* batch_norm after conv/linear into their weights */
+int tg_pass_bn_fold(tg_graph *g);    /* batch_norm after conv/linear into their weights */
+int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */
 int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
 int tg_pass_prepack(tg_graph *g);   /* weights into the layout their kernel reads fastest */
 int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sdpa node */
@@ -27,6 +27,9 @@ int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sd
 /* Give value `to` the name of value `from` (which gets "<name>.replaced"), so
  * a rewrite keeps the names users see (graph outputs). 0 or -1. */
 int tg_value_take_name(tg_graph *g, int to, int from);
+/* Swap the names of nodes `to` and `from`: a node that replaces another keeps
+ * the name profiles and logs show (the replaced one is about to die). */
+void tg_node_take_name(tg_graph *g, int to, int from);
 
 /* ---- the plan --------------------------------------------------------------- */
 typedef enum {

@@ -1,10 +1,16 @@
 /* Weight pre-packing: operands turned once, at compile time, into the form
  * their CPU kernel reads, instead of at every run.
  *
+ * - A float32 linear on a constant weight [N, K] becomes a linear_packed on
+ *   the weight laid out in panels of 16 output columns, [ceil(N/16), K, 16]
+ *   (tgk_pack_weight_f32): its kernel then streams the weight with one
+ *   vector load per panel row and packs nothing at run time.
  * - The attention kernel takes an additive float mask. A constant boolean
  *   mask (true: attend) becomes a constant of 0 and -inf; a computed one gets
  *   a where node that makes the same. */
 #include "passes.h"
+
+#include "../kernels/cpu/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -42,11 +48,60 @@ static int packed_node(tg_graph *g, int mv, tg_dtype dt)
     return tg_graph_add_node(g, TG_OP_WHERE, NULL, 3, in, 0, NULL);
 }
 
+/* linear node n on a constant float32 weight -> linear_packed: 1, or 0 when
+ * it does not apply */
+static int pack_linear(tg_graph *g, int n)
+{
+    const tg_node *nd = &g->nodes[n];
+    int wv = nd->in[1];
+    const tg_value *x = &g->values[nd->in[0]], *w = &g->values[wv];
+    int64_t N, K;
+    if (w->kind != TG_VALUE_CONST || w->dtype != TG_F32 || x->dtype != TG_F32 ||
+        !tg_dim_is_const(w->shape.d[0], &N) || !tg_dim_is_const(w->shape.d[1], &K))
+        return 0;
+    char name[512];
+    snprintf(name, sizeof name, "%s.packed", w->name);
+    int wp = tg_graph_find_value(g, name);     /* made for an earlier linear (tied weights)? */
+    if (wp < 0) {
+        int64_t size = tgk_packed_size(N, K), dims[3] = {(N + TGK_PANEL - 1) / TGK_PANEL, K,
+                                                         TGK_PANEL};
+        float *data = malloc((size_t)(size > 0 ? size : 1) * sizeof *data);
+        if (!data)
+            return tg_err("out of memory");
+        tgk_pack_weight_f32(w->data, N, K, data);
+        tg_shape s = tg_shape_of(3, dims);
+        if ((wp = tg_graph_add_const(g, name, TG_F32, &s, data, (size_t)size * sizeof *data)) < 0)
+            return -1;
+        nd = &g->nodes[n];      /* adding a value may move the arrays */
+    }
+    int in[3] = {nd->in[0], wp, nd->nin > 2 ? nd->in[2] : -1};
+    tg_attr a = tg_attr_int("n", N);
+    int y = tg_graph_add_node(g, TG_OP_LINEAR_PACKED, NULL, 3, in, 1, &a);
+    if (y < 0)
+        return -1;
+    int old = g->nodes[n].out[0];
+    if (tg_value_take_name(g, y, old))
+        return -1;
+    tg_node_take_name(g, g->values[y].producer, n);
+    tg_graph_replace_uses(g, old, y);
+    TG_LOG(PASSES, TG_LOG_DEBUG, "prepack: %s's weight %s packed in panels of %d columns",
+           g->nodes[g->values[y].producer].name, g->values[wv].name, TGK_PANEL);
+    tg_graph_kill_node(g, n);
+    return 1;
+}
+
 int tg_pass_prepack(tg_graph *g)
 {
     int changed = 0, nnode = g->nnode;
     for (int n = 0; n < nnode; n++) {
         const tg_node *nd = &g->nodes[n];
+        if (nd->op == TG_OP_LINEAR) {
+            int r = pack_linear(g, n);
+            if (r < 0)
+                return -1;
+            changed += r;
+            continue;
+        }
         if (nd->op != TG_OP_SDPA || nd->nin < 4 || nd->in[3] < 0 ||
             g->values[nd->in[3]].dtype != TG_BOOL)
             continue;

@@ -1,4 +1,4 @@
-/* tgk_gemm_f32 and tgk_linear_f32 against a float64 reference, on fresh random
+/* tgk_gemm_f32, tgk_linear_f32 and tgk_linear_packed_f32 against a float64 reference, on fresh random
  * inputs: odd sizes, all transposes, leading dimensions wider than the rows,
  * alpha/beta, and products large enough to be split across the pool (also
  * from several threads at once). Tolerance: max error over the largest
@@ -139,28 +139,63 @@ static void test_nested(void)
         gcase_check(&g[i]);
 }
 
+/* y = x w^T + b in float64 */
+static double *linear_ref(const float *x, const float *w, const float *b, int64_t M, int64_t N,
+                          int64_t K)
+{
+    double *ref = kc_ref(M * N);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = b ? b[j] : 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (double)x[i * K + k] * w[j * K + k];
+            ref[i * N + j] = s;
+        }
+    return ref;
+}
+
+static void check_linear(int64_t M, int64_t N, int64_t K, bool with_bias, bool packed)
+{
+    float *x = kc_rand(M * K, -1, 1), *w = kc_rand(N * K, -1, 1);
+    float *b = with_bias ? kc_rand(N, -1, 1) : NULL, *y = kc_out(M * N);
+    double *ref = linear_ref(x, w, b, M, N, K);
+    if (packed) {
+        float *wp = kc_out(tgk_packed_size(N, K));
+        tgk_pack_weight_f32(w, N, K, wp);
+        CHECK(kc_guard_ok(wp, tgk_packed_size(N, K)));
+        tgk_linear_packed_f32(x, wp, b, y, M, N, K);
+        free(wp);
+    } else {
+        tgk_linear_f32(x, w, b, y, M, N, K);
+    }
+    KC_EXPECT(kc_norm_err(y, ref, M * N), TOL, "linear%s M=%lld N=%lld K=%lld bias=%d",
+              packed ? " packed" : "", (long long)M, (long long)N, (long long)K, with_bias);
+    CHECK(kc_guard_ok(y, M * N));
+    free(x), free(w), free(b), free(y), free(ref);
+}
+
 static void test_linear(void)
 {
     static const int64_t sz[][3] = {{1, 10, 7}, {3, 1, 5}, {4, 33, 65}, {130, 96, 200}};
     for (size_t s = 0; s < sizeof sz / sizeof *sz; s++)
-        for (int with_bias = 0; with_bias < 2; with_bias++) {
-            int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2];
-            float *x = kc_rand(M * K, -1, 1), *w = kc_rand(N * K, -1, 1);
-            float *b = with_bias ? kc_rand(N, -1, 1) : NULL, *y = kc_out(M * N);
-            double *ref = kc_ref(M * N);
-            for (int64_t i = 0; i < M; i++)
-                for (int64_t j = 0; j < N; j++) {
-                    double s = b ? b[j] : 0;
-                    for (int64_t k = 0; k < K; k++)
-                        s += (double)x[i * K + k] * w[j * K + k];
-                    ref[i * N + j] = s;
-                }
-            tgk_linear_f32(x, w, b, y, M, N, K);
-            KC_EXPECT(kc_norm_err(y, ref, M * N), TOL, "linear M=%lld N=%lld K=%lld bias=%d",
-                      (long long)M, (long long)N, (long long)K, with_bias);
-            CHECK(kc_guard_ok(y, M * N));
-            free(x), free(w), free(b), free(y), free(ref);
-        }
+        for (int with_bias = 0; with_bias < 2; with_bias++)
+            check_linear(sz[s][0], sz[s][1], sz[s][2], with_bias, false);
+}
+
+/* Every row remainder of every register tile (1-9 rows, and past the 48-row
+ * chunks), ragged last panels, the 4-panel single-row path, K = 1, and
+ * sizes large enough to be split across the pool. */
+static void test_linear_packed(void)
+{
+    static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 49, 64, 97};
+    static const int64_t cols[] = {1, 15, 16, 17, 33, 64, 100};
+    static const int64_t depth[] = {1, 7, 128};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+            check_linear(rows[r], cols[c], depth[(r + c) % 3], (r + c) % 2, true);
+    check_linear(1, 256, 784, true, true);
+    check_linear(64, 384, 128, true, true);
+    check_linear(200, 130, 300, false, true);
 }
 
 int main(void)
@@ -170,6 +205,7 @@ int main(void)
         tgk_set_num_threads(nt);
         test_shapes();
         test_linear();
+        test_linear_packed();
     }
     tgk_set_num_threads(2);
     test_concurrent();

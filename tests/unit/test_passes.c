@@ -223,6 +223,28 @@ static void test_prepack(void)
     tg_graph_free(g);
 }
 
+/* Linears on constant float weights, one with a bias and one without, two
+ * sharing a weight (tied): each becomes a linear_packed, the shared weight
+ * is packed once. Odd sizes leave the last 16-column panel partial. */
+static void test_prepack_linear(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){3, 19});
+    int w = W(g, "w", 21, 19), w2 = W(g, "w2", 19, 21);
+    int bs = W(g, "b", 21);
+    int l = NODE(g, LINEAR, "lin", x, w, bs);
+    int l2 = NODE(g, LINEAR, "lin2", l, w2);
+    tg_graph_add_output(g, NODE(g, LINEAR, "lin3", l2, w));
+    CHECK(same_after(g, tg_pass_prepack) == 3);
+    CHECK(count_op(g, TG_OP_LINEAR) == 0 && count_op(g, TG_OP_LINEAR_PACKED) == 3);
+    CHECK(tg_pass_dce(g) >= 0);
+    CHECK(tg_graph_find_value(g, "w.packed") >= 0 && tg_graph_find_value(g, "w") < 0);
+    const tg_value *p = &g->values[tg_graph_find_value(g, "w.packed")];
+    int64_t dims[3];
+    CHECK(tg_shape_is_const(&p->shape, dims) && dims[0] == 2 && dims[1] == 19 && dims[2] == 16);
+    tg_graph_free(g);
+}
+
 static void test_fuse_act(void)
 {
     tg_graph *g = tg_graph_new();
@@ -337,6 +359,7 @@ int main(void)
     test_fuse_bias();
     test_layout();
     test_prepack();
+    test_prepack_linear();
     test_fuse_act();
     test_fuse_elementwise();
     test_fuse_views();

@@ -34,6 +34,16 @@ void tgk_matmul_f32(int ra, const int64_t *ad, const float *a, int rb, const int
 void tgk_linear_f32(const float *x, const float *w, const float *b, float *y,
                     int64_t M, int64_t N, int64_t K);
 
+/* ---- GEMM on pre-packed weights (gemm_packed.c) ---------------------------- */
+/* A linear weight w [N,K] packed: ceil(N/16) panels of [K][16] (zero past N),
+ * tgk_packed_size(N, K) floats. */
+#define TGK_PANEL 16
+int64_t tgk_packed_size(int64_t N, int64_t K);
+void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed);
+/* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), wp = w packed. */
+void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
+                           int64_t M, int64_t N, int64_t K);
+
 /* ---- convolution (conv.c): im2col + GEMM, groups, dilation, transposed ----- */
 typedef struct {
     int nsp;                    /* spatial dims: 1, 2 or 3 */

@@ -1,0 +1,190 @@
+/* GEMM on pre-packed weights: y[M,N] = x[M,K] w[N,K]^T + b, the linear layer
+ * with w packed once (tcompile's prepack pass, at compile time) into panels
+ * of TGK_PANEL output columns, [N/16][K][16]. A panel row is one vector
+ * load, so the inner loop is loads of w, broadcasts of x and FMAs into
+ * register accumulators, with no packing at run time (OpenBLAS packs both
+ * operands on every call, which costs as much as the products at the sizes
+ * of small models).
+ *
+ * One source, instantiated per instruction set with a register tile that
+ * fits it, MR rows x NP panels of 16-float accumulators (AVX-512: 8 x 2,
+ * 16 zmm; AVX2: 6 x 1, 12 ymm; baseline SSE: 2 x 1, 8 xmm), chosen once at
+ * run time. A single row (GEMV) runs 4
+ * panels at once so that enough independent FMA chains hide the latency. */
+#include "kernels/cpu/kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/vecmath.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+typedef struct pgemm_job pgemm_job;
+/* rows [r0, r1) x panels [p0, p1) */
+typedef void (*chunk_fn)(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
+
+struct pgemm_job {
+    int64_t M, N, K;
+    const float *x, *wp, *b;
+    float *y;
+    int64_t row_chunk, panel_chunk, row_chunks;
+    chunk_fn fn;                /* the one for this CPU */
+};
+
+/* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
+ * starting at row r, panel p, with vectors of VL floats, the instruction
+ * set's own width (GCC splits wider generic vectors through memory). mr and
+ * np are constants at every call site, so with the loops unrolled the
+ * accumulators live in registers. */
+#define TILE(name, vec, VL)                                                         \
+    typedef float vec __attribute__((vector_size(VL * sizeof(float))));            \
+    INLINE void name(const int mr, const int np, const pgemm_job *j, int64_t r,     \
+                     int64_t p)                                                     \
+    {                                                                               \
+        enum { PV = TGK_PANEL / VL };   /* vectors a panel row */                   \
+        int64_t K = j->K, n0 = p * TGK_PANEL;                                       \
+        int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;    \
+        const float *a = j->x + r * K, *bp = j->wp + p * K * TGK_PANEL;             \
+        vec acc[8][4 * PV];                                                         \
+        _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {                \
+            vec bias = {0};                                                         \
+            int64_t nb = ncols - v * VL;                                            \
+            if (j->b && nb >= VL)                                                   \
+                memcpy(&bias, j->b + n0 + v * VL, sizeof bias);                     \
+            else if (j->b)                                                          \
+                for (int64_t c = 0; c < nb; c++)                                    \
+                    bias[c] = j->b[n0 + v * VL + c];                                \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) acc[i][v] = bias;  \
+        }                                                                           \
+        for (int64_t k = 0; k < K; k++) {                                           \
+            vec w[4 * PV];                                                          \
+            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
+                memcpy(&w[v], bp + (v / PV * K + k) * TGK_PANEL + v % PV * VL,      \
+                       sizeof w[v]);                                                \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
+                float xv = a[i * K + k];                                            \
+                _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
+                    acc[i][v] += xv * w[v];                                         \
+            }                                                                       \
+        }                                                                           \
+        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                      \
+            float *yr = j->y + (r + i) * j->N + n0;                                 \
+            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {            \
+                int64_t nc = ncols - v * VL;                                        \
+                if (nc >= VL)                                                       \
+                    memcpy(yr + v * VL, &acc[i][v], sizeof acc[i][v]);              \
+                else                                                                \
+                    for (int64_t c = 0; c < nc; c++)                                \
+                        yr[v * VL + c] = acc[i][v][c];                              \
+            }                                                                       \
+        }                                                                           \
+    }
+
+/* tile T over rows [r, r + mr), mr <= MR, as a constant */
+#define TILE_ROWS(T, MR, NP, j, r, p, mr)                                    \
+    do {                                                                     \
+        switch ((mr)) {                                                      \
+        case 1: T(1, NP, j, r, p); break;                                    \
+        case 2: if (MR > 2) T(2, NP, j, r, p); break;                        \
+        case 3: if (MR > 3) T(3, NP, j, r, p); break;                        \
+        case 4: if (MR > 4) T(4, NP, j, r, p); break;                        \
+        case 5: if (MR > 5) T(5, NP, j, r, p); break;                        \
+        case 6: if (MR > 6) T(6, NP, j, r, p); break;                        \
+        case 7: if (MR > 7) T(7, NP, j, r, p); break;                        \
+        }                                                                    \
+        if ((mr) == MR)                                                      \
+            T(MR, NP, j, r, p);                                              \
+    } while (0)
+
+/* One chunk of rows x panels: panels outer, so a panel group stays in cache
+ * while the chunk's rows pass over it. A lone row takes 4 panels at a time. */
+#define CHUNK_FN(name, attr, T, MR, NP)                                                \
+    attr static void name(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0,      \
+                          int64_t p1)                                                  \
+    {                                                                                  \
+        int64_t p = p0;                                                                \
+        if (r1 - r0 == 1)                                                              \
+            for (; p + 4 <= p1; p += 4)                                                \
+                T(1, 4, j, r0, p);                                                     \
+        for (; p + NP <= p1; p += NP)                                                  \
+            for (int64_t r = r0; r < r1; r += MR)                                      \
+                TILE_ROWS(T, MR, NP, j, r, p, r1 - r < MR ? r1 - r : MR);              \
+        for (; p < p1; p++)                                                            \
+            for (int64_t r = r0; r < r1; r += MR)                                      \
+                TILE_ROWS(T, MR, 1, j, r, p, r1 - r < MR ? r1 - r : MR);               \
+    }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+TILE(tile16, v16, 16)
+TILE(tile8, v8, 8)
+CHUNK_FN(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile16, 8, 2)
+CHUNK_FN(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile8, 6, 1)
+#endif
+TILE(tile4, v4, 4)
+CHUNK_FN(chunk_base, , tile4, 2, 1)
+
+typedef struct {
+    chunk_fn fn;
+    int64_t mr;
+} chunk_kind;
+
+static chunk_kind pick_chunk(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return (chunk_kind){chunk_avx512, 8};
+    if (__builtin_cpu_supports("x86-64-v3"))
+        return (chunk_kind){chunk_avx2, 6};
+#endif
+    return (chunk_kind){chunk_base, 2};
+}
+
+static void run_chunks(void *ctx, int64_t begin, int64_t end)
+{
+    const pgemm_job *j = ctx;
+    int64_t panels = (j->N + TGK_PANEL - 1) / TGK_PANEL;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t r0 = t % j->row_chunks * j->row_chunk, p0 = t / j->row_chunks * j->panel_chunk;
+        int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
+        int64_t p1 = p0 + j->panel_chunk < panels ? p0 + j->panel_chunk : panels;
+        j->fn(j, r0, r1, p0, p1);
+    }
+}
+
+int64_t tgk_packed_size(int64_t N, int64_t K)
+{
+    return (N + TGK_PANEL - 1) / TGK_PANEL * K * TGK_PANEL;
+}
+
+void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed)
+{
+    for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t c = 0; c < TGK_PANEL; c++)
+                *packed++ = n0 + c < N ? w[(n0 + c) * K + k] : 0.0f;
+}
+
+/* Below this many multiply-adds a task costs more to hand out than it saves
+ * (a 256 x 784 GEMV runs faster on one thread than split in two). */
+#define TASK_MIN_WORK (1 << 18)
+
+void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
+                           int64_t M, int64_t N, int64_t K)
+{
+    static chunk_kind kind;     /* the same for every caller: a benign race */
+    if (!kind.fn)
+        kind = pick_chunk();
+    if (M <= 0 || N <= 0)
+        return;
+    /* chunks of 4 panels (64 columns) x at most 8 register tiles of rows, as
+     * even as they go in whole tiles, so only the matrix's last tile is partial */
+    int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
+    int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
+    pgemm_job j = {M, N, K, x, wp, b, y, (tiles + row_chunks - 1) / row_chunks * kind.mr, 4,
+                   row_chunks, kind.fn};
+    int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
+    double per_task = (double)M * (double)N * (double)K / (double)tasks;
+    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
+}
