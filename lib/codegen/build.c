@@ -149,7 +149,10 @@ static int compile(tmpdir *t, const tg_build_opts *o, char *ccbuf)
     if (runtime_lib(lib, sizeof lib))
         return -1;
     const char *fixed[] = {
-        "-std=gnu11", "-shared", "-fPIC", "-O3", march, "-g0", "-fvisibility=hidden",
+        /* -fno-trapping-math lets the emitted loops' selects vectorize
+         * without AVX-512 masks (see kernels/cpu/vecmath.h) */
+        "-std=gnu11", "-shared", "-fPIC", "-O3", "-fno-trapping-math", march, "-g0",
+        "-fvisibility=hidden",
         prefix, "-frandom-seed=tgraph", "-fno-ident", "-o", "model.so", "model.c", lib,
         "-lopenblas", "-lm", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=exports.map",
         "-Wl,--as-needed", NULL,
