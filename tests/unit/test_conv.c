@@ -173,18 +173,25 @@ int main(void)
     run_case(&c, true);
     c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
     run_case(&c, true);
-    /* direct: the cnn fixture's convs at batch 1 and 3 (each image padded
-     * once, split by channel blocks) */
+    /* direct: the cnn fixture's convs at batch 1 and 3 */
     for (int64_t n = 1; n <= 3; n += 2) {
         c = fixed(n, 3, 16, 1, 32, 32, 3, 3, 1, 1, false);
         run_case(&c, true);
         c = fixed(n, 16, 32, 1, 16, 16, 3, 3, 1, 1, false);
         run_case(&c, true);
     }
+    /* direct, fewer images than 4 items a thread and work enough to share:
+     * each image padded once, split by channel blocks, then by row slabs */
+    c = fixed(2, 16, 32, 1, 24, 24, 3, 3, 1, 1, false);
+    run_case(&c, true);
+    c = fixed(1, 16, 5, 1, 64, 64, 3, 3, 1, 1, false);
+    run_case(&c, false);
     c = fixed(1, 16, 12, 1, 1, 40, 1, 3, 1, 1, false);    /* direct: one row, 3 pixel blocks */
     run_case(&c, false);
-    /* direct, one thread, an image too big to pad whole: slabs of rows, fewer
-     * than the 4 wanted a thread to keep each slab's rows within 4 MiB */
+    /* direct, an image too big to pad whole: row slabs that pad their own
+     * rows; on one thread, as many as keep each slab's rows within 4 MiB */
+    c = fixed(1, 16, 2, 1, 256, 256, 1, 1, 1, 0, false);
+    run_case(&c, true);
     tgk_set_num_threads(1);
     c = fixed(1, 1, 1, 1, 16, 270000, 1, 3, 1, 1, false);
     run_case(&c, true);

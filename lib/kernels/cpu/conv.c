@@ -194,6 +194,9 @@ TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
  * time. A slab's vectors, (output row, block of DV pixels), are taken NV at
  * a time in raster order, so a tile may span rows and few are left partial. */
 #define DIRECT_MAX_TAPS 256     /* c * kernel product; above it GEMM wins */
+/* Below it a convolution runs on the caller's thread alone: waking the pool
+ * and waiting for it costs 10-15 us on a 2-vCPU VM, 1 MFLOP of work. */
+#define DIRECT_PARALLEL_FLOPS (3 << 20)
 
 static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
 {
@@ -397,17 +400,20 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
     free(buf);
 }
 
-/* Work items for the pool, about 4 a thread. With enough images, one
- * image's slabs each pad their own rows and run every channel block on them.
- * With fewer, each image is split into groups of channel blocks (a divisor of
- * their count, so groups are even) before row slabs, and padded once up front
- * for all its groups, as long as the padded batch fits in COL_BYTES. */
+/* Work items for the pool, about 4 a thread, or one when the work is too
+ * small to share. With enough images, one image's slabs each pad their own
+ * rows and run every channel block on them. With fewer, each image is split
+ * into groups of channel blocks (a divisor of their count, so groups are
+ * even) before row slabs, and padded once up front for all its groups, as
+ * long as the padded batch fits in COL_BYTES. */
 static int direct_conv(conv_job *j)
 {
     const tgk_conv_geom *g = &j->g;
     direct_job dj = {.j = j, .kern = direct_pick()};
     int64_t n = j->d->n, c = j->d->c, oh_n = g->out[1], kh_n = g->ker[1], dv = dj.kern->dv;
-    int64_t want = 4 * (int64_t)tgk_num_threads(), per_image = (want + n - 1) / n;
+    bool parallel = tgk_num_threads() > 1 &&
+                    2 * n * j->d->k * g->out_sp * c * g->kprod >= DIRECT_PARALLEL_FLOPS;
+    int64_t want = parallel ? 4 * (int64_t)tgk_num_threads() : 1, per_image = (want + n - 1) / n;
     dj.nvb = (g->out[2] + dv - 1) / dv;
     dj.wp = dj.nvb * dv + g->ker[2] - 1;
     dj.nkb = (j->d->k + dj.kern->dk - 1) / dj.kern->dk;
@@ -434,7 +440,10 @@ static int direct_conv(conv_job *j)
         for (int64_t kh = 0; kh < kh_n; kh++)
             for (int64_t kw = 0; kw < g->ker[2]; kw++)
                 dj.tapoff[t++] = (ch * dj.nr + kh) * dj.wp + kw;
-    tgk_parallel_for(n * j->nslab * dj.nkg, 1, direct_items, &dj);
+    if (parallel)
+        tgk_parallel_for(n * j->nslab * dj.nkg, 1, direct_items, &dj);
+    else
+        direct_items(&dj, 0, n * j->nslab * dj.nkg);
     free(dj.pad);
     return atomic_load(&j->failed) ? -1 : 0;
 }
