@@ -198,6 +198,40 @@ static void test_linear_packed(void)
     check_linear(200, 130, 300, false, true);
 }
 
+/* tgk_gemm_packed_f32 with rows wider than the matrix and accumulation into
+ * y, the weight packed from its [K, N] transpose (tgk_pack_kn_f32): y0 +
+ * x b, the form attention's P V takes. */
+static void test_gemm_packed_strided(void)
+{
+    static const int64_t sz[][3] = {{1, 16, 5}, {7, 33, 64}, {64, 32, 64}, {13, 100, 9}};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
+        int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2];
+        int64_t ldx = K + kc_int(0, 5), ldb = N + kc_int(0, 5), ldy = N + kc_int(0, 5);
+        float *x = kc_rand(M * ldx, -1, 1), *b = kc_rand(K * ldb, -1, 1);
+        float *y = kc_rand(M * ldy, -1, 1), *bp = kc_out(tgk_packed_size(N, K));
+        double *ref = kc_ref(M * N);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = y[i * ldy + j];
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)x[i * ldx + k] * b[k * ldb + j];
+                ref[i * N + j] = acc;
+            }
+        tgk_pack_kn_f32(b, ldb, K, N, bp);
+        tgk_gemm_packed_f32(M, N, K, x, ldx, bp, NULL, true, y, ldy);
+        double err = 0;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double e = fabs(y[i * ldy + j] - ref[i * N + j]) / (1 + fabs(ref[i * N + j]));
+                err = e > err || e != e ? e : err;
+            }
+        KC_EXPECT(err, TOL, "gemm packed strided M=%lld N=%lld K=%lld", (long long)M,
+                  (long long)N, (long long)K);
+        CHECK(kc_guard_ok(y, M * ldy));
+        free(x), free(b), free(y), free(bp), free(ref);
+    }
+}
+
 int main(void)
 {
     kc_seed("test_gemm");
@@ -206,6 +240,7 @@ int main(void)
         test_shapes();
         test_linear();
         test_linear_packed();
+        test_gemm_packed_strided();
     }
     tgk_set_num_threads(2);
     test_concurrent();

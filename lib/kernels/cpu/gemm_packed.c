@@ -25,8 +25,9 @@ typedef struct pgemm_job pgemm_job;
 typedef void (*chunk_fn)(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
 
 struct pgemm_job {
-    int64_t M, N, K;
+    int64_t M, N, K, ldx, ldy;
     const float *x, *wp, *b;
+    bool accumulate;            /* start from y instead of b */
     float *y;
     int64_t row_chunk, panel_chunk, row_chunks;
     chunk_fn fn;                /* the one for this CPU */
@@ -45,17 +46,21 @@ struct pgemm_job {
         enum { PV = TGK_PANEL / VL };   /* vectors a panel row */                   \
         int64_t K = j->K, n0 = p * TGK_PANEL;                                       \
         int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;    \
-        const float *a = j->x + r * K, *bp = j->wp + p * K * TGK_PANEL;             \
+        const float *a = j->x + r * j->ldx, *bp = j->wp + p * K * TGK_PANEL;        \
         vec acc[8][4 * PV];                                                         \
         _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {                \
-            vec bias = {0};                                                         \
             int64_t nb = ncols - v * VL;                                            \
-            if (j->b && nb >= VL)                                                   \
-                memcpy(&bias, j->b + n0 + v * VL, sizeof bias);                     \
-            else if (j->b)                                                          \
-                for (int64_t c = 0; c < nb; c++)                                    \
-                    bias[c] = j->b[n0 + v * VL + c];                                \
-            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) acc[i][v] = bias;  \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
+                const float *src = j->accumulate ? j->y + (r + i) * j->ldy + n0 + v * VL \
+                                                 : j->b ? j->b + n0 + v * VL : NULL; \
+                vec init = {0};                                                     \
+                if (src && nb >= VL)                                                \
+                    memcpy(&init, src, sizeof init);                                \
+                else if (src)                                                       \
+                    for (int64_t c = 0; c < nb; c++)                                \
+                        init[c] = src[c];                                           \
+                acc[i][v] = init;                                                   \
+            }                                                                       \
         }                                                                           \
         for (int64_t k = 0; k < K; k++) {                                           \
             vec w[4 * PV];                                                          \
@@ -63,13 +68,13 @@ struct pgemm_job {
                 memcpy(&w[v], bp + (v / PV * K + k) * TGK_PANEL + v % PV * VL,      \
                        sizeof w[v]);                                                \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
-                float xv = a[i * K + k];                                            \
+                float xv = a[i * j->ldx + k];                                       \
                 _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
                     acc[i][v] += xv * w[v];                                         \
             }                                                                       \
         }                                                                           \
         _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                      \
-            float *yr = j->y + (r + i) * j->N + n0;                                 \
+            float *yr = j->y + (r + i) * j->ldy + n0;                               \
             _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {            \
                 int64_t nc = ncols - v * VL;                                        \
                 if (nc >= VL)                                                       \
@@ -166,12 +171,20 @@ void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed)
                 *packed++ = n0 + c < N ? w[(n0 + c) * K + k] : 0.0f;
 }
 
+void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *packed)
+{
+    for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t c = 0; c < TGK_PANEL; c++)
+                *packed++ = n0 + c < N ? b[k * ldb + n0 + c] : 0.0f;
+}
+
 /* Below this many multiply-adds a task costs more to hand out than it saves
  * (a 256 x 784 GEMV runs faster on one thread than split in two). */
 #define TASK_MIN_WORK (1 << 18)
 
-void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
-                           int64_t M, int64_t N, int64_t K)
+void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy)
 {
     static chunk_kind kind;     /* the same for every caller: a benign race */
     if (!kind.fn)
@@ -182,9 +195,15 @@ void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, floa
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    pgemm_job j = {M, N, K, x, wp, b, y, (tiles + row_chunks - 1) / row_chunks * kind.mr, 4,
-                   row_chunks, kind.fn};
+    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y,
+                   (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, row_chunks, kind.fn};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
+}
+
+void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
+                           int64_t M, int64_t N, int64_t K)
+{
+    tgk_gemm_packed_f32(M, N, K, x, K, wp, b, false, y, N);
 }

@@ -40,9 +40,14 @@ void tgk_linear_f32(const float *x, const float *w, const float *b, float *y,
 #define TGK_PANEL 16
 int64_t tgk_packed_size(int64_t N, int64_t K);
 void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed);
+/* The same layout from a [K,N] operand (rows ldb apart): the w^T of a matmul. */
+void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *packed);
 /* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), wp = w packed. */
 void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
                            int64_t M, int64_t N, int64_t K);
+/* The same with rows ldx and ldy apart; accumulate: y += x w^T (b unused). */
+void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy);
 
 /* ---- convolution (conv.c): im2col + GEMM, groups, dilation, transposed ----- */
 typedef struct {

@@ -6,8 +6,12 @@
  * sum l, the accumulator rescaled by exp(m_old - m_new) whenever the max
  * grows; then acc += exp(S - m) V (GEMM). At the end o = acc / l. Scratch is
  * O(BR * (E + BC + Ev)) per thread, never O(L * S). Causal blocks right of the
- * diagonal are never computed. Tasks run on the pool; the tile GEMMs inside
- * them are single-threaded (tgk_gemm_f32 does not split inside a task). */
+ * diagonal are never computed. Tasks run on the pool; the tile products
+ * inside them run on one thread, on the register-tiled kernel of
+ * gemm_packed.c: each K and V tile is packed once per query block (nc x E
+ * copies against nr x nc x E multiply-adds), where a BLAS call would pack
+ * both operands on every call, which at head sizes of 32-128 costs as much
+ * as the products. */
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/vecmath.h"
 
@@ -28,6 +32,8 @@ typedef struct {
 typedef struct {
     float *s;                   /* [BR, BC] scores, then probabilities */
     float *acc;                 /* [BR, Ev] */
+    float *q;                   /* [BR, E] the query block times scale */
+    float *kp, *vp;             /* the key and value tiles, packed */
     float m[BR], l[BR];
 } tile;
 
@@ -90,14 +96,18 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     }
     for (int64_t i = 0; i < nr * Ev; i++)
         t->acc[i] = 0.0f;
+    for (int64_t i = 0; i < nr * E; i++)
+        t->q[i] = Q[i] * d->scale;
     /* causal: keys past the block's last row are masked for every row */
     int64_t s_end = d->causal && l0 + nr < S ? l0 + nr : S;
     for (int64_t s0 = 0; s0 < s_end; s0 += BC) {
         int64_t nc = s_end - s0 < BC ? s_end - s0 : BC;
-        tgk_gemm_f32(false, true, nr, nc, E, d->scale, Q, E, K + s0 * E, E, 0.0f, t->s, BC);
+        tgk_pack_weight_f32(K + s0 * E, nc, E, t->kp);
+        tgk_gemm_packed_f32(nr, nc, E, t->q, E, t->kp, NULL, false, t->s, BC);
         tile_mask(d, t->s, b, h, l0, nr, s0, nc);
         tile_softmax(t, nr, nc, Ev);
-        tgk_gemm_f32(false, false, nr, Ev, nc, 1.0f, t->s, BC, V + s0 * Ev, Ev, 1.0f, t->acc, Ev);
+        tgk_pack_kn_f32(V + s0 * Ev, Ev, nc, Ev, t->vp);
+        tgk_gemm_packed_f32(nr, Ev, nc, t->s, BC, t->vp, NULL, true, t->acc, Ev);
     }
     for (int64_t i = 0; i < nr; i++) {
         float inv = t->l[i] > 0.0f ? 1.0f / t->l[i] : 0.0f;
@@ -109,13 +119,18 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
 static void sdpa_tasks(void *ctx, int64_t begin, int64_t end)
 {
     sdpa_job *j = ctx;
+    int64_t E = j->d->E, Ev = j->d->Ev;
     tile t;
-    t.s = malloc(sizeof(float) * (size_t)(BR * BC + BR * j->d->Ev));
+    t.s = malloc(sizeof(float) * (size_t)(BR * BC + BR * Ev + BR * E + tgk_packed_size(BC, E) +
+                                          tgk_packed_size(Ev, BC)));
     if (!t.s) {
         atomic_store(&j->failed, true);
         return;
     }
     t.acc = t.s + BR * BC;
+    t.q = t.acc + BR * Ev;
+    t.kp = t.q + BR * E;
+    t.vp = t.kp + tgk_packed_size(BC, E);
     for (int64_t task = begin; task < end; task++)
         sdpa_block(j, &t, task);
     free(t.s);
