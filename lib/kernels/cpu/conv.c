@@ -210,55 +210,39 @@ static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
     return true;
 }
 
+/* One output vector of a slab: where it reads in the padded rows and writes
+ * in an output channel, and how many of its pixels exist (0 for the repeats
+ * of the slab's last vector that fill its last tile). */
+typedef struct {
+    int64_t in, out, np;
+} direct_vec;
+
 /* One block of output channels over one slab of output rows: the
  * micro-kernel's arguments. */
 typedef struct {
     const float *buf;           /* the slab's zero-padded input rows, [c][nr][wp] */
     const int64_t *tapoff;      /* per (channel, kh, kw): its offset in buf */
+    const direct_vec *vec;      /* the slab's vectors, whole tiles of them */
     const float *w;             /* the block's weights, taps a channel */
     const float *b;             /* the block's bias, or NULL */
-    float *y;                   /* output channel 0 of the block, row 0 */
-    int64_t taps, nk;           /* nk: channels of the block that exist (<= dk) */
-    int64_t wp, ow, out_sp;
-    int64_t r0, rows, nvb;      /* the slab's output rows; vectors a row */
+    float *y;                   /* output channel 0 of the block */
+    int64_t nvec, taps, nk;     /* nk: channels of the block that exist (<= dk) */
+    int64_t out_sp;
 } direct_block;
 
 typedef struct {
-    int64_t dv, dk;             /* pixels a vector, output channels a block */
+    int64_t dv, dk, nv;         /* pixels a vector, channels a block, vectors a tile */
     void (*run)(const direct_block *);
 } direct_kernel;
 
-/* Where a tile's nv vectors read and write, taking the slab's vectors from
- * (*row, *col) on and advancing it; np: the pixels each stores, 0 for
- * repeats of the slab's last vector that fill a partial tile. True when
- * every vector is whole. */
-static inline bool direct_tile(const direct_block *bl, int64_t *row, int64_t *col, int nv,
-                               int64_t dv, const float **in, float **out, int64_t *np)
-{
-    bool whole = true;
-    for (int v = 0; v < nv; v++) {
-        bool past = *row == bl->rows;
-        int64_t r = past ? bl->rows - 1 : *row, p0 = (past ? bl->nvb - 1 : *col) * dv;
-        in[v] = bl->buf + r * bl->wp + p0;
-        out[v] = bl->y + (bl->r0 + r) * bl->ow + p0;
-        np[v] = past ? 0 : bl->ow - p0 < dv ? bl->ow - p0 : dv;
-        whole &= np[v] == dv;
-        if (!past && ++*col == bl->nvb) {
-            *col = 0;
-            ++*row;
-        }
-    }
-    return whole;
-}
-
 /* a tile's stores where some pixels or channels do not exist; lanes [nv][dk][dv] */
-static void direct_store_part(const direct_block *bl, const float *lanes, float *const *out,
-                              const int64_t *np, int nv, int64_t dk, int64_t dv)
+static void direct_store_part(const direct_block *bl, const direct_vec *vec, const float *lanes,
+                              int nv, int64_t dk, int64_t dv)
 {
     for (int v = 0; v < nv; v++)
         for (int64_t i = 0; i < bl->nk; i++)
-            memcpy(out[v] + i * bl->out_sp, lanes + (v * dk + i) * dv,
-                   (size_t)np[v] * sizeof *lanes);
+            memcpy(bl->y + vec[v].out + i * bl->out_sp, lanes + (v * dk + i) * dv,
+                   (size_t)vec[v].np * sizeof *lanes);
 }
 
 /* Every loop over the tile fully unrolled, so the accumulators stay in registers. */
@@ -280,12 +264,15 @@ static void direct_store_part(const direct_block *bl, const float *lanes, float 
             wk[i] = bl->w + k * taps;                                                       \
             bias[i] = bl->b ? bl->b[k] : 0.0f;                                              \
         }                                                                                   \
-        int64_t row = 0, col = 0;                                                           \
-        while (row < bl->rows) {                                                            \
+        for (const direct_vec *vec = bl->vec; vec < bl->vec + bl->nvec; vec += (NV)) {      \
             const float *in[NV];                                                            \
             float *out[NV];                                                                 \
-            int64_t np[NV];                                                                 \
-            bool whole = direct_tile(bl, &row, &col, (NV), (DV), in, out, np);              \
+            bool whole = bl->nk == (DK);                                                    \
+            UNROLL for (int v = 0; v < (NV); v++) {                                         \
+                in[v] = bl->buf + vec[v].in;                                                \
+                out[v] = bl->y + vec[v].out;                                                \
+                whole &= vec[v].np == (DV);                                                 \
+            }                                                                               \
             NAME##_vec acc[NV][DK];                                                         \
             UNROLL for (int i = 0; i < (DK); i++)                                           \
                 UNROLL for (int v = 0; v < (NV); v++)                                       \
@@ -298,7 +285,7 @@ static void direct_store_part(const direct_block *bl, const float *lanes, float 
                     UNROLL for (int v = 0; v < (NV); v++)                                   \
                         acc[v][i] += wk[i][t] * xv[v];                                      \
             }                                                                               \
-            if (whole && bl->nk == (DK)) {                                                  \
+            if (whole) {                                                                    \
                 UNROLL for (int v = 0; v < (NV); v++)                                       \
                     UNROLL for (int i = 0; i < (DK); i++)                                   \
                         memcpy(out[v] + i * out_sp, &acc[v][i], sizeof acc[v][i]);          \
@@ -307,11 +294,11 @@ static void direct_store_part(const direct_block *bl, const float *lanes, float 
                 UNROLL for (int v = 0; v < (NV); v++)                                       \
                     UNROLL for (int i = 0; i < (DK); i++)                                   \
                         memcpy(lanes[v][i], &acc[v][i], sizeof acc[v][i]);                  \
-                direct_store_part(bl, &lanes[0][0][0], out, np, (NV), (DK), (DV));          \
+                direct_store_part(bl, vec, &lanes[0][0][0], (NV), (DK), (DV));              \
             }                                                                               \
         }                                                                                   \
     }                                                                                       \
-    static const direct_kernel NAME = {(DV), (DK), NAME##_run};
+    static const direct_kernel NAME = {(DV), (DK), (NV), NAME##_run};
 
 /* AVX-512: 16 of 32 zmm; AVX2 and the rest: 12 of 16 ymm or xmm. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -367,6 +354,20 @@ static void direct_pad_planes(void *ctx, int64_t begin, int64_t end)
                    dj->pad + p * dj->nr * dj->wp);
 }
 
+/* the vectors of output rows [r0, r0 + rows), in raster order, then repeats
+ * of the last up to whole tiles; returns their count */
+static int64_t direct_vectors(const direct_job *dj, int64_t r0, int64_t rows, direct_vec *vec)
+{
+    int64_t dv = dj->kern->dv, ow = dj->j->g.out[2], m = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t p0 = 0; p0 < ow; p0 += dv)
+            vec[m++] = (direct_vec){r * dj->wp + p0, (r0 + r) * ow + p0,
+                                    ow - p0 < dv ? ow - p0 : dv};
+    for (; m % dj->kern->nv; m++)
+        vec[m] = (direct_vec){vec[m - 1].in, vec[m - 1].out, 0};
+    return m;
+}
+
 /* items (image, slab of output rows, group of channel blocks) */
 static void direct_items(void *ctx, int64_t begin, int64_t end)
 {
@@ -374,21 +375,22 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
     conv_job *j = dj->j;
     const tgk_conv_geom *g = &j->g;
     int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1];
+    direct_vec *vec = malloc((size_t)(j->slab * dj->nvb + dj->kern->nv) * sizeof *vec);
     float *buf = NULL;
-    if (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf))) {
+    if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf)))) {
         atomic_store(&j->failed, true);
+        free(vec);
         return;
     }
-    direct_block bl = {.tapoff = dj->tapoff, .taps = c * g->kprod, .wp = dj->wp,
-                       .ow = g->out[2], .out_sp = g->out_sp, .nvb = dj->nvb};
+    direct_block bl = {.tapoff = dj->tapoff, .vec = vec, .taps = c * g->kprod,
+                       .out_sp = g->out_sp};
     for (int64_t it = begin; it < end; it++) {
         int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
         int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
         if (buf)
             direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + g->ker[1] - 1, buf);
         bl.buf = buf ? buf : dj->pad + (n * c * dj->nr + r0) * dj->wp;
-        bl.r0 = r0;
-        bl.rows = rows;
+        bl.nvec = direct_vectors(dj, r0, rows, vec);
         for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
             bl.w = j->w + kb * dk * bl.taps;
             bl.b = j->b ? j->b + kb * dk : NULL;
@@ -398,6 +400,7 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
         }
     }
     free(buf);
+    free(vec);
 }
 
 /* Work items for the pool, about 4 a thread, or one when the work is too
