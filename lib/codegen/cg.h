@@ -58,5 +58,8 @@ int cg_emit_pool(tg_cg *c, int n);
 /* An epilogue group: its anchor's kernel, then its activations as a loop over
  * the result, in place. */
 int cg_emit_epilogue(tg_cg *c, int root);
+/* Whether group `root` is a conv and one relu, which the conv kernel applies
+ * as it stores (tgk_conv_desc.relu): no loop of its own. */
+bool cg_epilogue_in_conv(const tg_cg *c, int root);
 
 #endif

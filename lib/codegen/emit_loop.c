@@ -326,6 +326,15 @@ int cg_emit_loop(tg_cg *c, int root)
     return 0;
 }
 
+bool cg_epilogue_in_conv(const tg_cg *c, int root)
+{
+    const tg_node *act = &c->g->nodes[root];
+    const tg_value *x = &c->g->values[act->in[0]];
+    return c->p->kind[root] == TG_GROUP_EPILOGUE && act->op == TG_OP_RELU &&
+           x->kind == TG_VALUE_NODE && c->g->nodes[x->producer].op == TG_OP_CONV &&
+           c->p->root[x->producer] == root;
+}
+
 int cg_emit_epilogue(tg_cg *c, int root)
 {
     /* the anchor's kernel writes the result; the activations then run over it */
@@ -333,6 +342,8 @@ int cg_emit_epilogue(tg_cg *c, int root)
         if (c->p->root[m] == root && !tg_op_is_elementwise(c->g->nodes[m].op) &&
             cg_emit_node(c, m))
             return -1;
+    if (cg_epilogue_in_conv(c, root))
+        return 0;
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
         return -1;

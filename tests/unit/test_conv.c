@@ -115,16 +115,19 @@ static void run_case(ccase *c, bool with_bias)
     float *b = with_bias ? kc_rand(d->k, -1, 1) : NULL, *y = kc_out(ny);
     double *ref = kc_ref(ny), *mag = kc_ref(ny);
     reference(c, x, w, b, ref, mag);
+    for (int64_t i = 0; d->relu && i < ny; i++)
+        ref[i] = ref[i] < 0 ? 0 : ref[i];
     CHECK(tgk_conv_f32(d, x, w, b, y) == 0);
     int64_t terms = (d->c / d->groups) * kp;
     KC_EXPECT(conv_err(y, ref, mag, ny), TOL * (1 + terms / 1000.0),
               "conv nsp=%d n=%lld c=%lld k=%lld g=%lld in=%lldx%lldx%lld ker=%lldx%lldx%lld "
-              "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d",
+              "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d relu=%d",
               d->nsp, (long long)d->n, (long long)d->c, (long long)d->k, (long long)d->groups,
               (long long)c->in[0], (long long)c->in[1], (long long)c->in[2], (long long)c->ker[0],
               (long long)c->ker[1], (long long)c->ker[2], (long long)c->str[0], (long long)c->str[1],
               (long long)c->str[2], (long long)c->pad[0], (long long)c->pad[1], (long long)c->pad[2],
-              (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed);
+              (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed,
+              d->relu);
     CHECK(kc_guard_ok(y, ny));
     free(x), free(w), free(b), free(y), free(ref), free(mag);
 }
@@ -231,6 +234,25 @@ int main(void)
                           kc_int(0, kh < kw ? kh : kw), false);
                 run_case(&c, kc_int(0, 1));
             }
+
+    /* relu applied by the kernel: as the direct path stores, after the others */
+    static const int64_t rc[][10] = {
+        {3, 3, 16, 1, 32, 32, 3, 3, 1, 1},     /* direct, cnn's first conv */
+        {2, 16, 21, 1, 13, 19, 3, 3, 1, 1},    /* direct, partial blocks */
+        {1, 64, 16, 1, 30, 30, 3, 3, 1, 1},    /* im2col */
+        {1, 288, 24, 1, 9, 9, 1, 1, 1, 0},     /* pointwise */
+        {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},   /* depthwise */
+        {2, 6, 8, 2, 9, 11, 3, 3, 2, 1},       /* grouped, strided */
+    };
+    for (size_t i = 0; i < sizeof rc / sizeof *rc; i++) {
+        const int64_t *r = rc[i];
+        c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
+        c.d.relu = true;
+        run_case(&c, i % 2 == 0);
+    }
+    c = fixed(2, 32, 16, 1, 12, 12, 4, 4, 2, 1, true);    /* transposed */
+    c.d.relu = true;
+    run_case(&c, true);
 
     /* invalid descriptors are refused, not run */
     c = fixed(1, 4, 4, 1, 5, 5, 3, 3, 1, 1, false);

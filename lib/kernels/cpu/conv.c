@@ -230,6 +230,7 @@ typedef struct {
     float *y;                   /* output channel 0 of the block */
     int64_t nvec, taps, nk;     /* nk: channels of the block that exist (<= dk) */
     int64_t out_sp;
+    bool relu;
 } direct_block;
 
 typedef struct {
@@ -256,6 +257,7 @@ static void direct_store_part(const direct_block *bl, const direct_vec *vec, con
  * (computed, not stored), so the loop has no tail. */
 #define DIRECT_KERNEL(NAME, ATTR, DV, DK, NV)                                                \
     typedef float NAME##_vec __attribute__((vector_size((DV) * sizeof(float))));            \
+    typedef int32_t NAME##_ivec __attribute__((vector_size((DV) * sizeof(float))));         \
     ATTR static void NAME##_run(const direct_block *bl)                                     \
     {                                                                                       \
         const int64_t *tapoff = bl->tapoff, taps = bl->taps, out_sp = bl->out_sp;           \
@@ -287,6 +289,11 @@ static void direct_store_part(const direct_block *bl, const direct_vec *vec, con
                     UNROLL for (int v = 0; v < (NV); v++)                                   \
                         acc[v][i] += wk[i][t] * xv[v];                                      \
             }                                                                               \
+            if (bl->relu) /* clear the lanes < 0: NaN and -0 stay, as relu leaves them */  \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    UNROLL for (int i = 0; i < (DK); i++)                                   \
+                        acc[v][i] = (NAME##_vec)((NAME##_ivec)acc[v][i] &                   \
+                                                 ~(NAME##_ivec)(acc[v][i] < 0));            \
             if (whole) {                                                                    \
                 UNROLL for (int v = 0; v < (NV); v++)                                       \
                     UNROLL for (int i = 0; i < (DK); i++)                                   \
@@ -385,7 +392,7 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
         return;
     }
     direct_block bl = {.tapoff = dj->tapoff, .vec = vec, .taps = c * g->kprod,
-                       .out_sp = g->out_sp};
+                       .out_sp = g->out_sp, .relu = j->d->relu};
     for (int64_t it = begin; it < end; it++) {
         int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
         int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
@@ -532,6 +539,15 @@ static void run_items(int64_t items, tgk_task_fn fn, conv_job *j)
             fn(j, i, i + 1);
 }
 
+/* relu over the output of the paths that do not apply it as they store */
+TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const conv_job *j = ctx;
+    float *y = j->y + begin * j->g.out_sp;
+    for (int64_t i = 0; i < (end - begin) * j->g.out_sp; i++)
+        y[i] = y[i] < 0 ? 0 : y[i];
+}
+
 int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y)
 {
     conv_job j = {.d = d, .x = x, .w = w, .b = b, .y = y};
@@ -558,5 +574,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         j.nslab = (nrows + j.slab - 1) / j.slab;
         run_items(d->n * d->groups * j.nslab, conv_items, &j);
     }
+    if (d->relu && !atomic_load(&j.failed))
+        tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, relu_planes, &j);
     return atomic_load(&j.failed) ? -1 : 0;
 }

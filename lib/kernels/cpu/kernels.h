@@ -56,6 +56,7 @@ typedef struct {
     int64_t in[3], out[3];      /* spatial sizes */
     int64_t kernel[3], stride[3], pad[3], dil[3];
     bool transposed;            /* weight [C, K/groups, *kernel] instead of [K, C/groups, *kernel] */
+    bool relu;                  /* then y = y < 0 ? 0 : y (the direct path as it stores) */
 } tgk_conv_desc;
 /* b may be NULL. out[] must be filled in by the caller. Scratch is bounded
  * (a few MiB of im2col columns, whatever the image size). Returns 0, or -1

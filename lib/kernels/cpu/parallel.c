@@ -11,7 +11,11 @@
  * variable, and the caller spins for the workers to finish: a model runs
  * dozens of short parallel loops back to back (tinygpt at batch 1: ~30 of
  * 10-100 us), and a futex wake-up costs 10-15 us on a small VM, where a
- * spinning worker sees the next job within a microsecond. */
+ * spinning worker sees the next job within a microsecond. Spinning pays only
+ * while every thread has a core: when the scheduler puts a worker on the
+ * caller's core, each spins away the time the other needs (tinygpt: 0.8 ->
+ * 4 ms a run). So a caller that had to sleep for its workers turns spinning
+ * off for a while, for itself and the workers, and tries it again later. */
 #define _GNU_SOURCE
 #include "kernels/cpu/kernels.h"
 
@@ -22,6 +26,8 @@
 
 #define MAX_WORKERS 255
 #define CHUNKS_PER_THREAD 4
+/* Jobs run without spinning after a caller had to sleep. */
+#define SPIN_BACKOFF 256
 /* Polls of a spinning thread before it sleeps: some tens of microseconds.
  * Long enough to catch the next loop of a model run; short, because a
  * spinning thread takes the core from the one it waits for when the
@@ -41,6 +47,7 @@ static struct {
     atomic_uint_fast64_t job;
     atomic_int pending;         /* workers of the current job not finished */
     atomic_bool caller_sleeps;  /* on `done` */
+    atomic_int no_spin;         /* jobs left to run without spinning */
     atomic_bool quit;
     tgk_task_fn fn;
     void *ctx;
@@ -110,7 +117,8 @@ static inline void cpu_relax(void)
 /* The job word after `seen` (or `seen` when quitting): spin, then sleep. */
 static uint64_t next_job(uint64_t seen)
 {
-    for (int i = 0; i < SPIN_POLLS; i++) {
+    int polls = atomic_load_explicit(&pool.no_spin, memory_order_relaxed) ? 0 : SPIN_POLLS;
+    for (int i = 0; i < polls; i++) {
         uint64_t j = atomic_load_explicit(&pool.job, memory_order_acquire);
         if (j != seen || atomic_load_explicit(&pool.quit, memory_order_relaxed))
             return j;
@@ -196,10 +204,16 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     in_task = false;
 
     /* the workers' last chunks are in flight: spin a little, then sleep */
-    for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&pool.pending, memory_order_acquire);
+    int no_spin = atomic_load_explicit(&pool.no_spin, memory_order_relaxed);
+    if (no_spin)
+        atomic_store_explicit(&pool.no_spin, no_spin - 1, memory_order_relaxed);
+    for (int i = 0; i < (no_spin ? 0 : SPIN_POLLS) &&
+                    atomic_load_explicit(&pool.pending, memory_order_acquire);
          i++)
         cpu_relax();
     if (atomic_load(&pool.pending)) {
+        if (!no_spin)           /* spun in vain: a worker shares our core? */
+            atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
         pthread_mutex_lock(&pool.lock);
         atomic_store(&pool.caller_sleeps, true);
         while (atomic_load(&pool.pending))

@@ -105,7 +105,7 @@ typedef struct {
     float *y;
 } adaptive_job;
 
-static void adaptive_planes(void *ctx, int64_t begin, int64_t end)
+TGK_CLONES static void adaptive_planes(void *ctx, int64_t begin, int64_t end)
 {
     const adaptive_job *j = ctx;
     for (int64_t p = begin; p < end; p++) {
@@ -116,10 +116,14 @@ static void adaptive_planes(void *ctx, int64_t begin, int64_t end)
             int64_t h0 = oy * j->ih / j->oh, h1 = ((oy + 1) * j->ih + j->oh - 1) / j->oh;
             for (int64_t ox = 0; ox < j->ow; ox++) {
                 int64_t w0 = ox * j->iw / j->ow, w1 = ((ox + 1) * j->iw + j->ow - 1) / j->ow;
+                /* vector partial sums, not one serial chain: a bin spanning
+                 * whole rows (global pooling) is one contiguous run */
                 float s = 0.0f;
-                for (int64_t h = h0; h < h1; h++)
-                    for (int64_t w = w0; w < w1; w++)
-                        s += x[h * j->iw + w];
+                if (w0 == 0 && w1 == j->iw)
+                    s = tgk_sum(x + h0 * j->iw, (h1 - h0) * j->iw);
+                else
+                    for (int64_t h = h0; h < h1; h++)
+                        s += tgk_sum(x + h * j->iw + w0, w1 - w0);
                 y[oy * j->ow + ox] = s / (float)((h1 - h0) * (w1 - w0));
             }
         }
