@@ -14,8 +14,9 @@
  * spinning worker sees the next job within a microsecond. Spinning pays only
  * while every thread has a core: when the scheduler puts a worker on the
  * caller's core, each spins away the time the other needs (tinygpt: 0.8 ->
- * 4 ms a run). So a caller that had to sleep for its workers turns spinning
- * off for a while, for itself and the workers, and tries it again later. */
+ * 4 ms a run). So a caller whose workers had not even started its job when
+ * it was done with its own share turns spinning off for a while, for itself
+ * and the workers, and tries it again later. */
 #define _GNU_SOURCE
 #include "kernels/cpu/kernels.h"
 
@@ -46,6 +47,7 @@ static struct {
      * that tells it the job is new */
     atomic_uint_fast64_t job;
     atomic_int pending;         /* workers of the current job not finished */
+    atomic_int started;         /* workers that took the current job */
     atomic_bool caller_sleeps;  /* on `done` */
     atomic_int no_spin;         /* jobs left to run without spinning */
     atomic_bool quit;
@@ -147,6 +149,7 @@ static void *worker(void *arg)
             break;
         if (id >= (int)(seen & 0xff))
             continue;
+        atomic_fetch_add_explicit(&pool.started, 1, memory_order_relaxed);
         run_chunks();
         /* seq_cst against the caller's store of caller_sleeps, then its
          * load of pending: one of the two sees the other's write */
@@ -186,13 +189,15 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
         return;
     }
     pthread_mutex_lock(&pool.lock);
-    int nw = ensure_workers(nt - 1);
+    int before = pool.nstarted, nw = ensure_workers(nt - 1);
+    bool fresh = pool.nstarted > before;    /* new threads start late: no verdict */
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
     pool.chunk = (n + nchunks - 1) / nchunks;
     atomic_store(&pool.next, 0);
     atomic_store(&pool.pending, nw);
+    atomic_store(&pool.started, 0);
     uint64_t gen = (atomic_load(&pool.job) >> 8) + 1;
     atomic_store_explicit(&pool.job, gen << 8 | (uint64_t)nw, memory_order_release);
     if (pool.sleepers)
@@ -203,17 +208,18 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     run_chunks();
     in_task = false;
 
-    /* the workers' last chunks are in flight: spin a little, then sleep */
+    /* the workers' last chunks are in flight: spin while they run, then sleep */
     int no_spin = atomic_load_explicit(&pool.no_spin, memory_order_relaxed);
     if (no_spin)
         atomic_store_explicit(&pool.no_spin, no_spin - 1, memory_order_relaxed);
-    for (int i = 0; i < (no_spin ? 0 : SPIN_POLLS) &&
-                    atomic_load_explicit(&pool.pending, memory_order_acquire);
-         i++)
-        cpu_relax();
+    else if (!fresh && atomic_load(&pool.pending) &&
+             atomic_load_explicit(&pool.started, memory_order_relaxed) < nw)
+        atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
+    else
+        for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&pool.pending,
+                                                               memory_order_acquire); i++)
+            cpu_relax();
     if (atomic_load(&pool.pending)) {
-        if (!no_spin)           /* spun in vain: a worker shares our core? */
-            atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
         pthread_mutex_lock(&pool.lock);
         atomic_store(&pool.caller_sleeps, true);
         while (atomic_load(&pool.pending))
