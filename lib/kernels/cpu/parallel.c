@@ -190,7 +190,9 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     }
     pthread_mutex_lock(&pool.lock);
     int before = pool.nstarted, nw = ensure_workers(nt - 1);
-    bool fresh = pool.nstarted > before;    /* new threads start late: no verdict */
+    /* the verdict on spinning below needs workers that were spinning: new
+     * threads and sleeping ones start late anyway */
+    bool judge = pool.nstarted == before && pool.sleepers == 0;
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
@@ -212,7 +214,7 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     int no_spin = atomic_load_explicit(&pool.no_spin, memory_order_relaxed);
     if (no_spin)
         atomic_store_explicit(&pool.no_spin, no_spin - 1, memory_order_relaxed);
-    else if (!fresh && atomic_load(&pool.pending) &&
+    else if (judge && atomic_load(&pool.pending) &&
              atomic_load_explicit(&pool.started, memory_order_relaxed) < nw)
         atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
     else

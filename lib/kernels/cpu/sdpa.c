@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define BR 64
+#define BR 32               /* query rows a task: the causal cut skips more */
 #define BC 128
 
 typedef struct {
