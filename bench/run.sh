@@ -5,8 +5,12 @@
 # same number of threads. Prints the median latency of each case and its ratio
 # to the .so's, as a Markdown table (bench/RESULTS.md keeps one).
 #
-#   bench/run.sh [-t THREADS] [-n RUNS] [-m "mlp cnn tinygpt"] [-b "1 3 64"]
-#                [-e ENGINES]
+#   bench/run.sh [-t THREADS] [-n RUNS] [-w WARMUP] [-m "mlp cnn tinygpt"]
+#                [-b "1 3 64"] [-e ENGINES]
+#
+# WARMUP: untimed runs before the timed ones, for every engine (default 10:
+# thread pools and caches settle, and a fraction-of-a-millisecond model's 3
+# warm-up runs were over before the first thread had started spinning).
 #
 # ENGINES: comma list of ort,eager,compile,aoti (default all).
 # Environment: PYTHON, a Python with torch and onnxruntime (default python3);
@@ -17,17 +21,19 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 threads=$(nproc)
 runs=20
+warmup=10
 models="mlp cnn tinygpt"
 batches="1 3 64"
 engines=ort,eager,compile,aoti
-while getopts t:n:m:b:e: opt; do
+while getopts t:n:w:m:b:e: opt; do
     case $opt in
     t) threads=$OPTARG ;;
     n) runs=$OPTARG ;;
+    w) warmup=$OPTARG ;;
     m) models=$OPTARG ;;
     b) batches=$OPTARG ;;
     e) engines=$OPTARG ;;
-    *) echo "usage: bench/run.sh [-t THREADS] [-n RUNS] [-m MODELS] [-b BATCHES] [-e ENGINES]" >&2
+    *) echo "usage: bench/run.sh [-t THREADS] [-n RUNS] [-w WARMUP] [-m MODELS] [-b BATCHES] [-e ENGINES]" >&2
        exit 2 ;;
     esac
 done
@@ -49,7 +55,7 @@ T=$build/tools
 
 # median milliseconds from trun --bench's report
 trun_median() {
-    "$T/trun" "$@" --bench="$runs" --threads="$threads" -o /dev/null 2>&1 |
+    "$T/trun" "$@" --bench="$runs" --warmup="$warmup" --threads="$threads" -o /dev/null 2>&1 |
         sed -n 's/.*median \([0-9.]*\) ms.*/\1/p'
 }
 
@@ -77,7 +83,7 @@ np.save(sys.argv[3], x)' "$fix/$m.in0.b1.npy" "$b" "$work/$m.in.b$b.npy"
             >>"$results"
     done
     "$py" "$top/bench/frameworks.py" --pt2 "$fix/$m.pt2" --onnx "$fix/$m.onnx" \
-        --threads "$threads" --runs "$runs" --aoti-dir "$work" --engines "$engines" \
+        --threads "$threads" --runs "$runs" --warmup "$warmup" --aoti-dir "$work" --engines "$engines" \
         "${ins[@]}" >>"$results" 2>"$work/$m.frameworks.log" ||
         echo "bench: $m: frameworks.py failed, see $work/$m.frameworks.log" >&2
 done

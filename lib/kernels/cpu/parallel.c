@@ -14,9 +14,11 @@
  * spinning worker sees the next job within a microsecond. Spinning pays only
  * while every thread has a core: when the scheduler puts a worker on the
  * caller's core, each spins away the time the other needs (tinygpt: 0.8 ->
- * 4 ms a run). So a caller whose workers had not even started its job when
- * it was done with its own share turns spinning off for a while, for itself
- * and the workers, and tries it again later. */
+ * 4 ms a run; a sleeping worker, woken, preempts the other program at
+ * once). So when jobs often find a worker not even started by the time the
+ * caller is done with its own share, spinning goes off for a while, for the
+ * caller and the workers, and is tried again later. Now and then is no
+ * sign: a worker can be descheduled for a moment. */
 #define _GNU_SOURCE
 #include "kernels/cpu/kernels.h"
 
@@ -27,7 +29,11 @@
 
 #define MAX_WORKERS 255
 #define CHUNKS_PER_THREAD 4
-/* Jobs run without spinning after a caller had to sleep. */
+/* A late worker adds SPIN_LATE to a score, a prompt one takes 1 off; at
+ * SPIN_VAIN the next SPIN_BACKOFF jobs run without spinning (one job in
+ * three late or more gets there). */
+#define SPIN_LATE 2
+#define SPIN_VAIN 24
 #define SPIN_BACKOFF 256
 /* Polls of a spinning thread before it sleeps: some tens of microseconds.
  * Long enough to catch the next loop of a model run; short, because a
@@ -50,6 +56,7 @@ static struct {
     atomic_int started;         /* workers that took the current job */
     atomic_bool caller_sleeps;  /* on `done` */
     atomic_int no_spin;         /* jobs left to run without spinning */
+    int vain;                   /* the late-worker score (under `use`) */
     atomic_bool quit;
     tgk_task_fn fn;
     void *ctx;
@@ -215,12 +222,18 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     if (no_spin)
         atomic_store_explicit(&pool.no_spin, no_spin - 1, memory_order_relaxed);
     else if (judge && atomic_load(&pool.pending) &&
-             atomic_load_explicit(&pool.started, memory_order_relaxed) < nw)
+             atomic_load_explicit(&pool.started, memory_order_relaxed) < nw &&
+             (pool.vain += SPIN_LATE) >= SPIN_VAIN) {
+        pool.vain = 0;
         atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
-    else
+    } else {
+        if (judge && pool.vain > 0 && atomic_load_explicit(&pool.started,
+                                                           memory_order_relaxed) == nw)
+            pool.vain--;
         for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&pool.pending,
                                                                memory_order_acquire); i++)
             cpu_relax();
+    }
     if (atomic_load(&pool.pending)) {
         pthread_mutex_lock(&pool.lock);
         atomic_store(&pool.caller_sleeps, true);
