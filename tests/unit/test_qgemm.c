@@ -134,6 +134,8 @@ static void check_quantize(int64_t n)
     float lo, hi, rlo = INFINITY, rhi = -INFINITY;
     for (int64_t i = 0; i < n; i++)
         if (x[i] == x[i]) rlo = x[i] < rlo ? x[i] : rlo, rhi = x[i] > rhi ? x[i] : rhi;
+    if (rlo > rhi)          /* nothing but NaN: the range is [0, 0] */
+        rlo = rhi = 0.0f;
     tgk_minmax_f32(n, x, &lo, &hi);
     CHECK(n == 0 || (lo == rlo && hi == rhi));
     free(x), free(q);
