@@ -150,8 +150,13 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end)
 {
     const pgemm_job *j = ctx;
     int64_t panels = (j->N + TGK_PANEL - 1) / TGK_PANEL;
+    int64_t pchunks = (panels + j->panel_chunk - 1) / j->panel_chunk;
+    /* panel chunks vary fastest: a thread's run of tasks keeps one chunk of
+     * rows in cache and sweeps the weight, which stays in L2 (tinygpt's
+     * largest is 256 KiB), instead of streaming all of x once per chunk of
+     * panels (M = 4096: 1.1-1.5x faster) */
     for (int64_t t = begin; t < end; t++) {
-        int64_t r0 = t % j->row_chunks * j->row_chunk, p0 = t / j->row_chunks * j->panel_chunk;
+        int64_t r0 = t / pchunks * j->row_chunk, p0 = t % pchunks * j->panel_chunk;
         int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
         int64_t p1 = p0 + j->panel_chunk < panels ? p0 + j->panel_chunk : panels;
         j->fn(j, r0, r1, p0, p1);
