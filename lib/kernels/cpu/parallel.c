@@ -5,7 +5,12 @@
  * tgk_parallel_for from inside the pool, runs its loop inline instead of
  * waiting, so concurrent and nested calls never deadlock. The caller works
  * too: with T threads set there are T-1 workers. Chunks are handed out by an
- * atomic counter, so uneven tasks (causal attention) balance themselves.
+ * atomic counter, so uneven tasks (causal attention) balance themselves. The
+ * caller never waits for a worker that has not joined: a worker joins only
+ * while the job is open, the caller closes it once the last chunk is handed
+ * out and then waits only for the workers inside. A worker whose core is
+ * busy elsewhere (a descheduled vCPU) so costs nothing: the others take its
+ * share.
  *
  * Workers spin for a while after each job before they sleep on the condition
  * variable, and the caller spins for the workers to finish: a model runs
@@ -52,8 +57,9 @@ static struct {
      * one word, so a worker reads whether it takes part in the same load
      * that tells it the job is new */
     atomic_uint_fast64_t job;
-    atomic_int pending;         /* workers of the current job not finished */
-    atomic_int started;         /* workers that took the current job */
+    atomic_bool open;           /* the current job takes workers */
+    atomic_int inside;          /* workers inside a job (joining, or joined) */
+    atomic_int joined;          /* workers that joined the current job */
     atomic_bool caller_sleeps;  /* on `done` */
     atomic_int no_spin;         /* jobs left to run without spinning */
     int vain;                   /* the late-worker score (under `use`) */
@@ -156,11 +162,16 @@ static void *worker(void *arg)
             break;
         if (id >= (int)(seen & 0xff))
             continue;
-        atomic_fetch_add_explicit(&pool.started, 1, memory_order_relaxed);
-        run_chunks();
-        /* seq_cst against the caller's store of caller_sleeps, then its
-         * load of pending: one of the two sees the other's write */
-        if (atomic_fetch_sub(&pool.pending, 1) == 1 && atomic_load(&pool.caller_sleeps)) {
+        /* seq_cst, against the caller's store of open then load of inside:
+         * either it sees us inside and waits, or we see the job closed (or
+         * gone: a later generation) and leave without reading it */
+        atomic_fetch_add(&pool.inside, 1);
+        if (atomic_load(&pool.open) && atomic_load(&pool.job) == seen) {
+            atomic_fetch_add_explicit(&pool.joined, 1, memory_order_relaxed);
+            run_chunks();
+        }
+        /* the same pairing with caller_sleeps: one of the two sees the other */
+        if (atomic_fetch_sub(&pool.inside, 1) == 1 && atomic_load(&pool.caller_sleeps)) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
             pthread_mutex_unlock(&pool.lock);
@@ -205,8 +216,8 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     pool.n = n;
     pool.chunk = (n + nchunks - 1) / nchunks;
     atomic_store(&pool.next, 0);
-    atomic_store(&pool.pending, nw);
-    atomic_store(&pool.started, 0);
+    atomic_store(&pool.joined, 0);
+    atomic_store(&pool.open, true);
     uint64_t gen = (atomic_load(&pool.job) >> 8) + 1;
     atomic_store_explicit(&pool.job, gen << 8 | (uint64_t)nw, memory_order_release);
     if (pool.sleepers)
@@ -216,28 +227,27 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     in_task = true;
     run_chunks();
     in_task = false;
+    atomic_store(&pool.open, false);    /* every chunk is handed out */
 
-    /* the workers' last chunks are in flight: spin while they run, then sleep */
+    /* a worker that did not join by now was late: score it (see SPIN_LATE) */
     int no_spin = atomic_load_explicit(&pool.no_spin, memory_order_relaxed);
+    int joined = atomic_load_explicit(&pool.joined, memory_order_relaxed);
     if (no_spin)
         atomic_store_explicit(&pool.no_spin, no_spin - 1, memory_order_relaxed);
-    else if (judge && atomic_load(&pool.pending) &&
-             atomic_load_explicit(&pool.started, memory_order_relaxed) < nw &&
-             (pool.vain += SPIN_LATE) >= SPIN_VAIN) {
+    else if (judge && joined < nw && (pool.vain += SPIN_LATE) >= SPIN_VAIN) {
         pool.vain = 0;
         atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
-    } else {
-        if (judge && pool.vain > 0 && atomic_load_explicit(&pool.started,
-                                                           memory_order_relaxed) == nw)
-            pool.vain--;
-        for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&pool.pending,
-                                                               memory_order_acquire); i++)
-            cpu_relax();
+    } else if (judge && joined == nw && pool.vain > 0) {
+        pool.vain--;
     }
-    if (atomic_load(&pool.pending)) {
+    /* the last chunks of the workers inside are in flight: spin, then sleep */
+    for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&pool.inside, memory_order_acquire);
+         i++)
+        cpu_relax();
+    if (atomic_load(&pool.inside)) {
         pthread_mutex_lock(&pool.lock);
         atomic_store(&pool.caller_sleeps, true);
-        while (atomic_load(&pool.pending))
+        while (atomic_load(&pool.inside))
             pthread_cond_wait(&pool.done, &pool.lock);
         atomic_store(&pool.caller_sleeps, false);
         pthread_mutex_unlock(&pool.lock);
