@@ -61,16 +61,11 @@ trun_median() {
 
 results=$work/results.txt
 : >"$results"
+# inputs like the fixtures', at each batch: floats N(0,1), token ids in their
+# range; all made before any timing (a trun started right after a Python
+# process ran up to 2x slow here for its whole life)
 for m in $models; do
-    "$T/texport" "$fix/$m.pt2" -o "$work/$m.tg"
-    t0=$(date +%s.%N)
-    "$T/tcompile" "$work/$m.tg" -o "$work/$m.so"
-    t1=$(date +%s.%N)
-    echo "compile $m $(echo "$t1 - $t0" | bc)" >>"$results"
-    # inputs like the fixture's, at each batch: floats N(0,1), token ids in its range
-    ins=()
     for b in $batches; do
-        ins+=("$work/$m.in.b$b.npy")
         "$py" -c '
 import sys, numpy as np
 ref = np.load(sys.argv[1]); b = int(sys.argv[2]); rng = np.random.default_rng(b)
@@ -78,6 +73,17 @@ shape = (b,) + ref.shape[1:]
 x = (rng.integers(0, int(ref.max()) + 1, shape) if ref.dtype.kind in "iu"
      else rng.standard_normal(shape)).astype(ref.dtype)
 np.save(sys.argv[3], x)' "$fix/$m.in0.b1.npy" "$b" "$work/$m.in.b$b.npy"
+    done
+done
+for m in $models; do
+    "$T/texport" "$fix/$m.pt2" -o "$work/$m.tg"
+    t0=$(date +%s.%N)
+    "$T/tcompile" "$work/$m.tg" -o "$work/$m.so"
+    t1=$(date +%s.%N)
+    echo "compile $m $(echo "$t1 - $t0" | bc)" >>"$results"
+    ins=()
+    for b in $batches; do
+        ins+=("$work/$m.in.b$b.npy")
         echo "so $work/$m.in.b$b.npy $(trun_median "$work/$m.so" "$work/$m.in.b$b.npy")" >>"$results"
         echo "interpreter $work/$m.in.b$b.npy $(trun_median "$work/$m.tg" "$work/$m.in.b$b.npy")" \
             >>"$results"
