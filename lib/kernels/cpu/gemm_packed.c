@@ -9,14 +9,13 @@
  * One source, instantiated per instruction set with a register tile that
  * fits it, MR rows x NP panels of 16-float accumulators (AVX-512: 8 x 2,
  * 16 zmm; AVX2: 6 x 1, 12 ymm; baseline SSE: 2 x 1, 8 xmm), chosen once at
- * run time. A single row (GEMV) runs 4
- * panels at once so that enough independent FMA chains hide the latency. */
+ * run time. A single row (GEMV) runs 4 panels at once so that enough
+ * independent FMA chains hide the latency. */
 #include "kernels/cpu/kernels.h"
 
-#include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/vecmath.h"
+#include "kernels/cpu/vecmath.h"    /* -O3 and no-trapping-math here too */
 
 #define INLINE static inline __attribute__((always_inline))
 
