@@ -3,6 +3,8 @@
 
 #include <inttypes.h>
 
+#include "../kernels/cpu/kernels.h"     /* TGK_PANEL: linear_packed's layout */
+
 /* Dims [from, to) of s as a shape. */
 static tg_shape sub_shape(const tg_shape *s, int from, int to)
 {
@@ -59,8 +61,8 @@ int tg_infer_linear(tg_graph *g, int node)
     return tg_infer_set(g, node, x->dtype, &s);
 }
 
-/* The weight of a linear, packed in panels of TGK_PANEL output columns (the
- * layout tgk_pack_weight_f32 writes: [ceil(N/16), K, 16], zero past N). */
+/* The weight of a linear, packed in panels of TGK_PANEL (16) output columns
+ * (the layout tgk_pack_weight_f32 writes: [ceil(N/16), K, 16], zero past N). */
 int tg_infer_linear_packed(tg_graph *g, int node)
 {
     const tg_node *nd = &g->nodes[node];
@@ -74,8 +76,8 @@ int tg_infer_linear_packed(tg_graph *g, int node)
         return tg_err("linear_packed takes float32, not %s", tg_dtype_name(x->dtype));
     if (n <= 0 || n > INT32_MAX)
         return tg_err("attribute n (output features) must be in [1, %d]", INT32_MAX);
-    tg_shape ws = {.rank = 3, .d = {tg_dim_const((n + 15) / 16), x->shape.d[x->shape.rank - 1],
-                                    tg_dim_const(16)}};
+    tg_shape ws = {.rank = 3, .d = {tg_dim_const((n + TGK_PANEL - 1) / TGK_PANEL),
+                                    x->shape.d[x->shape.rank - 1], tg_dim_const(TGK_PANEL)}};
     tg_shape bs = {.rank = 1, .d = {tg_dim_const(n)}};
     if (tg_check_shape(g, w, 1, &ws) || (b && (tg_check_same_dtype(b, 2, x, 0) ||
                                                tg_check_shape(g, b, 2, &bs))))

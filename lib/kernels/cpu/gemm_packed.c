@@ -28,7 +28,7 @@ struct pgemm_job {
     const float *x, *wp, *b;
     bool accumulate;            /* start from y instead of b */
     float *y;
-    int64_t row_chunk, panel_chunk, row_chunks;
+    int64_t row_chunk, panel_chunk;
     chunk_fn fn;                /* the one for this CPU */
 };
 
@@ -167,20 +167,23 @@ int64_t tgk_packed_size(int64_t N, int64_t K)
     return (N + TGK_PANEL - 1) / TGK_PANEL * K * TGK_PANEL;
 }
 
-void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed)
+/* element (n, k) of the operand at src[n * sn + k * sk] */
+static void pack(const float *src, int64_t sn, int64_t sk, int64_t N, int64_t K, float *packed)
 {
     for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL)
         for (int64_t k = 0; k < K; k++)
             for (int64_t c = 0; c < TGK_PANEL; c++)
-                *packed++ = n0 + c < N ? w[(n0 + c) * K + k] : 0.0f;
+                *packed++ = n0 + c < N ? src[(n0 + c) * sn + k * sk] : 0.0f;
+}
+
+void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed)
+{
+    pack(w, K, 1, N, K, packed);
 }
 
 void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *packed)
 {
-    for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL)
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t c = 0; c < TGK_PANEL; c++)
-                *packed++ = n0 + c < N ? b[k * ldb + n0 + c] : 0.0f;
+    pack(b, 1, ldb, N, K, packed);
 }
 
 /* Below this many multiply-adds a task costs more to hand out than it saves
@@ -200,7 +203,7 @@ void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
     pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y,
-                   (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, row_chunks, kind.fn};
+                   (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
