@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "model_rt.h"
 
+#include "kernels/cpu/kernels.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -337,6 +339,7 @@ static int check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
 int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
                      tgraph_tensor *out, int nout)
 {
+    tgk_parallel_prime();   /* the workers wake while the call is checked */
     CALL_ARRAYS(m);
     int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
     for (int i = 0; !rc && i < nout; i++) {     /* the caller's data pointer stays */
@@ -374,6 +377,7 @@ static void ws_give(tgraph_model *m, ws_head *w)
 
 int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout)
 {
+    tgk_parallel_prime();   /* the workers wake while the call is checked */
     CALL_ARRAYS(m);
     int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
     if (rc)

@@ -251,6 +251,7 @@ int tg_exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
 {
     const tg_graph *g = e->g;
     int64_t sym[TG_MAX_SYMS] = { 0 };
+    tgk_parallel_prime();
     if (bind_inputs(g, inputs, sym))
         return -1;
     value_set vs = { calloc((size_t)g->nvalue + 1, sizeof(tg_tensor)),

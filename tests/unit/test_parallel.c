@@ -1,9 +1,11 @@
 /* tgk_parallel_for: every index runs exactly once, whatever n, grain and
- * thread count; nested calls run inline; several threads may call at once. */
+ * thread count; nested calls run inline; several threads may call at once;
+ * tgk_parallel_prime, from any thread at any time, changes none of that. */
 #include "kcheck.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "kernels/cpu/kernels.h"
 
@@ -61,8 +63,11 @@ typedef struct {
 static void *caller(void *arg)
 {
     caller_arg *a = arg;
-    for (int r = 0; r < ROUNDS; r++)
+    for (int r = 0; r < ROUNDS; r++) {
+        if (r % 3 == 0)
+            tgk_parallel_prime();
         a->ok &= run_and_check(a->n[r], a->grain[r], r % 2);
+    }
     return NULL;
 }
 
@@ -79,6 +84,19 @@ int main(void)
                 CHECK(run_and_check(ns[i], grain, true));
             }
     }
+    /* workers asleep (past their spin), woken by a prime, then given a loop */
+    tgk_set_num_threads(3);
+    for (int r = 0; r < 3; r++) {
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        tgk_parallel_prime();
+        if (r == 2)
+            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);   /* asleep again */
+        CHECK(run_and_check(1000, 1, false));
+    }
+    tgk_set_num_threads(1);
+    tgk_parallel_prime();       /* nothing to wake */
+    CHECK(run_and_check(100, 1, false));
+
     tgk_set_num_threads(0);
     CHECK(tgk_num_threads() >= 1);
     CHECK(!tgk_in_task());

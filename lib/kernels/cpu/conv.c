@@ -196,9 +196,11 @@ TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
 /* c * kernel product; above it GEMM wins on AVX-512 (on AVX2 the direct path
  * still wins up to ~600: 64 channels 3x3 at 56x56, 3.6 vs 4.4 ms a thread) */
 #define DIRECT_MAX_TAPS 256
-/* Below it a convolution runs on the caller's thread alone: waking the pool
- * and waiting for it costs 10-15 us on a 2-vCPU VM, 1 MFLOP of work. */
-#define DIRECT_PARALLEL_FLOPS (3 << 20)
+/* Below it a convolution runs on the caller's thread alone. Handing work to
+ * spinning workers costs about a microsecond; 0.5 MFLOP is ~6 us a thread
+ * (the cnn fixture at batch 1, both convolutions parallel: 0.063 -> 0.047 ms
+ * a run on 2 vCPUs; the old 3 MFLOP was set for workers woken by futex). */
+#define DIRECT_PARALLEL_FLOPS (1 << 19)
 
 static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
 {

@@ -20,6 +20,9 @@ void tgk_set_num_threads(int n);   /* <= 0: all cores (the default) */
 int tgk_num_threads(void);
 /* True on a pool thread running a task: nested parallel work runs inline. */
 bool tgk_in_task(void);
+/* Parallel loops follow soon (a model run starts): wake sleeping workers now,
+ * so they are spinning by the first loop instead of waking inside it. */
+void tgk_parallel_prime(void);
 
 /* ---- GEMM (gemm.c, OpenBLAS) ----------------------------------------------- */
 /* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major. */

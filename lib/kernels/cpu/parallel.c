@@ -23,7 +23,10 @@
  * once). So when jobs often find a worker not even started by the time the
  * caller is done with its own share, spinning goes off for a while, for the
  * caller and the workers, and is tried again later. Now and then is no
- * sign: a worker can be descheduled for a moment. */
+ * sign: a worker can be descheduled for a moment. A model run starts with
+ * tgk_parallel_prime, which wakes sleeping workers to spin: they wake while
+ * the caller checks inputs and runs its serial kernels, not inside the
+ * first parallel loop. */
 #define _GNU_SOURCE
 #include "kernels/cpu/kernels.h"
 
@@ -53,6 +56,7 @@ static struct {
     pthread_t tid[MAX_WORKERS];
     int nstarted;
     int sleepers;               /* workers waiting on `wake` */
+    unsigned primes;            /* tgk_parallel_prime calls that woke sleepers */
     /* (generation << 8) | workers taking part, set once per job under lock:
      * one word, so a worker reads whether it takes part in the same load
      * that tells it the job is new */
@@ -129,24 +133,43 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* The job word after `seen` (or `seen` when quitting): spin, then sleep. */
+/* The job word after `seen` (or `seen` when quitting): spin, then sleep;
+ * woken by tgk_parallel_prime, spin again. */
 static uint64_t next_job(uint64_t seen)
 {
-    int polls = atomic_load_explicit(&pool.no_spin, memory_order_relaxed) ? 0 : SPIN_POLLS;
-    for (int i = 0; i < polls; i++) {
-        uint64_t j = atomic_load_explicit(&pool.job, memory_order_acquire);
-        if (j != seen || atomic_load_explicit(&pool.quit, memory_order_relaxed))
+    for (;;) {
+        int polls = atomic_load_explicit(&pool.no_spin, memory_order_relaxed) ? 0 : SPIN_POLLS;
+        for (int i = 0; i < polls; i++) {
+            uint64_t j = atomic_load_explicit(&pool.job, memory_order_acquire);
+            if (j != seen || atomic_load_explicit(&pool.quit, memory_order_relaxed))
+                return j;
+            cpu_relax();
+        }
+        pthread_mutex_lock(&pool.lock);
+        unsigned primes = pool.primes;
+        pool.sleepers++;
+        while (atomic_load(&pool.job) == seen && !atomic_load(&pool.quit) &&
+               pool.primes == primes)
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        pool.sleepers--;
+        uint64_t j = atomic_load(&pool.job);
+        pthread_mutex_unlock(&pool.lock);
+        if (j != seen || atomic_load(&pool.quit))
             return j;
-        cpu_relax();
     }
+}
+
+void tgk_parallel_prime(void)
+{
+    if (tgk_num_threads() <= 1 || in_task ||
+        atomic_load_explicit(&pool.no_spin, memory_order_relaxed))
+        return;
     pthread_mutex_lock(&pool.lock);
-    pool.sleepers++;
-    while (atomic_load(&pool.job) == seen && !atomic_load(&pool.quit))
-        pthread_cond_wait(&pool.wake, &pool.lock);
-    pool.sleepers--;
-    uint64_t j = atomic_load(&pool.job);
+    if (pool.sleepers) {
+        pool.primes++;
+        pthread_cond_broadcast(&pool.wake);
+    }
     pthread_mutex_unlock(&pool.lock);
-    return j;
 }
 
 static void *worker(void *arg)
