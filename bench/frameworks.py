@@ -1,11 +1,17 @@
 """Time one model in ONNX Runtime (CPU) and PyTorch (eager, torch.compile,
-AOTInductor) on given .npy inputs, with a fixed number of threads.
+AOTInductor) on .npy inputs, with a fixed number of threads.
 
-    python3 frameworks.py --pt2 M.pt2 --onnx M.onnx --threads 2 --runs 20 \
-        --aoti-dir DIR in_b1.npy in_b3.npy ...
+    python3 frameworks.py --pt2 M.pt2 --onnx M.onnx --threads 2 --aoti-dir DIR \
+        [--engines ort,eager,compile,aoti] [--runs 20 --warmup 10 | --serve] in_b1.npy ...
 
-Prints one line per engine and input: "ENGINE FILE MEDIAN_MS" (or
-"ENGINE FILE - REASON" when the engine cannot run it). Called by run.sh.
+Sets every engine up once and runs each once on every input (torch.compile
+compiles lazily, per input shape), then answers timing requests
+"ENGINE FILE RUNS WARMUP" (WARMUP untimed runs, then the median of RUNS timed
+ones) with one line "ENGINE FILE MEDIAN_MS", or "ENGINE FILE - REASON" when
+the engine cannot run it. With --serve it first prints "ready ENGINE..." (the
+engines' names) and reads requests from stdin, one a line, until EOF
+(bench/run.sh drives it so, interleaving it with its own engines); without,
+it times every engine on every input.
 """
 import argparse
 import os
@@ -14,6 +20,74 @@ import sys
 import time
 
 import numpy as np
+
+# ONNX Runtime's idle workers spin 35-55 ms after a run here, libgomp's
+# (PyTorch's) ~10 ms: let them park before another engine runs, in this
+# process or in another
+SETTLE_S = 0.1
+
+
+def failing(e):
+    """A stand-in for an engine that could not be set up: raises its error."""
+    def fn(*_):
+        raise e
+    return fn
+
+
+def makers(a):
+    """Engine name -> function of an input array that returns a function
+    running the engine on it (input conversion stays out of the timing)."""
+    want = a.engines.split(",")
+    made = {}
+    if "ort" in want:
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # ORT's default, spelled out since torch shares the process now:
+        # workers spin between runs (turning that off would slow ORT; the
+        # SETTLE_S pause keeps the spinning out of the other engines' turns)
+        so.add_session_config_entry("session.intra_op.allow_spinning", "1")
+        sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
+        name = sess.get_inputs()[0].name
+        made["onnxruntime"] = lambda x: lambda: sess.run(None, {name: x})
+    if not set(want) & {"eager", "compile", "aoti"}:
+        return made
+
+    import torch
+    torch.set_num_threads(a.threads)
+    torch.set_num_interop_threads(1)
+    ep = torch.export.load(a.pt2)
+    module = ep.module()
+
+    def torch_maker(f):
+        def make(x):
+            t = torch.from_numpy(x)
+            def run():
+                with torch.inference_mode():
+                    f(t)
+            return run
+        return make
+
+    if "eager" in want:
+        made["torch-eager"] = torch_maker(module)
+    if "compile" in want:
+        made["torch.compile"] = torch_maker(torch.compile(module, dynamic=True))
+    if "aoti" in want:
+        pkg = os.path.join(a.aoti_dir, os.path.basename(a.pt2) + ".aoti.pt2")
+        try:
+            if not os.path.exists(pkg):
+                torch._inductor.aoti_compile_and_package(ep, package_path=pkg)
+            runner = torch._inductor.aoti_load_package(pkg)
+        except Exception as e:
+            runner = failing(e)
+        made["aotinductor"] = torch_maker(runner)
+    return made
+
+
+def reason(e):
+    return f"- {type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
 
 
 def median_ms(fn, runs, warmup):
@@ -33,66 +107,44 @@ def main():
     ap.add_argument("--onnx", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--aoti-dir", required=True)
     ap.add_argument("--engines", default="ort,eager,compile,aoti")
+    ap.add_argument("--serve", action="store_true")
     ap.add_argument("inputs", nargs="+")
     a = ap.parse_args()
-    engines = a.engines.split(",")
-    inputs = [(p, np.load(p)) for p in a.inputs]
 
-    def report(engine, path, fn):
-        try:
-            print(f"{engine} {path} {median_ms(fn, a.runs, a.warmup):.4f}", flush=True)
-        except Exception as e:  # an engine that cannot run a case says why
-            print(f"{engine} {path} - {type(e).__name__}: {str(e).splitlines()[0][:120]}",
-                  flush=True)
+    # (engine, file) -> its run function, or why it has none; the first run
+    # (a compilation for torch.compile) happens here, not in a timed request
+    prepared = {}
+    made = makers(a)
+    for path in a.inputs:
+        x = np.load(path)
+        for engine, make in made.items():
+            try:
+                fn = make(x)
+                fn()
+                prepared[engine, path] = fn
+            except Exception as e:  # an engine that cannot run a case says why
+                prepared[engine, path] = reason(e)
+    time.sleep(SETTLE_S)
 
-    if "ort" in engines:
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = a.threads
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
-        name = sess.get_inputs()[0].name
-        for path, x in inputs:
-            report("onnxruntime", path, lambda x=x: sess.run(None, {name: x}))
-        # ORT's idle workers spin for a while after each run: gone before torch runs
-        del sess
-
-    import torch
-    torch.set_num_threads(a.threads)
-    torch.set_num_interop_threads(1)
-    ep = torch.export.load(a.pt2)
-    module = ep.module()
-
-    def torch_fn(f, x):
-        t = torch.from_numpy(x)
-        def run():
-            with torch.inference_mode():
-                f(t)
-        return run
-
-    if "eager" in engines:
-        for path, x in inputs:
-            report("torch-eager", path, torch_fn(module, x))
-    if "compile" in engines:
-        compiled = torch.compile(module, dynamic=True)
-        for path, x in inputs:
-            report("torch.compile", path, torch_fn(compiled, x))
-    if "aoti" in engines:
-        pkg = os.path.join(a.aoti_dir, os.path.basename(a.pt2) + ".aoti.pt2")
-        try:
-            if not os.path.exists(pkg):
-                torch._inductor.aoti_compile_and_package(ep, package_path=pkg)
-            runner = torch._inductor.aoti_load_package(pkg)
-        except Exception as e:
-            for path, _ in inputs:
-                print(f"aotinductor {path} - {type(e).__name__}: {str(e).splitlines()[0][:120]}")
-            return
-        for path, x in inputs:
-            report("aotinductor", path, torch_fn(runner, x))
+    if a.serve:
+        print("ready", *made, flush=True)
+        requests = (line.split() for line in sys.stdin)
+    else:
+        requests = ([e, p, a.runs, a.warmup] for e in made for p in a.inputs)
+    for engine, path, n, warmup in requests:
+        fn = prepared.get((engine, path), "- no such engine or file here")
+        if isinstance(fn, str):
+            answer = fn
+        else:
+            try:
+                answer = f"{median_ms(fn, int(n), int(warmup)):.4f}"
+            except Exception as e:
+                answer = reason(e)
+            time.sleep(SETTLE_S)
+        print(engine, path, answer, flush=True)
 
 
 if __name__ == "__main__":
