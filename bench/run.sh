@@ -18,9 +18,13 @@
 # set up (imports, sessions, torch.compile's compilations) before the model's
 # first round; it pauses after each turn until its idle threads stop spinning.
 #
-# WARMUP: untimed runs before the timed ones, for every engine (default 10:
-# thread pools and caches settle, and a fraction-of-a-millisecond model's 3
-# warm-up runs were over before the first thread had started spinning).
+# WARMUP: untimed runs before the timed ones, for the Python engines (default
+# 10: thread pools and caches settle). A trun process is new each round: it
+# warms up for TRUN_SETTLE instead, past what a new process does in its first
+# ~0.1 s and the long-lived Python engines did before their first round
+# (OpenBLAS's idle thread spins, new threads move between cores: a
+# fraction-of-a-millisecond model's 30 runs fell entirely in that time, at up
+# to 2.5x its steady latency).
 #
 # ENGINES: comma list of ort,eager,compile,aoti (default all).
 # Environment: PYTHON, a Python with torch and onnxruntime (default python3);
@@ -65,9 +69,11 @@ fi
 export TGRAPH_RUNTIME_DIR=$build
 T=$build/tools
 
+TRUN_SETTLE=0.5s
+
 # median milliseconds from trun --bench's report
 trun_median() {
-    "$T/trun" "$@" --bench="$runs" --warmup="$warmup" --threads="$threads" -o /dev/null 2>&1 |
+    "$T/trun" "$@" --bench="$runs" --warmup="$TRUN_SETTLE" --threads="$threads" -o /dev/null 2>&1 |
         sed -n 's/.*median \([0-9.]*\) ms.*/\1/p'
 }
 

@@ -269,6 +269,18 @@ check_fixture() {
     [[ "$stderr" == *"bench: 10 runs after 2 warm-up"* ]]
 }
 
+@test "trun --warmup with a unit warms up for that long, however many runs it takes" {
+    run_ok "$TRUN" --random --bench=3 --warmup=50ms "$TMP/g.tg"
+    [[ "$stderr" =~ "bench: 3 runs after "([0-9]+)" warm-up" ]]
+    [ "${BASH_REMATCH[1]}" -gt 2 ]
+}
+
+@test "trun --warmup that is neither a count nor a time is a usage error" {
+    run_fails 2 "warmup: '5x' is not an integer" "$TRUN" --random --bench=3 --warmup=5x "$TMP/g.tg"
+    run_fails 2 "--warmup: '-1s' is not a number of runs or a time up to 3600s" \
+        "$TRUN" --random --bench=3 --warmup=-1s "$TMP/g.tg"
+}
+
 @test "trun --threads 1 gives the same output as all threads" {
     "$TRUN" --random --seed "$SEED" --dim batch=64 "$TMP/g.tg" -o "$TMP/a.npy"
     run_ok "$TRUN" --threads 1 --random --seed "$SEED" --dim batch=64 "$TMP/g.tg" \

@@ -66,7 +66,8 @@ static void help(void)
            "                       the given inputs, else the symbol's minimum)\n"
            "      --bench[=N]      time N runs (default 10) after the warm-up and print\n"
            "                       min, median, p90, p99 and runs/s on stderr\n"
-           "      --warmup=N       untimed runs before --bench (default 2)\n"
+           "      --warmup=N|T     untimed runs before --bench: N (default 2), or as\n"
+           "                       many as take the time T (300ms, 1s)\n"
            "      --threads=N      threads for the kernels (default: all cores)\n"
            "      --profile=FILE   write per-node timings as TLOG JSON lines to FILE\n"
            "  -h, --help           show this help and exit\n"
@@ -379,10 +380,29 @@ typedef struct {
     bool random, bench;
     uint64_t seed;
     int nbench, warmup, threads;
+    double warmup_s;            /* --warmup=T: warm up for at least T seconds */
     char dimname[TG_MAX_SYMS * 2][64];
     int64_t dimval[TG_MAX_SYMS * 2];
     int ndim;
 } options;
+
+/* --warmup=N runs, or --warmup=T[ms|s]: as many runs as take T */
+static void parse_warmup(const char *arg, options *o)
+{
+    char *end;
+    errno = 0;
+    double t = strtod(arg, &end);
+    double unit = !strcmp(end, "ms") ? 1e-3 : !strcmp(end, "s") ? 1.0 : 0.0;
+    if (unit == 0.0) {
+        o->warmup = (int)cli_int("warmup", arg, 0, 1000000);
+        o->warmup_s = 0;
+        return;
+    }
+    if (end == arg || errno || !(t * unit >= 0 && t * unit <= 3600))
+        cli_usage("--warmup: '%s' is not a number of runs or a time up to 3600s", arg);
+    o->warmup = 0;
+    o->warmup_s = t * unit;
+}
 
 static void parse_args(int argc, char **argv, options *o)
 {
@@ -414,7 +434,7 @@ static void parse_args(int argc, char **argv, options *o)
             if (optarg)
                 o->nbench = (int)cli_int("bench", optarg, 1, 1000000);
             break;
-        case OPT_WARMUP: o->warmup = (int)cli_int("warmup", optarg, 0, 1000000); break;
+        case OPT_WARMUP: parse_warmup(optarg, o); break;
         case OPT_THREADS: o->threads = (int)cli_int("threads", optarg, 0, 4096); break;
         case OPT_PROFILE: o->profile = optarg; break;
         case 'h': help(); exit(0);
@@ -466,9 +486,10 @@ static int run_model(const options *o, tg_runner *r, const char *model, tg_tenso
     } else if (tg_log_on(RUN, TG_LOG_DEBUG) && tg_runner_set_profile(r, profile_node, &prof) < 0) {
         TG_LOG(RUN, TG_LOG_WARN, "%s: no per-node timings: %s", model, tg_errmsg());
     }
-    int total = o->bench ? o->warmup + o->nbench : 1, rc = 0;
-    double *times = calloc((size_t)total, sizeof(double));
-    for (int k = 0; k < total && rc == 0 && times; k++) {
+    int timed = o->bench ? o->nbench : 1, warmed = 0, rc = 0;
+    double *times = calloc((size_t)timed, sizeof(double)), w0 = now(), sum = 0;
+    /* the warm-up runs, then the timed ones */
+    for (int k = 0; rc == 0 && times && k < warmed + timed; k++) {
         if (k > 0)
             for (int i = 0; i < r->noutput; i++)
                 tg_tensor_free(&out[i]);
@@ -478,16 +499,19 @@ static int run_model(const options *o, tg_runner *r, const char *model, tg_tenso
             cli_fail(model);
             rc = -1;
         }
-        times[k] = now() - t0;
+        double t1 = now();
+        sum += t1 - t0;
+        if (k == warmed && o->bench && (k < o->warmup || t1 - w0 < o->warmup_s))
+            warmed++;
+        else
+            times[k - warmed] = t1 - t0;
     }
     if (!times) {
         cli_error(NULL, "out of memory");
         rc = -1;
     }
     if (rc == 0 && tg_log_on(PERF, TG_LOG_INFO)) {
-        double sum = 0;
-        for (int k = 0; k < total; k++)
-            sum += times[k];
+        int total = warmed + timed;
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         char fields[160];
@@ -498,7 +522,7 @@ static int run_model(const options *o, tg_runner *r, const char *model, tg_tenso
                 ru.ru_maxrss);
     }
     if (rc == 0 && o->bench)
-        bench_report(times + o->warmup, o->nbench, o->warmup);
+        bench_report(times, o->nbench, warmed);
     free(times);
     if (prof.f && (fclose(prof.f) != 0) && rc == 0) {
         cli_error(o->profile, "write error");
