@@ -167,13 +167,25 @@ int64_t tgk_packed_size(int64_t N, int64_t K)
     return (N + TGK_PANEL - 1) / TGK_PANEL * K * TGK_PANEL;
 }
 
-/* element (n, k) of the operand at src[n * sn + k * sk] */
+/* element (n, k) of the operand at src[n * sn + k * sk]; columns past N are
+ * zeros. Attention packs a K and a V tile per query block, as many copies as
+ * a quarter of its multiply-adds: no test per element, and a panel row that
+ * is contiguous in src (sn == 1) is one copy. */
 static void pack(const float *src, int64_t sn, int64_t sk, int64_t N, int64_t K, float *packed)
 {
-    for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL)
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t c = 0; c < TGK_PANEL; c++)
-                *packed++ = n0 + c < N ? src[(n0 + c) * sn + k * sk] : 0.0f;
+    for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL, packed += K * TGK_PANEL) {
+        int64_t w = N - n0 < TGK_PANEL ? N - n0 : TGK_PANEL;
+        const float *s = src + n0 * sn;
+        if (w < TGK_PANEL)
+            memset(packed, 0, sizeof *packed * (size_t)(K * TGK_PANEL));
+        if (sn == 1)
+            for (int64_t k = 0; k < K; k++)
+                memcpy(packed + k * TGK_PANEL, s + k * sk, sizeof *packed * (size_t)w);
+        else
+            for (int64_t c = 0; c < w; c++)
+                for (int64_t k = 0; k < K; k++)
+                    packed[k * TGK_PANEL + c] = s[c * sn + k * sk];
+    }
 }
 
 void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed)
