@@ -69,7 +69,7 @@ static void bench_linear(int64_t M, int64_t N, int64_t K)
 {
     float *x = filled((size_t)(M * K)), *w = filled((size_t)(N * K)), *b = filled((size_t)N);
     float *y = filled((size_t)(M * N)), *wp = filled((size_t)tgk_packed_size(N, K));
-    tgk_pack_weight_f32(w, N, K, wp);
+    tgk_pack_weight_f32(w, K, N, K, wp);
     double tp, tb;
     TIME(tp, tgk_linear_packed_f32(x, wp, b, y, M, N, K));
     TIME(tb, tgk_linear_f32(x, w, b, y, M, N, K));

@@ -68,7 +68,7 @@ static int pack_linear(tg_graph *g, int n)
         float *data = malloc((size_t)(size > 0 ? size : 1) * sizeof *data);
         if (!data)
             return tg_err("out of memory");
-        tgk_pack_weight_f32(w->data, N, K, data);
+        tgk_pack_weight_f32(w->data, K, N, K, data);
         tg_shape s = tg_shape_of(3, dims);
         if ((wp = tg_graph_add_const(g, name, TG_F32, &s, data, (size_t)size * sizeof *data)) < 0)
             return -1;

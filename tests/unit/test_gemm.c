@@ -161,7 +161,7 @@ static void check_linear(int64_t M, int64_t N, int64_t K, bool with_bias, bool p
     double *ref = linear_ref(x, w, b, M, N, K);
     if (packed) {
         float *wp = kc_out(tgk_packed_size(N, K));
-        tgk_pack_weight_f32(w, N, K, wp);
+        tgk_pack_weight_f32(w, K, N, K, wp);
         CHECK(kc_guard_ok(wp, tgk_packed_size(N, K)));
         tgk_linear_packed_f32(x, wp, b, y, M, N, K);
         free(wp);
@@ -232,9 +232,29 @@ static void test_gemm_packed_strided(void)
     }
 }
 
+/* A weight whose rows are ldw > K apart packs as its compact copy does (the
+ * keys of attention, rows of a wider qkv projection). */
+static void test_pack_strided_rows(void)
+{
+    static const int64_t sz[][2] = {{1, 1}, {16, 32}, {17, 5}, {40, 64}};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
+        int64_t N = sz[s][0], K = sz[s][1], ldw = K + kc_int(1, 9);
+        float *w = kc_rand(N * ldw, -1, 1), *c = kc_out(N * K);
+        float *a = kc_out(tgk_packed_size(N, K)), *b = kc_out(tgk_packed_size(N, K));
+        for (int64_t n = 0; n < N; n++)
+            memcpy(c + n * K, w + n * ldw, sizeof *c * (size_t)K);
+        tgk_pack_weight_f32(w, ldw, N, K, a);
+        tgk_pack_weight_f32(c, K, N, K, b);
+        CHECK(memcmp(a, b, sizeof *a * (size_t)tgk_packed_size(N, K)) == 0);
+        CHECK(kc_guard_ok(a, tgk_packed_size(N, K)));
+        free(w), free(c), free(a), free(b);
+    }
+}
+
 int main(void)
 {
     kc_seed("test_gemm");
+    test_pack_strided_rows();
     for (int nt = 1; nt <= 3; nt++) {
         tgk_set_num_threads(nt);
         test_shapes();

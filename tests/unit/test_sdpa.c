@@ -1,7 +1,8 @@
 /* tgk_sdpa_f32 against float64 softmax(q k^T * scale + mask) v on fresh random
  * inputs: odd lengths around the 64-row query and 128-row key tiles, E != Ev,
  * GQA, causal (L < S, L = S, L > S), additive masks broadcast over batch and
- * heads, -inf entries and fully masked rows (which give 0).
+ * heads, -inf entries and fully masked rows (which give 0); q, k, v read in
+ * place from a wider projection (strides).
  * Tolerance: normalized max error 1e-5. */
 #include "kcheck.h"
 
@@ -92,9 +93,43 @@ static void run_case(int64_t batch, int64_t hq, int64_t hk, int64_t L, int64_t S
     free(q), free(k), free(v), free(mask), free(o), free(ref);
 }
 
+/* q, k and v read in place as slices of one [batch, L, 3, h, E] projection
+ * (element strides per batch, head and row) give bit for bit what their
+ * contiguous copies give. */
+static void run_strided(int64_t batch, int64_t h, int64_t L, int64_t E, bool causal)
+{
+    int64_t row = 3 * h * E, n = batch * h * L * E;
+    float *qkv = kc_rand(batch * L * row, -2, 2), *c[3], *o = kc_out(n), *os = kc_out(n);
+    tgk_sdpa_desc d = {.batch = batch, .hq = h, .hk = h, .L = L, .S = L, .E = E, .Ev = E,
+                       .scale = (float)(1.0 / sqrt((double)E)), .causal = causal};
+    for (int t = 0; t < 3; t++) {
+        c[t] = kc_out(n);
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t hh = 0; hh < h; hh++)
+                for (int64_t l = 0; l < L; l++)
+                    memcpy(c[t] + ((b * h + hh) * L + l) * E,
+                           qkv + b * L * row + l * row + t * h * E + hh * E, sizeof(float) * E);
+    }
+    CHECK(tgk_sdpa_f32(&d, c[0], c[1], c[2], o) == 0);
+    int64_t st[3] = {L * row, E, row};
+    memcpy(d.q_stride, st, sizeof st);
+    memcpy(d.k_stride, st, sizeof st);
+    memcpy(d.v_stride, st, sizeof st);
+    CHECK(tgk_sdpa_f32(&d, qkv, qkv + h * E, qkv + 2 * h * E, os) == 0);
+    CHECK(memcmp(o, os, sizeof(float) * (size_t)n) == 0);
+    CHECK(kc_guard_ok(os, n));
+    free(qkv), free(c[0]), free(c[1]), free(c[2]), free(o), free(os);
+}
+
 int main(void)
 {
     kc_seed("test_sdpa");
+    for (int nt = 1; nt <= 2; nt++) {
+        tgk_set_num_threads(nt);
+        run_strided(2, 4, 64, 32, true);
+        run_strided(3, 2, 45, 16, false);
+        run_strided(1, 3, 150, 8, true);
+    }
     static const int64_t lens[] = {1, 7, 63, 64, 65, 129, 200};
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);

@@ -188,9 +188,9 @@ static void pack(const float *src, int64_t sn, int64_t sk, int64_t N, int64_t K,
     }
 }
 
-void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed)
+void tgk_pack_weight_f32(const float *w, int64_t ldw, int64_t N, int64_t K, float *packed)
 {
-    pack(w, K, 1, N, K, packed);
+    pack(w, ldw, 1, N, K, packed);
 }
 
 void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *packed)

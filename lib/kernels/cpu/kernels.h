@@ -38,11 +38,11 @@ void tgk_linear_f32(const float *x, const float *w, const float *b, float *y,
                     int64_t M, int64_t N, int64_t K);
 
 /* ---- GEMM on pre-packed weights (gemm_packed.c) ---------------------------- */
-/* A linear weight w [N,K] packed: ceil(N/16) panels of [K][16] (zero past N),
- * tgk_packed_size(N, K) floats. */
+/* A linear weight w [N,K] (rows ldw apart) packed: ceil(N/16) panels of
+ * [K][16] (zero past N), tgk_packed_size(N, K) floats. */
 #define TGK_PANEL 16
 int64_t tgk_packed_size(int64_t N, int64_t K);
-void tgk_pack_weight_f32(const float *w, int64_t N, int64_t K, float *packed);
+void tgk_pack_weight_f32(const float *w, int64_t ldw, int64_t N, int64_t K, float *packed);
 /* The same layout from a [K,N] operand (rows ldb apart): the w^T of a matmul. */
 void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *packed);
 /* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), wp = w packed. */
@@ -75,10 +75,15 @@ typedef struct {
     bool causal;                /* upper-left aligned, like torch is_causal */
     const float *mask;          /* additive, or NULL; element (b,h,l,s) at */
     int64_t mask_stride[4];     /* b*st[0] + h*st[1] + l*st[2] + s*st[3] (0 = broadcast) */
+    /* Element strides of batch, head and row of q, k and v, whose rows are
+     * contiguous; all three 0: the tensor is contiguous. Lets q, k and v be
+     * slices of one qkv projection, read in place. */
+    int64_t q_stride[3], k_stride[3], v_stride[3];
 } tgk_sdpa_desc;
-/* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev].
- * Extra memory O(tile), never O(L*S). Fully masked rows give 0. Returns 0, or
- * -1 when the descriptor is invalid or scratch cannot be allocated. */
+/* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev]
+ * (o contiguous). Extra memory O(tile), never O(L*S). Fully masked rows give
+ * 0. Returns 0, or -1 when the descriptor is invalid or scratch cannot be
+ * allocated. */
 int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o);
 
 /* ---- pooling (pool.c), NC + 1 or 2 spatial dims ------------------------------ */

@@ -25,6 +25,7 @@ typedef struct {
     const tgk_sdpa_desc *d;
     const float *q, *k, *v;
     float *o;
+    int64_t qs[3], ks[3], vs[3];    /* strides of batch, head, row */
     int64_t nqb;                /* query blocks per (batch, head) */
     atomic_bool failed;
 } sdpa_job;
@@ -85,9 +86,9 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     int64_t qb = task % j->nqb, bh = task / j->nqb;
     int64_t h = bh % d->hq, b = bh / d->hq, kvh = h / (d->hq / d->hk);
     int64_t l0 = qb * BR, nr = L - l0 < BR ? L - l0 : BR;
-    const float *Q = j->q + (bh * L + l0) * E;
-    const float *K = j->k + (b * d->hk + kvh) * S * E;
-    const float *V = j->v + (b * d->hk + kvh) * S * Ev;
+    const float *Q = j->q + b * j->qs[0] + h * j->qs[1] + l0 * j->qs[2];
+    const float *K = j->k + b * j->ks[0] + kvh * j->ks[1];
+    const float *V = j->v + b * j->vs[0] + kvh * j->vs[1];
     float *O = j->o + (bh * L + l0) * Ev;
 
     for (int64_t i = 0; i < nr; i++) {
@@ -96,17 +97,18 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     }
     for (int64_t i = 0; i < nr * Ev; i++)
         t->acc[i] = 0.0f;
-    for (int64_t i = 0; i < nr * E; i++)
-        t->q[i] = Q[i] * d->scale;
+    for (int64_t i = 0; i < nr; i++)
+        for (int64_t e = 0; e < E; e++)
+            t->q[i * E + e] = Q[i * j->qs[2] + e] * d->scale;
     /* causal: keys past the block's last row are masked for every row */
     int64_t s_end = d->causal && l0 + nr < S ? l0 + nr : S;
     for (int64_t s0 = 0; s0 < s_end; s0 += BC) {
         int64_t nc = s_end - s0 < BC ? s_end - s0 : BC;
-        tgk_pack_weight_f32(K + s0 * E, nc, E, t->kp);
+        tgk_pack_weight_f32(K + s0 * j->ks[2], j->ks[2], nc, E, t->kp);
         tgk_gemm_packed_f32(nr, nc, E, t->q, E, t->kp, NULL, false, t->s, BC);
         tile_mask(d, t->s, b, h, l0, nr, s0, nc);
         tile_softmax(t, nr, nc, Ev);
-        tgk_pack_kn_f32(V + s0 * Ev, Ev, nc, Ev, t->vp);
+        tgk_pack_kn_f32(V + s0 * j->vs[2], j->vs[2], nc, Ev, t->vp);
         tgk_gemm_packed_f32(nr, Ev, nc, t->s, BC, t->vp, NULL, true, t->acc, Ev);
     }
     for (int64_t i = 0; i < nr; i++) {
@@ -136,12 +138,25 @@ static void sdpa_tasks(void *ctx, int64_t begin, int64_t end)
     free(t.s);
 }
 
+/* the given strides of batch, head, row, or a contiguous [heads, rows, cols]'s */
+static void strides(const int64_t given[3], int64_t heads, int64_t rows, int64_t cols,
+                    int64_t st[3])
+{
+    bool set = given[0] || given[1] || given[2];
+    st[0] = set ? given[0] : heads * rows * cols;
+    st[1] = set ? given[1] : rows * cols;
+    st[2] = set ? given[2] : cols;
+}
+
 int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o)
 {
     if (d->batch < 0 || d->hq <= 0 || d->hk <= 0 || d->hq % d->hk || d->L < 0 || d->S < 0 ||
         d->E < 0 || d->Ev < 0)
         return -1;
     sdpa_job j = {.d = d, .q = q, .k = k, .v = v, .o = o, .nqb = (d->L + BR - 1) / BR};
+    strides(d->q_stride, d->hq, d->L, d->E, j.qs);
+    strides(d->k_stride, d->hk, d->S, d->E, j.ks);
+    strides(d->v_stride, d->hk, d->S, d->Ev, j.vs);
     atomic_init(&j.failed, false);
     tgk_parallel_for(d->batch * d->hq * j.nqb, 1, sdpa_tasks, &j);
     return atomic_load(&j.failed) ? -1 : 0;
