@@ -228,6 +228,16 @@ random_npy() {
     done
 }
 
+@test "TLOG=fusion reports tinygpt's q, k and v read in place by sdpa, and the .so still matches" {
+    TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    [ "$(grep -c 'view: .* read in place by scaled_dot_product_attention (sdpa)' <<<"$stderr")" -eq 3 ]
+    [[ "$stderr" == *"(strided): "*"scaled_dot_product_attention_1"* ]]
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
 @test "the example program of tgraph_model(3) compiles and runs a compiled model" {
     sed -n '/example-begin/,/example-end/p' "$TG_SRCDIR/man/man3/tgraph_model.3" |
         sed -e '1d' -e '$d' -e 's/\\e/\\/g' -e 's/\\-/-/g' >"$TMP/run_model.c"

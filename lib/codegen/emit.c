@@ -325,6 +325,8 @@ static int emit_prepare(tg_cg *c, FILE *f)
 /* A kernel's ops for its timing: "linear+relu". */
 static const char *kernel_ops(tg_cg *c, int root)
 {
+    if (c->p->kind[root] == TG_GROUP_STRIDED)    /* its views cost nothing */
+        return tg_op_name(c->g->nodes[root].op);
     const char *ops = "";
     for (int m = 0; m <= root; m++)
         if (c->p->root[m] == root)
@@ -348,6 +350,9 @@ static int emit_body(tg_cg *c)
                 return -1;
         } else if (p->kind[n] == TG_GROUP_VIEW) {
             if (cg_emit_view(c, n))
+                return -1;
+        } else if (p->kind[n] == TG_GROUP_STRIDED) {
+            if (cg_emit_node(c, n))     /* the members are views it reads in place */
                 return -1;
         } else if (p->kind[n] == TG_GROUP_EPILOGUE) {
             if (cg_emit_epilogue(c, n))

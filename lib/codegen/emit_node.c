@@ -331,6 +331,24 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+/* sdpa's q, k or v (operand i): its pointer, or where the sdpa's STRIDED
+ * group reads a view chain in place, the chain's base and offset, with the
+ * view's batch, head and row strides set in the descriptor. NULL: tg_err. */
+static const char *sdpa_operand(tg_cg *c, const tg_node *nd, int i)
+{
+    static const char *const field[] = {"q_stride", "k_stride", "v_stride"};
+    int n = (int)(nd - c->g->nodes), v = nd->in[i];
+    const tg_value *x = &c->g->values[v];
+    if (x->kind != TG_VALUE_NODE || x->producer == n || c->p->root[x->producer] != n)
+        return cg_ptr(c, v);
+    tg_view w;
+    if (tg_view_analyze(c->g, c->p, x->producer, &w))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg()), NULL;
+    for (int k = 0; k < 3; k++)
+        fprintf(c->f, "    d.%s[%d] = %s;\n", field[i], k, cg_dim(c, w.strides[k]));
+    return cg_str(c, "(const float *)%s + (%s)", cg_ptr(c, w.base), cg_dim(c, w.offset));
+}
+
 static int emit_sdpa(tg_cg *c, const tg_node *nd)
 {
     const tg_value *q = in_val(c, nd, 0), *k = in_val(c, nd, 1), *v = in_val(c, nd, 2);
@@ -370,9 +388,13 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
         for (int i = 1; i < 4; i++)
             fprintf(c->f, "    d.mask_stride[%d] = ms[%d];\n", i, r - 4 + i);
     }
+    const char *qkv[3];
+    for (int i = 0; i < 3; i++)
+        if (!(qkv[i] = sdpa_operand(c, nd, i)))
+            return -1;
     check_status(c, nd,
-                 cg_str(c, "tgk_sdpa_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
-                        cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]), OUT(c, nd - c->g->nodes)),
+                 cg_str(c, "tgk_sdpa_f32(&d, %s, %s, %s, %s)", qkv[0], qkv[1], qkv[2],
+                        OUT(c, nd - c->g->nodes)),
                  "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }

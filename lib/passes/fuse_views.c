@@ -3,6 +3,10 @@
  * (a VIEW group) instead of one copy per node: attention's
  * slice -> reshape -> permute of q, k and v reads the qkv result once.
  *
+ * A VIEW group whose one reader is attention (q, k or v) needs no copy at
+ * all when its rows are contiguous: the sdpa kernel reads the view in place
+ * (a STRIDED group of the sdpa and its view chains).
+ *
  * tg_view_analyze composes the chain symbolically: starting from the input's
  * contiguous layout, each op changes the dims, the element strides and the
  * offset; a reshape must split or merge dims the strides allow. */
@@ -139,19 +143,25 @@ static int apply(const tg_graph *g, const tg_node *nd, tg_view *w)
     }
 }
 
-int tg_view_analyze(const tg_graph *g, const tg_plan *p, int root, tg_view *w)
+#define MAX_CHAIN 64
+
+int tg_view_analyze(const tg_graph *g, const tg_plan *p, int last, tg_view *w)
 {
-    int first = root;
-    for (int n = 0; n < root; n++)
-        if (p->root[n] == root) {
-            first = n;
+    int chain[MAX_CHAIN], n = 0;
+    for (int k = last;;) {
+        if (n == MAX_CHAIN)
+            return tg_err("a view chain of more than %d nodes", MAX_CHAIN);
+        chain[n++] = k;
+        const tg_value *x = &g->values[g->nodes[k].in[0]];
+        if (x->kind != TG_VALUE_NODE || p->root[x->producer] != p->root[last])
             break;
-        }
-    w->base = g->nodes[first].in[0];
+        k = x->producer;
+    }
+    w->base = g->nodes[chain[n - 1]].in[0];
     if (contiguous(&g->values[w->base].shape, w))
         return -1;
-    for (int n = first; n <= root; n++)
-        if (p->root[n] == root && apply(g, &g->nodes[n], w))
+    while (n--)
+        if (apply(g, &g->nodes[chain[n]], w))
             return -1;
     return 0;
 }
@@ -166,6 +176,36 @@ static int readers(const tg_graph *g, int v, int *reader)
     for (int o = 0; o < g->noutput; o++)
         k += g->outputs[o] == v ? 2 : 0;    /* an output always has another reader */
     return k;
+}
+
+/* The VIEW group `root` into the STRIDED group of its one reader when that is
+ * an sdpa reading it as q, k or v with rank 4 (the kernel's batch, head, row
+ * strides) and contiguous rows. Returns whether it did. */
+static bool into_sdpa(const tg_graph *g, tg_plan *p, int root)
+{
+    int v = g->nodes[root].out[0], s = -1;
+    if (readers(g, v, &s) != 1 || g->nodes[s].op != TG_OP_SDPA || p->root[s] != s ||
+        (p->kind[s] != TG_GROUP_SINGLE && p->kind[s] != TG_GROUP_STRIDED) ||
+        g->values[v].dtype != TG_F32)
+        return false;
+    const tg_node *nd = &g->nodes[s];
+    if (nd->in[0] != v && nd->in[1] != v && nd->in[2] != v)
+        return false;   /* the mask */
+    tg_view w;
+    if (tg_view_analyze(g, p, root, &w)) {
+        tg_err_clear();
+        return false;
+    }
+    if (w.rank != 4 || !dim_is(w.strides[3], 1))
+        return false;
+    for (int n = 0; n <= root; n++)
+        if (p->root[n] == root)
+            p->root[n] = s;
+    p->kind[root] = TG_GROUP_SINGLE;
+    p->kind[s] = TG_GROUP_STRIDED;
+    TG_LOG(FUSION, TG_LOG_INFO, "view: %s read in place by %s (sdpa)", g->nodes[root].name,
+           nd->name);
+    return true;
 }
 
 int tg_pass_fuse_views(const tg_graph *g, tg_plan *p)
@@ -206,5 +246,8 @@ int tg_pass_fuse_views(const tg_graph *g, tg_plan *p)
             groups++;
         }
     }
+    for (int n = 0; n < g->nnode; n++)
+        if (p->root[n] == n && p->kind[n] == TG_GROUP_VIEW)
+            groups += into_sdpa(g, p, n);
     return groups;
 }

@@ -67,7 +67,8 @@ static bool owns_storage(const tg_graph *g, const tg_plan *p, int v)
         return false;
     int n = x->producer;
     return !(p->root[n] != n &&
-             (p->kind[p->root[n]] == TG_GROUP_LOOP || p->kind[p->root[n]] == TG_GROUP_VIEW));
+             (p->kind[p->root[n]] == TG_GROUP_LOOP || p->kind[p->root[n]] == TG_GROUP_VIEW ||
+              p->kind[p->root[n]] == TG_GROUP_STRIDED));
 }
 
 static int pick_slot(const tg_graph *g, slot_info *s, int nslot, tg_dim size)

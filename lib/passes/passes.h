@@ -37,6 +37,7 @@ typedef enum {
     TG_GROUP_EPILOGUE,      /* linear/conv/matmul, then elementwise ops applied in place */
     TG_GROUP_LOOP,          /* elementwise nodes (and a final reduction) in one loop */
     TG_GROUP_VIEW,          /* slices, reshapes, permutes, expands: one strided copy */
+    TG_GROUP_STRIDED,       /* a kernel (sdpa) and the view chains it reads in place */
 } tg_group_kind;
 
 typedef struct {
@@ -68,7 +69,8 @@ bool tg_op_is_elementwise(tg_op op);
 
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p);          /* linear/conv + activation */
 int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p);  /* elementwise chains, + reduction */
-int tg_pass_fuse_views(const tg_graph *g, tg_plan *p);        /* movement chains: one copy */
+int tg_pass_fuse_views(const tg_graph *g, tg_plan *p);        /* movement chains: one copy, */
+                                                              /* or none where sdpa reads them */
 int tg_pass_memplan(const tg_graph *g, tg_plan *p);           /* slots with reuse by liveness */
 
 /* How a LOOP group iterates (fuse_elementwise.c): its outside inputs, and
@@ -91,8 +93,10 @@ int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
 /* Whether a loop can compute node nd element by element (*why: why not). */
 bool tg_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
 
-/* What a VIEW group reads (fuse_views.c): the chain's input `base`, as the
- * strided view rank/dims/strides (elements) starting `offset` elements in. */
+/* What a view chain reads (fuse_views.c): the chain's input `base`, as the
+ * strided view rank/dims/strides (elements) starting `offset` elements in.
+ * The chain ends at node `last` (a VIEW group's root, or a member of a
+ * STRIDED group) and runs back through the nodes of last's group. */
 typedef struct {
     int base;
     int rank;
@@ -101,7 +105,7 @@ typedef struct {
 } tg_view;
 
 /* 0, or -1 with tg_err when the chain is not one strided view. */
-int tg_view_analyze(const tg_graph *g, const tg_plan *p, int root, tg_view *w);
+int tg_view_analyze(const tg_graph *g, const tg_plan *p, int last, tg_view *w);
 
 /* ---- the pipeline ----------------------------------------------------------- */
 typedef struct {

@@ -27,7 +27,7 @@ static void log_groups(const tg_graph *g, const tg_plan *p)
 {
     static const char *const kinds[] = {
         [TG_GROUP_SINGLE] = "single", [TG_GROUP_EPILOGUE] = "epilogue", [TG_GROUP_LOOP] = "loop",
-        [TG_GROUP_VIEW] = "view",
+        [TG_GROUP_VIEW] = "view", [TG_GROUP_STRIDED] = "strided",
     };
     if (!tg_log_on(FUSION, TG_LOG_INFO))
         return;
@@ -43,7 +43,7 @@ static void log_groups(const tg_graph *g, const tg_plan *p)
                 snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", g->nodes[m].name);
             }
         if (cJSON_GetArraySize(nodes) > 1) {
-            const char *kind = p->kind[r] <= TG_GROUP_VIEW ? kinds[p->kind[r]] : "?";
+            const char *kind = p->kind[r] <= TG_GROUP_STRIDED ? kinds[p->kind[r]] : "?";
             cJSON *f = cJSON_CreateObject();
             cJSON_AddNumberToObject(f, "group", k);
             cJSON_AddStringToObject(f, "kind", kind);

@@ -329,6 +329,48 @@ static void test_fuse_views(void)
     tg_graph_free(g);
 }
 
+/* q, k, v: a [batch, 4, 24] tensor's columns 0-8, 8-16, 16-24 as [batch, 2,
+ * 4, 4] (two heads), read in place by the sdpa; unless q_rows_contiguous, the
+ * view of q also swaps its last two dims, so its rows are not contiguous and
+ * it stays a copy */
+static void test_views_into_sdpa(bool q_rows_contiguous)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){4, 24}), qkv[3], chain_end[3];
+    for (int i = 0; i < 3; i++) {
+        tg_attr sl[3] = {tg_attr_int("axis", 2), tg_attr_int("start", 8 * i),
+                         tg_attr_int("end", 8 * i + 8)};
+        int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &x, 3, sl);
+        tg_attr shape = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(4),
+                                                            tg_dim_const(2), tg_dim_const(4)});
+        int r = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &s, 1, &shape);
+        tg_attr perm = tg_attr_ints("perm", 4, i == 0 && !q_rows_contiguous
+                                                   ? (int64_t[]){0, 2, 3, 1}
+                                                   : (int64_t[]){0, 2, 1, 3});
+        qkv[i] = tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &perm);
+        chain_end[i] = g->nnode - 1;
+    }
+    int a = tg_graph_add_node(g, TG_OP_SDPA, "a", 3, qkv, 0, NULL), sdpa = g->nnode - 1;
+    tg_graph_add_output(g, a);
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_views(g, p) == (q_rows_contiguous ? 6 : 5));
+    CHECK(p->kind[sdpa] == TG_GROUP_STRIDED);
+    CHECK(p->root[chain_end[1]] == sdpa && p->root[chain_end[1] - 2] == sdpa);
+    CHECK(p->root[chain_end[0]] == (q_rows_contiguous ? sdpa : chain_end[0]));
+    tg_view w;
+    CHECK(tg_view_analyze(g, p, chain_end[2], &w) == 0);
+    int64_t want[4] = {96, 4, 24, 1}, v;          /* v: [batch, 2, 4, 4] of x, from column 16 */
+    CHECK(w.base == x && w.rank == 4 && tg_dim_eq(w.offset, tg_dim_const(16)));
+    for (int i = 0; i < 4; i++)
+        CHECK(tg_dim_is_const(w.strides[i], &v) && v == want[i]);
+    /* the chains read in place own no memory; x lives until the sdpa runs */
+    CHECK(tg_pass_memplan(g, p) >= 0);
+    CHECK(p->slot[qkv[1]] == -1 && p->slot[qkv[2]] == -1);
+    CHECK((p->slot[qkv[0]] == -1) == q_rows_contiguous);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
 static void test_memplan(void)
 {
     tg_graph *g = tg_graph_new();
@@ -363,6 +405,8 @@ int main(void)
     test_fuse_act();
     test_fuse_elementwise();
     test_fuse_views();
+    test_views_into_sdpa(true);
+    test_views_into_sdpa(false);
     test_memplan();
     return unit_report();
 }
