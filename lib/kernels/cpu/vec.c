@@ -27,6 +27,5 @@ VEC_MAP(silu, v * tgk_sigmoid(v))
 VEC_MAP(erf, tgk_erf(v))
 /* 0.5 v (1 + erff(v / sqrt 2)) */
 VEC_MAP(gelu, 0.5f * v * tgk_gelu_phi(v))
-/* 0.5 v (1 + tanhf(sqrt(2/pi) (v + 0.044715 v^3))), written as v * sigmoid(2 y)
- * so that it stays accurate where 1 + tanh would cancel */
-VEC_MAP(gelu_tanh, v * tgk_sigmoid(1.595769121605730711f * (v + 0.044715f * v * v * v)))
+/* 0.5 v (1 + tanhf(sqrt(2/pi) (v + 0.044715 v^3))) */
+VEC_MAP(gelu_tanh, tgk_gelu_tanh(v))
