@@ -238,6 +238,14 @@ random_npy() {
     done
 }
 
+@test "the linear kernel applies its activation itself: no loop of its own" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
+    [ "$(grep -c 'tgk_linear_packed_act_f32(.*, tgk_vec_gelu_tanh_f32);' "$TMP/m.c")" -eq 2 ]
+    ! grep -q 'tgk_vec_gelu_tanh_f32(n, yr, yr)' "$TMP/m.c"
+    run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
+    grep -q 'tgk_linear_packed_act_f32(.*, tgk_vec_relu_f32);' "$TMP/m.c"
+}
+
 @test "the example program of tgraph_model(3) compiles and runs a compiled model" {
     sed -n '/example-begin/,/example-end/p' "$TG_SRCDIR/man/man3/tgraph_model.3" |
         sed -e '1d' -e '$d' -e 's/\\e/\\/g' -e 's/\\-/-/g' >"$TMP/run_model.c"

@@ -61,5 +61,8 @@ int cg_emit_epilogue(tg_cg *c, int root);
 /* Whether group `root` is a conv and one relu, which the conv kernel applies
  * as it stores (tgk_conv_desc.relu): no loop of its own. */
 bool cg_epilogue_in_conv(const tg_cg *c, int root);
+/* Likewise the one activation on a linear_packed's result, which its kernel
+ * applies to each block as it is computed: tgk_vec_NAME_f32's NAME, or NULL. */
+const char *cg_epilogue_in_linear(const tg_cg *c, int root);
 
 #endif

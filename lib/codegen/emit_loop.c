@@ -84,6 +84,21 @@ static const char *flt(tg_cg *c, double v)
     return cg_str(c, "%.9gf", v);
 }
 
+/* The tgk_vec_NAME_f32 that computes node nd (a float activation), or NULL. */
+static const char *vec_name(const tg_node *nd)
+{
+    switch (nd->op) {
+    case TG_OP_EXP: return "exp";
+    case TG_OP_TANH: return "tanh";
+    case TG_OP_SIGMOID: return "sigmoid";
+    case TG_OP_SILU: return "silu";
+    case TG_OP_ERF: return "erf";
+    case TG_OP_GELU:
+        return strcmp(tg_node_string(nd, "approximate", "none"), "tanh") ? "gelu" : "gelu_tanh";
+    default: return NULL;
+    }
+}
+
 /* The expression for one element of node nd, or NULL when it is a vec call. */
 static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
 {
@@ -93,16 +108,9 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     tg_dtype t = nd->nin ? c->g->values[nd->in[0]].dtype : TG_F32;
     bool f = t == TG_F32;
     double alpha = tg_node_float(nd, "alpha", nd->op == TG_OP_ELU ? 1.0 : 0.01);
-    *vec = NULL;
-    switch (nd->op) {
-    case TG_OP_EXP: *vec = "exp"; return NULL;
-    case TG_OP_TANH: *vec = "tanh"; return NULL;
-    case TG_OP_SIGMOID: *vec = "sigmoid"; return NULL;
-    case TG_OP_SILU: *vec = "silu"; return NULL;
-    case TG_OP_ERF: *vec = "erf"; return NULL;
-    case TG_OP_GELU:
-        *vec = strcmp(tg_node_string(nd, "approximate", "none"), "tanh") ? "gelu" : "gelu_tanh";
+    if ((*vec = vec_name(nd)))
         return NULL;
+    switch (nd->op) {
     case TG_OP_NEG: return cg_str(c, "-%s", a);
     case TG_OP_ABS: return f ? cg_str(c, "fabsf(%s)", a) : cg_str(c, "(%s < 0 ? -%s : %s)", a, a, a);
     case TG_OP_LOG: return cg_str(c, "logf(%s)", a);
@@ -326,13 +334,32 @@ int cg_emit_loop(tg_cg *c, int root)
     return 0;
 }
 
-bool cg_epilogue_in_conv(const tg_cg *c, int root)
+/* An epilogue group of two: `anchor` (op) and the activation at `root` on
+ * its result. */
+static bool epilogue_of_two(const tg_cg *c, int root, tg_op anchor)
 {
     const tg_node *act = &c->g->nodes[root];
     const tg_value *x = &c->g->values[act->in[0]];
-    return c->p->kind[root] == TG_GROUP_EPILOGUE && act->op == TG_OP_RELU &&
-           x->kind == TG_VALUE_NODE && c->g->nodes[x->producer].op == TG_OP_CONV &&
-           c->p->root[x->producer] == root;
+    if (c->p->kind[root] != TG_GROUP_EPILOGUE || x->kind != TG_VALUE_NODE ||
+        c->g->nodes[x->producer].op != anchor || c->p->root[x->producer] != root)
+        return false;
+    for (int m = 0; m < root; m++)
+        if (c->p->root[m] == root && m != x->producer)
+            return false;
+    return true;
+}
+
+bool cg_epilogue_in_conv(const tg_cg *c, int root)
+{
+    return epilogue_of_two(c, root, TG_OP_CONV) && c->g->nodes[root].op == TG_OP_RELU;
+}
+
+const char *cg_epilogue_in_linear(const tg_cg *c, int root)
+{
+    const tg_node *act = &c->g->nodes[root];
+    if (!epilogue_of_two(c, root, TG_OP_LINEAR_PACKED))
+        return NULL;
+    return act->op == TG_OP_RELU ? "relu" : vec_name(act);
 }
 
 int cg_emit_epilogue(tg_cg *c, int root)
@@ -342,7 +369,7 @@ int cg_emit_epilogue(tg_cg *c, int root)
         if (c->p->root[m] == root && !tg_op_is_elementwise(c->g->nodes[m].op) &&
             cg_emit_node(c, m))
             return -1;
-    if (cg_epilogue_in_conv(c, root))
+    if (cg_epilogue_in_conv(c, root) || cg_epilogue_in_linear(c, root))
         return 0;
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))

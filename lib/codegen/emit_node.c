@@ -286,10 +286,12 @@ static int emit_linear(tg_cg *c, const tg_node *nd)
 static int emit_linear_packed(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
-    fprintf(c->f, "    tgk_linear_packed_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
-            cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2),
+    const char *act = cg_epilogue_in_linear(c, c->p->root[nd - c->g->nodes]);
+    fprintf(c->f, "    tgk_linear_packed%s_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s%s%s%s);\n",
+            act ? "_act" : "", cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2),
             OUT(c, nd - c->g->nodes), cg_prod(c, &x->shape, 0, x->shape.rank - 1),
-            tg_node_int(nd, "n", 0), cg_dim(c, x->shape.d[x->shape.rank - 1]));
+            tg_node_int(nd, "n", 0), cg_dim(c, x->shape.d[x->shape.rank - 1]),
+            act ? ", tgk_vec_" : "", act ? act : "", act ? "_f32" : "");
     return 0;
 }
 

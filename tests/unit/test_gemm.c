@@ -232,6 +232,26 @@ static void test_gemm_packed_strided(void)
     }
 }
 
+/* tgk_linear_packed_act_f32 gives bit for bit the linear layer, then the
+ * activation over its result, whatever blocks the pool computes it in. */
+static void test_linear_act(void)
+{
+    static const int64_t sz[][3] = {{1, 20, 7}, {5, 64, 33}, {64, 512, 128}, {97, 130, 16}};
+    static const tgk_vec_fn act[] = {tgk_vec_relu_f32, tgk_vec_gelu_tanh_f32, tgk_vec_silu_f32};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
+        int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2];
+        float *x = kc_rand(M * K, -2, 2), *w = kc_rand(N * K, -1, 1), *b = kc_rand(N, -1, 1);
+        float *wp = kc_out(tgk_packed_size(N, K)), *y = kc_out(M * N), *z = kc_out(M * N);
+        tgk_pack_weight_f32(w, K, N, K, wp);
+        tgk_linear_packed_f32(x, wp, b, z, M, N, K);
+        act[s % 3](M * N, z, z);
+        tgk_linear_packed_act_f32(x, wp, b, y, M, N, K, act[s % 3]);
+        CHECK(memcmp(y, z, sizeof *y * (size_t)(M * N)) == 0);
+        CHECK(kc_guard_ok(y, M * N));
+        free(x), free(w), free(b), free(wp), free(y), free(z);
+    }
+}
+
 /* A weight whose rows are ldw > K apart packs as its compact copy does (the
  * keys of attention, rows of a wider qkv projection). */
 static void test_pack_strided_rows(void)
@@ -261,6 +281,7 @@ int main(void)
         test_linear();
         test_linear_packed();
         test_gemm_packed_strided();
+        test_linear_act();
     }
     tgk_set_num_threads(2);
     test_concurrent();

@@ -18,6 +18,7 @@
 typedef void (*vec_fn)(int64_t, const float *, float *);
 typedef double (*ref_fn)(double);
 
+static double ref_relu(double x) { return x < 0 ? 0 : x; }
 static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double ref_silu(double x) { return x / (1 + exp(-x)); }
 static double ref_gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
@@ -40,6 +41,7 @@ static const struct {
     {"erf", tgk_vec_erf_f32, erf, -6, 6, 4e-7, 0x1p-100},
     {"gelu", tgk_vec_gelu_f32, ref_gelu, -12, 12, 2e-6, 1e-20},
     {"gelu_tanh", tgk_vec_gelu_tanh_f32, ref_gelu_tanh, -12, 12, 1e-5, 1e-20},
+    {"relu", tgk_vec_relu_f32, ref_relu, -100, 100, 0, 0x1p-100},
 };
 
 static double elem_err(float got, double ref, double floor)

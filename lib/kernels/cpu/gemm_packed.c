@@ -28,6 +28,7 @@ struct pgemm_job {
     const float *x, *wp, *b;
     bool accumulate;            /* start from y instead of b */
     float *y;
+    tgk_vec_fn act;             /* then on each chunk of y, or NULL */
     int64_t row_chunk, panel_chunk;
     chunk_fn fn;                /* the one for this CPU */
 };
@@ -159,6 +160,11 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end)
         int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
         int64_t p1 = p0 + j->panel_chunk < panels ? p0 + j->panel_chunk : panels;
         j->fn(j, r0, r1, p0, p1);
+        if (j->act) {
+            int64_t c0 = p0 * TGK_PANEL, c1 = p1 * TGK_PANEL < j->N ? p1 * TGK_PANEL : j->N;
+            for (int64_t r = r0; r < r1; r++)
+                j->act(c1 - c0, j->y + r * j->ldy + c0, j->y + r * j->ldy + c0);
+        }
     }
 }
 
@@ -202,8 +208,9 @@ void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *p
  * (a 256 x 784 GEMV runs faster on one thread than split in two). */
 #define TASK_MIN_WORK (1 << 18)
 
-void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
-                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy)
+static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                        const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
+                        tgk_vec_fn act)
 {
     static chunk_kind kind;     /* the same for every caller: a benign race */
     if (!kind.fn)
@@ -214,15 +221,27 @@ void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y,
+    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y, act,
                    (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
 }
 
+void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy)
+{
+    gemm_packed(M, N, K, x, ldx, wp, b, accumulate, y, ldy, NULL);
+}
+
 void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
                            int64_t M, int64_t N, int64_t K)
 {
-    tgk_gemm_packed_f32(M, N, K, x, K, wp, b, false, y, N);
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, NULL);
+}
+
+void tgk_linear_packed_act_f32(const float *x, const float *wp, const float *b, float *y,
+                               int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
+{
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, act);
 }

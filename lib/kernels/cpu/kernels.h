@@ -48,6 +48,12 @@ void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *p
 /* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), wp = w packed. */
 void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
                            int64_t M, int64_t N, int64_t K);
+/* An activation over n floats, in place allowed: a tgk_vec_*_f32. */
+typedef void (*tgk_vec_fn)(int64_t n, const float *x, float *y);
+/* The same, then y = act(y), applied to each block of y as it is computed
+ * (in cache, on the thread that computed it). */
+void tgk_linear_packed_act_f32(const float *x, const float *wp, const float *b, float *y,
+                               int64_t M, int64_t N, int64_t K, tgk_vec_fn act);
 /* The same with rows ldx and ldy apart; accumulate: y += x w^T (b unused). */
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                          const float *wp, const float *b, bool accumulate, float *y, int64_t ldy);
@@ -122,5 +128,6 @@ void tgk_vec_gelu_f32(int64_t n, const float *x, float *y);       /* erf form */
 void tgk_vec_gelu_tanh_f32(int64_t n, const float *x, float *y);
 void tgk_vec_silu_f32(int64_t n, const float *x, float *y);
 void tgk_vec_erf_f32(int64_t n, const float *x, float *y);
+void tgk_vec_relu_f32(int64_t n, const float *x, float *y);      /* NaN and -0 stay */
 
 #endif

@@ -29,3 +29,5 @@ VEC_MAP(erf, tgk_erf(v))
 VEC_MAP(gelu, 0.5f * v * tgk_gelu_phi(v))
 /* 0.5 v (1 + tanhf(sqrt(2/pi) (v + 0.044715 v^3))) */
 VEC_MAP(gelu_tanh, tgk_gelu_tanh(v))
+/* v < 0 ? 0 : v */
+VEC_MAP(relu, v < 0.0f ? 0.0f : v)
