@@ -105,6 +105,27 @@ static double conv_err(const float *y, const double *ref, const double *mag, int
     return err / scale;
 }
 
+/* ref and mag of [planes, oh, ow] pooled in place to [planes, oh / P, ow / P]:
+ * each window's max (NaN: none here) and its largest magnitude */
+static int64_t pool_ref(double *ref, double *mag, int64_t planes, int64_t oh, int64_t ow,
+                        int64_t P)
+{
+    int64_t ph = oh / P, pw = ow / P, o = 0;
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t r = 0; r < ph; r++)
+            for (int64_t q = 0; q < pw; q++, o++) {
+                double m = -INFINITY, g = 0;
+                for (int64_t a = 0; a < P; a++)
+                    for (int64_t b = 0; b < P; b++) {
+                        int64_t i = (p * oh + r * P + a) * ow + q * P + b;
+                        m = ref[i] > m ? ref[i] : m;
+                        g = mag[i] > g ? mag[i] : g;
+                    }
+                ref[o] = m, mag[o] = g;
+            }
+    return o;
+}
+
 static void run_case(ccase *c, bool with_bias)
 {
     const tgk_conv_desc *d = &c->d;
@@ -112,22 +133,27 @@ static void run_case(ccase *c, bool with_bias)
     int64_t nx = d->n * d->c * prod3(c->in), ny = d->n * d->k * prod3(c->out);
     int64_t nw = d->transposed ? d->c * (d->k / d->groups) * kp : d->k * (d->c / d->groups) * kp;
     float *x = kc_rand(nx, -1, 1), *w = kc_rand(nw, -1, 1);
-    float *b = with_bias ? kc_rand(d->k, -1, 1) : NULL, *y = kc_out(ny);
+    int64_t P = d->pool > 1 ? d->pool : 1, nyp = d->n * d->k * prod3(c->out) / c->out[1] /
+                                                    c->out[2] * (c->out[1] / P) * (c->out[2] / P);
+    float *b = with_bias ? kc_rand(d->k, -1, 1) : NULL, *y = kc_out(nyp);
     double *ref = kc_ref(ny), *mag = kc_ref(ny);
     reference(c, x, w, b, ref, mag);
     for (int64_t i = 0; d->relu && i < ny; i++)
         ref[i] = ref[i] < 0 ? 0 : ref[i];
+    if (P > 1)
+        ny = pool_ref(ref, mag, d->n * d->k, c->out[1], c->out[2], P);
     CHECK(tgk_conv_f32(d, x, w, b, y) == 0);
     int64_t terms = (d->c / d->groups) * kp;
     KC_EXPECT(conv_err(y, ref, mag, ny), TOL * (1 + terms / 1000.0),
               "conv nsp=%d n=%lld c=%lld k=%lld g=%lld in=%lldx%lldx%lld ker=%lldx%lldx%lld "
-              "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d relu=%d",
+              "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d relu=%d "
+              "pool=%lld",
               d->nsp, (long long)d->n, (long long)d->c, (long long)d->k, (long long)d->groups,
               (long long)c->in[0], (long long)c->in[1], (long long)c->in[2], (long long)c->ker[0],
               (long long)c->ker[1], (long long)c->ker[2], (long long)c->str[0], (long long)c->str[1],
               (long long)c->str[2], (long long)c->pad[0], (long long)c->pad[1], (long long)c->pad[2],
               (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed,
-              d->relu);
+              d->relu, (long long)d->pool);
     CHECK(kc_guard_ok(y, ny));
     free(x), free(w), free(b), free(y), free(ref), free(mag);
 }
@@ -253,6 +279,36 @@ int main(void)
     c = fixed(2, 32, 16, 1, 12, 12, 4, 4, 2, 1, true);    /* transposed */
     c.d.relu = true;
     run_case(&c, true);
+
+    /* max pool after the (relu'd) convolution: the direct path pools each
+     * slab of rows, the others pool a full result; odd sizes drop the rows
+     * and columns past the last whole window */
+    static const int64_t pc[][11] = {
+        {1, 3, 16, 1, 32, 32, 3, 3, 1, 1, 2},   /* direct, the cnn fixture's */
+        {3, 16, 32, 1, 16, 16, 3, 3, 1, 1, 2},  /* direct, pre-padded, channel groups */
+        {9, 3, 5, 1, 15, 17, 3, 3, 1, 1, 2},    /* direct, slabs, odd sizes */
+        {2, 8, 12, 1, 19, 23, 3, 3, 1, 1, 3},   /* direct, pool 3 */
+        {1, 64, 16, 1, 20, 20, 3, 3, 1, 1, 2},  /* im2col */
+        {2, 16, 16, 16, 10, 11, 3, 3, 1, 1, 2}, /* depthwise */
+    };
+    for (int nt = 1; nt <= 2; nt++) {
+        tgk_set_num_threads(nt);
+        for (size_t i = 0; i < sizeof pc / sizeof *pc; i++) {
+            const int64_t *r = pc[i];
+            c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
+            c.d.relu = i % 2 == 0;
+            c.d.pool = r[10];
+            run_case(&c, true);
+        }
+    }
+    tgk_set_num_threads(1);     /* one thread: slabs that keep within 4 MiB */
+    c = fixed(1, 16, 2, 1, 256, 250, 1, 1, 1, 0, false);
+    c.d.pool = 2;
+    run_case(&c, true);
+    tgk_set_num_threads(2);
+    c = fixed(1, 4, 4, 1, 5, 5, 3, 3, 1, 1, false);
+    c.d.pool = 6;               /* a window bigger than the result */
+    CHECK(tgk_conv_f32(&c.d, NULL, NULL, NULL, NULL) == -1);
 
     /* invalid descriptors are refused, not run */
     c = fixed(1, 4, 4, 1, 5, 5, 3, 3, 1, 1, false);

@@ -366,7 +366,8 @@ static void direct_pad_planes(void *ctx, int64_t begin, int64_t end)
 }
 
 /* the vectors of output rows [r0, r0 + rows), in raster order, then repeats
- * of the last up to whole tiles; returns their count */
+ * of the last up to whole tiles, writing at row r0 of a plane (0: of a slab's
+ * scratch); returns their count */
 static int64_t direct_vectors(const direct_job *dj, int64_t r0, int64_t rows, direct_vec *vec)
 {
     int64_t dv = dj->kern->dv, ow = dj->j->g.out[2], m = 0;
@@ -379,37 +380,64 @@ static int64_t direct_vectors(const direct_job *dj, int64_t r0, int64_t rows, di
     return m;
 }
 
+/* Max over the pool x pool windows of a block's nk channels of `rows` output
+ * rows in scratch s ([nk][slab][ow]) into y's pooled rows from r0 / pool. */
+static void pool_block(const conv_job *j, const float *s, int64_t nk, int64_t rows,
+                       int64_t r0, float *y)
+{
+    int64_t P = j->d->pool, ow = j->g.out[2], pw = ow / P, psp = j->g.out[1] / P * pw;
+    for (int64_t i = 0; i < nk; i++)
+        for (int64_t pr = 0; pr < rows / P; pr++)
+            for (int64_t px = 0; px < pw; px++) {
+                const float *w = s + (i * j->slab + pr * P) * ow + px * P;
+                float m = -INFINITY;
+                for (int64_t a = 0; a < P; a++)
+                    for (int64_t b = 0; b < P; b++) {
+                        float v = w[a * ow + b];
+                        m = v != v ? v : v > m ? v : m;     /* NaN wins, as in max_pool */
+                    }
+                y[i * psp + (r0 / P + pr) * pw + px] = m;
+            }
+}
+
 /* items (image, slab of output rows, group of channel blocks) */
 static void direct_items(void *ctx, int64_t begin, int64_t end)
 {
     const direct_job *dj = ctx;
     conv_job *j = dj->j;
     const tgk_conv_geom *g = &j->g;
-    int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1];
+    int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1], P = j->d->pool;
     direct_vec *vec = malloc((size_t)(j->slab * dj->nvb + dj->kern->nv) * sizeof *vec);
-    float *buf = NULL;
-    if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf)))) {
+    float *buf = NULL, *sc = NULL;
+    if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf))) ||
+        (P > 1 && !(sc = malloc((size_t)(dk * j->slab * g->out[2]) * sizeof *sc)))) {
         atomic_store(&j->failed, true);
         free(vec);
+        free(buf);
         return;
     }
+    /* pooling: each block's rows go to the scratch, then pooled into y */
     direct_block bl = {.tapoff = dj->tapoff, .vec = vec, .taps = c * g->kprod,
-                       .out_sp = g->out_sp, .relu = j->d->relu};
+                       .out_sp = P > 1 ? j->slab * g->out[2] : g->out_sp, .relu = j->d->relu};
     for (int64_t it = begin; it < end; it++) {
         int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
         int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
         if (buf)
             direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + g->ker[1] - 1, buf);
         bl.buf = buf ? buf : dj->pad + (n * c * dj->nr + r0) * dj->wp;
-        bl.nvec = direct_vectors(dj, r0, rows, vec);
+        bl.nvec = direct_vectors(dj, P > 1 ? 0 : r0, rows, vec);
         for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
             bl.w = j->w + kb * dk * bl.taps;
             bl.b = j->b ? j->b + kb * dk : NULL;
-            bl.y = j->y + (n * k + kb * dk) * g->out_sp;
+            bl.y = sc ? sc : j->y + (n * k + kb * dk) * g->out_sp;
             bl.nk = k - kb * dk < dk ? k - kb * dk : dk;
             dj->kern->run(&bl);
+            if (sc)
+                pool_block(j, sc, bl.nk, rows, r0,
+                           j->y + (n * k + kb * dk) * (oh_n / P) * (g->out[2] / P));
         }
     }
+    free(sc);
     free(buf);
     free(vec);
 }
@@ -436,16 +464,17 @@ static int direct_conv(conv_job *j)
     if (per_image > 1 && n * c * plane * (int64_t)sizeof(float) <= COL_BYTES)
         for (dj.nkg = per_image < dj.nkb ? per_image : dj.nkb; dj.nkb % dj.nkg; dj.nkg++)
             ;
-    int64_t nslab = (per_image + dj.nkg - 1) / dj.nkg;
-    j->slab = (oh_n + nslab - 1) / nslab;
+    int64_t nslab = (per_image + dj.nkg - 1) / dj.nkg, P = j->d->pool > 1 ? j->d->pool : 1;
+    /* a slab is whole pooling windows of rows */
+    j->slab = ((oh_n + nslab - 1) / nslab + P - 1) / P * P;
     if (dj.nkg > 1) {
         dj.nr = oh_n + kh_n - 1;
         if (!(dj.pad = calloc((size_t)(n * c * plane), sizeof *dj.pad)))
             return -1;
         tgk_parallel_for(n * c, 1 + 65536 / plane, direct_pad_planes, &dj);
     } else {
-        int64_t most = COL_BYTES / (c * dj.wp * (int64_t)sizeof(float)) - (kh_n - 1);
-        j->slab = j->slab < most ? j->slab : most > 1 ? most : 1;
+        int64_t most = (COL_BYTES / (c * dj.wp * (int64_t)sizeof(float)) - (kh_n - 1)) / P * P;
+        j->slab = j->slab < most ? j->slab : most > P ? most : P;
         dj.nr = j->slab + kh_n - 1;
     }
     j->nslab = (oh_n + j->slab - 1) / j->slab;
@@ -550,12 +579,36 @@ TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
         y[i] = y[i] < 0 ? 0 : y[i];
 }
 
+/* The convolution into a scratch result, then its max pool into y: the
+ * paths that do not pool as they go. */
+static int conv_then_pool(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
+                          const float *w, const float *b, float *y)
+{
+    tgk_conv_desc full = *d;
+    full.pool = 0;
+    float *t = malloc((size_t)(d->n * d->k * g->out_sp) * sizeof *t);
+    int rc = t ? tgk_conv_f32(&full, x, w, b, t) : -1;
+    if (rc == 0) {
+        tgk_pool_desc p = {.nsp = 2, .n = d->n, .c = d->k, .in = {d->out[0], d->out[1]},
+                           .out = {d->out[0] / d->pool, d->out[1] / d->pool},
+                           .kernel = {d->pool, d->pool}, .stride = {d->pool, d->pool},
+                           .dil = {1, 1}};
+        tgk_max_pool_f32(&p, t, y);
+    }
+    free(t);
+    return rc;
+}
+
 int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y)
 {
     conv_job j = {.d = d, .x = x, .w = w, .b = b, .y = y};
     if (d->n <= 0 || d->c <= 0 || d->k <= 0 || d->groups <= 0 || d->c % d->groups ||
-        d->k % d->groups || !tgk_conv_geom_from(d, &j.g))
+        d->k % d->groups || !tgk_conv_geom_from(d, &j.g) ||
+        (d->pool > 1 && (d->nsp != 2 || d->transposed || d->out[0] < d->pool ||
+                         d->out[1] < d->pool)))
         return -1;
+    if (d->pool > 1 && !use_direct(d, &j.g))
+        return conv_then_pool(d, &j.g, x, w, b, y);
     atomic_init(&j.failed, false);
     const tgk_conv_geom *g = &j.g;
     j.cg = d->c / d->groups;

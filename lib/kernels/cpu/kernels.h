@@ -66,6 +66,11 @@ typedef struct {
     int64_t kernel[3], stride[3], pad[3], dil[3];
     bool transposed;            /* weight [C, K/groups, *kernel] instead of [K, C/groups, *kernel] */
     bool relu;                  /* then y = y < 0 ? 0 : y (the direct path as it stores) */
+    /* > 1 (2-D only): then the max over each pool x pool window, stride pool,
+     * no padding, rows and columns past the last whole window dropped; y is
+     * [n, k, out[0] / pool, out[1] / pool]. The direct path pools each block
+     * of rows while it is in cache; the others pool a full result. */
+    int64_t pool;
 } tgk_conv_desc;
 /* b may be NULL. out[] must be filled in by the caller. Scratch is bounded
  * (a few MiB of im2col columns, whatever the image size). Returns 0, or -1
