@@ -238,6 +238,16 @@ random_npy() {
     done
 }
 
+@test "the cnn's first conv, its relu and its max pool run as one conv kernel" {
+    TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
+    [[ "$stderr" == *"act: conv_11 (conv) + max_pool2d (max_pool) in the conv kernel"* ]]
+    grep -q 'd.pool = 2;' "$TMP/m.c"
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/cnn.in0.b$b.npy" --check "$FIX/cnn.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
 @test "the linear kernel applies its activation itself: no loop of its own" {
     run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
     [ "$(grep -c 'tgk_linear_packed_act_f32(.*, tgk_vec_gelu_tanh_f32);' "$TMP/m.c")" -eq 2 ]

@@ -58,9 +58,10 @@ int cg_emit_pool(tg_cg *c, int n);
 /* An epilogue group: its anchor's kernel, then its activations as a loop over
  * the result, in place. */
 int cg_emit_epilogue(tg_cg *c, int root);
-/* Whether group `root` is a conv and one relu, which the conv kernel applies
- * as it stores (tgk_conv_desc.relu): no loop of its own. */
-bool cg_epilogue_in_conv(const tg_cg *c, int root);
+/* Whether group `root` is a conv and what its kernel applies itself, no
+ * loop of its own: a relu as it stores (tgk_conv_desc.relu) and/or a max
+ * pool of *pool x *pool windows (tgk_conv_desc.pool; 0: none). */
+bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool);
 /* Likewise the one activation on a linear_packed's result, which its kernel
  * applies to each block as it is computed: tgk_vec_NAME_f32's NAME, or NULL. */
 const char *cg_epilogue_in_linear(const tg_cg *c, int root);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../ops/infer.h"
 
 #define TILE 256
 #define BLOCK 4096      /* elements of a row one task of an elementwise loop takes */
@@ -334,30 +335,49 @@ int cg_emit_loop(tg_cg *c, int root)
     return 0;
 }
 
-/* An epilogue group of two: `anchor` (op) and the activation at `root` on
- * its result. */
-static bool epilogue_of_two(const tg_cg *c, int root, tg_op anchor)
+/* The node of group `root` whose result node n reads (-1: none). */
+static int member_input(const tg_cg *c, int root, int n)
 {
-    const tg_node *act = &c->g->nodes[root];
-    const tg_value *x = &c->g->values[act->in[0]];
-    if (c->p->kind[root] != TG_GROUP_EPILOGUE || x->kind != TG_VALUE_NODE ||
-        c->g->nodes[x->producer].op != anchor || c->p->root[x->producer] != root)
-        return false;
-    for (int m = 0; m < root; m++)
-        if (c->p->root[m] == root && m != x->producer)
-            return false;
-    return true;
+    const tg_value *x = &c->g->values[c->g->nodes[n].in[0]];
+    return x->kind == TG_VALUE_NODE && c->p->root[x->producer] == root ? x->producer : -1;
 }
 
-bool cg_epilogue_in_conv(const tg_cg *c, int root)
+/* Whether epilogue group `root` is exactly the chain from `anchor` (op) to
+ * `root`, of `len` nodes; *a: the anchor. */
+static bool epilogue_chain(const tg_cg *c, int root, tg_op anchor, int len, int *a)
 {
-    return epilogue_of_two(c, root, TG_OP_CONV) && c->g->nodes[root].op == TG_OP_RELU;
+    int members = 0;
+    for (int m = 0; m <= root; m++)
+        members += c->p->root[m] == root;
+    *a = root;
+    for (int i = 1; i < len && *a >= 0; i++)
+        *a = member_input(c, root, *a);
+    return c->p->kind[root] == TG_GROUP_EPILOGUE && members == len && *a >= 0 &&
+           c->g->nodes[*a].op == anchor;
+}
+
+bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool)
+{
+    const tg_node *top = &c->g->nodes[root];
+    int64_t k[2];
+    *pool = 0;
+    if (top->op == TG_OP_MAX_POOL) {
+        if (tg_attr_per_axis(top, "kernel", 2, 0, k)) {
+            tg_err_clear();
+            return false;
+        }
+        *pool = k[0];
+    }
+    int n = *pool ? member_input(c, root, root) : root, a;
+    *relu = n >= 0 && c->g->nodes[n].op == TG_OP_RELU;
+    return (*relu || *pool) && epilogue_chain(c, root, TG_OP_CONV, 1 + *relu + !!*pool, &a);
 }
 
 const char *cg_epilogue_in_linear(const tg_cg *c, int root)
 {
     const tg_node *act = &c->g->nodes[root];
-    if (!epilogue_of_two(c, root, TG_OP_LINEAR_PACKED))
+    int a;
+    if (!epilogue_chain(c, root, TG_OP_LINEAR_PACKED, 2, &a))
         return NULL;
     return act->op == TG_OP_RELU ? "relu" : vec_name(act);
 }
@@ -369,7 +389,9 @@ int cg_emit_epilogue(tg_cg *c, int root)
         if (c->p->root[m] == root && !tg_op_is_elementwise(c->g->nodes[m].op) &&
             cg_emit_node(c, m))
             return -1;
-    if (cg_epilogue_in_conv(c, root) || cg_epilogue_in_linear(c, root))
+    bool relu;
+    int64_t pool;
+    if (cg_conv_epilogue(c, root, &relu, &pool) || cg_epilogue_in_linear(c, root))
         return 0;
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))

@@ -324,8 +324,14 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     if (per_axis(c, nd, "stride", nsp, 1, "stride") || per_axis(c, nd, "padding", nsp, 0, "pad") ||
         per_axis(c, nd, "dilation", nsp, 1, "dil"))
         return -1;
-    if (cg_epilogue_in_conv(c, c->p->root[nd - c->g->nodes]))
-        fprintf(c->f, "    d.relu = 1;\n");
+    bool relu;
+    int64_t pool;
+    if (cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &relu, &pool)) {
+        if (relu)
+            fprintf(c->f, "    d.relu = 1;\n");
+        if (pool)
+            fprintf(c->f, "    d.pool = %" PRId64 ";\n", pool);
+    }
     check_status(c, nd,
                  cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
                         cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),

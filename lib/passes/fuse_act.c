@@ -5,7 +5,11 @@
  * tg_pass_fuse_act (a plan pass): a linear, conv or matmul (float or int8)
  * whose only reader is an activation (and that activation's only reader
  * another one ...) runs as one group: the kernel writes the result and the
- * activations are applied in place while it is still in cache. */
+ * activations are applied in place while it is still in cache. A float 2-D
+ * conv, or a conv and its relu, takes the max pool that alone reads it when
+ * the pool's windows tile the result (window = stride, no padding): the conv
+ * kernel pools each block of rows as it computes it (tgk_conv_desc.pool), so
+ * the full result never reaches memory. */
 #include "passes.h"
 
 #include <inttypes.h>
@@ -15,6 +19,7 @@
 
 #include "../error.h"
 #include "../log.h"
+#include "../ops/infer.h"
 
 static bool is_anchor(tg_op op)
 {
@@ -143,6 +148,29 @@ fail:
     return -1;
 }
 
+/* The window P of max pool `pool` on conv `conv`'s result when the conv
+ * kernel can do it: P x P, stride P, no padding nor dilation, floor-sized. */
+static int64_t conv_pool(const tg_graph *g, const tg_plan *p, const tg_node *conv, int pool)
+{
+    const tg_node *nd = &g->nodes[pool];
+    const tg_value *x = &g->values[conv->out[0]], *y = &g->values[nd->out[0]];
+    int64_t k[2], s[2], pad[2], dil[2], hw[2], phw[2];
+    if (nd->op != TG_OP_MAX_POOL || p->root[pool] != pool || x->dtype != TG_F32 ||
+        x->shape.rank != 4 || tg_node_int(conv, "transposed", 0) ||
+        tg_attr_per_axis(nd, "kernel", 2, 0, k) ||
+        tg_attr_per_axis(nd, tg_node_attr(nd, "stride") ? "stride" : "kernel", 2, 0, s) ||
+        tg_attr_per_axis(nd, "padding", 2, 0, pad) || tg_attr_per_axis(nd, "dilation", 2, 1, dil)) {
+        tg_err_clear();
+        return 0;
+    }
+    for (int a = 0; a < 2; a++)
+        if (k[a] != k[0] || s[a] != k[0] || pad[a] || dil[a] != 1 ||
+            !tg_dim_is_const(x->shape.d[2 + a], &hw[a]) ||
+            !tg_dim_is_const(y->shape.d[2 + a], &phw[a]) || phw[a] != hw[a] / k[0])
+            return 0;
+    return k[0] > 1 ? k[0] : 0;
+}
+
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
 {
     int *uses = tg_graph_use_counts(g);
@@ -167,6 +195,14 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
                 break;
             TG_LOG(FUSION, TG_LOG_INFO, "act: %s (%s) + %s (%s) in place", nd->name,
                    tg_op_name(nd->op), act->name, tg_op_name(act->op));
+            last = r;
+        }
+        bool relu_only = last == n || (g->nodes[last].op == TG_OP_RELU &&
+                                       g->nodes[last].in[0] == nd->out[0]);
+        if (nd->op == TG_OP_CONV && relu_only &&
+            (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r)) {
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (conv) + %s (max_pool) in the conv kernel",
+                   nd->name, g->nodes[r].name);
             last = r;
         }
         if (last == n)

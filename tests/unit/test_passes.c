@@ -263,6 +263,28 @@ static void test_fuse_act(void)
     tg_graph_free(g);
 }
 
+/* conv -> relu -> max pool whose windows tile the result: one group the conv
+ * kernel runs; a pool with overlapping windows (stride 1) stays its own */
+static void test_fuse_conv_pool(int64_t stride)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 3, (int64_t[]){3, 8, 8});
+    int w = W(g, "w", 4, 3, 3, 3), b = W(g, "b", 4);
+    tg_attr pad = tg_attr_ints("padding", 2, (int64_t[]){1, 1});
+    int c = tg_graph_add_node(g, TG_OP_CONV, "conv", 3, (int[]){x, w, b}, 1, &pad);
+    int r = NODE(g, RELU, "relu", c);
+    tg_attr pa[2] = {tg_attr_ints("kernel", 2, (int64_t[]){2, 2}),
+                     tg_attr_ints("stride", 2, (int64_t[]){stride, stride})};
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_MAX_POOL, "pool", 1, &r, 2, pa));
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_act(g, p) == 1);
+    int last = stride == 2 ? 2 : 1;
+    CHECK(p->root[0] == last && p->root[1] == last && p->kind[last] == TG_GROUP_EPILOGUE);
+    CHECK(p->root[2] == 2);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
 static void test_fuse_elementwise(void)
 {
     tg_graph *g = tg_graph_new();
@@ -404,6 +426,8 @@ int main(void)
     test_prepack_linear();
     test_fuse_act();
     test_fuse_elementwise();
+    test_fuse_conv_pool(2);
+    test_fuse_conv_pool(1);
     test_fuse_views();
     test_views_into_sdpa(true);
     test_views_into_sdpa(false);
