@@ -31,6 +31,21 @@ static inline int weight(tg_graph *g, const char *name, int rank, const int64_t 
     return tg_graph_add_const(g, name, TG_F32, &s, w, sizeof(float) * n);
 }
 
+/* Attention's split of a qkv projection x [batch, seq, 24]: columns [8i,
+ * 8i + 8) as two heads of 4 (slice, reshape to [batch, seq, 2, 4], permute
+ * by perm; {0, 2, 1, 3}: [batch, 2, seq, 4]). Returns the permute's value. */
+static inline int head_split(tg_graph *g, int x, int i, int64_t seq, const int64_t perm[4])
+{
+    tg_attr sl[3] = {tg_attr_int("axis", 2), tg_attr_int("start", 8 * i),
+                     tg_attr_int("end", 8 * i + 8)};
+    int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &x, 3, sl);
+    tg_attr shape = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(seq),
+                                                        tg_dim_const(2), tg_dim_const(4)});
+    int r = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &s, 1, &shape);
+    tg_attr p = tg_attr_ints("perm", 4, perm);
+    return tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &p);
+}
+
 /* W(g, "fc.weight", 10, 784): weight() with the dims written out. */
 #define W(g, name, ...) \
     weight(g, name, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})

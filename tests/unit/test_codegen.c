@@ -253,17 +253,19 @@ static void test_views(void)
     /* attention's input split: slice -> reshape -> permute, three times */
     tg_graph *g = tg_graph_new();
     int x = input(g, "x", DIMS(5, 24));
-    for (int h = 0; h < 3; h++) {
-        tg_attr sl[3] = {tg_attr_int("axis", 2), tg_attr_int("start", 8 * h),
-                         tg_attr_int("end", 8 * h + 8)};
-        int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &x, 3, sl);
-        tg_attr shape = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(5),
-                                                            tg_dim_const(2), tg_dim_const(4)});
-        int r = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &s, 1, &shape);
-        tg_attr perm = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 1, 3});
-        tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &perm));
-    }
+    for (int h = 0; h < 3; h++)
+        tg_graph_add_output(g, head_split(g, x, h, 5, (int64_t[]){0, 2, 1, 3}));
     check_case("slice+reshape+permute views", g, false);
+
+    /* the same read in place by attention (a STRIDED group), causal */
+    g = tg_graph_new();
+    x = input(g, "x", DIMS(5, 24));
+    int qkv[3];
+    for (int h = 0; h < 3; h++)
+        qkv[h] = head_split(g, x, h, 5, (int64_t[]){0, 2, 1, 3});
+    tg_attr causal = tg_attr_int("causal", 1);
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SDPA, NULL, 3, qkv, 1, &causal));
+    check_case("q, k, v views read in place by sdpa", g, false);
 
     /* a strided slice, then an expand of a permuted constant */
     g = tg_graph_new();

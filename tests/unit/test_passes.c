@@ -360,16 +360,8 @@ static void test_views_into_sdpa(bool q_rows_contiguous)
     tg_graph *g = tg_graph_new();
     int x = input(g, 2, (int64_t[]){4, 24}), qkv[3], chain_end[3];
     for (int i = 0; i < 3; i++) {
-        tg_attr sl[3] = {tg_attr_int("axis", 2), tg_attr_int("start", 8 * i),
-                         tg_attr_int("end", 8 * i + 8)};
-        int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &x, 3, sl);
-        tg_attr shape = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(4),
-                                                            tg_dim_const(2), tg_dim_const(4)});
-        int r = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &s, 1, &shape);
-        tg_attr perm = tg_attr_ints("perm", 4, i == 0 && !q_rows_contiguous
-                                                   ? (int64_t[]){0, 2, 3, 1}
-                                                   : (int64_t[]){0, 2, 1, 3});
-        qkv[i] = tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &perm);
+        qkv[i] = head_split(g, x, i, 4, i == 0 && !q_rows_contiguous ? (int64_t[]){0, 2, 3, 1}
+                                                                      : (int64_t[]){0, 2, 1, 3});
         chain_end[i] = g->nnode - 1;
     }
     int a = tg_graph_add_node(g, TG_OP_SDPA, "a", 3, qkv, 0, NULL), sdpa = g->nnode - 1;

@@ -44,26 +44,33 @@ static inline uint32_t tgk_float_bits(float f)
     return u;
 }
 
-/* exp: x = n ln2 + r, |r| <= ln2/2, exp(r) by Cephes' degree-6 polynomial,
- * 2^n built in two halves so results down to the denormals come out right.
- * Clamping keeps n small; NaN fails both comparisons and stays NaN. */
-static inline float tgk_exp(float x)
+/* exp(x) = exp(r) 2^n: x = n ln2 + r, |r| <= ln2/2, *n set, exp(r) returned
+ * by Cephes' degree-6 polynomial. */
+static inline float tgk_exp_reduce(float x, int32_t *n)
 {
-    x = x > 89.0f ? 89.0f : x;
-    x = x < -104.0f ? -104.0f : x;
     const float shift = 12582912.0f;              /* 1.5 * 2^23: rounds to integer */
     float t = x * 1.44269504088896341f + shift;
-    float n = t - shift;
-    int32_t ni = (int32_t)(tgk_float_bits(t) - tgk_float_bits(shift));
-    float r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
+    float nf = t - shift;
+    *n = (int32_t)(tgk_float_bits(t) - tgk_float_bits(shift));
+    float r = x - nf * 0.693359375f;
+    r = r + nf * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    return p * r * r + r + 1.0f;
+}
+
+/* exp: 2^n built in two halves so results down to the denormals come out
+ * right. Clamping keeps n small; NaN fails both comparisons and stays NaN. */
+static inline float tgk_exp(float x)
+{
+    x = x > 89.0f ? 89.0f : x;
+    x = x < -104.0f ? -104.0f : x;
+    int32_t ni;
+    float p = tgk_exp_reduce(x, &ni);
     int32_t h = ni >> 1;
     float s1 = tgk_bits_float((uint32_t)(h + 127) << 23);
     float s2 = tgk_bits_float((uint32_t)(ni - h + 127) << 23);
@@ -168,20 +175,8 @@ static inline float tgk_gelu_tanh(float v)
     float u = -1.595769121605730711f * (v + 0.044715f * v * v * v);
     u = u < 89.0f ? u : 89.0f;
     u = u > -87.0f ? u : -87.0f;
-    const float shift = 12582912.0f;              /* 1.5 * 2^23: rounds to integer */
-    float t = u * 1.44269504088896341f + shift;
-    float n = t - shift;
-    int32_t ni = (int32_t)(tgk_float_bits(t) - tgk_float_bits(shift));
-    float r = u - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    float e = p * tgk_bits_float((uint32_t)(ni + 127) << 23);
+    int32_t ni;
+    float e = tgk_exp_reduce(u, &ni) * tgk_bits_float((uint32_t)(ni + 127) << 23);
     return v / (1.0f + e);
 }
 
