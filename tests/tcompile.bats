@@ -250,10 +250,20 @@ random_npy() {
 
 @test "the linear kernel applies its activation itself: no loop of its own" {
     run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
-    [ "$(grep -c 'tgk_linear_packed_act_f32(.*, tgk_vec_gelu_tanh_f32);' "$TMP/m.c")" -eq 2 ]
+    [ "$(grep -c 'tgk_linear_packed_ex_f32(.*, tgk_vec_gelu_tanh_f32);' "$TMP/m.c")" -eq 2 ]
     ! grep -q 'tgk_vec_gelu_tanh_f32(n, yr, yr)' "$TMP/m.c"
     run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
-    grep -q 'tgk_linear_packed_act_f32(.*, tgk_vec_relu_f32);' "$TMP/m.c"
+    grep -q 'tgk_linear_packed_ex_f32(.*, tgk_vec_relu_f32);' "$TMP/m.c"
+}
+
+@test "tinygpt's four residual adds run in the GEMMs before them" {
+    TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
+    [ "$(grep -c 'act: linear_[0-9]* (linear_packed) + add_[0-9]* (add) in the GEMM' <<<"$stderr")" -eq 4 ]
+    [ "$(grep -c 'tgk_linear_packed_ex_f32(v[0-9]*, v[0-9]*, v[0-9]*, v[0-9]*, ' "$TMP/m.c")" -eq 4 ]
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
 }
 
 @test "the example program of tgraph_model(3) compiles and runs a compiled model" {

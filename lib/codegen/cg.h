@@ -62,8 +62,9 @@ int cg_emit_epilogue(tg_cg *c, int root);
  * loop of its own: a relu as it stores (tgk_conv_desc.relu) and/or a max
  * pool of *pool x *pool windows (tgk_conv_desc.pool; 0: none). */
 bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool);
-/* Likewise the one activation on a linear_packed's result, which its kernel
- * applies to each block as it is computed: tgk_vec_NAME_f32's NAME, or NULL. */
-const char *cg_epilogue_in_linear(const tg_cg *c, int root);
+/* Likewise a linear_packed's epilogue, which its kernel applies to each
+ * block of its result as it is computed: one activation (*act: the NAME of
+ * tgk_vec_NAME_f32) or the add of a residual (*res: the value; else -1). */
+bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res);
 
 #endif

@@ -338,8 +338,14 @@ int cg_emit_loop(tg_cg *c, int root)
 /* The node of group `root` whose result node n reads (-1: none). */
 static int member_input(const tg_cg *c, int root, int n)
 {
-    const tg_value *x = &c->g->values[c->g->nodes[n].in[0]];
-    return x->kind == TG_VALUE_NODE && c->p->root[x->producer] == root ? x->producer : -1;
+    const tg_node *nd = &c->g->nodes[n];
+    for (int i = 0; i < nd->nin; i++) {
+        const tg_value *x = nd->in[i] >= 0 ? &c->g->values[nd->in[i]] : NULL;
+        if (x && x->kind == TG_VALUE_NODE && c->p->root[x->producer] == root &&
+            x->producer != n)
+            return x->producer;
+    }
+    return -1;
 }
 
 /* Whether epilogue group `root` is exactly the chain from `anchor` (op) to
@@ -373,13 +379,20 @@ bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool)
     return (*relu || *pool) && epilogue_chain(c, root, TG_OP_CONV, 1 + *relu + !!*pool, &a);
 }
 
-const char *cg_epilogue_in_linear(const tg_cg *c, int root)
+bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)
 {
-    const tg_node *act = &c->g->nodes[root];
+    const tg_node *top = &c->g->nodes[root];
     int a;
+    *act = NULL;
+    *res = -1;
     if (!epilogue_chain(c, root, TG_OP_LINEAR_PACKED, 2, &a))
-        return NULL;
-    return act->op == TG_OP_RELU ? "relu" : vec_name(act);
+        return false;
+    if (top->op == TG_OP_ADD) {
+        *res = top->in[0] == c->g->nodes[a].out[0] ? top->in[1] : top->in[0];
+        return true;
+    }
+    *act = top->op == TG_OP_RELU ? "relu" : vec_name(top);
+    return *act != NULL;
 }
 
 int cg_emit_epilogue(tg_cg *c, int root)
@@ -391,8 +404,16 @@ int cg_emit_epilogue(tg_cg *c, int root)
             return -1;
     bool relu;
     int64_t pool;
-    if (cg_conv_epilogue(c, root, &relu, &pool) || cg_epilogue_in_linear(c, root))
+    const char *act;
+    int res;
+    if (cg_conv_epilogue(c, root, &relu, &pool) || cg_linear_epilogue(c, root, &act, &res))
         return 0;
+    /* the loop reads only the anchor's result: activations, one input each */
+    for (int m = 0; m <= root; m++)
+        if (c->p->root[m] == root && tg_op_is_elementwise(c->g->nodes[m].op) &&
+            c->g->nodes[m].nin != 1)
+            return tg_err("node '%s': an epilogue with a %s is not supported by the CPU code"
+                          " generator", c->g->nodes[m].name, tg_op_name(c->g->nodes[m].op));
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
         return -1;

@@ -286,12 +286,19 @@ static int emit_linear(tg_cg *c, const tg_node *nd)
 static int emit_linear_packed(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
-    const char *act = cg_epilogue_in_linear(c, c->p->root[nd - c->g->nodes]);
-    fprintf(c->f, "    tgk_linear_packed%s_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s%s%s%s);\n",
-            act ? "_act" : "", cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2),
-            OUT(c, nd - c->g->nodes), cg_prod(c, &x->shape, 0, x->shape.rank - 1),
-            tg_node_int(nd, "n", 0), cg_dim(c, x->shape.d[x->shape.rank - 1]),
-            act ? ", tgk_vec_" : "", act ? act : "", act ? "_f32" : "");
+    const char *act, *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);
+    const char *K = cg_dim(c, x->shape.d[x->shape.rank - 1]);
+    int res, n = (int)(nd - c->g->nodes);
+    if (!cg_linear_epilogue(c, c->p->root[n], &act, &res)) {
+        fprintf(c->f, "    tgk_linear_packed_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
+                cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, n), M,
+                tg_node_int(nd, "n", 0), K);
+        return 0;
+    }
+    fprintf(c->f, "    tgk_linear_packed_ex_f32(%s, %s, %s, %s, %s, %s, %" PRId64 ", %s, %s);\n",
+            cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2),
+            res >= 0 ? cg_ptr(c, res) : "NULL", OUT(c, n), M, tg_node_int(nd, "n", 0), K,
+            act ? cg_str(c, "tgk_vec_%s_f32", act) : "NULL");
     return 0;
 }
 

@@ -9,7 +9,10 @@
  * conv, or a conv and its relu, takes the max pool that alone reads it when
  * the pool's windows tile the result (window = stride, no padding): the conv
  * kernel pools each block of rows as it computes it (tgk_conv_desc.pool), so
- * the full result never reaches memory. */
+ * the full result never reaches memory. A pre-packed linear with no
+ * activation takes the add of a residual of its result's shape that alone
+ * reads it: the GEMM starts from bias + residual (a transformer's x +
+ * proj(attn)), so no pass of its own over memory. */
 #include "passes.h"
 
 #include <inttypes.h>
@@ -171,6 +174,18 @@ static int64_t conv_pool(const tg_graph *g, const tg_plan *p, const tg_node *con
     return k[0] > 1 ? k[0] : 0;
 }
 
+/* Whether node `add` adds to linear n's result a residual of the same shape
+ * and dtype (no broadcasting), computed elsewhere. */
+static bool residual(const tg_graph *g, const tg_plan *p, int n, int add)
+{
+    const tg_node *a = &g->nodes[add];
+    int y = g->nodes[n].out[0], other = a->in[0] == y ? a->in[1] : a->in[0];
+    const tg_value *yv = &g->values[y], *ov = &g->values[other];
+    return a->op == TG_OP_ADD && p->root[add] == add && other != y &&
+           ov->dtype == TG_F32 && tg_shape_eq(&ov->shape, &yv->shape) &&
+           tg_shape_eq(&g->values[a->out[0]].shape, &yv->shape);
+}
+
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
 {
     int *uses = tg_graph_use_counts(g);
@@ -202,6 +217,12 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
         if (nd->op == TG_OP_CONV && relu_only &&
             (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r)) {
             TG_LOG(FUSION, TG_LOG_INFO, "act: %s (conv) + %s (max_pool) in the conv kernel",
+                   nd->name, g->nodes[r].name);
+            last = r;
+        }
+        if (nd->op == TG_OP_LINEAR_PACKED && last == n &&
+            (r = sole_reader(g, uses, nd->out[0])) >= 0 && residual(g, p, n, r)) {
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (linear_packed) + %s (add) in the GEMM",
                    nd->name, g->nodes[r].name);
             last = r;
         }

@@ -232,23 +232,50 @@ static void test_gemm_packed_strided(void)
     }
 }
 
-/* tgk_linear_packed_act_f32 gives bit for bit the linear layer, then the
- * activation over its result, whatever blocks the pool computes it in. */
-static void test_linear_act(void)
+/* tgk_linear_packed_ex_f32: without a residual, bit for bit the linear layer
+ * then the activation over its result, whatever blocks the pool computes it
+ * in; with one (also in place, y = res), the float64 x w^T + b + res then
+ * the activation. */
+static void test_linear_ex(void)
 {
     static const int64_t sz[][3] = {{1, 20, 7}, {5, 64, 33}, {64, 512, 128}, {97, 130, 16}};
-    static const tgk_vec_fn act[] = {tgk_vec_relu_f32, tgk_vec_gelu_tanh_f32, tgk_vec_silu_f32};
+    static const tgk_vec_fn act[] = {tgk_vec_relu_f32, tgk_vec_gelu_tanh_f32, NULL};
     for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
         int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2];
+        tgk_vec_fn f = act[s % 3];
         float *x = kc_rand(M * K, -2, 2), *w = kc_rand(N * K, -1, 1), *b = kc_rand(N, -1, 1);
         float *wp = kc_out(tgk_packed_size(N, K)), *y = kc_out(M * N), *z = kc_out(M * N);
+        float *res = kc_rand(M * N, -3, 3), *out = kc_out(M * N);
         tgk_pack_weight_f32(w, K, N, K, wp);
         tgk_linear_packed_f32(x, wp, b, z, M, N, K);
-        act[s % 3](M * N, z, z);
-        tgk_linear_packed_act_f32(x, wp, b, y, M, N, K, act[s % 3]);
+        if (f)
+            f(M * N, z, z);
+        tgk_linear_packed_ex_f32(x, wp, b, NULL, y, M, N, K, f);
         CHECK(memcmp(y, z, sizeof *y * (size_t)(M * N)) == 0);
         CHECK(kc_guard_ok(y, M * N));
-        free(x), free(w), free(b), free(wp), free(y), free(z);
+        /* the residual: z = act(x w^T + b + res) in float64, rounded */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t n = 0; n < N; n++) {
+                double acc = (double)b[n] + res[i * N + n];
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)x[i * K + k] * w[n * K + k];
+                z[i * N + n] = (float)acc;
+            }
+        if (f)
+            f(M * N, z, z);
+        tgk_linear_packed_ex_f32(x, wp, b, res, out, M, N, K, f);
+        memcpy(y, res, sizeof *y * (size_t)(M * N));
+        tgk_linear_packed_ex_f32(x, wp, b, y, y, M, N, K, f);      /* in place */
+        double err = 0, ein = 0;
+        for (int64_t i = 0; i < M * N; i++) {
+            double d = fabs(out[i] - z[i]) / (1 + fabs(z[i])), e = fabs(y[i] - out[i]);
+            err = d > err || d != d ? d : err;
+            ein = e > ein || e != e ? e : ein;
+        }
+        KC_EXPECT(err, TOL, "linear + residual M=%lld N=%lld K=%lld", (long long)M,
+                  (long long)N, (long long)K);
+        CHECK(ein == 0);
+        free(x), free(w), free(b), free(wp), free(y), free(z), free(res), free(out);
     }
 }
 
@@ -281,7 +308,7 @@ int main(void)
         test_linear();
         test_linear_packed();
         test_gemm_packed_strided();
-        test_linear_act();
+        test_linear_ex();
     }
     tgk_set_num_threads(2);
     test_concurrent();

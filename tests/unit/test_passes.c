@@ -285,6 +285,34 @@ static void test_fuse_conv_pool(int64_t stride)
     tg_graph_free(g);
 }
 
+/* x + proj(x), proj pre-packed: the GEMM adds the residual (one group); an
+ * add that broadcasts (a per-column vector) stays a loop of its own */
+static void test_fuse_residual(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 2, (int64_t[]){3, 16});
+    int w = W(g, "w", 16, 16), w2 = W(g, "w2", 16, 16), v = W(g, "v", 16);
+    int l = NODE(g, LINEAR, "proj", x, w);
+    int a = NODE(g, ADD, "res", x, l);
+    int l2 = NODE(g, LINEAR, "proj2", a, w2);
+    tg_graph_add_output(g, NODE(g, ADD, "bcast", l2, v));
+    CHECK(tg_pass_prepack(g) == 2 && tg_pass_dce(g) >= 0);
+    int lin = -1, add = -1, bc = -1;
+    for (int n = 0; n < g->nnode; n++) {
+        const char *name = g->nodes[n].name;
+        lin = !strcmp(name, "proj") ? n : lin;
+        add = !strcmp(name, "res") ? n : add;
+        bc = !strcmp(name, "bcast") ? n : bc;
+    }
+    CHECK(lin >= 0 && add >= 0 && bc >= 0 && g->nodes[lin].op == TG_OP_LINEAR_PACKED);
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_act(g, p) == 1);
+    CHECK(p->root[lin] == add && p->kind[add] == TG_GROUP_EPILOGUE);
+    CHECK(p->root[bc] == bc && p->kind[bc] == TG_GROUP_SINGLE);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
 static void test_fuse_elementwise(void)
 {
     tg_graph *g = tg_graph_new();
@@ -418,6 +446,7 @@ int main(void)
     test_prepack_linear();
     test_fuse_act();
     test_fuse_elementwise();
+    test_fuse_residual();
     test_fuse_conv_pool(2);
     test_fuse_conv_pool(1);
     test_fuse_views();

@@ -28,6 +28,7 @@ struct pgemm_job {
     const float *x, *wp, *b;
     bool accumulate;            /* start from y instead of b */
     float *y;
+    const float *res;           /* added to the products, rows ldy apart, or NULL */
     tgk_vec_fn act;             /* then on each chunk of y, or NULL */
     int64_t row_chunk, panel_chunk;
     chunk_fn fn;                /* the one for this CPU */
@@ -49,17 +50,23 @@ struct pgemm_job {
         const float *a = j->x + r * j->ldx, *bp = j->wp + p * K * TGK_PANEL;        \
         vec acc[8][4 * PV];                                                         \
         _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {                \
-            int64_t nb = ncols - v * VL;                                            \
+            int64_t nb = ncols - v * VL, c0 = n0 + v * VL;                          \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
-                const float *src = j->accumulate ? j->y + (r + i) * j->ldy + n0 + v * VL \
-                                                 : j->b ? j->b + n0 + v * VL : NULL; \
-                vec init = {0};                                                     \
+                const float *src = j->accumulate ? j->y + (r + i) * j->ldy + c0     \
+                                                 : j->b ? j->b + c0 : NULL;         \
+                const float *res = j->res ? j->res + (r + i) * j->ldy + c0 : NULL;  \
+                vec init = {0}, rv = {0};                                           \
                 if (src && nb >= VL)                                                \
                     memcpy(&init, src, sizeof init);                                \
                 else if (src)                                                       \
                     for (int64_t c = 0; c < nb; c++)                                \
                         init[c] = src[c];                                           \
-                acc[i][v] = init;                                                   \
+                if (res && nb >= VL)                                                \
+                    memcpy(&rv, res, sizeof rv);                                    \
+                else if (res)                                                       \
+                    for (int64_t c = 0; c < nb; c++)                                \
+                        rv[c] = res[c];                                             \
+                acc[i][v] = res ? init + rv : init;                                 \
             }                                                                       \
         }                                                                           \
         for (int64_t k = 0; k < K; k++) {                                           \
@@ -210,7 +217,7 @@ void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *p
 
 static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
-                        tgk_vec_fn act)
+                        const float *res, tgk_vec_fn act)
 {
     static chunk_kind kind;     /* the same for every caller: a benign race */
     if (!kind.fn)
@@ -221,7 +228,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y, act,
+    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y, res, act,
                    (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
@@ -231,17 +238,17 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                          const float *wp, const float *b, bool accumulate, float *y, int64_t ldy)
 {
-    gemm_packed(M, N, K, x, ldx, wp, b, accumulate, y, ldy, NULL);
+    gemm_packed(M, N, K, x, ldx, wp, b, accumulate, y, ldy, NULL, NULL);
 }
 
 void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
                            int64_t M, int64_t N, int64_t K)
 {
-    gemm_packed(M, N, K, x, K, wp, b, false, y, N, NULL);
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, NULL, NULL);
 }
 
-void tgk_linear_packed_act_f32(const float *x, const float *wp, const float *b, float *y,
-                               int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
+void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, const float *res,
+                              float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
 {
-    gemm_packed(M, N, K, x, K, wp, b, false, y, N, act);
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, res, act);
 }
