@@ -234,8 +234,7 @@ static void test_gemm_packed_strided(void)
 
 /* tgk_linear_packed_ex_f32: without a residual, bit for bit the linear layer
  * then the activation over its result, whatever blocks the pool computes it
- * in; with one (also in place, y = res), the float64 x w^T + b + res then
- * the activation. */
+ * in; with one, the float64 x w^T + b + res then the activation. */
 static void test_linear_ex(void)
 {
     static const int64_t sz[][3] = {{1, 20, 7}, {5, 64, 33}, {64, 512, 128}, {97, 130, 16}};
@@ -264,17 +263,14 @@ static void test_linear_ex(void)
         if (f)
             f(M * N, z, z);
         tgk_linear_packed_ex_f32(x, wp, b, res, out, M, N, K, f);
-        memcpy(y, res, sizeof *y * (size_t)(M * N));
-        tgk_linear_packed_ex_f32(x, wp, b, y, y, M, N, K, f);      /* in place */
-        double err = 0, ein = 0;
+        double err = 0;
         for (int64_t i = 0; i < M * N; i++) {
-            double d = fabs(out[i] - z[i]) / (1 + fabs(z[i])), e = fabs(y[i] - out[i]);
+            double d = fabs(out[i] - z[i]) / (1 + fabs(z[i]));
             err = d > err || d != d ? d : err;
-            ein = e > ein || e != e ? e : ein;
         }
         KC_EXPECT(err, TOL, "linear + residual M=%lld N=%lld K=%lld", (long long)M,
                   (long long)N, (long long)K);
-        CHECK(ein == 0);
+        CHECK(kc_guard_ok(out, M * N));
         free(x), free(w), free(b), free(wp), free(y), free(z), free(res), free(out);
     }
 }

@@ -52,7 +52,7 @@ void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, floa
 typedef void (*tgk_vec_fn)(int64_t n, const float *x, float *y);
 /* y = act(x * w^T + b + res), the epilogue applied to each block of y as it
  * is computed (in cache, on the thread that computed it): res [M,N] (a
- * residual; may be y itself) and act may be NULL. */
+ * residual, not overlapping y) and act may be NULL. */
 void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, const float *res,
                               float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act);
 /* The same with rows ldx and ldy apart; accumulate: y += x w^T (b unused). */
