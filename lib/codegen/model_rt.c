@@ -339,7 +339,6 @@ static int check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
 int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
                      tgraph_tensor *out, int nout)
 {
-    tgk_parallel_prime();   /* the workers wake while the call is checked */
     CALL_ARRAYS(m);
     int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
     for (int i = 0; !rc && i < nout; i++) {     /* the caller's data pointer stays */

@@ -11,8 +11,9 @@
  * kernel pools each block of rows as it computes it (tgk_conv_desc.pool), so
  * the full result never reaches memory. A pre-packed linear with no
  * activation takes the add of a residual of its result's shape that alone
- * reads it: the GEMM starts from bias + residual (a transformer's x +
- * proj(attn)), so no pass of its own over memory. */
+ * reads it (a transformer's x + proj(attn)): the GEMM adds the residual to
+ * each block of its result while it is in cache, so no pass of its own over
+ * memory. */
 #include "passes.h"
 
 #include <inttypes.h>
