@@ -219,7 +219,7 @@ static void test_gemm_packed_strided(void)
                 ref[i * N + j] = acc;
             }
         tgk_pack_kn_f32(b, ldb, K, N, bp);
-        tgk_gemm_packed_f32(M, N, K, x, ldx, bp, NULL, true, y, ldy);
+        tgk_gemm_packed_f32(M, N, K, x, ldx, bp, NULL, true, y, ldy, TGK_NO_DIAG, TGK_NO_DIAG);
         double err = 0;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
@@ -231,6 +231,48 @@ static void test_gemm_packed_strided(void)
         CHECK(kc_guard_ok(y, M * ldy));
         free(x), free(b), free(y), free(bp), free(ref);
     }
+}
+
+/* The causal cuts of attention's two products: y_diag, only y[i][j] for j <
+ * i + d is compared (the rest is undefined); x_diag, x is zero from column
+ * i + d of row i on, and the products against float64 over the whole rows.
+ * Cuts left of the first column, inside and right of the last. */
+static void test_gemm_packed_causal(void)
+{
+    static const int64_t sz[][3] = {{32, 64, 32}, {13, 40, 21}, {1, 48, 7}, {50, 17, 64}};
+    static const int64_t diags[] = {-3, 1, 6, 17, 100};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++)
+        for (size_t d = 0; d < sizeof diags / sizeof *diags; d++)
+            for (int cut_x = 0; cut_x < 2; cut_x++) {
+                int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2], dg = diags[d];
+                float *x = kc_rand(M * K, -1, 1), *w = kc_rand(N * K, -1, 1);
+                float *y = kc_out(M * N), *wp = kc_out(tgk_packed_size(N, K));
+                double *ref = kc_ref(M * N);
+                for (int64_t i = 0; cut_x && i < M; i++)
+                    for (int64_t k = i + dg < 0 ? 0 : i + dg; k < K; k++)
+                        x[i * K + k] = 0.0f;
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) {
+                        double acc = 0;
+                        for (int64_t k = 0; k < K; k++)
+                            acc += (double)x[i * K + k] * w[j * K + k];
+                        ref[i * N + j] = acc;
+                    }
+                tgk_pack_weight_f32(w, K, N, K, wp);
+                tgk_gemm_packed_f32(M, N, K, x, K, wp, NULL, false, y, N,
+                                    cut_x ? TGK_NO_DIAG : dg, cut_x ? dg : TGK_NO_DIAG);
+                double err = 0;
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < (cut_x || i + dg > N ? N : i + dg); j++) {
+                        double e = fabs(y[i * N + j] - ref[i * N + j]) / (1 + fabs(ref[i * N + j]));
+                        err = e > err || e != e ? e : err;
+                    }
+                KC_EXPECT(err, TOL, "gemm packed %s cut %lld M=%lld N=%lld K=%lld",
+                          cut_x ? "x" : "y", (long long)dg, (long long)M, (long long)N,
+                          (long long)K);
+                CHECK(kc_guard_ok(y, M * N));
+                free(x), free(w), free(y), free(wp), free(ref);
+            }
 }
 
 /* tgk_linear_packed_ex_f32: without a residual, bit for bit the linear layer
@@ -305,6 +347,7 @@ int main(void)
         test_linear();
         test_linear_packed();
         test_gemm_packed_strided();
+        test_gemm_packed_causal();
         test_linear_ex();
     }
     tgk_set_num_threads(2);

@@ -14,6 +14,7 @@
 #include <float.h>
 
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vecmath.h"
 
 typedef void (*vec_fn)(int64_t, const float *, float *);
 typedef double (*ref_fn)(double);
@@ -93,6 +94,35 @@ static void test_specials(size_t f)
     }
 }
 
+/* The reductions every length takes through their 16-, 8- and 1-float
+ * steps: tgk_sum against float64 (relative to the sum of magnitudes, 1e-6),
+ * tgk_max exact; a NaN anywhere wins the max, +inf wins over finite, and
+ * all -inf (or nothing) is -inf. */
+static void test_reductions(void)
+{
+    for (int64_t n = 0; n <= 70; n++) {
+        float *x = kc_rand(n + 1, -100, 100);
+        double sum = 0, mag = 0, mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            sum += x[i], mag += fabs(x[i]);
+            mx = x[i] > mx ? x[i] : mx;
+        }
+        KC_EXPECT(fabs(tgk_sum(x, n) - sum) / (1 + mag), 1e-6, "sum of %lld", (long long)n);
+        CHECK(tgk_max(x, n) == (float)mx);
+        if (n > 0) {
+            int64_t at = kc_int(0, n - 1);
+            x[at] = INFINITY;
+            CHECK(tgk_max(x, n) == INFINITY);
+            x[kc_int(0, n - 1)] = NAN;
+            CHECK(isnan(tgk_max(x, n)));
+            for (int64_t i = 0; i < n; i++)
+                x[i] = -INFINITY;
+            CHECK(tgk_max(x, n) == -INFINITY);
+        }
+        free(x);
+    }
+}
+
 int main(void)
 {
     kc_seed("test_vec");
@@ -102,5 +132,6 @@ int main(void)
         test_fn(f, 20000, -1.5, 1.5);
         test_specials(f);
     }
+    test_reductions();
     return unit_report();
 }

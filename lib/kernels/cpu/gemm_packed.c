@@ -28,6 +28,9 @@ struct pgemm_job {
     const float *x, *wp, *b;
     bool accumulate;            /* start from y instead of b */
     float *y;
+    /* causal cuts (TGK_NO_DIAG: none): row r of y is needed only in columns
+     * n < r + y_diag, and row r of x is zero from column r + x_diag on */
+    int64_t y_diag, x_diag;
     const float *res;           /* then added to each chunk of y, rows ldy apart, or NULL */
     tgk_vec_fn act;             /* then on each chunk of y, or NULL */
     int64_t row_chunk, panel_chunk;
@@ -46,6 +49,7 @@ struct pgemm_job {
     {                                                                               \
         enum { PV = TGK_PANEL / VL };   /* vectors a panel row */                   \
         int64_t K = j->K, n0 = p * TGK_PANEL;                                       \
+        int64_t kend = r + mr - 1 + j->x_diag < K ? r + mr - 1 + j->x_diag : K;     \
         int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;    \
         const float *a = j->x + r * j->ldx, *bp = j->wp + p * K * TGK_PANEL;        \
         vec acc[8][4 * PV];                                                         \
@@ -63,7 +67,7 @@ struct pgemm_job {
                 acc[i][v] = init;                                                   \
             }                                                                       \
         }                                                                           \
-        for (int64_t k = 0; k < K; k++) {                                           \
+        for (int64_t k = 0; k < kend; k++) {                                        \
             vec w[4 * PV];                                                          \
             _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
                 memcpy(&w[v], bp + (v / PV * K + k) * TGK_PANEL + v % PV * VL,      \
@@ -104,21 +108,24 @@ struct pgemm_job {
     } while (0)
 
 /* One chunk of rows x panels: panels outer, so a panel group stays in cache
- * while the chunk's rows pass over it. A lone row takes 4 panels at a time. */
+ * while the chunk's rows pass over it. A lone row takes 4 panels at a time.
+ * A tile whose rows need none of its panels' columns (y_diag) is skipped. */
 #define CHUNK_FN(name, attr, T, MR, NP)                                                \
     attr static void name(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0,      \
                           int64_t p1)                                                  \
     {                                                                                  \
         int64_t p = p0;                                                                \
         if (r1 - r0 == 1)                                                              \
-            for (; p + 4 <= p1; p += 4)                                                \
+            for (; p + 4 <= p1 && p * TGK_PANEL < r0 + j->y_diag; p += 4)              \
                 T(1, 4, j, r0, p);                                                     \
         for (; p + NP <= p1; p += NP)                                                  \
             for (int64_t r = r0; r < r1; r += MR)                                      \
-                TILE_ROWS(T, MR, NP, j, r, p, r1 - r < MR ? r1 - r : MR);              \
+                if (p * TGK_PANEL < (r1 - r < MR ? r1 : r + MR) - 1 + j->y_diag)       \
+                    TILE_ROWS(T, MR, NP, j, r, p, r1 - r < MR ? r1 - r : MR);          \
         for (; p < p1; p++)                                                            \
             for (int64_t r = r0; r < r1; r += MR)                                      \
-                TILE_ROWS(T, MR, 1, j, r, p, r1 - r < MR ? r1 - r : MR);               \
+                if (p * TGK_PANEL < (r1 - r < MR ? r1 : r + MR) - 1 + j->y_diag)       \
+                    TILE_ROWS(T, MR, 1, j, r, p, r1 - r < MR ? r1 - r : MR);           \
     }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -223,7 +230,7 @@ void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *p
 
 static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
-                        const float *res, tgk_vec_fn act)
+                        int64_t y_diag, int64_t x_diag, const float *res, tgk_vec_fn act)
 {
     static chunk_kind kind;     /* the same for every caller: a benign race */
     if (!kind.fn)
@@ -234,7 +241,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y, res, act,
+    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y, y_diag, x_diag, res, act,
                    (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
@@ -242,19 +249,20 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
 }
 
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
-                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy)
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
+                         int64_t y_diag, int64_t x_diag)
 {
-    gemm_packed(M, N, K, x, ldx, wp, b, accumulate, y, ldy, NULL, NULL);
+    gemm_packed(M, N, K, x, ldx, wp, b, accumulate, y, ldy, y_diag, x_diag, NULL, NULL);
 }
 
 void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
                            int64_t M, int64_t N, int64_t K)
 {
-    gemm_packed(M, N, K, x, K, wp, b, false, y, N, NULL, NULL);
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, NULL, NULL);
 }
 
 void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, const float *res,
                               float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
 {
-    gemm_packed(M, N, K, x, K, wp, b, false, y, N, res, act);
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, res, act);
 }

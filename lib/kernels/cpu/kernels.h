@@ -55,9 +55,15 @@ typedef void (*tgk_vec_fn)(int64_t n, const float *x, float *y);
  * residual, not overlapping y) and act may be NULL. */
 void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, const float *res,
                               float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act);
-/* The same with rows ldx and ldy apart; accumulate: y += x w^T (b unused). */
+/* The same with rows ldx and ldy apart; accumulate: y += x w^T (b unused).
+ * Causal cuts for attention, TGK_NO_DIAG for none: y_diag, row r of y is
+ * needed only in columns n < r + y_diag (whole tiles past it are skipped,
+ * the rest of the row is undefined); x_diag, row r of x is zero from column
+ * r + x_diag on (a tile's products stop at its last row's cut). */
+#define TGK_NO_DIAG (INT64_MAX / 4)
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
-                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy);
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
+                         int64_t y_diag, int64_t x_diag);
 
 /* ---- convolution (conv.c): im2col + GEMM, groups, dilation, transposed ----- */
 typedef struct {

@@ -38,40 +38,43 @@ typedef struct {
     float m[BR], l[BR];
 } tile;
 
-/* Mask and causal cut of a score tile: rows l0.., keys s0.. */
+/* The additive mask on a score tile: rows l0.., keys s0.. */
 static void tile_mask(const tgk_sdpa_desc *d, float *s, int64_t b, int64_t h, int64_t l0,
                       int64_t nr, int64_t s0, int64_t nc)
 {
-    if (d->mask) {
-        const int64_t *st = d->mask_stride;
-        for (int64_t i = 0; i < nr; i++) {
-            const float *mk = d->mask + b * st[0] + h * st[1] + (l0 + i) * st[2] + s0 * st[3];
-            for (int64_t j = 0; j < nc; j++)
-                s[i * BC + j] += mk[j * st[3]];
-        }
-    }
-    if (d->causal && s0 + nc - 1 > l0) {
-        for (int64_t i = 0; i < nr; i++)
-            for (int64_t j = l0 + i + 1 - s0 > 0 ? l0 + i + 1 - s0 : 0; j < nc; j++)
-                s[i * BC + j] = -INFINITY;
+    const int64_t *st = d->mask_stride;
+    for (int64_t i = 0; i < nr; i++) {
+        const float *mk = d->mask + b * st[0] + h * st[1] + (l0 + i) * st[2] + s0 * st[3];
+        for (int64_t j = 0; j < nc; j++)
+            s[i * BC + j] += mk[j * st[3]];
     }
 }
 
-/* Online softmax step: scores -> exp(s - m_new) in place; rescale l and acc. */
-TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t ev)
+/* Online softmax step over the first i + diag scores of row i (the causal
+ * cut; the GEMM left the rest unwritten): scores -> exp(s - m_new) in place,
+ * zeros past the cut; rescale l and, after the first key tile, acc. */
+TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t diag, bool first,
+                                    int64_t ev)
 {
     for (int64_t i = 0; i < nr; i++) {
         float *s = t->s + i * BC;
-        float mx = tgk_max(s, nc);
+        int64_t vis = i + diag < 0 ? 0 : i + diag < nc ? i + diag : nc;
+        /* whole vectors: -inf up to a multiple of 8 (BC is one), exp() 0 */
+        int64_t n8 = (vis + 7) & ~(int64_t)7;
+        for (int64_t j = vis; j < n8; j++)
+            s[j] = -INFINITY;
+        float mx = tgk_max(s, n8);
         float m_new = mx > t->m[i] ? mx : t->m[i];
         /* all -inf so far: any finite reference gives exp() = 0, not NaN */
         float ref = m_new == -INFINITY ? 0.0f : m_new;
         float alpha = tgk_exp(t->m[i] - ref);
-        for (int64_t j = 0; j < nc; j++)
+        for (int64_t j = 0; j < n8; j++)
             s[j] = tgk_exp(s[j] - ref);
-        t->l[i] = t->l[i] * alpha + tgk_sum(s, nc);
+        for (int64_t j = n8; j < nc; j++)
+            s[j] = 0.0f;
+        t->l[i] = t->l[i] * alpha + tgk_sum(s, n8);
         t->m[i] = m_new;
-        if (alpha != 1.0f) {
+        if (!first && alpha != 1.0f) {
             float *a = t->acc + i * ev;
             for (int64_t j = 0; j < ev; j++)
                 a[j] *= alpha;
@@ -95,8 +98,6 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
         t->m[i] = -INFINITY;
         t->l[i] = 0.0f;
     }
-    for (int64_t i = 0; i < nr * Ev; i++)
-        t->acc[i] = 0.0f;
     for (int64_t i = 0; i < nr; i++)
         for (int64_t e = 0; e < E; e++)
             t->q[i * E + e] = Q[i * j->qs[2] + e] * d->scale;
@@ -104,12 +105,16 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     int64_t s_end = d->causal && l0 + nr < S ? l0 + nr : S;
     for (int64_t s0 = 0; s0 < s_end; s0 += BC) {
         int64_t nc = s_end - s0 < BC ? s_end - s0 : BC;
+        /* row i sees keys s < l0 + i + 1: tile columns < i + diag */
+        int64_t diag = d->causal ? l0 + 1 - s0 : TGK_NO_DIAG;
         tgk_pack_weight_f32(K + s0 * j->ks[2], j->ks[2], nc, E, t->kp);
-        tgk_gemm_packed_f32(nr, nc, E, t->q, E, t->kp, NULL, false, t->s, BC);
-        tile_mask(d, t->s, b, h, l0, nr, s0, nc);
-        tile_softmax(t, nr, nc, Ev);
+        tgk_gemm_packed_f32(nr, nc, E, t->q, E, t->kp, NULL, false, t->s, BC, diag, TGK_NO_DIAG);
+        if (d->mask)
+            tile_mask(d, t->s, b, h, l0, nr, s0, nc);
+        tile_softmax(t, nr, nc, diag, s0 == 0, Ev);
         tgk_pack_kn_f32(V + s0 * j->vs[2], j->vs[2], nc, Ev, t->vp);
-        tgk_gemm_packed_f32(nr, Ev, nc, t->s, BC, t->vp, NULL, true, t->acc, Ev);
+        tgk_gemm_packed_f32(nr, Ev, nc, t->s, BC, t->vp, NULL, s0 > 0, t->acc, Ev, TGK_NO_DIAG,
+                            diag);
     }
     for (int64_t i = 0; i < nr; i++) {
         float inv = t->l[i] > 0.0f ? 1.0f / t->l[i] : 0.0f;
