@@ -322,7 +322,7 @@ static void test_linear_ex(void)
  * keys of attention, rows of a wider qkv projection). */
 static void test_pack_strided_rows(void)
 {
-    static const int64_t sz[][2] = {{1, 1}, {16, 32}, {17, 5}, {40, 64}};
+    static const int64_t sz[][2] = {{1, 1}, {16, 32}, {17, 5}, {40, 64}, {32, 13}};
     for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
         int64_t N = sz[s][0], K = sz[s][1], ldw = K + kc_int(1, 9);
         float *w = kc_rand(N * ldw, -1, 1), *c = kc_out(N * K);
@@ -332,6 +332,12 @@ static void test_pack_strided_rows(void)
         tgk_pack_weight_f32(w, ldw, N, K, a);
         tgk_pack_weight_f32(c, K, N, K, b);
         CHECK(memcmp(a, b, sizeof *a * (size_t)tgk_packed_size(N, K)) == 0);
+        bool laid_out = true;   /* panel n / 16, row k, column n % 16; zeros past N */
+        for (int64_t n = 0; n < (N + TGK_PANEL - 1) / TGK_PANEL * TGK_PANEL; n++)
+            for (int64_t k = 0; k < K; k++)
+                laid_out &= a[(n / TGK_PANEL * K + k) * TGK_PANEL + n % TGK_PANEL] ==
+                            (n < N ? w[n * ldw + k] : 0.0f);
+        CHECK(laid_out);
         CHECK(kc_guard_ok(a, tgk_packed_size(N, K)));
         free(w), free(c), free(a), free(b);
     }

@@ -193,24 +193,62 @@ int64_t tgk_packed_size(int64_t N, int64_t K)
     return (N + TGK_PANEL - 1) / TGK_PANEL * K * TGK_PANEL;
 }
 
-/* element (n, k) of the operand at src[n * sn + k * sk]; columns past N are
- * zeros. Attention packs a K and a V tile per query block, as many copies as
- * a quarter of its multiply-adds: no test per element, and a panel row that
- * is contiguous in src (sn == 1) is one copy. */
-static void pack(const float *src, int64_t sn, int64_t sk, int64_t N, int64_t K, float *packed)
+/* dst[c * ldd + k] = src[k * lds + c] for c, k < 8: three rounds of
+ * two-vector shuffles (the one-byte constant shuffles of AVX) */
+INLINE void transpose8(const float *src, int64_t lds, float *dst, int64_t ldd)
+{
+    tgk_vf8 r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        memcpy(&r[i], src + i * lds, sizeof r[i]);
+    for (int i = 0; i < 8; i += 2) {        /* pairs of rows interleaved */
+        t[i] = __builtin_shuffle(r[i], r[i + 1], (tgk_vi8){0, 8, 1, 9, 4, 12, 5, 13});
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], (tgk_vi8){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int i = 0; i < 8; i += 4)         /* columns c, c + 4 of four rows */
+        for (int h = 0; h < 2; h++) {
+            u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2],
+                                             (tgk_vi8){0, 1, 8, 9, 4, 5, 12, 13});
+            u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2],
+                                                 (tgk_vi8){2, 3, 10, 11, 6, 7, 14, 15});
+        }
+    for (int c = 0; c < 4; c++) {          /* the halves of rows 0-3 and 4-7 */
+        r[c] = __builtin_shuffle(u[c], u[c + 4], (tgk_vi8){0, 1, 2, 3, 8, 9, 10, 11});
+        r[c + 4] = __builtin_shuffle(u[c], u[c + 4], (tgk_vi8){4, 5, 6, 7, 12, 13, 14, 15});
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        memcpy(dst + i * ldd, &r[i], sizeof r[i]);
+}
+
+/* element (n, k) of the operand at src[n * sn + k * sk], sn or sk 1; columns
+ * past N are zeros. Attention packs a K and a V tile per query block, as
+ * many copies as a quarter of its multiply-adds: a panel row contiguous in
+ * src (sn == 1) is one copy, and a whole panel of rows contiguous in k
+ * (sk == 1, a weight or attention's K) goes in 8 x 8 transposes. */
+TGK_CLONES static void pack(const float *src, int64_t sn, int64_t sk, int64_t N, int64_t K,
+                            float *packed)
 {
     for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL, packed += K * TGK_PANEL) {
-        int64_t w = N - n0 < TGK_PANEL ? N - n0 : TGK_PANEL;
+        int64_t w = N - n0 < TGK_PANEL ? N - n0 : TGK_PANEL, k0 = 0;
         const float *s = src + n0 * sn;
         if (w < TGK_PANEL)
             memset(packed, 0, sizeof *packed * (size_t)(K * TGK_PANEL));
-        if (sn == 1)
+        if (sn == 1) {
             for (int64_t k = 0; k < K; k++)
-                memcpy(packed + k * TGK_PANEL, s + k * sk, sizeof *packed * (size_t)w);
-        else
-            for (int64_t c = 0; c < w; c++)
-                for (int64_t k = 0; k < K; k++)
-                    packed[k * TGK_PANEL + c] = s[c * sn + k * sk];
+                if (w == TGK_PANEL)
+                    memcpy(packed + k * TGK_PANEL, s + k * sk, sizeof *packed * TGK_PANEL);
+                else
+                    memcpy(packed + k * TGK_PANEL, s + k * sk, sizeof *packed * (size_t)w);
+            continue;
+        }
+        if (w == TGK_PANEL)
+            for (; k0 + 8 <= K; k0 += 8)
+                for (int64_t c = 0; c < TGK_PANEL; c += 8)
+                    transpose8(s + c * sn + k0, sn, packed + k0 * TGK_PANEL + c, TGK_PANEL);
+        for (int64_t c = 0; c < w; c++)
+            for (int64_t k = k0; k < K; k++)
+                packed[k * TGK_PANEL + c] = s[c * sn + k * sk];
     }
 }
 

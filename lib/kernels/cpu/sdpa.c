@@ -2,9 +2,11 @@
  *
  * One task is a block of BR query rows of one (batch, head). It walks the key
  * blocks of BC rows: S = scale * Q K^T for the tile (GEMM), plus the additive
- * mask and the causal cut; then the online softmax: a running row max m and
- * sum l, the accumulator rescaled by exp(m_old - m_new) whenever the max
- * grows; then acc += exp(S - m) V (GEMM). At the end o = acc / l. Scratch is
+ * mask; then the online softmax: a running row max m and sum l, the
+ * accumulator rescaled by exp(m_old - m_new) whenever the max grows; then
+ * acc += exp(S - m) V (GEMM). At the end o = acc / l. The causal cut is
+ * not a mask: both products skip the tiles past it and the softmax stops at
+ * it, so a diagonal block costs about half a full one. Scratch is
  * O(BR * (E + BC + Ev)) per thread, never O(L * S). Causal blocks right of the
  * diagonal are never computed. Tasks run on the pool; the tile products
  * inside them run on one thread, on the register-tiled kernel of
@@ -82,6 +84,19 @@ TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t dia
     }
 }
 
+/* y[i, :n] = x[i, :n] * f[i * fs], rows ldx and ldy apart: the query block
+ * times the scale, the accumulator over l (fs = 0: one factor) */
+TGK_CLONES static void scale_rows(int64_t nr, int64_t n, const float *restrict x, int64_t ldx,
+                                  const float *f, int64_t fs, float *restrict y, int64_t ldy)
+{
+    for (int64_t i = 0; i < nr; i++) {
+        const float *xr = x + i * ldx, fi = f[i * fs];
+        float *yr = y + i * ldy;
+        for (int64_t c = 0; c < n; c++)
+            yr[c] = xr[c] * fi;
+    }
+}
+
 static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
 {
     const tgk_sdpa_desc *d = j->d;
@@ -98,9 +113,7 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
         t->m[i] = -INFINITY;
         t->l[i] = 0.0f;
     }
-    for (int64_t i = 0; i < nr; i++)
-        for (int64_t e = 0; e < E; e++)
-            t->q[i * E + e] = Q[i * j->qs[2] + e] * d->scale;
+    scale_rows(nr, E, Q, j->qs[2], &d->scale, 0, t->q, E);
     /* causal: keys past the block's last row are masked for every row */
     int64_t s_end = d->causal && l0 + nr < S ? l0 + nr : S;
     for (int64_t s0 = 0; s0 < s_end; s0 += BC) {
@@ -116,11 +129,9 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
         tgk_gemm_packed_f32(nr, Ev, nc, t->s, BC, t->vp, NULL, s0 > 0, t->acc, Ev, TGK_NO_DIAG,
                             diag);
     }
-    for (int64_t i = 0; i < nr; i++) {
-        float inv = t->l[i] > 0.0f ? 1.0f / t->l[i] : 0.0f;
-        for (int64_t c = 0; c < Ev; c++)
-            O[i * Ev + c] = t->acc[i * Ev + c] * inv;
-    }
+    for (int64_t i = 0; i < nr; i++)
+        t->l[i] = t->l[i] > 0.0f ? 1.0f / t->l[i] : 0.0f;
+    scale_rows(nr, Ev, t->acc, Ev, t->l, 1, O, Ev);
 }
 
 static void sdpa_tasks(void *ctx, int64_t begin, int64_t end)
