@@ -181,10 +181,11 @@ static inline float tgk_gelu_tanh(float v)
 }
 
 /* Sum and max in 16 independent lanes, two vectors of 8 (then one vector,
- * then single floats): the lanes vectorize (a float reduction alone gcc may
- * not reorder) and partial sums lose less precision. Vector types, because
- * gcc 12 left the lane-array max (x > acc || x != x) scalar, 4.5
- * instructions an element, a third of attention's softmax. */
+ * then single floats), the lanes folded by shuffles: the lanes vectorize (a
+ * float reduction alone gcc may not reorder) and partial sums lose less
+ * precision. Vector types, because gcc 12 left the lane-array max (x > acc
+ * || x != x) scalar, 4.5 instructions an element, a third of attention's
+ * softmax, and folded the lanes one at a time (its rows are short). */
 #define TGK_LANES 16
 typedef float tgk_vf8 __attribute__((vector_size(8 * sizeof(float))));
 typedef int32_t tgk_vi8 __attribute__((vector_size(8 * sizeof(int32_t))));
@@ -196,6 +197,15 @@ static inline void tgk_add8(tgk_vf8 *acc, const float *x)
     tgk_vf8 v;
     memcpy(&v, x, sizeof v);
     *acc += v;
+}
+
+/* The lanes of *v folded in three shuffles: lane 0 ends up with the sum. */
+static inline float tgk_hsum8(tgk_vf8 *v)
+{
+    *v += __builtin_shuffle(*v, (tgk_vi8){4, 5, 6, 7, 0, 1, 2, 3});
+    *v += __builtin_shuffle(*v, (tgk_vi8){2, 3, 0, 1, 6, 7, 4, 5});
+    *v += __builtin_shuffle(*v, (tgk_vi8){1, 0, 3, 2, 5, 4, 7, 6});
+    return (*v)[0];
 }
 
 static inline float tgk_sum(const float *x, int64_t n)
@@ -214,45 +224,49 @@ static inline float tgk_sum(const float *x, int64_t n)
     for (; i < n; i++)
         s += x[i];
     acc[0] += acc[1];
-    for (int j = 0; j < 8; j++)
-        s += acc[0][j];
-    return s;
+    return s + tgk_hsum8(&acc[0]);
 }
 
-/* *acc = max(*acc, x[0..8)), and *nan marks the lanes where x is NaN */
-static inline void tgk_max8(tgk_vf8 *acc, const float *x, tgk_vi8 *nan)
+/* *acc = max(*acc, *v) lane by lane, NaN winning: once in a lane it stays */
+static inline void tgk_vmax8(tgk_vf8 *acc, const tgk_vf8 *v)
+{
+    tgk_vi8 take = (*v > *acc) | (*v != *v);
+    *acc = (tgk_vf8)(((tgk_vi8)*v & take) | ((tgk_vi8)*acc & ~take));
+}
+
+static inline void tgk_max8(tgk_vf8 *acc, const float *x)
 {
     tgk_vf8 v;
     memcpy(&v, x, sizeof v);
-    tgk_vi8 gt = v > *acc;
-    *nan |= v != v;
-    *acc = (tgk_vf8)(((tgk_vi8)v & gt) | ((tgk_vi8)*acc & ~gt));
+    tgk_vmax8(acc, &v);
 }
 
 /* NaN wins, as in torch.max. */
 static inline float tgk_max(const float *x, int64_t n)
 {
     tgk_vf8 zero = {0}, acc[2] = {zero - INFINITY, zero - INFINITY};
-    tgk_vi8 nan = {0};
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        tgk_max8(&acc[0], x + i, &nan);
-        tgk_max8(&acc[1], x + i + 8, &nan);
+        tgk_max8(&acc[0], x + i);
+        tgk_max8(&acc[1], x + i + 8);
     }
     if (i + 8 <= n) {
-        tgk_max8(&acc[0], x + i, &nan);
+        tgk_max8(&acc[0], x + i);
         i += 8;
     }
     float m = -INFINITY;
     for (; i < n; i++)
         m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
-    int any_nan = 0;
-    for (int j = 0; j < 8; j++) {
-        any_nan |= nan[j];
-        m = acc[0][j] > m ? acc[0][j] : m;
-        m = acc[1][j] > m ? acc[1][j] : m;
-    }
-    return any_nan ? NAN : m;
+    /* the lanes folded as in tgk_hsum8 */
+    tgk_vmax8(&acc[0], &acc[1]);
+    acc[1] = __builtin_shuffle(acc[0], (tgk_vi8){4, 5, 6, 7, 0, 1, 2, 3});
+    tgk_vmax8(&acc[0], &acc[1]);
+    acc[1] = __builtin_shuffle(acc[0], (tgk_vi8){2, 3, 0, 1, 6, 7, 4, 5});
+    tgk_vmax8(&acc[0], &acc[1]);
+    acc[1] = __builtin_shuffle(acc[0], (tgk_vi8){1, 0, 3, 2, 5, 4, 7, 6});
+    tgk_vmax8(&acc[0], &acc[1]);
+    float v = acc[0][0];
+    return v > m || v != v ? v : m;
 }
 
 #endif
