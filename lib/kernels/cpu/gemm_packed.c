@@ -107,9 +107,14 @@ struct pgemm_job {
             T(MR, NP, j, r, p);                                              \
     } while (0)
 
-/* One chunk of rows x panels: panels outer, so a panel group stays in cache
- * while the chunk's rows pass over it. A lone row takes 4 panels at a time.
- * A tile whose rows need none of its panels' columns (y_diag) is skipped. */
+/* One chunk of rows x panels: rows outer, so a register tile's rows of x stay
+ * in L1 while the tile sweeps the chunk's panels (at most 4 x K x 64 bytes,
+ * in L1 or L2), and each row of y is written 4 panels (256 bytes) at a time.
+ * Panels outer, which kept a panel in L1 across the chunk's rows, wrote y in
+ * 64-byte pieces 6 rows apart: tinygpt's M = 4096 GEMMs ran 1.1-1.2x slower
+ * (timed side by side with ONNX Runtime's MatMul in one process). A lone row
+ * takes 4 panels at a time. A tile whose rows need none of its panels'
+ * columns (y_diag) is skipped. */
 #define CHUNK_FN(name, attr, T, MR, NP)                                                \
     attr static void name(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0,      \
                           int64_t p1)                                                  \
@@ -118,14 +123,16 @@ struct pgemm_job {
         if (r1 - r0 == 1)                                                              \
             for (; p + 4 <= p1 && p * TGK_PANEL < r0 + j->y_diag; p += 4)              \
                 T(1, 4, j, r0, p);                                                     \
-        for (; p + NP <= p1; p += NP)                                                  \
-            for (int64_t r = r0; r < r1; r += MR)                                      \
-                if (p * TGK_PANEL < (r1 - r < MR ? r1 : r + MR) - 1 + j->y_diag)       \
-                    TILE_ROWS(T, MR, NP, j, r, p, r1 - r < MR ? r1 - r : MR);          \
-        for (; p < p1; p++)                                                            \
-            for (int64_t r = r0; r < r1; r += MR)                                      \
-                if (p * TGK_PANEL < (r1 - r < MR ? r1 : r + MR) - 1 + j->y_diag)       \
-                    TILE_ROWS(T, MR, 1, j, r, p, r1 - r < MR ? r1 - r : MR);           \
+        int64_t pe = p + (p1 - p) / NP * NP;                                           \
+        for (int64_t r = r0; r < r1; r += MR) {                                        \
+            int64_t mr = r1 - r < MR ? r1 - r : MR;                                    \
+            for (int64_t q = p; q < pe; q += NP)                                       \
+                if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
+                    TILE_ROWS(T, MR, NP, j, r, q, mr);                                 \
+            for (int64_t q = pe; q < p1; q++)                                          \
+                if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
+                    TILE_ROWS(T, MR, 1, j, r, q, mr);                                  \
+        }                                                                              \
     }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
