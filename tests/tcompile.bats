@@ -217,10 +217,10 @@ random_npy() {
     [[ "$stderr" == *"compiler took"* ]]
 }
 
-@test "TLOG=fusion reports tinygpt.onnx's attention fused into sdpa, and the .so still matches" {
+@test "TLOG=fusion reports tinygpt.onnx's attention fused into causal sdpa, and the .so still matches" {
     TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.onnx.tg" -o "$TMP/m.so"
-    [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention fused into sdpa"* ]]
-    [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention_1 fused into sdpa"* ]]
+    [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention fused into sdpa (scale 0.176777, causal)"* ]]
+    [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention_1 fused into sdpa (scale 0.176777, causal)"* ]]
     [[ "$stderr" != *"fuse_attention: "*"refused"* ]]
     for b in 1 3; do
         run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"

@@ -10,6 +10,7 @@
  * (TLOG=fusion) with the reason. */
 #include "passes.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +78,11 @@ static bool is_scores(const tg_graph *g, const int *uses, int v)
 }
 
 /* Whether v is the constant [L, L] (leading dims 1) with 0 on and below the
- * diagonal and -inf above: the causal mask, upper-left aligned. */
+ * diagonal and -inf above: the causal mask, upper-left aligned. Above the
+ * diagonal -FLT_MAX counts as -inf: torch.onnx writes it for is_causal, and
+ * the two give the same result bit for bit while every score is below 8e37
+ * in magnitude (then s - FLT_MAX - max < -FLT_MAX/2 and its exp is 0, as
+ * exp(-inf) is; the diagonal is never masked, so no row is all masked). */
 static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
 {
     const tg_value *m = &g->values[v];
@@ -92,11 +97,9 @@ static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
             return false;
     const float *x = m->data;
     for (int64_t i = 0; i < l; i++)
-        for (int64_t j = 0; j < s; j++) {
-            float want = j <= i ? 0.0f : -INFINITY;
-            if (x[i * s + j] != want)
+        for (int64_t j = 0; j < s; j++)
+            if (j <= i ? x[i * s + j] != 0.0f : !(x[i * s + j] <= -FLT_MAX))
                 return false;
-        }
     return true;
 }
 

@@ -143,12 +143,19 @@ static void test_onnx_form_causal(void)
     tg_graph_free(g);
 }
 
-/* -FLT_MAX is not -inf: the mask stays an input, not causal=1 */
-static void test_finite_mask_stays(void)
+/* -FLT_MAX above the diagonal, as torch.onnx writes is_causal, is causal=1
+ * too; any other finite value (-1e9, a common hand-written mask) stays the
+ * additive mask */
+static void test_lowest_float_mask_is_causal(void)
 {
     tg_graph *g = onnx_form(-FLT_MAX, 3);
     CHECK(fuse_checked(g) == 1);
     const tg_node *n = find_op(g, TG_OP_SDPA);
+    CHECK(n && n->nin == 3 && tg_node_int(n, "causal", 0) == 1);
+    tg_graph_free(g);
+    g = onnx_form(-1e9f, 3);
+    CHECK(fuse_checked(g) == 1);
+    n = find_op(g, TG_OP_SDPA);
     CHECK(n && n->nin == 4 && tg_node_int(n, "causal", 0) == 0);
     tg_graph_free(g);
 }
@@ -203,7 +210,7 @@ int main(void)
     rng = (uint64_t)time(NULL);
     printf("seed %llu\n", (unsigned long long)rng);
     test_onnx_form_causal();
-    test_finite_mask_stays();
+    test_lowest_float_mask_is_causal();
     test_flat_div_mask();
     test_refusals();
     return unit_report();
