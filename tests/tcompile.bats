@@ -228,9 +228,10 @@ random_npy() {
     done
 }
 
-@test "TLOG=fusion reports tinygpt's q, k and v read in place by sdpa, and the .so still matches" {
+@test "TLOG=fusion reports tinygpt's q, k and v read in place by sdpa and its heads merged in place, and the .so still matches" {
     TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
     [ "$(grep -c 'view: .* read in place by scaled_dot_product_attention (sdpa)' <<<"$stderr")" -eq 3 ]
+    [[ "$stderr" == *"view: transpose_3 written in place by scaled_dot_product_attention (sdpa)"* ]]
     [[ "$stderr" == *"(strided): "*"scaled_dot_product_attention_1"* ]]
     for b in 1 3; do
         run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"

@@ -326,7 +326,7 @@ static int emit_prepare(tg_cg *c, FILE *f)
 static const char *kernel_ops(tg_cg *c, int root)
 {
     if (c->p->kind[root] == TG_GROUP_STRIDED)    /* its views cost nothing */
-        return tg_op_name(c->g->nodes[root].op);
+        return tg_op_name(c->g->nodes[tg_strided_kernel(c->g, root)].op);
     const char *ops = "";
     for (int m = 0; m <= root; m++)
         if (c->p->root[m] == root)
@@ -352,7 +352,8 @@ static int emit_body(tg_cg *c)
             if (cg_emit_view(c, n))
                 return -1;
         } else if (p->kind[n] == TG_GROUP_STRIDED) {
-            if (cg_emit_node(c, n))     /* the members are views it reads in place */
+            /* the members are views it reads in place, or writes through */
+            if (cg_emit_node(c, tg_strided_kernel(g, n)))
                 return -1;
         } else if (p->kind[n] == TG_GROUP_EPILOGUE) {
             if (cg_emit_epilogue(c, n))
@@ -362,8 +363,10 @@ static int emit_body(tg_cg *c)
                 if (p->root[m] == n && cg_emit_node(c, m))
                     return -1;
         }
+        /* a STRIDED group is named after its kernel, not the permute it may end in */
+        int named = p->kind[n] == TG_GROUP_STRIDED ? tg_strided_kernel(g, n) : n;
         if (timed)
-            fprintf(c->f, "    TGRT_PROF_END(T0, %s, %s);\n", cg_quote(c, g->nodes[n].name),
+            fprintf(c->f, "    TGRT_PROF_END(T0, %s, %s);\n", cg_quote(c, g->nodes[named].name),
                     cg_quote(c, kernel_ops(c, n)));
         TG_LOG(CODEGEN, TG_LOG_DEBUG, "kernel %s: %s%s", g->nodes[n].name, kernel_ops(c, n),
                p->kind[n] == TG_GROUP_LOOP ? " (one fused loop)" : "");

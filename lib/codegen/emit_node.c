@@ -354,7 +354,8 @@ static const char *sdpa_operand(tg_cg *c, const tg_node *nd, int i)
     static const char *const field[] = {"q_stride", "k_stride", "v_stride"};
     int n = (int)(nd - c->g->nodes), v = nd->in[i];
     const tg_value *x = &c->g->values[v];
-    if (x->kind != TG_VALUE_NODE || x->producer == n || c->p->root[x->producer] != n)
+    if (x->kind != TG_VALUE_NODE || x->producer == n ||
+        c->p->root[x->producer] != c->p->root[n])
         return cg_ptr(c, v);
     tg_view w;
     if (tg_view_analyze(c->g, c->p, x->producer, &w))
@@ -362,6 +363,29 @@ static const char *sdpa_operand(tg_cg *c, const tg_node *nd, int i)
     for (int k = 0; k < 3; k++)
         fprintf(c->f, "    d.%s[%d] = %s;\n", field[i], k, cg_dim(c, w.strides[k]));
     return cg_str(c, "(const float *)%s + (%s)", cg_ptr(c, w.base), cg_dim(c, w.offset));
+}
+
+/* Where the sdpa's STRIDED group ends in permute `root`: the result goes
+ * straight into the permute's, o_stride set to where the permute puts each
+ * batch, head and row. */
+static int sdpa_permuted_out(tg_cg *c, int root)
+{
+    const tg_node *pm = &c->g->nodes[root];
+    const tg_shape *y = &c->g->values[pm->out[0]].shape;
+    const int64_t *perm;
+    int r = tg_node_ints(pm, "perm", &perm);
+    tg_dim st[TG_MAX_RANK], s = tg_dim_const(1);
+    for (int i = r - 1; i >= 0; i--) {
+        st[i] = s;
+        if (tg_dim_mul(s, y->d[i], &s))
+            return -1;
+    }
+    for (int i = 0; i < r; i++) {
+        int k = (int)(perm[i] < 0 ? perm[i] + r : perm[i]);
+        if (k < 3)
+            fprintf(c->f, "    d.o_stride[%d] = %s;\n", k, cg_dim(c, st[i]));
+    }
+    return 0;
 }
 
 static int emit_sdpa(tg_cg *c, const tg_node *nd)
@@ -407,9 +431,12 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
     for (int i = 0; i < 3; i++)
         if (!(qkv[i] = sdpa_operand(c, nd, i)))
             return -1;
+    int n = (int)(nd - c->g->nodes), root = c->p->root[n];
+    if (root != n && sdpa_permuted_out(c, root))
+        return -1;
     check_status(c, nd,
                  cg_str(c, "tgk_sdpa_f32(&d, %s, %s, %s, %s)", qkv[0], qkv[1], qkv[2],
-                        OUT(c, nd - c->g->nodes)),
+                        OUT(c, root)),
                  "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }

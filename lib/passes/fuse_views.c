@@ -5,7 +5,10 @@
  *
  * A VIEW group whose one reader is attention (q, k or v) needs no copy at
  * all when its rows are contiguous: the sdpa kernel reads the view in place
- * (a STRIDED group of the sdpa and its view chains).
+ * (a STRIDED group of the sdpa and its view chains). Likewise the permute
+ * that merges the heads of attention's result back ([batch, L, heads, Ev]
+ * for the output projection) is no copy: the kernel writes its result in
+ * that layout (the permute becomes the STRIDED group's root).
  *
  * tg_view_analyze composes the chain symbolically: starting from the input's
  * contiguous layout, each op changes the dims, the element strides and the
@@ -208,6 +211,40 @@ static bool into_sdpa(const tg_graph *g, tg_plan *p, int root)
     return true;
 }
 
+/* The sdpa whose result only permute n reads, into n's group (STRIDED, n its
+ * root) when the permute keeps the last axis last: the kernel writes its
+ * rows, contiguous, where the permute would put them. Returns whether it did. */
+static bool sdpa_into_permute(const tg_graph *g, tg_plan *p, int n)
+{
+    const tg_node *nd = &g->nodes[n];
+    const int64_t *perm;
+    int reader;
+    if (nd->op != TG_OP_PERMUTE || p->root[n] != n || p->kind[n] != TG_GROUP_SINGLE ||
+        tg_node_ints(nd, "perm", &perm) != 4 || (perm[3] != 3 && perm[3] != -1))
+        return false;
+    const tg_value *x = &g->values[nd->in[0]];
+    if (x->kind != TG_VALUE_NODE || x->dtype != TG_F32 || readers(g, nd->in[0], &reader) != 1)
+        return false;
+    int s = x->producer;
+    if (g->nodes[s].op != TG_OP_SDPA || p->root[s] != s ||
+        (p->kind[s] != TG_GROUP_SINGLE && p->kind[s] != TG_GROUP_STRIDED))
+        return false;
+    for (int m = 0; m <= s; m++)
+        if (p->root[m] == s)
+            p->root[m] = n;
+    p->kind[s] = TG_GROUP_SINGLE;
+    p->kind[n] = TG_GROUP_STRIDED;
+    TG_LOG(FUSION, TG_LOG_INFO, "view: %s written in place by %s (sdpa)", nd->name,
+           g->nodes[s].name);
+    return true;
+}
+
+int tg_strided_kernel(const tg_graph *g, int root)
+{
+    const tg_node *nd = &g->nodes[root];
+    return nd->op == TG_OP_PERMUTE ? g->values[nd->in[0]].producer : root;
+}
+
 int tg_pass_fuse_views(const tg_graph *g, tg_plan *p)
 {
     int groups = 0;
@@ -249,5 +286,7 @@ int tg_pass_fuse_views(const tg_graph *g, tg_plan *p)
     for (int n = 0; n < g->nnode; n++)
         if (p->root[n] == n && p->kind[n] == TG_GROUP_VIEW)
             groups += into_sdpa(g, p, n);
+    for (int n = 0; n < g->nnode; n++)
+        groups += sdpa_into_permute(g, p, n);
     return groups;
 }

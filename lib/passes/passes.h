@@ -37,7 +37,8 @@ typedef enum {
     TG_GROUP_EPILOGUE,      /* linear/conv/matmul, then elementwise ops applied in place */
     TG_GROUP_LOOP,          /* elementwise nodes (and a final reduction) in one loop */
     TG_GROUP_VIEW,          /* slices, reshapes, permutes, expands: one strided copy */
-    TG_GROUP_STRIDED,       /* a kernel (sdpa) and the view chains it reads in place */
+    TG_GROUP_STRIDED,       /* a kernel (sdpa), the view chains it reads in place, */
+                            /* and the permute it may write through (then the root) */
 } tg_group_kind;
 
 typedef struct {
@@ -106,6 +107,9 @@ typedef struct {
 
 /* 0, or -1 with tg_err when the chain is not one strided view. */
 int tg_view_analyze(const tg_graph *g, const tg_plan *p, int last, tg_view *w);
+/* The kernel node of the STRIDED group `root`: root, or the sdpa its root
+ * permute reads. */
+int tg_strided_kernel(const tg_graph *g, int root);
 
 /* ---- the pipeline ----------------------------------------------------------- */
 typedef struct {

@@ -267,6 +267,20 @@ static void test_views(void)
     tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SDPA, NULL, 3, qkv, 1, &causal));
     check_case("q, k, v views read in place by sdpa", g, false);
 
+    /* and its result written with the heads merged back, through the
+     * permute and reshape the output projection reads */
+    g = tg_graph_new();
+    x = input(g, "x", DIMS(5, 24));
+    for (int h = 0; h < 3; h++)
+        qkv[h] = head_split(g, x, h, 5, (int64_t[]){0, 2, 1, 3});
+    int a = tg_graph_add_node(g, TG_OP_SDPA, NULL, 3, qkv, 1, &causal);
+    tg_attr merge = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 1, 3});
+    int mh = tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &a, 1, &merge);
+    tg_attr flat = tg_attr_dims("shape", 3, (tg_dim[]){tg_dim_sym(0), tg_dim_const(5),
+                                                       tg_dim_const(8)});
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &mh, 1, &flat));
+    check_case("sdpa written through the permute that merges its heads", g, false);
+
     /* a strided slice, then an expand of a permuted constant */
     g = tg_graph_new();
     x = input(g, "x", DIMS(7, 6));

@@ -413,6 +413,39 @@ static void test_views_into_sdpa(bool q_rows_contiguous)
     tg_graph_free(g);
 }
 
+/* The permute that merges attention's heads back (0, 2, 1, 3) takes the
+ * sdpa (and the views it reads in place) into its STRIDED group: the sdpa's
+ * result then owns no memory. Not a permute that moves the last axis, nor
+ * when the sdpa's result has another reader (here: it is an output too). */
+static void test_sdpa_into_permute(void)
+{
+    static const int64_t merge[] = {0, 2, 1, 3}, swap_last[] = {0, 1, 3, 2};
+    for (int c = 0; c < 3; c++) {
+        tg_graph *g = tg_graph_new();
+        int x = input(g, 2, (int64_t[]){4, 24}), qkv[3];
+        for (int i = 0; i < 3; i++)
+            qkv[i] = head_split(g, x, i, 4, (int64_t[]){0, 2, 1, 3});
+        int a = tg_graph_add_node(g, TG_OP_SDPA, "a", 3, qkv, 0, NULL), sdpa = g->nnode - 1;
+        tg_attr perm = tg_attr_ints("perm", 4, c == 1 ? swap_last : merge);
+        tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_PERMUTE, "t", 1, &a, 1, &perm));
+        if (c == 2)
+            tg_graph_add_output(g, a);
+        int t = g->nnode - 1;
+        tg_plan *p = tg_plan_new(g);
+        tg_pass_fuse_views(g, p);
+        bool fused = c == 0;
+        int q_chain = g->values[qkv[0]].producer;
+        CHECK((p->root[sdpa] == t) == fused && (p->root[q_chain] == t) == fused);
+        CHECK(p->kind[t] == (fused ? TG_GROUP_STRIDED : TG_GROUP_SINGLE));
+        CHECK(p->kind[sdpa] == (fused ? TG_GROUP_SINGLE : TG_GROUP_STRIDED));
+        CHECK(tg_strided_kernel(g, t) == sdpa && tg_strided_kernel(g, sdpa) == sdpa);
+        CHECK(tg_pass_memplan(g, p) >= 0);
+        CHECK((p->slot[a] == -1 && p->output[a] == -1) == fused);
+        tg_plan_free(p);
+        tg_graph_free(g);
+    }
+}
+
 static void test_memplan(void)
 {
     tg_graph *g = tg_graph_new();
@@ -451,6 +484,7 @@ int main(void)
     test_fuse_conv_pool(1);
     test_fuse_views();
     test_views_into_sdpa(true);
+    test_sdpa_into_permute();
     test_views_into_sdpa(false);
     test_memplan();
     return unit_report();

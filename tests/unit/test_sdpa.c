@@ -95,7 +95,7 @@ static void run_case(int64_t batch, int64_t hq, int64_t hk, int64_t L, int64_t S
 
 /* q, k and v read in place as slices of one [batch, L, 3, h, E] projection
  * (element strides per batch, head and row) give bit for bit what their
- * contiguous copies give. */
+ * contiguous copies give; so does o written as [batch, L, h, E]. */
 static void run_strided(int64_t batch, int64_t h, int64_t L, int64_t E, bool causal)
 {
     int64_t row = 3 * h * E, n = batch * h * L * E;
@@ -118,7 +118,19 @@ static void run_strided(int64_t batch, int64_t h, int64_t L, int64_t E, bool cau
     CHECK(tgk_sdpa_f32(&d, qkv, qkv + h * E, qkv + 2 * h * E, os) == 0);
     CHECK(memcmp(o, os, sizeof(float) * (size_t)n) == 0);
     CHECK(kc_guard_ok(os, n));
-    free(qkv), free(c[0]), free(c[1]), free(c[2]), free(o), free(os);
+    float *ot = kc_out(n);      /* heads interleaved */
+    int64_t ost[3] = {L * h * E, E, h * E};
+    memcpy(d.o_stride, ost, sizeof ost);
+    CHECK(tgk_sdpa_f32(&d, qkv, qkv + h * E, qkv + 2 * h * E, ot) == 0);
+    bool same = true;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t hh = 0; hh < h; hh++)
+            for (int64_t l = 0; l < L; l++)
+                same &= memcmp(o + ((b * h + hh) * L + l) * E, ot + (b * L + l) * h * E + hh * E,
+                               sizeof(float) * E) == 0;
+    CHECK(same);
+    CHECK(kc_guard_ok(ot, n));
+    free(qkv), free(c[0]), free(c[1]), free(c[2]), free(o), free(os), free(ot);
 }
 
 int main(void)

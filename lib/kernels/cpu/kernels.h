@@ -93,13 +93,14 @@ typedef struct {
     bool causal;                /* upper-left aligned, like torch is_causal */
     const float *mask;          /* additive, or NULL; element (b,h,l,s) at */
     int64_t mask_stride[4];     /* b*st[0] + h*st[1] + l*st[2] + s*st[3] (0 = broadcast) */
-    /* Element strides of batch, head and row of q, k and v, whose rows are
-     * contiguous; all three 0: the tensor is contiguous. Lets q, k and v be
-     * slices of one qkv projection, read in place. */
-    int64_t q_stride[3], k_stride[3], v_stride[3];
+    /* Element strides of batch, head and row of q, k, v and o, whose rows
+     * are contiguous; all three 0: the tensor is contiguous. Lets q, k and v
+     * be slices of one qkv projection, read in place, and o be written heads
+     * interleaved ([batch, L, hq, Ev]) for the output projection. */
+    int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
 } tgk_sdpa_desc;
-/* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev]
- * (o contiguous). Extra memory O(tile), never O(L*S). Fully masked rows give
+/* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev].
+ * Extra memory O(tile), never O(L*S). Fully masked rows give
  * 0. Returns 0, or -1 when the descriptor is invalid or scratch cannot be
  * allocated. */
 int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o);

@@ -27,7 +27,7 @@ typedef struct {
     const tgk_sdpa_desc *d;
     const float *q, *k, *v;
     float *o;
-    int64_t qs[3], ks[3], vs[3];    /* strides of batch, head, row */
+    int64_t qs[3], ks[3], vs[3], os[3];     /* strides of batch, head, row */
     int64_t nqb;                /* query blocks per (batch, head) */
     atomic_bool failed;
 } sdpa_job;
@@ -107,7 +107,7 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     const float *Q = j->q + b * j->qs[0] + h * j->qs[1] + l0 * j->qs[2];
     const float *K = j->k + b * j->ks[0] + kvh * j->ks[1];
     const float *V = j->v + b * j->vs[0] + kvh * j->vs[1];
-    float *O = j->o + (bh * L + l0) * Ev;
+    float *O = j->o + b * j->os[0] + h * j->os[1] + l0 * j->os[2];
 
     for (int64_t i = 0; i < nr; i++) {
         t->m[i] = -INFINITY;
@@ -131,7 +131,7 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     }
     for (int64_t i = 0; i < nr; i++)
         t->l[i] = t->l[i] > 0.0f ? 1.0f / t->l[i] : 0.0f;
-    scale_rows(nr, Ev, t->acc, Ev, t->l, 1, O, Ev);
+    scale_rows(nr, Ev, t->acc, Ev, t->l, 1, O, j->os[2]);
 }
 
 static void sdpa_tasks(void *ctx, int64_t begin, int64_t end)
@@ -173,6 +173,7 @@ int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const f
     strides(d->q_stride, d->hq, d->L, d->E, j.qs);
     strides(d->k_stride, d->hk, d->S, d->E, j.ks);
     strides(d->v_stride, d->hk, d->S, d->Ev, j.vs);
+    strides(d->o_stride, d->hq, d->L, d->Ev, j.os);
     atomic_init(&j.failed, false);
     tgk_parallel_for(d->batch * d->hq * j.nqb, 1, sdpa_tasks, &j);
     return atomic_load(&j.failed) ? -1 : 0;
