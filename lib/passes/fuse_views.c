@@ -181,6 +181,17 @@ static int readers(const tg_graph *g, int v, int *reader)
     return k;
 }
 
+/* Group `from` into group `to` (STRIDED from now on); members come before
+ * their root, so none is past `from`. */
+static void join_strided(tg_plan *p, int from, int to)
+{
+    for (int n = 0; n <= from; n++)
+        if (p->root[n] == from)
+            p->root[n] = to;
+    p->kind[from] = TG_GROUP_SINGLE;
+    p->kind[to] = TG_GROUP_STRIDED;
+}
+
 /* The VIEW group `root` into the STRIDED group of its one reader when that is
  * an sdpa reading it as q, k or v with rank 4 (the kernel's batch, head, row
  * strides) and contiguous rows. Returns whether it did. */
@@ -201,11 +212,7 @@ static bool into_sdpa(const tg_graph *g, tg_plan *p, int root)
     }
     if (w.rank != 4 || !dim_is(w.strides[3], 1))
         return false;
-    for (int n = 0; n <= root; n++)
-        if (p->root[n] == root)
-            p->root[n] = s;
-    p->kind[root] = TG_GROUP_SINGLE;
-    p->kind[s] = TG_GROUP_STRIDED;
+    join_strided(p, root, s);
     TG_LOG(FUSION, TG_LOG_INFO, "view: %s read in place by %s (sdpa)", g->nodes[root].name,
            nd->name);
     return true;
@@ -229,11 +236,7 @@ static bool sdpa_into_permute(const tg_graph *g, tg_plan *p, int n)
     if (g->nodes[s].op != TG_OP_SDPA || p->root[s] != s ||
         (p->kind[s] != TG_GROUP_SINGLE && p->kind[s] != TG_GROUP_STRIDED))
         return false;
-    for (int m = 0; m <= s; m++)
-        if (p->root[m] == s)
-            p->root[m] = n;
-    p->kind[s] = TG_GROUP_SINGLE;
-    p->kind[n] = TG_GROUP_STRIDED;
+    join_strided(p, s, n);
     TG_LOG(FUSION, TG_LOG_INFO, "view: %s written in place by %s (sdpa)", nd->name,
            g->nodes[s].name);
     return true;
