@@ -356,6 +356,21 @@ int main(void)
         test_gemm_packed_causal();
         test_linear_ex();
     }
+    /* every register tile this CPU runs, not only its widest (2 threads) */
+    static const char *const isa[] = {"base", "avx2", "avx512"};
+    tgk_set_num_threads(2);
+    for (size_t i = 0; i < sizeof isa / sizeof *isa; i++) {
+        if (!tgk_gemm_packed_isa(isa[i])) {
+            printf("# packed GEMM %s: not on this CPU\n", isa[i]);
+            continue;
+        }
+        printf("# packed GEMM %s\n", isa[i]);
+        test_linear_packed();
+        test_gemm_packed_strided();
+        test_gemm_packed_causal();
+        test_linear_ex();
+    }
+    CHECK(!tgk_gemm_packed_isa("sse9") && tgk_gemm_packed_isa(NULL));
     tgk_set_num_threads(2);
     test_concurrent();
     test_nested();

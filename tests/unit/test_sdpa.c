@@ -159,6 +159,15 @@ int main(void)
     run_case(1, 3, 1, 257, 513, 64, 64, false, 2);  /* broadcast mask, several tiles */
     run_case(1, 2, 2, 5, 0, 8, 8, false, 0);        /* no keys: zeros */
     run_case(1, 1, 1, 9, 9, 0, 4, false, 0);        /* E = 0: uniform weights */
+    /* the causal cuts on every register tile of the packed GEMM this CPU runs */
+    static const char *const isa[] = {"base", "avx2", "avx512"};
+    for (size_t i = 0; i < sizeof isa / sizeof *isa; i++)
+        if (tgk_gemm_packed_isa(isa[i])) {
+            run_strided(2, 4, 64, 32, true);
+            run_case(1, 2, 1, 65, 65, 16, 8, true, 0);
+            run_case(2, 6, 3, 130, 130, 40, 24, true, 1);
+        }
+    tgk_gemm_packed_isa(NULL);
 
     tgk_sdpa_desc bad = {.batch = 1, .hq = 3, .hk = 2, .L = 1, .S = 1, .E = 1, .Ev = 1};
     CHECK(tgk_sdpa_f32(&bad, NULL, NULL, NULL, NULL) == -1);

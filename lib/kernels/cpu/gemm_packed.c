@@ -149,16 +149,37 @@ typedef struct {
     int64_t mr;
 } chunk_kind;
 
-static chunk_kind pick_chunk(void)
+/* The widest this CPU runs, or (isa) the named one if it runs it. */
+static bool find_chunk(const char *isa, chunk_kind *k)
 {
+    bool any = !isa;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("x86-64-v4"))
-        return (chunk_kind){chunk_avx512, 8};
-    if (__builtin_cpu_supports("x86-64-v3"))
-        return (chunk_kind){chunk_avx2, 6};
+    if ((any || !strcmp(isa, "avx512")) && __builtin_cpu_supports("x86-64-v4")) {
+        *k = (chunk_kind){chunk_avx512, 8};
+        return true;
+    }
+    if ((any || !strcmp(isa, "avx2")) && __builtin_cpu_supports("x86-64-v3")) {
+        *k = (chunk_kind){chunk_avx2, 6};
+        return true;
+    }
 #endif
-    return (chunk_kind){chunk_base, 2};
+    if (any || !strcmp(isa, "base")) {
+        *k = (chunk_kind){chunk_base, 2};
+        return true;
+    }
+    return false;
+}
+
+static chunk_kind kind;         /* the same for every caller: a benign race */
+
+bool tgk_gemm_packed_isa(const char *isa)
+{
+    chunk_kind k;
+    if (!find_chunk(isa, &k))
+        return false;
+    kind = k;
+    return true;
 }
 
 /* y[i] += r[i]: the residual, added to a chunk while it is in cache (in the
@@ -277,9 +298,8 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
                         int64_t y_diag, int64_t x_diag, const float *res, tgk_vec_fn act)
 {
-    static chunk_kind kind;     /* the same for every caller: a benign race */
     if (!kind.fn)
-        kind = pick_chunk();
+        find_chunk(NULL, &kind);
     if (M <= 0 || N <= 0)
         return;
     /* chunks of 4 panels (64 columns) x at most 8 register tiles of rows, as

@@ -61,6 +61,10 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
  * the rest of the row is undefined); x_diag, row r of x is zero from column
  * r + x_diag on (a tile's products stop at its last row's cut). */
 #define TGK_NO_DIAG (INT64_MAX / 4)
+/* Tests: run the packed GEMM with one instruction set's register tile,
+ * "base" (SSE2, 2 x 16), "avx2" (6 x 16) or "avx512" (8 x 32), instead of
+ * the widest the CPU has; NULL: the widest again. false: the CPU lacks it. */
+bool tgk_gemm_packed_isa(const char *isa);
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                          const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
                          int64_t y_diag, int64_t x_diag);
