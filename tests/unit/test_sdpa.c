@@ -169,6 +169,15 @@ int main(void)
         }
     tgk_gemm_packed_isa(NULL);
 
+    /* no keys after the heap held NaNs (the scratch a task mallocs is likely
+     * that memory): the accumulator no key tile wrote must not reach o */
+    tgk_set_num_threads(1);
+    float *dirty = malloc(100000);
+    for (size_t i = 0; i < 100000 / sizeof *dirty; i++)
+        dirty[i] = NAN;
+    free(dirty);
+    run_case(1, 2, 2, 5, 0, 8, 8, false, 0);
+
     tgk_sdpa_desc bad = {.batch = 1, .hq = 3, .hk = 2, .L = 1, .S = 1, .E = 1, .Ev = 1};
     CHECK(tgk_sdpa_f32(&bad, NULL, NULL, NULL, NULL) == -1);
     return unit_report();

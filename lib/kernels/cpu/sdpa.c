@@ -19,6 +19,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define BR 32               /* query rows a task: the causal cut skips more */
 #define BC 128
@@ -116,6 +117,8 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
     scale_rows(nr, E, Q, j->qs[2], &d->scale, 0, t->q, E);
     /* causal: keys past the block's last row are masked for every row */
     int64_t s_end = d->causal && l0 + nr < S ? l0 + nr : S;
+    if (s_end <= 0)     /* no keys: no key tile writes acc */
+        memset(t->acc, 0, sizeof *t->acc * (size_t)(nr * Ev));
     for (int64_t s0 = 0; s0 < s_end; s0 += BC) {
         int64_t nc = s_end - s0 < BC ? s_end - s0 : BC;
         /* row i sees keys s < l0 + i + 1: tile columns < i + diag */
