@@ -64,7 +64,9 @@ void tg_profile_trace(tg_profile *p, FILE *f)
         cJSON_AddItemToObject(m, "args", args);
         put_event(f, m, &first);
         /* this process's timings, run by run; a node starts no earlier than the
-         * previous one ended, so rounding never makes them overlap */
+         * previous one ended, and starts and ends are rounded (durations are
+         * their differences), so rounding never makes nodes overlap or end
+         * after their run: rounded durations added up could, by 2 ns */
         int j = i;
         double prev_end = -1;
         while (j < p->n && p->ev[j].pid == a->pid) {
@@ -75,12 +77,15 @@ void tg_profile_trace(tg_profile *p, FILE *f)
                 double s = (e->start - t0) * 1e6, end = s + e->us;
                 if (s < prev_end)
                     s = prev_end;
+                if (end < s)
+                    end = s;
                 prev_end = end;
                 if (k == j || s < rs)
                     rs = s;
                 if (end > re)
                     re = end;
-                cJSON *x = complete(e->node, e->op, us_round(s), us_round(end - s), e->pid);
+                cJSON *x = complete(e->node, e->op, us_round(s), us_round(end) - us_round(s),
+                                    e->pid);
                 cJSON *xa = cJSON_CreateObject();
                 cJSON_AddStringToObject(xa, "op", e->op);
                 cJSON_AddNumberToObject(xa, "run", e->run);
@@ -89,7 +94,8 @@ void tg_profile_trace(tg_profile *p, FILE *f)
             }
             char name[32];
             snprintf(name, sizeof name, "run %d", run);
-            put_event(f, complete(name, "run", us_round(rs), us_round(re - rs), a->pid), &first);
+            put_event(f, complete(name, "run", us_round(rs), us_round(re) - us_round(rs), a->pid),
+                      &first);
             j = k;
         }
         i = j;
