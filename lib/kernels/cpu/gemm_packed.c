@@ -44,6 +44,17 @@ struct pgemm_job {
  * accumulators live in registers. */
 #define TILE(name, vec, VL)                                                         \
     typedef float vec __attribute__((vector_size(VL * sizeof(float))));            \
+    /* *v = the first min(n, VL) floats of src, zeros after (by pointer: a      \
+     * vector returned by value would change the ABI of the baseline build) */     \
+    INLINE void row_init_##name(vec *v, const float *src, int64_t n)                \
+    {                                                                               \
+        *v = (vec){0};                                                              \
+        if (n >= VL)                                                                \
+            memcpy(v, src, sizeof *v);                                              \
+        else                                                                        \
+            for (int64_t c = 0; c < n; c++)                                         \
+                (*v)[c] = src[c];                                                   \
+    }                                                                               \
     INLINE void name(const int mr, const int np, const pgemm_job *j, int64_t r,     \
                      int64_t p)                                                     \
     {                                                                               \
@@ -55,16 +66,15 @@ struct pgemm_job {
         vec acc[8][4 * PV];                                                         \
         _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {                \
             int64_t nb = ncols - v * VL;                                            \
-            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
-                const float *src = j->accumulate ? j->y + (r + i) * j->ldy + n0 + v * VL \
-                                                 : j->b ? j->b + n0 + v * VL : NULL; \
-                vec init = {0};                                                     \
-                if (src && nb >= VL)                                                \
-                    memcpy(&init, src, sizeof init);                                \
-                else if (src)                                                       \
-                    for (int64_t c = 0; c < nb; c++)                                \
-                        init[c] = src[c];                                           \
-                acc[i][v] = init;                                                   \
+            if (j->accumulate) {                                                    \
+                _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                \
+                    row_init_##name(&acc[i][v], j->y + (r + i) * j->ldy + n0 + v * VL, nb); \
+            } else {    /* the bias, loaded once for all the rows */                \
+                vec bv = {0};                                                       \
+                if (j->b)                                                           \
+                    row_init_##name(&bv, j->b + n0 + v * VL, nb);                   \
+                _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                \
+                    acc[i][v] = bv;                                                 \
             }                                                                       \
         }                                                                           \
         for (int64_t k = 0; k < kend; k++) {                                        \
@@ -78,17 +88,17 @@ struct pgemm_job {
                     acc[i][v] += xv * w[v];                                         \
             }                                                                       \
         }                                                                           \
-        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                      \
-            float *yr = j->y + (r + i) * j->ldy + n0;                               \
-            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {            \
-                int64_t nc = ncols - v * VL;                                        \
-                if (nc >= VL)                                                       \
+        float *yr = j->y + r * j->ldy + n0;                                         \
+        if (ncols == np * TGK_PANEL) { /* whole vectors, from the registers */      \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++, yr += j->ldy)      \
+                _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
                     memcpy(yr + v * VL, &acc[i][v], sizeof acc[i][v]);              \
-                else                                                                \
-                    for (int64_t c = 0; c < nc; c++)                                \
-                        yr[v * VL + c] = acc[i][v][c];                              \
-            }                                                                       \
+            return;                                                                 \
         }                                                                           \
+        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++, yr += j->ldy)          \
+            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
+                for (int64_t c = 0; c < ncols - v * VL && c < VL; c++)              \
+                    yr[v * VL + c] = acc[i][v][c];                                  \
     }
 
 /* tile T over rows [r, r + mr), mr <= MR, as a constant */
