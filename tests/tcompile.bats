@@ -217,6 +217,15 @@ random_npy() {
     [[ "$stderr" == *"compiler took"* ]]
 }
 
+@test "TLOG=fusion reports tinygpt.core.pt2's Core ATen attention (flattened bmm's, the masked-row guard) fused into causal sdpa" {
+    TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.core.tg" -o "$TMP/m.so"
+    [ "$(grep -c 'fuse_attention: bmm_[0-9]* fused into sdpa (scale 0.176777, causal)' <<<"$stderr")" -eq 2 ]
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
 @test "TLOG=fusion reports tinygpt.onnx's attention fused into causal sdpa, and the .so still matches" {
     TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.onnx.tg" -o "$TMP/m.so"
     [[ "$stderr" == *"fuse_attention: node_scaled_dot_product_attention fused into sdpa (scale 0.176777, causal)"* ]]

@@ -6,8 +6,11 @@
  * when M is the constant lower-triangular 0 / -inf pattern. Q, K, V must be
  * f32 of one rank (>= 3) with equal leading dims (no broadcasting). Every
  * intermediate (scaled operands, scores, probabilities) must have only the
- * reader in the pattern, so nothing is computed twice. Refusals are logged
- * (TLOG=fusion) with the reason. */
+ * reader in the pattern, so nothing is computed twice. Core ATen's form is
+ * matched too: its bmm's operands and results flattened to [B*H, L, *]
+ * (reshapes that keep the last two dims, looked through) and its guard that
+ * zeroes rows with every key masked (the kernel's own rule). Refusals are
+ * logged (TLOG=fusion) with the reason. */
 #include "passes.h"
 
 #include <float.h>
@@ -17,6 +20,7 @@
 
 #include "../error.h"
 #include "../log.h"
+#include "../ops/infer.h"
 
 typedef struct {
     int q, b, v, mask;          /* value ids; mask -1: none */
@@ -70,11 +74,34 @@ static int strip_scale(const tg_graph *g, const int *uses, int v, bool div, doub
     return v;
 }
 
+/* v's input when v is a reshape read only here that keeps the last two dims
+ * (Core ATen's bmm flattens [B, H, L, E] to [B*H, L, E] and back); else v. */
+static int through_flatten(const tg_graph *g, const int *uses, int v)
+{
+    int n = sole_producer(g, uses, v, TG_OP_RESHAPE);
+    if (n < 0)
+        return v;
+    const tg_shape *in = &g->values[g->nodes[n].in[0]].shape, *out = &g->values[v].shape;
+    int a = in->rank, b = out->rank;
+    if (a < 3 || b < 3 || !tg_dim_eq(in->d[a - 1], out->d[b - 1]) ||
+        !tg_dim_eq(in->d[a - 2], out->d[b - 2]))
+        return v;
+    return g->nodes[n].in[0];
+}
+
+/* The node producing v when it is op, whatever reads v. */
+static int producer(const tg_graph *g, int v, tg_op op)
+{
+    const tg_value *x = &g->values[v];
+    return x->kind == TG_VALUE_NODE && g->nodes[x->producer].op == op ? x->producer : -1;
+}
+
 /* Whether v is (a scaled) matmul read only here: the scores side of the add. */
 static bool is_scores(const tg_graph *g, const int *uses, int v)
 {
     double c = 1;
-    return sole_producer(g, uses, strip_scale(g, uses, v, true, &c), TG_OP_MATMUL) >= 0;
+    v = through_flatten(g, uses, strip_scale(g, uses, v, true, &c));
+    return sole_producer(g, uses, v, TG_OP_MATMUL) >= 0;
 }
 
 /* Whether v is the constant [L, L] (leading dims 1) with 0 on and below the
@@ -103,12 +130,43 @@ static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
     return true;
 }
 
+/* Core ATen's guard on the probabilities, where(rows with no key, 0,
+ * softmax(s)), whose rows-with-no-key is not(any(not(s == -inf)), last axis):
+ * the sdpa kernel gives such rows 0 too. Returns softmax(s) when v is that,
+ * read only here, and *s_extra is 1 (s's other reader, the eq); else v. */
+static int through_guard(const tg_graph *g, const int *uses, int v, int *s_extra)
+{
+    *s_extra = 0;
+    int w = sole_producer(g, uses, v, TG_OP_WHERE);
+    if (w < 0)
+        return v;
+    const int *in = g->nodes[w].in;
+    int sm = producer(g, in[2], TG_OP_SOFTMAX), zero = producer(g, in[1], TG_OP_FULL);
+    int n1 = sole_producer(g, uses, in[0], TG_OP_LOGICAL_NOT);
+    int any = n1 < 0 ? -1 : sole_producer(g, uses, g->nodes[n1].in[0], TG_OP_REDUCE_ANY);
+    int n2 = any < 0 ? -1 : sole_producer(g, uses, g->nodes[any].in[0], TG_OP_LOGICAL_NOT);
+    int eq = n2 < 0 ? -1 : sole_producer(g, uses, g->nodes[n2].in[0], TG_OP_EQ);
+    double c, fill;
+    if (sm < 0 || zero < 0 || eq < 0 || uses[in[2]] != 1 ||
+        tg_attr_get_float(&g->nodes[zero], "value", 0, &fill) || fill != 0 ||
+        g->nodes[eq].in[0] != g->nodes[sm].in[0] || !scalar_const(g, g->nodes[eq].in[1], &c) ||
+        c != -INFINITY)
+        return v;
+    const int64_t *axes;
+    int na = tg_node_ints(&g->nodes[any], "axes", &axes), r = g->values[in[2]].shape.rank;
+    if (na != 1 || (axes[0] != -1 && axes[0] != r - 1) || !tg_node_int(&g->nodes[any], "keepdim", 0))
+        return v;
+    *s_extra = 1;
+    return in[2];
+}
+
 /* Match the pattern that ends in matmul node pv; NULL and *a filled, or why not. */
 static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
 {
     const tg_node *nd = &g->nodes[pv];
-    int sm = sole_producer(g, uses, nd->in[0], TG_OP_SOFTMAX);
-    const tg_value *p = &g->values[nd->in[0]];
+    int s_extra, pval = through_guard(g, uses, through_flatten(g, uses, nd->in[0]), &s_extra);
+    int sm = sole_producer(g, uses, pval, TG_OP_SOFTMAX);
+    const tg_value *p = &g->values[pval];
     if (sm < 0)
         return "the probabilities have other readers";
     int r = p->shape.rank, axis = (int)tg_node_int(&g->nodes[sm], "axis", -1);
@@ -118,9 +176,9 @@ static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
         return "scores of rank < 3";
     if (axis != -1 && axis != r - 1)
         return "softmax is not over the last axis";
-    *a = (attn){.v = nd->in[1], .mask = -1, .scale = 1};
+    *a = (attn){.v = through_flatten(g, uses, nd->in[1]), .mask = -1, .scale = 1};
     int x = g->nodes[sm].in[0];
-    int add = sole_producer(g, uses, x, TG_OP_ADD);
+    int add = uses[x] == 1 + s_extra ? producer(g, x, TG_OP_ADD) : -1;
     if (add >= 0) {
         const int *in = g->nodes[add].in;
         int s = is_scores(g, uses, in[0]) ? 0 : 1;
@@ -131,12 +189,12 @@ static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
         if (g->values[a->mask].shape.rank > r)
             return "the mask has more dims than the scores";
     }
-    x = strip_scale(g, uses, x, true, &a->scale);
+    x = through_flatten(g, uses, strip_scale(g, uses, x, true, &a->scale));
     int mm = sole_producer(g, uses, x, TG_OP_MATMUL);
     if (mm < 0)
         return "the scores are not a matmul read only here";
-    a->q = strip_scale(g, uses, g->nodes[mm].in[0], false, &a->scale);
-    a->b = strip_scale(g, uses, g->nodes[mm].in[1], false, &a->scale);
+    a->q = strip_scale(g, uses, through_flatten(g, uses, g->nodes[mm].in[0]), false, &a->scale);
+    a->b = strip_scale(g, uses, through_flatten(g, uses, g->nodes[mm].in[1]), false, &a->scale);
     const tg_shape *q = &g->values[a->q].shape, *b = &g->values[a->b].shape;
     const tg_shape *v = &g->values[a->v].shape;
     if (q->rank != r || b->rank != r || v->rank != r)
@@ -227,6 +285,12 @@ static int rewrite(tg_graph *g, int pv, const attn *a)
     snprintf(name, sizeof name, "%s.sdpa", g->nodes[pv].name);
     int y = tg_graph_add_node(g, TG_OP_SDPA, name, a->mask >= 0 ? 4 : 3, in, 2, at);
     int old = g->nodes[pv].out[0];
+    const tg_shape *want = &g->values[old].shape;
+    if (y >= 0 && !tg_shape_eq(&g->values[y].shape, want)) {   /* flattened for a bmm */
+        tg_attr sh = tg_attr_dims("shape", want->rank, want->d);
+        snprintf(name, sizeof name, "%s.flat", g->nodes[pv].name);
+        y = tg_graph_add_node(g, TG_OP_RESHAPE, name, 1, &y, 1, &sh);
+    }
     if (y < 0 || tg_value_take_name(g, y, old))
         return -1;
     tg_graph_replace_uses(g, old, y);
@@ -244,9 +308,10 @@ int tg_pass_fuse_attention(tg_graph *g)
     int nnode = g->nnode;
     for (int n = 0; n < nnode; n++) {
         const tg_node *nd = &g->nodes[n];
-        const tg_value *p = &g->values[nd->in[0]];
-        if (nd->op != TG_OP_MATMUL || p->kind != TG_VALUE_NODE ||
-            g->nodes[p->producer].op != TG_OP_SOFTMAX)
+        if (nd->op != TG_OP_MATMUL)
+            continue;
+        int extra, pval = through_guard(g, uses, through_flatten(g, uses, nd->in[0]), &extra);
+        if (producer(g, pval, TG_OP_SOFTMAX) < 0)
             continue;
         attn a;
         const char *why = match(g, uses, n, &a);

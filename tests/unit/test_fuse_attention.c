@@ -160,6 +160,72 @@ static void test_lowest_float_mask_is_causal(void)
     tg_graph_free(g);
 }
 
+/* reshape x to the given constant dims */
+static int reshape_to(tg_graph *g, int x, int rank, const int64_t *d)
+{
+    tg_dim dims[TG_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        dims[i] = tg_dim_const(d[i]);
+    return node1(g, TG_OP_RESHAPE, NULL, x, tg_attr_dims("shape", rank, dims));
+}
+
+/* Core ATen's form: both bmm's on [B*H, ...] flattened operands, reshapes
+ * back, and the guard that zeroes rows whose every key is masked:
+ * where(not(any(not(scores == -inf), -1)), 0, softmax(scores)). With the
+ * causal mask it becomes causal=1; with one whose first query row masks
+ * every key, that row stays 0 through the kernel's own rule. A guard that
+ * fills such rows with anything but 0 is not the kernel's rule: no fusion. */
+static tg_graph *core_form(bool causal, float fill)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t d4[] = {B, H, L, E}, sc4[] = {B, H, L, L};
+    int q = add_input(g, "q", 4, d4), k = add_input(g, "k", 4, d4), v = add_input(g, "v", 4, d4);
+    int c = scalar(g, "c", 0.7);
+    int kt = node1(g, TG_OP_PERMUTE, "kt", k, tg_attr_ints("perm", 4, (int64_t[]){0, 1, 3, 2}));
+    int qf = reshape_to(g, NODE(g, MUL, "qs", q, c), 3, (int64_t[]){B * H, L, E});
+    int kf = reshape_to(g, NODE(g, MUL, "ks", kt, c), 3, (int64_t[]){B * H, E, L});
+    int s = reshape_to(g, NODE(g, MATMUL, "bmm", qf, kf), 4, sc4);
+    int mask;
+    if (causal) {
+        mask = tri_mask(g, -INFINITY);
+    } else {
+        float m[L * L];
+        for (int i = 0; i < L * L; i++)
+            m[i] = i < L ? -INFINITY : (float)(i % 3) - 1.0f;
+        tg_shape ms = tg_shape_of(2, (int64_t[]){L, L});
+        mask = tg_graph_add_const_copy(g, "mask", TG_F32, &ms, m);
+    }
+    int sm = NODE(g, ADD, "scores", s, mask);
+    int p = node1(g, TG_OP_SOFTMAX, "p", sm, tg_attr_int("axis", -1));
+    int none = NODE(g, LOGICAL_NOT, "seen", NODE(g, EQ, "masked", sm, scalar(g, "ninf", -INFINITY)));
+    tg_attr any_at[2] = {tg_attr_ints("axes", 1, (int64_t[]){-1}), tg_attr_int("keepdim", 1)};
+    int any = tg_graph_add_node(g, TG_OP_REDUCE_ANY, "any", 1, &none, 2, any_at);
+    int empty = NODE(g, LOGICAL_NOT, "empty", any);
+    tg_attr full_at[2] = {tg_attr_ints("shape", 4, sc4), tg_attr_float("value", fill)};
+    int zero = tg_graph_add_node(g, TG_OP_FULL, "zero", 0, NULL, 2, full_at);
+    int w = NODE(g, WHERE, "guarded", empty, zero, p);
+    int o = NODE(g, MATMUL, "bmm_1", reshape_to(g, w, 3, (int64_t[]){B * H, L, L}),
+                 reshape_to(g, v, 3, (int64_t[]){B * H, L, E}));
+    tg_graph_add_output(g, reshape_to(g, o, 4, d4));
+    return g;
+}
+
+static void test_core_form(void)
+{
+    for (int causal = 1; causal >= 0; causal--) {
+        tg_graph *g = core_form(causal, 0.0f);
+        CHECK(fuse_checked(g) == 1);
+        const tg_node *n = find_op(g, TG_OP_SDPA);
+        CHECK(n && n->nin == (causal ? 3 : 4) && tg_node_int(n, "causal", 0) == causal);
+        CHECK(count_op(g, TG_OP_SOFTMAX) == 0 && count_op(g, TG_OP_WHERE) == 0 &&
+              count_op(g, TG_OP_MATMUL) == 0);
+        tg_graph_free(g);
+    }
+    tg_graph *g = core_form(false, 1.0f);
+    CHECK(fuse_checked(g) == 0 && count_op(g, TG_OP_SDPA) == 0);
+    tg_graph_free(g);
+}
+
 /* [B*H, L, E] with k^T given as such (a permute is added), the scores divided
  * by a constant, a float mask from the caller */
 static void test_flat_div_mask(void)
@@ -211,6 +277,7 @@ int main(void)
     printf("seed %llu\n", (unsigned long long)rng);
     test_onnx_form_causal();
     test_lowest_float_mask_is_causal();
+    test_core_form();
     test_flat_div_mask();
     test_refusals();
     return unit_report();
