@@ -182,6 +182,8 @@ static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
     if (add >= 0) {
         const int *in = g->nodes[add].in;
         int s = is_scores(g, uses, in[0]) ? 0 : 1;
+        if (!is_scores(g, uses, in[s]))
+            return "the scores are not a matmul read only here";
         if (!tg_shape_eq(&g->values[in[s]].shape, &p->shape))
             return "the mask broadcasts the scores to a larger shape";
         a->mask = in[1 - s];
