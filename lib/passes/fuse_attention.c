@@ -148,6 +148,7 @@ static int through_guard(const tg_graph *g, const int *uses, int v, int *s_extra
     int eq = n2 < 0 ? -1 : sole_producer(g, uses, g->nodes[n2].in[0], TG_OP_EQ);
     double c, fill;
     if (sm < 0 || zero < 0 || eq < 0 || uses[in[2]] != 1 ||
+        !tg_shape_eq(&g->values[v].shape, &g->values[in[2]].shape) ||
         tg_attr_get_float(&g->nodes[zero], "value", 0, &fill) || fill != 0 ||
         g->nodes[eq].in[0] != g->nodes[sm].in[0] || !scalar_const(g, g->nodes[eq].in[1], &c) ||
         c != -INFINITY)
