@@ -192,15 +192,21 @@ static void join_strided(tg_plan *p, int from, int to)
     p->kind[to] = TG_GROUP_STRIDED;
 }
 
+/* Whether node s is an sdpa whose group can take views: its own root, alone
+ * or already STRIDED. */
+static bool sdpa_group(const tg_graph *g, const tg_plan *p, int s)
+{
+    return g->nodes[s].op == TG_OP_SDPA && p->root[s] == s &&
+           (p->kind[s] == TG_GROUP_SINGLE || p->kind[s] == TG_GROUP_STRIDED);
+}
+
 /* The VIEW group `root` into the STRIDED group of its one reader when that is
  * an sdpa reading it as q, k or v with rank 4 (the kernel's batch, head, row
  * strides) and contiguous rows. Returns whether it did. */
 static bool into_sdpa(const tg_graph *g, tg_plan *p, int root)
 {
     int v = g->nodes[root].out[0], s = -1;
-    if (readers(g, v, &s) != 1 || g->nodes[s].op != TG_OP_SDPA || p->root[s] != s ||
-        (p->kind[s] != TG_GROUP_SINGLE && p->kind[s] != TG_GROUP_STRIDED) ||
-        g->values[v].dtype != TG_F32)
+    if (readers(g, v, &s) != 1 || !sdpa_group(g, p, s) || g->values[v].dtype != TG_F32)
         return false;
     const tg_node *nd = &g->nodes[s];
     if (nd->in[0] != v && nd->in[1] != v && nd->in[2] != v)
@@ -233,8 +239,7 @@ static bool sdpa_into_permute(const tg_graph *g, tg_plan *p, int n)
     if (x->kind != TG_VALUE_NODE || x->dtype != TG_F32 || readers(g, nd->in[0], &reader) != 1)
         return false;
     int s = x->producer;
-    if (g->nodes[s].op != TG_OP_SDPA || p->root[s] != s ||
-        (p->kind[s] != TG_GROUP_SINGLE && p->kind[s] != TG_GROUP_STRIDED))
+    if (!sdpa_group(g, p, s))
         return false;
     join_strided(p, s, n);
     TG_LOG(FUSION, TG_LOG_INFO, "view: %s written in place by %s (sdpa)", nd->name,

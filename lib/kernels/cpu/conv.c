@@ -380,12 +380,6 @@ static int64_t direct_vectors(const direct_job *dj, int64_t r0, int64_t rows, di
     return m;
 }
 
-/* the larger of m and v; NaN wins, as in max_pool */
-static inline float nan_max(float m, float v)
-{
-    return v != v ? v : v > m ? v : m;
-}
-
 /* Max over the pool x pool windows of a block's nk channels of `rows` output
  * rows in scratch s ([nk][slab][ow]) into y's pooled rows from r0 / pool.
  * P = 2 as two loops GCC vectorizes, each over a whole row pair (the rows,
@@ -403,15 +397,15 @@ TGK_CLONES static void pool_block(const conv_job *j, const float *restrict s, in
             for (int64_t p0 = 0; P == 2 && p0 < pw; p0 += 256) {
                 int64_t n = pw - p0 < 256 ? pw - p0 : 256;
                 for (int64_t c = 0; c < 2 * n; c++)
-                    t[c] = nan_max(x[2 * p0 + c], x[ow + 2 * p0 + c]);
+                    t[c] = tgk_nan_max(x[2 * p0 + c], x[ow + 2 * p0 + c]);
                 for (int64_t c = 0; c < n; c++)
-                    yr[p0 + c] = nan_max(t[2 * c], t[2 * c + 1]);
+                    yr[p0 + c] = tgk_nan_max(t[2 * c], t[2 * c + 1]);
             }
             for (int64_t px = 0; P != 2 && px < pw; px++) {
                 float m = x[px * P];
                 for (int64_t a = 0; a < P; a++)
                     for (int64_t b = 0; b < P; b++)
-                        m = nan_max(m, x[a * ow + px * P + b]);
+                        m = tgk_nan_max(m, x[a * ow + px * P + b]);
                 yr[px] = m;
             }
         }

@@ -61,13 +61,13 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
  * the rest of the row is undefined); x_diag, row r of x is zero from column
  * r + x_diag on (a tile's products stop at its last row's cut). */
 #define TGK_NO_DIAG (INT64_MAX / 4)
+void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
+                         int64_t y_diag, int64_t x_diag);
 /* Tests: run the packed GEMM with one instruction set's register tile,
  * "base" (SSE2, 2 x 16), "avx2" (6 x 16) or "avx512" (8 x 32), instead of
  * the widest the CPU has; NULL: the widest again. false: the CPU lacks it. */
 bool tgk_gemm_packed_isa(const char *isa);
-void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
-                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
-                         int64_t y_diag, int64_t x_diag);
 
 /* ---- convolution (conv.c): im2col + GEMM, groups, dilation, transposed ----- */
 typedef struct {
@@ -104,9 +104,8 @@ typedef struct {
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
 } tgk_sdpa_desc;
 /* q [batch,hq,L,E], k [batch,hk,S,E], v [batch,hk,S,Ev] -> o [batch,hq,L,Ev].
- * Extra memory O(tile), never O(L*S). Fully masked rows give
- * 0. Returns 0, or -1 when the descriptor is invalid or scratch cannot be
- * allocated. */
+ * Extra memory O(tile), never O(L*S). Fully masked rows give 0. Returns 0, or
+ * -1 when the descriptor is invalid or scratch cannot be allocated. */
 int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const float *v, float *o);
 
 /* ---- pooling (pool.c), NC + 1 or 2 spatial dims ------------------------------ */

@@ -63,7 +63,7 @@ static void pool_planes(void *ctx, int64_t begin, int64_t end)
                     for (int64_t b = b0; b < b1; b++) {
                         float v = row[b * g->dw];
                         if (j->max)
-                            acc = v != v ? v : v > acc ? v : acc;  /* selects, no branch */
+                            acc = tgk_nan_max(acc, v);
                         else
                             acc += v;
                     }

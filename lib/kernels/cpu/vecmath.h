@@ -180,6 +180,14 @@ static inline float tgk_gelu_tanh(float v)
     return v / (1.0f + e);
 }
 
+/* The larger of m and v, NaN winning (torch's max and max_pool): as selects
+ * with no branch, which gcc vectorizes (the `v > m || v != v` form it left
+ * scalar). A NaN m stays: v > NaN is false. */
+static inline float tgk_nan_max(float m, float v)
+{
+    return v != v ? v : v > m ? v : m;
+}
+
 /* Sum and max in 16 independent lanes, two vectors of 8 (then one vector,
  * then single floats), the lanes folded by shuffles: the lanes vectorize (a
  * float reduction alone gcc may not reorder) and partial sums lose less
@@ -256,7 +264,7 @@ static inline float tgk_max(const float *x, int64_t n)
     }
     float m = -INFINITY;
     for (; i < n; i++)
-        m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+        m = tgk_nan_max(m, x[i]);
     /* the lanes folded as in tgk_hsum8 */
     tgk_vmax8(&acc[0], &acc[1]);
     acc[1] = __builtin_shuffle(acc[0], (tgk_vi8){4, 5, 6, 7, 0, 1, 2, 3});
@@ -265,8 +273,7 @@ static inline float tgk_max(const float *x, int64_t n)
     tgk_vmax8(&acc[0], &acc[1]);
     acc[1] = __builtin_shuffle(acc[0], (tgk_vi8){1, 0, 3, 2, 5, 4, 7, 6});
     tgk_vmax8(&acc[0], &acc[1]);
-    float v = acc[0][0];
-    return v > m || v != v ? v : m;
+    return tgk_nan_max(m, acc[0][0]);
 }
 
 #endif
