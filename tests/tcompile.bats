@@ -41,6 +41,20 @@ compile_check() {
     done
 }
 
+# gen_compile_check M: both IR levels of generated fixture M compile and match
+# its PyTorch references.
+gen_compile_check() {
+    local ins refs ir
+    ins=$(ls "$FIX/$1".in*.npy | sort)
+    refs=$(ls "$FIX/$1".out*.npy | sort | paste -sd, -)
+    for ir in pt2 core.pt2; do
+        run_ok "$TEXPORT" -o "$TMP/m.tg" "$FIX/$1.$ir"
+        run_ok "$TCOMPILE" "$TMP/m.tg" -o "$TMP/m.so"
+        # shellcheck disable=SC2086
+        run_ok "$TRUN" "$TMP/m.so" $ins --check "$refs" -o "$TMP/out"
+    done
+}
+
 # random_npy DESCR SHAPE ITEMSIZE FILE: a .npy of random bytes ("<i8" "1, 64" 8 f),
 # for inputs that trun --random would refuse to make.
 random_npy() {
@@ -85,6 +99,8 @@ random_npy() {
 @test "tinygpt.core.pt2 compiles and matches PyTorch at batch 1 and 3" {
     compile_check tinygpt .core
 }
+
+@test "indexing by several index tensors compiles and matches PyTorch" { gen_compile_check index; }
 
 @test "the ONNX fixtures compile and match PyTorch at batch 1 and 3 too" {
     for m in mlp cnn tinygpt; do

@@ -147,6 +147,7 @@ gen_check() {
 @test "convolution, norms, pooling, embedding and matrix products match PyTorch" { gen_check layers; }
 @test "attention (causal, bool and float masks, scale, GQA) matches PyTorch" { gen_check attention; }
 @test "tied, strided, f16/bf16/int64 weights and constants match PyTorch" { gen_check tied; }
+@test "indexing by several index tensors (mask construction, None slices, negatives) matches PyTorch" { gen_check index; }
 
 @test "Core ATen addmm with a transposed weight becomes linear" {
     "$TEXPORT" -o "$TMP/m.tg" "$FIX/mlp.core.pt2"

@@ -487,26 +487,106 @@ static int h_index_select(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, pt2_emit(c, true, op, 2, in, 1, &a));
 }
 
-/* x[..., idx, ...] with one integer index tensor: index_select along it. */
+/* A rank-0 int64 tensor holding size d (a symbolic size: the sum of a fill
+ * of d ones, the one way the IR turns a dim into data). */
+static int dim_tensor(pt2_ctx *c, tg_dim d)
+{
+    int64_t v;
+    if (tg_dim_is_const(d, &v))
+        return pt2_const(c, (pt2_scalar){.kind = PT2_S_INT, .i = v}, TG_I64);
+    tg_attr f[3] = {tg_attr_dims("shape", 1, &d), tg_attr_float("value", 1),
+                    tg_attr_dtype("dtype", TG_I64)};
+    int ones = pt2_emit(c, false, TG_OP_FULL, 0, NULL, 3, f);
+    tg_attr r = tg_attr_int("keepdim", 0);
+    return ones < 0 ? -1 : pt2_emit(c, false, TG_OP_REDUCE_SUM, 1, &ones, 1, &r);
+}
+
+/* Index i into an axis of size n, negative counting from the end, as
+ * index_select of arange(n) by i: out-of-range indices are reported there. */
+static int wrap_index(pt2_ctx *c, int i, tg_dim n)
+{
+    tg_attr a[4] = {tg_attr_int("start", 0), tg_attr_dims("end", 1, &n), tg_attr_int("step", 1),
+                    tg_attr_dtype("dtype", TG_I64)};
+    int in[2] = {pt2_emit(c, false, TG_OP_ARANGE, 0, NULL, 4, a), pt2_cast(c, false, i, TG_I64)};
+    tg_attr ax = tg_attr_int("axis", 0);
+    return in[0] < 0 || in[1] < 0 ? -1 : pt2_emit(c, false, TG_OP_INDEX_SELECT, 2, in, 1, &ax);
+}
+
+/* x[i0, i1, ...] with several index tensors (None: a whole axis). torch
+ * broadcasts the indices together; their shape replaces the indexed axes in
+ * place when those are adjacent, else it comes first. Here the indexed axes
+ * are moved together (permute), merged (reshape), and read by index_select
+ * with the flat index sum_k wrap(i_k) * stride_k. */
+static int index_multi(pt2_ctx *c, int x, const int *v, int n)
+{
+    int at[TG_MAX_RANK] = {0}, k = 0, r = pt2_rank(c, x);
+    for (int i = 0; i < n; i++)
+        if (v[i] >= 0)
+            at[k++] = i;
+    bool adjacent = at[k - 1] - at[0] == k - 1;
+    int first = adjacent ? at[0] : 0;
+    if (!adjacent) {
+        int64_t perm[TG_MAX_RANK];
+        bool indexed[TG_MAX_RANK] = {false};
+        int m = 0;
+        for (int j = 0; j < k; j++) {
+            perm[m++] = at[j];
+            indexed[at[j]] = true;
+        }
+        for (int i = 0; i < r; i++)
+            if (!indexed[i])
+                perm[m++] = i;
+        x = pt2_permute(c, false, x, perm);
+        if (x < 0)
+            return -1;
+    }
+    const tg_shape *s = shape_of(c, x);
+    tg_dim stride = tg_dim_const(1), merged[TG_MAX_RANK];
+    int flat = -1;
+    for (int j = k - 1; j >= 0; j--) {
+        tg_dim size = s->d[first + j];
+        int w = wrap_index(c, v[at[j]], size);
+        if (j < k - 1)
+            w = pt2_binary(c, false, TG_OP_MUL, w, dim_tensor(c, stride));
+        flat = flat < 0 ? w : pt2_binary(c, false, TG_OP_ADD, flat, w);
+        if (flat < 0 || tg_dim_mul(stride, size, &stride) < 0)
+            return -1;
+    }
+    int m = 0;
+    for (int i = 0; i < first; i++)
+        merged[m++] = s->d[i];
+    merged[m++] = stride;
+    for (int i = first + k; i < r; i++)
+        merged[m++] = s->d[i];
+    int in[2] = {pt2_reshape(c, false, x, m, merged), flat};
+    tg_attr a = tg_attr_int("axis", first);
+    return in[0] < 0 ? -1 : pt2_emit(c, true, TG_OP_INDEX_SELECT, 2, in, 1, &a);
+}
+
+/* x[..., idx, ...]: one integer index tensor is index_select along its axis;
+ * several are index_multi's. */
 static int h_index(pt2_ctx *c, const cJSON *node)
 {
-    int in[2], v[TG_MAX_RANK], n, at = -1;
+    int in[2], v[TG_MAX_RANK], n, at = -1, k = 0;
     if (pt2_tensor(c, node, "self", &in[0]) < 0 ||
         pt2_tensors(c, node, "indices", v, TG_MAX_RANK, &n) < 0)
         return -1;
+    if (n > pt2_rank(c, in[0]))
+        return tg_err("%d indices for a tensor of rank %d", n, pt2_rank(c, in[0]));
     for (int i = 0; i < n; i++) {
         if (v[i] < 0)
             continue;
-        if (at >= 0)
-            return tg_err("indexing with several index tensors is not supported");
+        tg_dtype dt = pt2_dt(c, v[i]);
+        if (dt == TG_BOOL || dt == TG_U8)
+            return tg_err("indexing with a boolean mask is not supported (data-dependent shape)");
         at = i;
+        k++;
     }
-    if (at < 0)
+    if (k == 0)
         return pt2_set_out(c, 0, in[0]);
+    if (k > 1)
+        return pt2_set_out(c, 0, index_multi(c, in[0], v, n));
     in[1] = v[at];
-    tg_dtype dt = pt2_dt(c, in[1]);
-    if (dt == TG_BOOL || dt == TG_U8)
-        return tg_err("indexing with a boolean mask is not supported (data-dependent shape)");
     tg_attr a = tg_attr_int("axis", at);
     return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_INDEX_SELECT, 2, in, 1, &a));
 }
