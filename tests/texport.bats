@@ -351,3 +351,27 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
 EOF
     run_fails 1 "not a torch.export archive \(no archive_format entry\)" "$TEXPORT" "$TMP/m.pt2"
 }
+
+# in_256m CMD...: CMD with 256 MiB of address space (under valgrind, which
+# needs more, without the cap), so a test fails where CMD would allocate a bomb.
+in_256m() {
+    if [ "${TG_VALGRIND:-0}" = 1 ]; then
+        "$@"
+    else
+        (ulimit -v 262144 && exec "$@")
+    fi
+}
+
+@test "a zip bomb (model.json inflating to 2 GiB from 2 MB) is refused before inflating" {
+    python3 "$TG_SRCDIR/tests/tools/zipbomb.py" "$FIX/shape.pt2" "$TMP/m.pt2" 2147483648
+    [ "$(stat -c %s "$TMP/m.pt2")" -lt 3000000 ]
+    run_fails 1 "^texport: $TMP/m.pt2: zip entry 'shape/models/model.json' inflates to 2147483648 bytes, more than the limit of 1073741824 for a compressed entry \(a zip bomb\?\)$" \
+        in_256m "$TEXPORT" "$TMP/m.pt2"
+    [ "$(wc -l <<<"$stderr")" -eq 1 ] && [ -z "$output" ]
+}
+
+@test "a deflated entry over 100:1 is refused though under the size limit" {
+    python3 "$TG_SRCDIR/tests/tools/zipbomb.py" "$FIX/shape.pt2" "$TMP/m.pt2" 209715200
+    run_fails 1 "zip entry 'shape/models/model.json' inflates [0-9]+ bytes to 209715200, more than 100:1 \(a zip bomb\?\)$" \
+        in_256m "$TEXPORT" "$TMP/m.pt2"
+}

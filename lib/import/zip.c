@@ -24,9 +24,6 @@
 #define CENTRAL_LEN 46
 #define LOCAL_LEN   30
 
-/* Deflate cannot expand data more than about 1032:1; a larger claimed size
- * is a corrupt or hostile archive, refused before allocating. */
-#define MAX_DEFLATE_RATIO 1032
 
 struct tg_zip {
     const uint8_t *buf;
@@ -141,6 +138,21 @@ static int resolve_local(const tg_zip *z, tg_zip_entry *e, uint64_t lho)
     return 0;
 }
 
+/* A deflated entry's claimed size against the limits (zip.h), before anything
+ * is allocated or inflated: a zip bomb is refused in microseconds. */
+static int check_inflated_size(const tg_zip_entry *e)
+{
+    if (e->usize > TG_ZIP_MAX_INFLATED)
+        return tg_err("zip entry '%s' inflates to %llu bytes, more than the limit of %llu "
+                      "for a compressed entry (a zip bomb?)", e->name,
+                      (unsigned long long)e->usize, (unsigned long long)TG_ZIP_MAX_INFLATED);
+    if (e->usize > TG_ZIP_RATIO_FREE && e->usize / TG_ZIP_MAX_RATIO > e->csize)
+        return tg_err("zip entry '%s' inflates %llu bytes to %llu, more than %d:1 (a zip "
+                      "bomb?)", e->name, (unsigned long long)e->csize,
+                      (unsigned long long)e->usize, TG_ZIP_MAX_RATIO);
+    return 0;
+}
+
 static int read_central(tg_zip *z, uint64_t cd_off, uint64_t cd_size, uint64_t count)
 {
     z->e = calloc(count ? count : 1, sizeof *z->e);
@@ -183,9 +195,8 @@ static int read_central(tg_zip *z, uint64_t cd_off, uint64_t cd_size, uint64_t c
             return -1;
         if (e->method == 0 && e->csize != e->usize)
             return tg_err("zip entry '%s': stored with different sizes", e->name);
-        if (e->method == 8 && e->usize / MAX_DEFLATE_RATIO > e->csize + 1)
-            return tg_err("zip entry '%s': implausible size %llu", e->name,
-                          (unsigned long long)e->usize);
+        if (e->method == 8 && check_inflated_size(e) < 0)
+            return -1;
         if (resolve_local(z, e, lho) < 0)
             return -1;
         pos += CENTRAL_LEN + (uint64_t)nlen + xlen + clen;

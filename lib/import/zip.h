@@ -3,12 +3,24 @@
  * entries stored or deflated, with their CRC32 checked on every read.
  * Every offset and size is checked against the archive's length, so a
  * truncated or hostile file gets an error, never a read out of bounds.
- * Entry names are only compared, never used as file system paths. */
+ * Entry names are only compared, never used as file system paths.
+ *
+ * A deflated entry may inflate to at most TG_ZIP_MAX_INFLATED bytes, and,
+ * past its first TG_ZIP_RATIO_FREE bytes, to at most TG_ZIP_MAX_RATIO times
+ * its compressed size; others are refused when the archive is opened, before
+ * anything is inflated (texport(1) documents the limits). torch.export.save
+ * stores its entries, so real models meet no limit; a stored entry is bounded
+ * by the file itself. Deflate's own limit is about 1032:1: text rarely passes
+ * 20:1, so 100:1 over a megabyte is a zip bomb, not a model. */
 #ifndef TG_ZIP_H
 #define TG_ZIP_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define TG_ZIP_MAX_INFLATED (1ull << 30)
+#define TG_ZIP_RATIO_FREE (1u << 20)
+#define TG_ZIP_MAX_RATIO 100
 
 typedef struct {
     char *name;
