@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "filekind.h"
 #include "format_internal.h"
 
 /* Where bytes come from: a stream or a buffer. size is the byte count still
@@ -99,11 +100,15 @@ static int read_frame(reader *r, uint64_t *hlen)
         return -1;
     if (got == 0)
         return tg_err("empty input (expected a TG graph file)");
+    uint64_t n = 0;
+    for (int i = 7; i >= 0 && got == 8; i--)
+        n = n << 8 | b[i];
+    /* not a TG file: say what it is when the first bytes tell */
+    tg_file_kind k = tg_file_kind_of(b, got);
+    if ((got < 8 || n > TG_FMT_HEADER_MAX || n < 2) && k != TG_FILE_UNKNOWN)
+        return tg_err("%s, not a TG graph: %s", tg_file_kind_name(k), tg_file_kind_hint(k));
     if (got < 8)
         return tg_err("truncated: %zu bytes, too short for the 8-byte header length", got);
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = n << 8 | b[i];
     if (n > TG_FMT_HEADER_MAX)
         return tg_err("header length %llu exceeds the limit of %u bytes (not a TG file?)",
                       (unsigned long long)n, TG_FMT_HEADER_MAX);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "filekind.h"
 #include "log.h"
 #include "outfile.h"
 
@@ -248,8 +249,10 @@ int tg_npy_read(FILE *f, tg_tensor *out)
     uint8_t pre[10];
     if (read_exact(f, pre, 10, "header") < 0)
         return -1;
+    tg_file_kind k = tg_file_kind_of(pre, sizeof pre);
     if (memcmp(pre, MAGIC, 6) != 0)
-        return tg_err("not a .npy file (bad magic)");
+        return k == TG_FILE_UNKNOWN ? tg_err("not a .npy file (bad magic)")
+                                    : tg_err("%s, not a .npy file", tg_file_kind_name(k));
     int major = pre[6];
     if (major < 1 || major > 3)
         return tg_err("unsupported format version %d.%d", major, pre[7]);

@@ -146,7 +146,7 @@ EOF
     head -c 4096 /dev/urandom >"$TMP/garbage"
     rejected "$TMP/garbage" ""
     printf 'not a graph at all\n' >"$TMP/text"
-    rejected "$TMP/text" "exceeds the limit"
+    rejected "$TMP/text" "a text file, not a TG graph"
 }
 
 @test "a header length beyond 100000000 bytes is rejected before reading it" {

@@ -91,6 +91,14 @@ random_npy() {
     [ ! -e "$TMP/m.so" ]
 }
 
+@test "tcompile of a compiled model says it is compiled already" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    run_fails 1 "^tcompile: $TMP/m.so: a compiled model \(.so\), not a TG graph: already compiled; trun runs it$" \
+        "$TCOMPILE" "$TMP/m.so" -o "$TMP/m2.so"
+    [ ! -e "$TMP/m2.so" ]
+}
+
 @test "mlp.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check mlp ""; }
 @test "mlp.core.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check mlp .core; }
 @test "cnn.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check cnn ""; }

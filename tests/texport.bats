@@ -111,8 +111,20 @@ gen_check() {
 
 @test "texport of a file of unknown type says which types it takes" {
     echo "hello" >"$TMP/model.txt"
-    run_fails 1 "unknown model type \(expected a .pt2 archive or an .onnx file\)" \
+    run_fails 1 "^texport: $TMP/model.txt: a text file, not a model texport reads \(a .pt2 archive or an .onnx file\)$" \
         "$TEXPORT" "$TMP/model.txt"
+}
+
+@test "texport of a TG graph says it is exported already and who reads it" {
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    run_fails 1 "^texport: $TMP/m.tg: a TG graph, not a model to export: trun, tcompile, tquant and tlog read it$" \
+        "$TEXPORT" "$TMP/m.tg"
+}
+
+@test "texport reads an ONNX model by its first bytes whatever its name" {
+    cp "$FIX/mlp.onnx" "$TMP/model"
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$TMP/model"
+    run_ok "$TRUN" "$TMP/m.tg" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy" "${TOL[@]}"
 }
 
 @test "texport dispatches .onnx files to the ONNX importer" {

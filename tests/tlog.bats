@@ -113,6 +113,12 @@ setup() {
     [ -z "$output" ]
 }
 
+@test "tlog of a .pt2 archive on stdin says to run texport first" {
+    run_fails 1 "^tlog: -: a PyTorch archive \(.pt2\), not a TG graph: run texport first$" \
+        "$TLOG" <"$FIX/mlp.pt2"
+    [ -z "$output" ]
+}
+
 @test "tlog rejects a truncated graph with exit 1 and writes nothing" {
     size=$(stat -c %s "$TMP/g.tg")
     head -c $((size - 7)) "$TMP/g.tg" >"$TMP/short.tg"

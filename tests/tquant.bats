@@ -148,6 +148,11 @@ ops() {
     run_fails 1 "bad.npy" "$TQUANT" --calib "$TMP/bad.npy" "$TMP/m.tg" -o "$TMP/q.tg"
 }
 
+@test "tquant of an ONNX model says to run texport first" {
+    run_fails 1 "^tquant: $FIX/mlp.onnx: an ONNX model, not a TG graph: run texport first$" \
+        "$TQUANT" --scheme=dynamic "$FIX/mlp.onnx" -o "$TMP/q.tg"
+}
+
 @test "usage errors exit 2: static without --calib, bad scheme, --group with static" {
     "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
     run_fails 2 "needs --calib" "$TQUANT" "$TMP/m.tg" -o "$TMP/q.tg"

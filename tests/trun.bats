@@ -193,6 +193,34 @@ check_fixture() {
     run_fails 1 "^trun: .*bad.tg: " "$TRUN" --random "$TMP/bad.tg" -o "$TMP/y.npy"
 }
 
+@test "trun of a .pt2 archive says what it is and to run texport first" {
+    run_fails 1 "^trun: $FIX/mlp.pt2: a PyTorch archive \(.pt2\), not a TG graph: run texport first$" \
+        "$TRUN" "$FIX/mlp.pt2" "$FIX/mlp.in0.b1.npy"
+    [ -z "$output" ]
+}
+
+@test "trun of an ONNX model says what it is and to run texport first" {
+    run_fails 1 "^trun: $FIX/mlp.onnx: an ONNX model, not a TG graph: run texport first$" \
+        "$TRUN" "$FIX/mlp.onnx" "$FIX/mlp.in0.b1.npy"
+}
+
+@test "trun with an input before the model says to give the model first" {
+    "$TRUN" --random "$TMP/g.tg" -o "$TMP/x.npy"
+    run_fails 1 "^trun: $TMP/x.npy: a NumPy array \(.npy\), not a TG graph: give the model first, then its inputs$" \
+        "$TRUN" "$TMP/x.npy" "$TMP/g.tg"
+}
+
+@test "trun with a .pt2 archive as an input says it is not a .npy file" {
+    run_fails 1 "^trun: $FIX/mlp.pt2: a PyTorch archive \(.pt2\), not a .npy file$" \
+        "$TRUN" "$TMP/g.tg" "$FIX/mlp.pt2" -o "$TMP/y.npy"
+}
+
+@test "trun of a text file says it is text, not a graph" {
+    printf 'x = 1\n' >"$TMP/m.txt"
+    run_fails 1 "^trun: $TMP/m.txt: a text file, not a TG graph: a graph is a binary TG file \(tgraph\(5\)\)$" \
+        "$TRUN" --random "$TMP/m.txt" -o "$TMP/y.npy"
+}
+
 @test "trun --check prints max abs and max rel error and passes on a match" {
     "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" -o "$TMP/ref.npy"
     run_ok "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" --check "$TMP/ref.npy"

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "filekind.h"
 #include "format.h"
 #include "import/import.h"
 #include "render.h"
@@ -70,16 +71,16 @@ static bool has_suffix(const char *s, const char *suf)
     return n >= m && !strcmp(s + n - m, suf);
 }
 
-/* A zip archive starts with a local header ("PK\3\4"). */
-static bool is_zip(const char *path)
+/* What the file is, from its first bytes; -1 (tg_err) when it cannot be read. */
+static int sniff(const char *path, tg_file_kind *k)
 {
-    unsigned char magic[4] = {0};
+    unsigned char head[TG_FILEKIND_BYTES];
     FILE *f = fopen(path, "rb");
     if (!f)
-        return false;
-    bool zip = fread(magic, 1, 4, f) == 4 && !memcmp(magic, "PK\3\4", 4);
+        return tg_err("cannot open: %m");
+    *k = tg_file_kind_of(head, fread(head, 1, sizeof head, f));
     fclose(f);
-    return zip;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -103,21 +104,19 @@ int main(int argc, char **argv)
     if (!strcmp(in, "-"))
         cli_usage("the model must be a file (archives are read by seeking), not stdin");
 
-    tg_graph *g;
-    if (is_zip(in) || has_suffix(in, ".pt2"))
+    tg_file_kind k = TG_FILE_UNKNOWN;
+    if (sniff(in, &k) < 0)
+        return cli_fail(in);
+    tg_graph *g = NULL;
+    if (k == TG_FILE_PT2 || (k != TG_FILE_ONNX && has_suffix(in, ".pt2")))
         g = tg_import_pt2(in, &io);
-    else if (has_suffix(in, ".onnx"))
+    else if (k == TG_FILE_ONNX || has_suffix(in, ".onnx"))
         g = tg_import_onnx(in, &io);
-    else {
-        FILE *f = fopen(in, "rb");
-        if (!f) {
-            tg_err("cannot open: %m");
-            return cli_fail(in);
-        }
-        fclose(f);
-        tg_err("unknown model type (expected a .pt2 archive or an .onnx file)");
-        g = NULL;
-    }
+    else if (k == TG_FILE_TG || k == TG_FILE_SO)
+        tg_err("%s, not a model to export: %s", tg_file_kind_name(k), tg_file_kind_hint(k));
+    else
+        tg_err("%s, not a model texport reads (a .pt2 archive or an .onnx file)",
+               tg_file_kind_name(k));
     if (!g)
         return cli_fail(in);
     tg_graph_log(g, "import");
