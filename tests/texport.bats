@@ -110,7 +110,7 @@ gen_check() {
 }
 
 @test "texport of a file of unknown type says which types it takes" {
-    echo "hello" >"$TMP/model.txt"
+    echo "hello, model" >"$TMP/model.txt"
     run_fails 1 "^texport: $TMP/model.txt: a text file, not a model texport reads \(a .pt2 archive or an .onnx file\)$" \
         "$TEXPORT" "$TMP/model.txt"
 }

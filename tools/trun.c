@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "compare.h"
 #include "dtype.h"
 #include "error.h"
 #include "exec/runner.h"
@@ -52,10 +53,12 @@ static void help(void)
            "\n"
            "  -o, --output=PATH    write the output to PATH (default stdout); a model with\n"
            "                       several outputs needs a directory: PATH/out0.npy ...\n"
-           "      --check=REF[,REF...]  compare the outputs with reference .npy files and\n"
-           "                       print each one's max abs and max rel error; exit 1 when\n"
-           "                       max|out-ref| > atol + rtol*max|ref| (no stdout output\n"
-           "                       unless -o)\n"
+           "      --check=REF[,REF...]  compare the outputs with reference .npy files of\n"
+           "                       the same dtype and shape, element by element: exit 1\n"
+           "                       unless each |out-ref| <= atol + rtol*|ref| and NaN and\n"
+           "                       inf sit where the reference has them; print the max\n"
+           "                       abs and rel error, the failing count and the worst\n"
+           "                       element (no stdout output unless -o)\n"
            "      --rtol=X         relative tolerance for --check (default 1e-4)\n"
            "      --atol=X         absolute tolerance for --check (default 1e-5)\n"
            "      --random         make the inputs not given: floats uniform in [-1, 1),\n"
@@ -242,54 +245,36 @@ static int write_outputs(const tg_runner *r, const tg_tensor *out, const char *p
     return 0;
 }
 
-/* max|a-b| and max|b| over t and ref (same dims); NaN where one has NaN and the
- * other not gives an infinite error. */
-static int compare(const tg_tensor *t, const tg_tensor *ref, double *maxabs, double *maxref)
-{
-    *maxabs = *maxref = 0;
-    if (t->rank != ref->rank || memcmp(t->dims, ref->dims, sizeof(int64_t) * (size_t)t->rank))
-        return -1;
-    int64_t n = tg_tensor_numel(t->rank, t->dims);
-    for (int64_t i = 0; i < n; i++) {
-        double a = tg_load_f64(t->dtype, t->data, (size_t)i);
-        double b = tg_load_f64(ref->dtype, ref->data, (size_t)i);
-        double d = isnan(a) || isnan(b) ? (isnan(a) && isnan(b) ? 0 : INFINITY)
-                   : a == b ? 0 : fabs(a - b);
-        if (d > *maxabs || isnan(d))
-            *maxabs = d;
-        if (fabs(b) > *maxref)
-            *maxref = fabs(b);
-    }
-    return 0;
-}
-
 static int check_outputs(const tg_runner *r, const tg_tensor *out, char **refs, double rtol,
                          double atol)
 {
     int failed = 0;
     for (int i = 0; i < r->noutput; i++) {
         tg_tensor ref;
-        double maxabs, maxref;
-        char got[256], want[256];
+        tg_compare_result c;
         if (tg_npy_load(refs[i], &ref) < 0) {
             cli_fail(refs[i]);
             return -1;
         }
-        tg_tensor_describe(&out[i], got, sizeof got);
-        tg_tensor_describe(&ref, want, sizeof want);
-        if (compare(&out[i], &ref, &maxabs, &maxref) < 0) {
-            cli_error(refs[i], "output %d '%s' is %s, the reference %s", i, r->outputs[i].name,
-                      got, want);
-            tg_tensor_free(&ref);
+        int rc = tg_compare(&out[i], &ref, rtol, atol, &c);
+        tg_tensor_free(&ref);
+        if (rc < 0) {
+            cli_error(refs[i], "output %d '%s' %s", i, r->outputs[i].name, tg_errmsg());
             failed++;
             continue;
         }
-        double rel = maxabs == 0 ? 0 : maxref > 0 ? maxabs / maxref : INFINITY;
-        bool ok = maxabs <= atol + rtol * maxref;
-        printf("output %d '%s' %s: max abs error %.3g, max rel error %.3g (max|ref| %.3g): %s\n",
-               i, r->outputs[i].name, got, maxabs, rel, maxref, ok ? "ok" : "FAIL");
-        failed += !ok;
-        tg_tensor_free(&ref);
+        char desc[256], at[TG_MAX_RANK * 21 + 3];
+        tg_tensor_describe(&out[i], desc, sizeof desc);
+        printf("output %d '%s' %s: max abs error %.3g, max rel error %.3g", i,
+               r->outputs[i].name, desc, c.max_abs, c.max_rel);
+        if (c.nfail) {
+            tg_index_format(out[i].rank, out[i].dims, c.worst, at, sizeof at);
+            printf(", %lld of %lld elements over atol + rtol*|ref|, the worst %s: %.9g, "
+                   "reference %.9g", (long long)c.nfail, (long long)c.n, at, c.worst_out,
+                   c.worst_ref);
+        }
+        printf(": %s\n", c.nfail ? "FAIL" : "ok");
+        failed += c.nfail > 0;
     }
     return failed ? 1 : 0;
 }
