@@ -103,3 +103,28 @@ check_model() {
     head -c 4096 /dev/urandom >"$TMP/junk.onnx"
     run_fails 1 "texport: .*junk\.onnx: " "$TEXPORT" "$TMP/junk.onnx"
 }
+
+@test "onnx ops: pads pools cannot take inline, AveragePool count_include_pad and dilations, ConvTranspose SAME_UPPER and output_shape, Dropout's mask" {
+    check_model "$ONNX" windows
+}
+
+@test "onnx ops: the window ops compile and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/w.tg" "$ONNX/windows.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/w.so" "$TMP/w.tg"
+    run_ok "$TRUN" "$TMP/w.so" "$ONNX/windows.in0.b3.npy" \
+        --check "$(ls "$ONNX"/windows.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}
+
+@test "onnx ops: Cast to float8 saturates (e5m2) and overflows to NaN (e4m3fn, saturate=0)" {
+    check_model "$ONNX" float8
+}
+
+@test "onnx: Dropout with training_mode true is refused, naming the op and opset" {
+    run_fails 1 "node '' \(Dropout, opset 22\): training_mode=true \(random dropout\) is not supported" \
+        "$TEXPORT" "$ONNX/dropout_training.onnx"
+}
+
+@test "onnx: Attention with a local window is refused" {
+    run_fails 1 "\(Attention, opset 25\): left_window_size/right_window_size \(local attention\) are not supported" \
+        "$TEXPORT" "$ONNX/attention_window.onnx"
+}

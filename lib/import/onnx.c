@@ -514,7 +514,8 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
         } else if (rc < 0 && !unsupported) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", tg_errmsg());
-            tg_err("node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "?", msg);
+            tg_err("node '%s' (%s, opset %lld): %s", n->name ? n->name : "", n->op_type ? n->op_type : "?",
+                   (long long)domain_opset(c, n->domain), msg);
             break;
         }
         if (unsupported) {

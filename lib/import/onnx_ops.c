@@ -139,17 +139,35 @@ static int map_unary(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 0, NULL));
 }
 
-/* Identity, Dropout (inference): the output is the input, whatever it stands for. */
+/* Identity: the output is the input, whatever it stands for. */
 static int map_alias(onnx_ctx *c, const onnx_op_map *m)
 {
     onnx_ent *e = in_req(c, 0);
-    if (!e || only_first_output(c)) return -1;
+    if (!e || (m->op != TG_OP_IDENTITY && only_first_output(c))) return -1;
     if (e->kind == ONNX_ENT_VALUE) return def_out(c, 0, onnx_value(c, e));
     if (e->kind == ONNX_ENT_SYMS) return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
     void *copy = malloc(e->nbytes ? e->nbytes : 1);
     if (!copy) return tg_err("out of memory");
     memcpy(copy, e->data, e->nbytes);
     return onnx_def_const(c, N(c)->output[0], e->dtype, e->rank, e->dims, copy);
+}
+
+/* Dropout at inference: the input, and a mask of all true. training_mode
+ * (opset 12 on: an input) must be a constant false: random dropout is refused. */
+static int map_dropout(onnx_ctx *c, const onnx_op_map *m)
+{
+    onnx_ent *t = in_opt(c, 2);
+    double train = 0;
+    if (t && (t->kind != ONNX_ENT_CONST || onnx_scalar_f64(t, &train)))
+        return tg_err("training_mode must be a constant (random dropout is not supported)");
+    if (train != 0) return tg_err("training_mode=true (random dropout) is not supported");
+    if (N(c)->n_output < 2 || !*N(c)->output[1]) return map_alias(c, m);
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x);
+    tg_attr a[3] = {tg_attr_dims("shape", s.rank, s.d), tg_attr_float("value", 1), tg_attr_dtype("dtype", TG_BOOL)};
+    if (def_out(c, 0, x)) return -1;
+    return def_out(c, 1, onnx_add(c, TG_OP_FULL, "mask", 0, NULL, 3, a));
 }
 
 static int map_leaky_relu(onnx_ctx *c, const onnx_op_map *m)
@@ -197,6 +215,30 @@ static int map_clip(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, unary_on(c, TG_OP_CLAMP, NULL, in_val(c, 0), na, a));
 }
 
+/* ONNX's float8 overflow rules on top of cast's own (e4m3fn saturates, e5m2
+ * overflows to inf): with saturate, e5m2 clamps to +-57344 (NaN kept); without,
+ * e4m3fn turns what rounds past 448 (and inf) into NaN. */
+static int f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate)
+{
+    tg_dtype dt = dtype_of(c, x);
+    if (to == TG_F8E5M2 && saturate) {
+        int hi = scalar_const(c, "max", dt, 57344), lo = scalar_const(c, "min", dt, -57344);
+        int over = hi < 0 ? -1 : binary_on(c, TG_OP_GT, "over", x, hi);
+        int under = lo < 0 || over < 0 ? -1 : binary_on(c, TG_OP_LT, "under", x, lo);
+        int in1[3] = {over, hi, x};
+        int y = under < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "saturate_hi", 3, in1, 0, NULL);
+        int in2[3] = {under, lo, y};
+        return y < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "saturate", 3, in2, 0, NULL);
+    }
+    if (to == TG_F8E4M3 && !saturate) {
+        int ax = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
+        int over = ax < 0 ? -1 : binary_on(c, TG_OP_GT, "over", ax, scalar_const(c, "limit", dt, 464));
+        int in[3] = {over, scalar_const(c, "nan", dt, NAN), x};
+        return over < 0 || in[1] < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "overflow", 3, in, 0, NULL);
+    }
+    return x;
+}
+
 static int map_cast(onnx_ctx *c, const onnx_op_map *m)
 {
     onnx_ent *e = in_req(c, 0);
@@ -217,6 +259,9 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     int x = onnx_value(c, e);
     if (x < 0) return -1;
     if (dtype_of(c, x) == to) return def_out(c, 0, x);
+    if ((to == TG_F8E4M3 || to == TG_F8E5M2) && tg_dtype_is_float(dtype_of(c, x)) &&
+        (x = f8_range(c, x, to, onnx_attr_int(N(c), "saturate", 1) != 0)) < 0)
+        return -1;
     tg_attr a = tg_attr_dtype("dtype", to);
     return def_out(c, 0, unary_on(c, TG_OP_CAST, NULL, x, 1, &a));
 }
@@ -344,9 +389,21 @@ static int map_gemm(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, y);
 }
 
-/* Explicit pads [begin..., end...] for auto_pad SAME_* from static spatial sizes. */
+/* total padding (negative: extension) split over the two ends, as ONNX's
+ * reference does with floor division: the odd one at the end for upper. */
+static void split_pad(int64_t total, bool upper, int64_t *begin, int64_t *end)
+{
+    int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    *begin = upper ? half : total - half;
+    *end = total - *begin;
+}
+
+/* Explicit pads [begin..., end...] for auto_pad SAME_* from static spatial sizes.
+ * Conv and the pools aim at out = ceil(in / stride); ConvTranspose at in * stride,
+ * cropping total = stride*(in-1) + output_padding + span - in*stride. An odd total
+ * puts the extra one at the end for SAME_UPPER, at the start for SAME_LOWER. */
 static int auto_pads(onnx_ctx *c, const tg_shape *x, int nsp, const int64_t *k, const int64_t *st,
-                     const int64_t *dil, int64_t *pads)
+                     const int64_t *dil, const int64_t *outpad, int64_t *pads)
 {
     const char *ap = onnx_attr_string(N(c), "auto_pad", "NOTSET");
     if (!strcmp(ap, "NOTSET")) return 0;
@@ -355,27 +412,30 @@ static int auto_pads(onnx_ctx *c, const tg_shape *x, int nsp, const int64_t *k, 
         return 0;
     }
     bool upper = !strcmp(ap, "SAME_UPPER");
-    if (!upper && strcmp(ap, "SAME_LOWER")) return tg_err("auto_pad '%s'", ap);
+    if (!upper && strcmp(ap, "SAME_LOWER")) return tg_err("auto_pad '%s' is not one ONNX defines", ap);
     for (int i = 0; i < nsp; i++) {
         int64_t in;
         if (!tg_dim_is_const(x->d[2 + i], &in)) return tg_err("auto_pad %s on a dynamic spatial size", ap);
         if (in > INT32_MAX) return tg_err("spatial size %lld too large", (long long)in);
-        int64_t out = (in + st[i] - 1) / st[i];
-        int64_t total = (out - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - in;
-        if (total < 0) total = 0;
-        pads[i] = upper ? total / 2 : total - total / 2;
-        pads[nsp + i] = total - pads[i];
+        int64_t span = (k[i] - 1) * dil[i] + 1, total;
+        if (outpad)
+            total = st[i] * (in - 1) + outpad[i] + span - in * st[i];
+        else
+            total = ((in + st[i] - 1) / st[i] - 1) * st[i] + span - in;
+        if (total < 0 && !outpad) total = 0;
+        split_pad(total, upper, &pads[i], &pads[nsp + i]);
     }
     return 0;
 }
 
-/* Read kernel/stride/dilation/pads for conv and pools; pads must be symmetric. */
+/* Read kernel/stride/dilation/pads [begin..., end...] for conv and pools.
+ * outpad: ConvTranspose's output_padding (NULL for the others). */
 static int window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64_t *k,
-                        int64_t *st, int64_t *dil, int64_t *pad, int *nsp_out)
+                        int64_t *st, int64_t *dil, const int64_t *outpad, int64_t *pads, int *nsp_out)
 {
     int nsp = x->rank - 2, n;
     if (nsp < 1 || nsp > 3) return tg_err("input of rank %d: expected 3 to 5", x->rank);
-    int64_t pads[6] = {0};
+    memset(pads, 0, sizeof *pads * 6);
     if (attr_ints(c, "kernel_shape", 3, k, &n)) return -1;
     if (n < 0) {
         if (!w) return tg_err("kernel_shape is required");
@@ -390,13 +450,61 @@ static int window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64
     for (int i = 0; i < nsp; i++)
         if (k[i] < 1 || st[i] < 1 || dil[i] < 1 || k[i] > INT32_MAX || st[i] > INT32_MAX || dil[i] > INT32_MAX)
             return tg_err("kernel, stride and dilation must be positive");
-    if (auto_pads(c, x, nsp, k, st, dil, pads)) return -1;
-    for (int i = 0; i < nsp; i++) {
-        if (pads[i] != pads[nsp + i]) return tg_err("asymmetric pads are not supported");
-        pad[i] = pads[i];
-    }
+    for (int i = 0; i < 2 * nsp; i++)
+        if (pads[i] < -INT32_MAX || pads[i] > INT32_MAX) return tg_err("pads out of range");
+    if (auto_pads(c, x, nsp, k, st, dil, outpad, pads)) return -1;
     *nsp_out = nsp;
     return 0;
+}
+
+/* x padded explicitly on its spatial dims: pads [begin..., end...], value v. */
+static int pad_spatial(onnx_ctx *c, int x, int nsp, const int64_t *pads, double v, const char *sfx)
+{
+    int rank = 2 + nsp;
+    int64_t p[2 * TG_MAX_RANK] = {0};
+    for (int i = 0; i < nsp; i++) {
+        p[2 + i] = pads[i];
+        p[rank + 2 + i] = pads[nsp + i];
+    }
+    tg_attr a[2] = {tg_attr_ints("pads", 2 * rank, p), tg_attr_float("value", v)};
+    return unary_on(c, TG_OP_PAD, sfx, x, 2, a);
+}
+
+static bool pads_symmetric(int nsp, const int64_t *pads)
+{
+    for (int i = 0; i < nsp; i++)
+        if (pads[i] != pads[nsp + i]) return false;
+    return true;
+}
+
+/* ConvTranspose: pads crop the full result [s*(in-1) + span] at both ends and
+ * output_padding extends its end. torch's form (one padding for both ends,
+ * output_padding < stride or dilation) when it fits; otherwise the full result
+ * without bias, cropped or extended by a pad op, plus the bias. */
+static int conv_transpose(onnx_ctx *c, int x, int w, int b, int nsp, const int64_t *st,
+                          const int64_t *dil, const int64_t *pads, int64_t *op, tg_attr *a)
+{
+    int64_t zero[3] = {0, 0, 0}, cut[6];
+    bool torch_form = pads_symmetric(nsp, pads);
+    for (int i = 0; i < nsp; i++)
+        torch_form &= pads[i] >= 0 && op[i] >= 0 && (op[i] < st[i] || op[i] < dil[i]);
+    int in[3] = {x, w, torch_form ? b : -1};
+    if (torch_form) return onnx_add(c, TG_OP_CONV, NULL, 3, in, 6, a);
+    a[1] = tg_attr_ints("padding", nsp, zero);
+    a[5] = tg_attr_ints("output_padding", nsp, zero);
+    int y = onnx_add(c, TG_OP_CONV, "full", 2, in, 6, a);
+    for (int i = 0; i < nsp; i++) {
+        cut[i] = -pads[i];
+        cut[nsp + i] = op[i] - pads[nsp + i];
+    }
+    y = y < 0 ? -1 : pad_spatial(c, y, nsp, cut, 0, b < 0 ? NULL : "crop");
+    if (y < 0 || b < 0) return y;
+    tg_dim bd[TG_MAX_RANK];
+    bd[0] = shape_of(c, b).d[0];
+    for (int i = 0; i < nsp; i++) bd[1 + i] = tg_dim_const(1);
+    tg_attr r = tg_attr_dims("shape", 1 + nsp, bd);
+    int bb = unary_on(c, TG_OP_RESHAPE, "bias", b, 1, &r);
+    return bb < 0 ? -1 : binary_on(c, TG_OP_ADD, NULL, y, bb);
 }
 
 static int map_conv(onnx_ctx *c, const onnx_op_map *m)
@@ -404,20 +512,39 @@ static int map_conv(onnx_ctx *c, const onnx_op_map *m)
     int x = in_val(c, 0), w = x < 0 ? -1 : in_val(c, 1), b = w < 0 ? -1 : in_val_opt(c, 2);
     if (w < 0 || (b < 0 && in_opt(c, 2))) return -1;
     tg_shape xs = shape_of(c, x), ws = shape_of(c, w);
-    int64_t k[3], st[3], dil[3], pad[3], op[3] = {0, 0, 0};
+    int64_t k[3], st[3], dil[3], pads[6], op[3] = {0, 0, 0};
     int nsp, n;
-    if (window_attrs(c, &xs, &ws, k, st, dil, pad, &nsp)) return -1;
     bool transposed = m->op == TG_OP_NONE;  /* ConvTranspose */
     if (transposed) {
-        if (onnx_attr(N(c), "output_shape")) return tg_err("ConvTranspose output_shape is not supported");
         if (attr_ints(c, "output_padding", 3, op, &n)) return -1;
         if (n < 0) op[0] = op[1] = op[2] = 0;
     }
+    if (window_attrs(c, &xs, &ws, k, st, dil, transposed ? op : NULL, pads, &nsp)) return -1;
+    if (transposed && onnx_attr(N(c), "output_shape")) {
+        int64_t want[3];
+        if (attr_ints(c, "output_shape", 3, want, &n)) return -1;
+        if (n != nsp) return tg_err("output_shape has %d values for %d spatial dims", n, nsp);
+        bool upper = !strcmp(onnx_attr_string(N(c), "auto_pad", "NOTSET"), "SAME_UPPER");
+        for (int i = 0; i < nsp; i++) {
+            int64_t in;
+            if (!tg_dim_is_const(xs.d[2 + i], &in)) return tg_err("output_shape with a dynamic spatial size");
+            split_pad(st[i] * (in - 1) + op[i] + (k[i] - 1) * dil[i] + 1 - want[i], upper,
+                      &pads[i], &pads[nsp + i]);
+        }
+    }
+    int64_t pad[3];
+    for (int i = 0; i < nsp; i++) pad[i] = pads[i];
     tg_attr a[6] = {tg_attr_ints("stride", nsp, st), tg_attr_ints("padding", nsp, pad),
                     tg_attr_ints("dilation", nsp, dil), tg_attr_int("groups", onnx_attr_int(N(c), "group", 1)),
                     tg_attr_int("transposed", transposed), tg_attr_ints("output_padding", nsp, op)};
+    if (transposed) return def_out(c, 0, conv_transpose(c, x, w, b, nsp, st, dil, pads, op, a));
+    if (!pads_symmetric(nsp, pads)) {           /* asymmetric: the padding as its own op */
+        if ((x = pad_spatial(c, x, nsp, pads, 0, "pad")) < 0) return -1;
+        memset(pad, 0, sizeof pad);
+        a[1] = tg_attr_ints("padding", nsp, pad);
+    }
     int in[3] = {x, w, b};
-    return def_out(c, 0, onnx_add(c, TG_OP_CONV, NULL, 3, in, transposed ? 6 : 4, a));
+    return def_out(c, 0, onnx_add(c, TG_OP_CONV, NULL, 3, in, 4, a));
 }
 
 /* ---- normalization ------------------------------------------------------------------------- */
@@ -481,20 +608,40 @@ static int map_group_norm(onnx_ctx *c, const onnx_op_map *m)
 
 /* ---- pooling ---------------------------------------------------------------------------- */
 
+/* MaxPool and AveragePool. Pads the pool op cannot take (asymmetric, or more
+ * than half the kernel) become a pad op: -inf for max; for an average that
+ * leaves the padding out, the window sums over the padded input divided by the
+ * window counts of a padded all-ones tensor. */
 static int map_pool(onnx_ctx *c, const onnx_op_map *m)
 {
     if (only_first_output(c)) return -1;
+    if (onnx_attr_int(N(c), "storage_order", 0)) return tg_err("storage_order=1 is not supported");
     int x = in_val(c, 0);
     if (x < 0) return -1;
     tg_shape xs = shape_of(c, x);
-    int64_t k[3], st[3], dil[3], pad[3];
+    int64_t k[3], st[3], dil[3], pads[6], pad[3] = {0, 0, 0};
     int nsp;
-    if (window_attrs(c, &xs, NULL, k, st, dil, pad, &nsp)) return -1;
+    if (window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
+    bool avg = m->op == TG_OP_AVG_POOL, include_pad = onnx_attr_int(N(c), "count_include_pad", 0);
+    bool inline_pad = pads_symmetric(nsp, pads);
+    for (int i = 0; i < nsp; i++) {
+        inline_pad &= pads[i] >= 0 && 2 * pads[i] <= k[i];
+        pad[i] = pads[i];
+    }
+    if (!inline_pad) memset(pad, 0, sizeof pad);
     tg_attr a[6] = {tg_attr_ints("kernel", nsp, k), tg_attr_ints("stride", nsp, st),
                     tg_attr_ints("padding", nsp, pad), tg_attr_int("ceil_mode", onnx_attr_int(N(c), "ceil_mode", 0)),
-                    tg_attr_ints("dilation", nsp, dil),
-                    tg_attr_int("count_include_pad", onnx_attr_int(N(c), "count_include_pad", 0))};
-    return def_out(c, 0, unary_on(c, m->op, NULL, x, m->op == TG_OP_MAX_POOL ? 5 : 4, a));
+                    tg_attr_ints("dilation", nsp, dil), tg_attr_int("count_include_pad", include_pad)};
+    if (inline_pad) return def_out(c, 0, unary_on(c, m->op, NULL, x, avg ? 6 : 5, a));
+    int px = pad_spatial(c, x, nsp, pads, avg ? 0 : -INFINITY, "pad");
+    if (!avg || include_pad) return def_out(c, 0, px < 0 ? -1 : unary_on(c, m->op, NULL, px, 6, a));
+    int sum = px < 0 ? -1 : unary_on(c, m->op, "sum", px, 6, a);
+    tg_attr one[3] = {tg_attr_dims("shape", xs.rank, xs.d), tg_attr_float("value", 1),
+                      tg_attr_dtype("dtype", dtype_of(c, x))};
+    int ones = sum < 0 ? -1 : onnx_add(c, TG_OP_FULL, "ones", 0, NULL, 3, one);
+    int pones = ones < 0 ? -1 : pad_spatial(c, ones, nsp, pads, 0, "ones_pad");
+    int cnt = pones < 0 ? -1 : unary_on(c, m->op, "count", pones, 6, a);
+    return def_out(c, 0, cnt < 0 ? -1 : binary_on(c, TG_OP_DIV, NULL, sum, cnt));
 }
 
 static int map_global_pool(onnx_ctx *c, const onnx_op_map *m)
@@ -954,20 +1101,93 @@ static int map_range(onnx_ctx *c, const onnx_op_map *m)
 
 /* ---- attention ------------------------------------------------------------------------------ */
 
-/* Attention (opset 23) with 4-D inputs and no KV cache: scaled dot-product attention. */
+/* [B, S, H*E] -> [B, H, S, E] (3-D Attention inputs). */
+static int split_heads(onnx_ctx *c, int x, int64_t heads, const char *sfx)
+{
+    tg_shape s = shape_of(c, x);
+    int64_t hidden;
+    if (!tg_dim_is_const(s.d[2], &hidden) || heads < 1 || hidden % heads)
+        return tg_err("hidden size of input '%s' is not a multiple of %lld heads",
+                      c->g->values[x].name, (long long)heads);
+    tg_dim d[4] = {s.d[0], s.d[1], tg_dim_const(heads), tg_dim_const(hidden / heads)};
+    int64_t perm[4] = {0, 2, 1, 3};
+    tg_attr r = tg_attr_dims("shape", 4, d), p = tg_attr_ints("perm", 4, perm);
+    int y = unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &r);
+    return y < 0 ? -1 : unary_on(c, TG_OP_PERMUTE, sfx, y, 1, &p);
+}
+
+/* The mask Attention applies when is_causal is set together with attn_mask:
+ * key j is seen from query i when j <= i (no cache: top-left aligned), so a
+ * bool mask is and-ed with the lower triangle, an additive one gets -inf above it. */
+static int causal_mask(onnx_ctx *c, int mask, tg_dim l, tg_dim s)
+{
+    tg_dim d[2] = {l, s};
+    tg_attr f[3] = {tg_attr_dims("shape", 2, d), tg_attr_float("value", 1), tg_attr_dtype("dtype", TG_F32)};
+    tg_attr k = tg_attr_int("k", 0);
+    int ones = onnx_add(c, TG_OP_FULL, "causal_ones", 0, NULL, 3, f);
+    int tri = ones < 0 ? -1 : unary_on(c, TG_OP_TRIL, "causal_tri", ones, 1, &k);
+    int keep = tri < 0 ? -1 : binary_on(c, TG_OP_GT, "causal", tri, scalar_const(c, "zero", TG_F32, 0));
+    if (keep < 0) return -1;
+    tg_dtype dt = dtype_of(c, mask);
+    if (dt == TG_BOOL) return binary_on(c, TG_OP_LOGICAL_AND, "mask", mask, keep);
+    int in[3] = {keep, mask, scalar_const(c, "neg_inf", dt, -INFINITY)};
+    return in[2] < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "mask", 3, in, 0, NULL);
+}
+
+/* Attention (opsets 23-25): scaled dot-product attention over 4-D inputs, or
+ * 3-D ones split into heads; a mask shorter than the keys is padded as ONNX
+ * does (false, -inf). What the sdpa op has no form for is refused by name. */
 static int map_attention(onnx_ctx *c, const onnx_op_map *m)
 {
-    if (in_opt(c, 4) || in_opt(c, 5)) return tg_err("Attention with past_key/past_value is not supported");
-    if (onnx_attr_float(N(c), "softcap", 0) != 0) return tg_err("Attention softcap is not supported");
+    if (in_opt(c, 4) || in_opt(c, 5)) return tg_err("past_key/past_value (a KV cache) are not supported");
+    if (in_opt(c, 6)) return tg_err("input nonpad_kv_seqlen is not supported");
+    if (onnx_attr_float(N(c), "softcap", 0) != 0) return tg_err("attribute softcap is not supported");
+    if (onnx_attr_int(N(c), "left_window_size", -1) != -1 || onnx_attr_int(N(c), "right_window_size", -1) != -1)
+        return tg_err("left_window_size/right_window_size (local attention) are not supported");
     if (only_first_output(c)) return -1;
     int in[4] = {in_val(c, 0), in_val(c, 1), in_val(c, 2), in_val_opt(c, 3)};
     if (in[0] < 0 || in[1] < 0 || in[2] < 0 || (in[3] < 0 && in_opt(c, 3))) return -1;
-    tg_shape q = shape_of(c, in[0]), k = shape_of(c, in[1]);
-    if (q.rank != 4 || k.rank != 4) return tg_err("Attention needs 4-D inputs [batch, heads, seq, dim]");
-    tg_attr a[3] = {tg_attr_int("causal", onnx_attr_int(N(c), "is_causal", 0)),
-                    tg_attr_float("scale", onnx_attr_float(N(c), "scale", 0)),
+    tg_shape q = shape_of(c, in[0]);
+    int rank = q.rank;
+    if (rank == 3) {
+        int64_t qh = onnx_attr_int(N(c), "q_num_heads", 0), kh = onnx_attr_int(N(c), "kv_num_heads", 0);
+        if ((in[0] = split_heads(c, in[0], qh, "q_heads")) < 0 || (in[1] = split_heads(c, in[1], kh, "k_heads")) < 0 ||
+            (in[2] = split_heads(c, in[2], kh, "v_heads")) < 0)
+            return -1;
+        q = shape_of(c, in[0]);
+    }
+    tg_shape k = shape_of(c, in[1]);
+    if (q.rank != 4 || k.rank != 4 || shape_of(c, in[2]).rank != 4)
+        return tg_err("inputs must be 4-D [batch, heads, seq, dim] or 3-D [batch, seq, hidden]");
+    bool causal = onnx_attr_int(N(c), "is_causal", 0);
+    if (in[3] >= 0) {
+        tg_shape ms = shape_of(c, in[3]);
+        int64_t mlen, klen;
+        if (ms.rank < 1) return tg_err("attn_mask must have at least one dim");
+        if (!tg_dim_eq(ms.d[ms.rank - 1], k.d[2])) {
+            if (!tg_dim_is_const(ms.d[ms.rank - 1], &mlen) || !tg_dim_is_const(k.d[2], &klen) || mlen > klen)
+                return tg_err("attn_mask's last dim does not match the key length");
+            int64_t pads[2 * TG_MAX_RANK] = {0};
+            pads[2 * ms.rank - 1] = klen - mlen;
+            bool b = dtype_of(c, in[3]) == TG_BOOL;
+            tg_attr pa[2] = {tg_attr_ints("pads", 2 * ms.rank, pads), tg_attr_float("value", b ? 0 : -INFINITY)};
+            if ((in[3] = unary_on(c, TG_OP_PAD, "mask_pad", in[3], 2, pa)) < 0) return -1;
+        }
+        if (causal && (in[3] = causal_mask(c, in[3], q.d[2], k.d[2])) < 0) return -1;
+        causal = false;
+    }
+    tg_attr a[3] = {tg_attr_int("causal", causal), tg_attr_float("scale", onnx_attr_float(N(c), "scale", 0)),
                     tg_attr_int("gqa", !tg_dim_eq(q.d[1], k.d[1]))};
-    return def_out(c, 0, onnx_add(c, TG_OP_SDPA, NULL, in[3] < 0 ? 3 : 4, in, 3, a));
+    int y = onnx_add(c, TG_OP_SDPA, rank == 3 ? "heads" : NULL, in[3] < 0 ? 3 : 4, in, 3, a);
+    if (y < 0 || rank == 4) return def_out(c, 0, y);
+    int64_t perm[4] = {0, 2, 1, 3}, e;           /* back to [B, S, H*Ev] */
+    tg_shape ys = shape_of(c, y);
+    tg_attr p = tg_attr_ints("perm", 4, perm);
+    if (!tg_dim_is_const(ys.d[3], &e)) return tg_err("dynamic head size");
+    tg_dim d[3] = {ys.d[0], ys.d[2], tg_dim_const(e * onnx_attr_int(N(c), "q_num_heads", 0))};
+    tg_attr r = tg_attr_dims("shape", 3, d);
+    y = unary_on(c, TG_OP_PERMUTE, "merge", y, 1, &p);
+    return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &r));
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -980,7 +1200,7 @@ static const onnx_op_map onnx_ops[] = {
     {"Reciprocal", map_unary, TG_OP_RECIPROCAL}, {"Relu", map_unary, TG_OP_RELU},
     {"Round", map_unary, TG_OP_ROUND}, {"Sigmoid", map_unary, TG_OP_SIGMOID},
     {"Sin", map_unary, TG_OP_SIN}, {"Sqrt", map_unary, TG_OP_SQRT}, {"Tanh", map_unary, TG_OP_TANH},
-    {"Identity", map_alias, 0}, {"Dropout", map_alias, 0},
+    {"Identity", map_alias, TG_OP_IDENTITY}, {"Dropout", map_dropout, 0},
     {"LeakyRelu", map_leaky_relu, TG_OP_LEAKY_RELU}, {"Elu", map_leaky_relu, TG_OP_ELU},
     {"Gelu", map_gelu, 0}, {"HardSigmoid", map_hard_sigmoid, 0}, {"Clip", map_clip, 0},
     {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE},

@@ -29,8 +29,6 @@ static int read_pool_params(const tg_node *n, int nsp, pool_params *p)
     for (int i = 0; i < nsp; i++) {
         if (p->kernel[i] < 1 || p->stride[i] < 1 || p->dil[i] < 1)
             return tg_err("kernel, stride and dilation must be positive (spatial axis %d)", i);
-        if (avg && p->dil[i] != 1)
-            return tg_err("avg_pool takes no dilation (spatial axis %d)", i);
         if (p->pad[i] < 0 || 2 * p->pad[i] > p->kernel[i])
             return tg_err("padding %" PRId64 " must be between 0 and half the kernel %" PRId64
                           " (spatial axis %d)", p->pad[i], p->kernel[i], i);

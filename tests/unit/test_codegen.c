@@ -148,11 +148,10 @@ static void pool_case(tg_op op, const int64_t *k, const int64_t *s, const int64_
     tg_graph *g = tg_graph_new();
     int x = input(g, "x", DIMS(3, h, w));
     bool max = op == TG_OP_MAX_POOL;
-    tg_attr a[5] = {tg_attr_ints("kernel", 2, k), tg_attr_ints("stride", 2, s),
+    tg_attr a[6] = {tg_attr_ints("kernel", 2, k), tg_attr_ints("stride", 2, s),
                     tg_attr_ints("padding", 2, p), tg_attr_int("ceil_mode", ceil_mode),
-                    max ? tg_attr_ints("dilation", 2, d)
-                        : tg_attr_int("count_include_pad", include_pad)};
-    int y = tg_graph_add_node(g, op, NULL, 1, &x, 5, a);
+                    tg_attr_ints("dilation", 2, d), tg_attr_int("count_include_pad", include_pad)};
+    int y = tg_graph_add_node(g, op, NULL, 1, &x, max ? 5 : 6, a);
     tg_graph_add_output(g, y);
     char what[128];
     snprintf(what, sizeof what, "%s k%ldx%ld s%ld p%ld d%ld ceil%d pad%d %dx%d",
@@ -174,6 +173,8 @@ static void test_pools(void)
     pool_case(TG_OP_AVG_POOL, k3, s2, p1, d1, 0, 0, 9, 7);
     pool_case(TG_OP_AVG_POOL, k3, s2, p1, d1, 1, 1, 10, 10);
     pool_case(TG_OP_AVG_POOL, k2, s2, p0, d1, 0, 1, 8, 8);
+    pool_case(TG_OP_AVG_POOL, k3, s1, p1, d2, 0, 0, 9, 9);
+    pool_case(TG_OP_AVG_POOL, k3, s2, p1, d2, 1, 1, 10, 9);
 }
 
 static void test_loops(void)
