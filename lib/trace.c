@@ -2,6 +2,7 @@
 #include "trace.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +44,12 @@ static cJSON *complete(const char *name, const char *cat, double ts, double dur,
 }
 
 /* Microseconds, rounded to nanoseconds: what the clocks resolve. */
-static double us_round(double us) { return (double)(long long)(us * 1e3 + 0.5) / 1e3; }
+static double us_round(double us) { return round(us * 1e3) / 1e3; }
 
 void tg_profile_trace(tg_profile *p, FILE *f)
 {
-    qsort(p->ev, (size_t)p->n, sizeof *p->ev, by_pid_start);
+    if (p->n)   /* an empty profile has no events array */
+        qsort(p->ev, (size_t)p->n, sizeof *p->ev, by_pid_start);
     double t0 = 0;
     for (int i = 0; i < p->n; i++)
         if (i == 0 || p->ev[i].start < t0)

@@ -13,6 +13,8 @@ typedef struct {
 /* torch.export.save archives (PyTorch >= 2.9). NULL with tg_err; when operators
  * are unsupported the message lists every one (node name, source line). */
 tg_graph *tg_import_pt2(const char *path, const tg_import_opts *opts);
+/* The same from memory (buf borrowed for the call: fuzzing, embedding). */
+tg_graph *tg_import_pt2_mem(const uint8_t *buf, size_t len, const tg_import_opts *opts);
 /* ONNX models, opset >= 13; external data resolved beside the model. */
 tg_graph *tg_import_onnx(const char *path, const tg_import_opts *opts);
 /* The same from memory; external data is looked up in dir (fuzzing, embedding). */

@@ -740,13 +740,13 @@ static int import_program(pt2_ctx *c, const cJSON *prog, pt2_weights *w,
     return tg_graph_validate(c->g);
 }
 
-tg_graph *tg_import_pt2(const char *path, const tg_import_opts *opts)
+/* The archive z (closed here; NULL when it did not open), named what in the log. */
+static tg_graph *import_archive(tg_zip *z, const char *what, const tg_import_opts *opts)
 {
     pt2_ctx c = {0};
     char prefix[256], model[256];
     cJSON *prog = NULL;
     pt2_weights *w = NULL;
-    tg_zip *z = tg_zip_open(path);
     int rc = -1;
     if (z && find_layout(z, prefix, sizeof prefix, model, sizeof model) == 0) {
         char entry[600];
@@ -758,7 +758,7 @@ tg_graph *tg_import_pt2(const char *path, const tg_import_opts *opts)
             rc = import_program(&c, prog, w, opts);
     }
     if (rc == 0)
-        TG_LOG(IMPORT, TG_LOG_INFO, "%s: %d nodes, %d values, %d symbols", path, c.g->nnode,
+        TG_LOG(IMPORT, TG_LOG_INFO, "%s: %d nodes, %d values, %d symbols", what, c.g->nnode,
                c.g->nvalue, c.g->nsym);
     else {
         tg_graph_free(c.g);
@@ -774,4 +774,14 @@ tg_graph *tg_import_pt2(const char *path, const tg_import_opts *opts)
     cJSON_Delete(prog);
     tg_zip_close(z);
     return c.g;
+}
+
+tg_graph *tg_import_pt2(const char *path, const tg_import_opts *opts)
+{
+    return import_archive(tg_zip_open(path), path, opts);
+}
+
+tg_graph *tg_import_pt2_mem(const uint8_t *buf, size_t len, const tg_import_opts *opts)
+{
+    return import_archive(tg_zip_open_mem(buf, len), "archive in memory", opts);
 }

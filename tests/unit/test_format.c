@@ -1,6 +1,6 @@
 /* TG format: round trips (graph equality, byte-identical rewrite), every
- * malformation class, truncation at every byte, and the fuzz corpus.
- *   test_format              run the tests (replays $TG_SRCDIR/fuzz/corpus/tg)
+ * malformation class, truncation at every byte (replay_tg replays the fuzz corpus).
+ *   test_format              run the tests
  *   test_format --seed DIR   write small valid files (seed-0 small, seed-1 with
  *                            every dtype and attribute kind, seed-2 empty)
  *   test_format --rewrite IN OUT   read a TG file and write it again (format.bats) */
@@ -623,48 +623,6 @@ static void test_malformed(void)
     tg_graph_free(g);
 }
 
-/* Every file of the fuzz corpus reads without crashing (run under the
- * sanitizers by make check-sanitizers); a file that reads writes back. */
-static void test_corpus(void)
-{
-    const char *src = getenv("TG_SRCDIR");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/fuzz/corpus/tg", src ? src : ".");
-    DIR *d = opendir(dir);
-    if (!d) {
-        printf("no corpus at %s: skipped\n", dir);
-        return;
-    }
-    int files = 0, valid = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[8192];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            continue;
-        static uint8_t buf[1 << 20];
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        files++;
-        tg_graph *g = tg_graph_read_mem(buf, n);
-        if (g) {
-            size_t n1;
-            uint8_t *b1 = write_mem(g, &n1);
-            tg_graph *h = b1 ? tg_graph_read_mem(b1, n1) : NULL;
-            CHECK(h && graph_eq(g, h));
-            tg_graph_free(h);
-            free(b1);
-            valid++;
-        }
-        tg_graph_free(g);
-    }
-    closedir(d);
-    printf("corpus: %d files, %d valid graphs\n", files, valid);
-    CHECK(files > 0);
-}
-
 static int write_seeds(const char *dir)
 {
     tg_graph *gs[] = {make_small(), make_graph(), tg_graph_new()};
@@ -702,7 +660,6 @@ int main(int argc, char **argv)
     test_writer_refuses();
     test_truncation();
     test_malformed();
-    test_corpus();
     tg_err_clear();
     return unit_report();
 }
