@@ -109,6 +109,8 @@ random_npy() {
 }
 
 @test "indexing by several index tensors compiles and matches PyTorch" { gen_compile_check index; }
+@test "cumsum position ids, diff, roll, fill_, reshape_as and weight_norm compile and match PyTorch" { gen_compile_check positions; }
+@test "a key/value cache written at positions compiles and matches PyTorch" { gen_compile_check kvcache; }
 
 @test "the ONNX fixtures compile and match PyTorch at batch 1 and 3 too" {
     for m in mlp cnn tinygpt; do

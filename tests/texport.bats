@@ -160,6 +160,8 @@ gen_check() {
 @test "attention (causal, bool and float masks, scale, GQA) matches PyTorch" { gen_check attention; }
 @test "tied, strided, f16/bf16/int64 weights and constants match PyTorch" { gen_check tied; }
 @test "indexing by several index tensors (mask construction, None slices, negatives) matches PyTorch" { gen_check index; }
+@test "cumsum position ids, diff, roll, fill_, reshape_as and weight_norm match PyTorch" { gen_check positions; }
+@test "a key/value cache written by index_copy, index_put, slice_scatter, select_scatter and index_fill matches PyTorch" { gen_check kvcache; }
 
 @test "Core ATen addmm with a transposed weight becomes linear" {
     "$TEXPORT" -o "$TMP/m.tg" "$FIX/mlp.core.pt2"
@@ -281,7 +283,7 @@ EOF
 @test "every unsupported operator is listed with its node and source line" {
     run_fails 1 "3 of 4 operators could not be converted" "$TEXPORT" "$FIX/unsupported.pt2"
     [ -z "$output" ]
-    [[ "$stderr" == *"gen_pt2.py:"*": node cumsum (torch.ops.aten.cumsum.default): unsupported operator"* ]]
+    [[ "$stderr" == *"gen_pt2.py:"*": node cumprod (torch.ops.aten.cumprod.default): unsupported operator"* ]]
     [[ "$stderr" == *"node flip (torch.ops.aten.flip.default): unsupported operator"* ]]
     [[ "$stderr" == *"node sort (torch.ops.aten.sort.default): unsupported operator"* ]]
     [ "$(grep -c 'unsupported operator' <<<"$stderr")" -eq 3 ]

@@ -75,8 +75,16 @@ check_model() {
     [ -z "$output" ]
 }
 
-@test "onnx: an opset older than 13 is refused" {
-    run_fails 1 "opset 11 is older than 13" "$TEXPORT" "$ONNX/old_opset.onnx"
+@test "onnx: an opset older than 6 is refused" {
+    run_fails 1 "opset 5 is older than 6" "$TEXPORT" "$ONNX/old_opset.onnx"
+}
+
+@test "onnx ops: opset 9 forms (Slice, Pad, Clip attributes; Softmax over 2-D rows; Mean)" {
+    check_model "$ONNX" opset9
+}
+
+@test "onnx ops: opset 6 legacy broadcast (broadcast=1 with axis) matches NumPy" {
+    check_model "$ONNX" opset6
 }
 
 @test "onnx: external data outside the model's folder is refused" {

@@ -226,6 +226,20 @@ static int emit_softmax(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+static int emit_cumsum(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    int ax = 0, r = x->shape.rank;
+    if (r && axis_attr(nd, "axis", 0, r, &ax))
+        return -1;
+    fprintf(c->f, "    (void)tgk_cumsum(%s, %s, %s, %s, %d, %d, %s, %s);\n",
+            dt_enum(c, x->dtype), cg_prod(c, &x->shape, 0, ax),
+            r ? cg_dim(c, x->shape.d[ax]) : "1", cg_prod(c, &x->shape, ax + 1, r),
+            (int)tg_node_int(nd, "exclusive", 0), (int)tg_node_int(nd, "reverse", 0),
+            cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
 static int emit_norm(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
@@ -564,7 +578,15 @@ static int emit_index(tg_cg *c, const tg_node *nd)
     if (axis_attr(nd, "axis", 0, x->shape.rank, &ax))
         return -1;
     fprintf(c->f, "    int64_t bad = 0;\n");
-    if (nd->op == TG_OP_INDEX_SELECT) {
+    if (nd->op == TG_OP_INDEX_COPY) {
+        check_rc(c, nd,
+                 cg_str(c, "tgk_index_copy(%zu, %s, %s, %s, %s, %s, %s, %s, %s, &bad)", es,
+                        cg_prod(c, &x->shape, 0, ax), cg_dim(c, x->shape.d[ax]),
+                        cg_prod(c, &x->shape, ax + 1, x->shape.rank), cg_ptr(c, nd->in[0]),
+                        cg_numel(c, nd->in[1]), cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]),
+                        OUT(c, nd - c->g->nodes)),
+                 "index out of range");
+    } else if (nd->op == TG_OP_INDEX_SELECT) {
         check_rc(c, nd,
                  cg_str(c, "tgk_index_select(%zu, %s, %s, %s, %s, %s, %s, %s, &bad)", es,
                         cg_prod(c, &x->shape, 0, ax), cg_dim(c, x->shape.d[ax]),
@@ -657,6 +679,7 @@ int cg_emit_node(tg_cg *c, int n)
             break;
         case TG_OP_ARGMAX: case TG_OP_ARGMIN: rc = emit_arg_reduce(c, nd); break;
         case TG_OP_SOFTMAX: case TG_OP_LOG_SOFTMAX: rc = emit_softmax(c, nd); break;
+        case TG_OP_CUMSUM: rc = emit_cumsum(c, nd); break;
         case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM: case TG_OP_BATCH_NORM:
             rc = emit_norm(c, nd);
             break;
@@ -672,7 +695,9 @@ int cg_emit_node(tg_cg *c, int n)
         case TG_OP_PAD: case TG_OP_TILE: case TG_OP_TRIL: case TG_OP_TRIU:
             rc = emit_movement(c, nd);
             break;
-        case TG_OP_GATHER: case TG_OP_INDEX_SELECT: rc = emit_index(c, nd); break;
+        case TG_OP_GATHER: case TG_OP_INDEX_SELECT: case TG_OP_INDEX_COPY:
+            rc = emit_index(c, nd);
+            break;
         case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: rc = emit_quant(c, nd); break;
         case TG_OP_QLINEAR: case TG_OP_QCONV: rc = cg_emit_qop(c, nd); break;
         case TG_OP_FULL: case TG_OP_ARANGE: rc = emit_gen(c, nd); break;

@@ -35,7 +35,7 @@ static const tg_run_fn run_table[TG_OP_COUNT] = {
     [TG_OP_REDUCE_SUM] = R, [TG_OP_REDUCE_MEAN] = R, [TG_OP_REDUCE_MAX] = R,
     [TG_OP_REDUCE_MIN] = R, [TG_OP_REDUCE_PROD] = R, [TG_OP_REDUCE_VAR] = R,
     [TG_OP_REDUCE_ANY] = R, [TG_OP_ARGMAX] = R, [TG_OP_ARGMIN] = R, [TG_OP_SOFTMAX] = R,
-    [TG_OP_LOG_SOFTMAX] = R,
+    [TG_OP_LOG_SOFTMAX] = R, [TG_OP_CUMSUM] = R,
 #undef R
     [TG_OP_LAYER_NORM] = tg_run_nn, [TG_OP_GROUP_NORM] = tg_run_nn,
     [TG_OP_BATCH_NORM] = tg_run_nn, [TG_OP_MAX_POOL] = tg_run_nn, [TG_OP_AVG_POOL] = tg_run_nn,
@@ -46,7 +46,7 @@ static const tg_run_fn run_table[TG_OP_COUNT] = {
 #define M tg_run_movement
     [TG_OP_RESHAPE] = M, [TG_OP_PERMUTE] = M, [TG_OP_EXPAND] = M, [TG_OP_SLICE] = M,
     [TG_OP_CONCAT] = M, [TG_OP_PAD] = M, [TG_OP_TILE] = M, [TG_OP_GATHER] = M,
-    [TG_OP_INDEX_SELECT] = M, [TG_OP_TRIL] = M, [TG_OP_TRIU] = M,
+    [TG_OP_INDEX_SELECT] = M, [TG_OP_INDEX_COPY] = M, [TG_OP_TRIL] = M, [TG_OP_TRIU] = M,
 #undef M
     [TG_OP_FULL] = tg_run_gen, [TG_OP_ARANGE] = tg_run_gen,
     [TG_OP_QUANTIZE] = tg_run_quant, [TG_OP_DEQUANTIZE] = tg_run_quant,

@@ -31,7 +31,11 @@ static int run_index(const tg_run_ctx *c)
     int rc;
     if (ax < 0 || !(idx = index_i64(it, &tmp)))
         return -1;
-    if (c->n->op == TG_OP_GATHER)
+    if (c->n->op == TG_OP_INDEX_COPY)
+        rc = tgk_index_copy(es, tg_run_prod(x->dims, 0, ax), x->dims[ax],
+                            tg_run_prod(x->dims, ax + 1, x->rank), x->data, tg_run_numel(it),
+                            idx, c->in[2]->data, c->out[0]->data, &bad);
+    else if (c->n->op == TG_OP_GATHER)
         rc = tgk_gather(es, x->rank, x->dims, it->dims, ax, x->data, idx, c->out[0]->data, &bad);
     else
         rc = tgk_index_select(es, tg_run_prod(x->dims, 0, ax), x->dims[ax],
@@ -125,7 +129,7 @@ int tg_run_movement(const tg_run_ctx *c)
             return tg_err("attribute 'repeats' needs %d values", x->rank);
         tgk_tile(es, x->rank, x->dims, v, x->data, y->data);
         return 0;
-    case TG_OP_GATHER: case TG_OP_INDEX_SELECT:
+    case TG_OP_GATHER: case TG_OP_INDEX_SELECT: case TG_OP_INDEX_COPY:
         return run_index(c);
     case TG_OP_TRIL: case TG_OP_TRIU: {
         int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];

@@ -15,7 +15,7 @@
 #include "onnx_internal.h"
 
 #define ONNX_MAX_FILE ((size_t)2 << 30)     /* protobuf's own limit for one message */
-#define ONNX_MIN_OPSET 13
+#define ONNX_MIN_OPSET 6     /* older ones differ in more than attributes (see texport(1)) */
 /* dim_param symbols get this range unless --range says otherwise (documented in
  * texport(1)). */
 #define ONNX_SYM_MIN 1
@@ -554,7 +554,7 @@ tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
     c.opset = domain_opset(&c, "");
     if (!m->graph) {
         tg_err("model has no graph");
-    } else if (c.opset < ONNX_MIN_OPSET) {
+    } else if (c.opset && c.opset < ONNX_MIN_OPSET) {
         tg_err("opset %lld is older than %d (convert it with onnx.version_converter)",
                (long long)c.opset, ONNX_MIN_OPSET);
     } else if (!(c.g = tg_graph_new())) {

@@ -205,7 +205,12 @@ static int map_clip(onnx_ctx *c, const onnx_op_map *m)
     tg_attr a[2];
     int na = 0;
     const char *names[2] = {"min", "max"};
-    for (int i = 1; i <= 2; i++) {
+    if (c->opset < 11) {                        /* min and max were attributes */
+        const Onnx__AttributeProto *lo = onnx_attr(N(c), "min"), *hi = onnx_attr(N(c), "max");
+        if (lo) a[na++] = tg_attr_float("min", lo->f);
+        if (hi) a[na++] = tg_attr_float("max", hi->f);
+    }
+    for (int i = 1; i <= 2 && c->opset >= 11; i++) {
         onnx_ent *e = in_opt(c, i);
         double v;
         if (!e) continue;
@@ -288,6 +293,22 @@ static int fold_shape_binary(onnx_ctx *c, tg_op op)
     return def_shape_vec(c, a->rank > b->rank ? a->rank : b->rank, n, r);
 }
 
+/* Opset < 7: with broadcast=1, B's dims line up with A's from attribute axis
+ * on (absent: from the end, which is NumPy's rule); trailing ones make it NumPy. */
+static int legacy_broadcast(onnx_ctx *c, int a, int b)
+{
+    const Onnx__AttributeProto *ax = onnx_attr(N(c), "axis");
+    if (!onnx_attr_int(N(c), "broadcast", 0) || !ax) return b;
+    tg_shape sa = shape_of(c, a), sb = shape_of(c, b);
+    int axis = 0;
+    if (axis_norm(ax->i, sa.rank, &axis)) return -1;
+    int trail = sa.rank - axis - sb.rank;
+    if (trail < 0) return tg_err("broadcast axis %d leaves no room for B's %d dims", axis, sb.rank);
+    for (int i = 0; i < trail; i++) sb.d[sb.rank++] = tg_dim_const(1);
+    tg_attr r = tg_attr_dims("shape", sb.rank, sb.d);
+    return trail ? unary_on(c, TG_OP_RESHAPE, "broadcast", b, 1, &r) : b;
+}
+
 static int map_binary(onnx_ctx *c, const onnx_op_map *m)
 {
     if (m->op == TG_OP_ADD || m->op == TG_OP_SUB || m->op == TG_OP_MUL || m->op == TG_OP_DIV) {
@@ -295,7 +316,7 @@ static int map_binary(onnx_ctx *c, const onnx_op_map *m)
         if (rc <= 0) return rc;
     }
     int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 1);
-    if (b < 0) return -1;
+    if (b < 0 || (c->opset < 7 && (b = legacy_broadcast(c, a, b)) < 0)) return -1;
     if (m->op == TG_OP_POW && dtype_of(c, b) != dtype_of(c, a)) {
         tg_attr t = tg_attr_dtype("dtype", dtype_of(c, a));
         if ((b = unary_on(c, TG_OP_CAST, "exponent", b, 1, &t)) < 0) return -1;
@@ -303,14 +324,16 @@ static int map_binary(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, binary_on(c, m->op, NULL, a, b));
 }
 
-/* Min, Max, Sum over any number of inputs. */
+/* Min, Max, Sum over any number of inputs; Mean is the Sum divided by the count. */
 static int map_variadic(onnx_ctx *c, const onnx_op_map *m)
 {
-    int acc = in_val(c, 0);
-    for (size_t i = 1; acc >= 0 && i < N(c)->n_input; i++) {
-        int b = in_val(c, (int)i);
-        acc = b < 0 ? -1 : binary_on(c, m->op, i + 1 < N(c)->n_input ? "partial" : NULL, acc, b);
+    bool mean = m->op == TG_OP_DIV;
+    int acc = in_val(c, 0), n = (int)N(c)->n_input;
+    for (int i = 1; acc >= 0 && i < n; i++) {
+        int b = in_val(c, i);
+        acc = b < 0 ? -1 : binary_on(c, mean ? TG_OP_ADD : m->op, i + 1 < n || mean ? "partial" : NULL, acc, b);
     }
+    if (mean && acc >= 0) acc = binary_on(c, TG_OP_DIV, NULL, acc, scalar_const(c, "count", dtype_of(c, acc), n));
     return def_out(c, 0, acc);
 }
 
@@ -324,10 +347,26 @@ static int map_where(onnx_ctx *c, const onnx_op_map *m)
 
 /* ---- reductions and softmax ------------------------------------------------------------- */
 
+/* Softmax, LogSoftmax. Before opset 13 the input is seen as 2-D, [prod(dims
+ * before axis), prod(the rest)] (axis default 1), and normalized over its rows. */
 static int map_softmax(onnx_ctx *c, const onnx_op_map *m)
 {
-    tg_attr a = tg_attr_int("axis", onnx_attr_int(N(c), "axis", -1));
-    return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 1, &a));
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x);
+    int axis = 0;
+    if (c->opset >= 13 || axis_norm(onnx_attr_int(N(c), "axis", 1), s.rank, &axis) || axis >= s.rank - 1) {
+        tg_err_clear();
+        tg_attr a = tg_attr_int("axis", onnx_attr_int(N(c), "axis", c->opset >= 13 ? -1 : 1));
+        return def_out(c, 0, unary_on(c, m->op, NULL, x, 1, &a));
+    }
+    tg_dim d[2] = {tg_dim_const(1), tg_dim_const(1)};
+    for (int i = 0; i < s.rank; i++)
+        if (tg_dim_mul(d[i >= axis], s.d[i], &d[i >= axis])) return -1;
+    tg_attr r = tg_attr_dims("shape", 2, d), a = tg_attr_int("axis", 1), back = tg_attr_dims("shape", s.rank, s.d);
+    int y = unary_on(c, TG_OP_RESHAPE, "rows", x, 1, &r);
+    y = y < 0 ? -1 : unary_on(c, m->op, "rowwise", y, 1, &a);
+    return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &back));
 }
 
 static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
@@ -552,6 +591,7 @@ static int map_conv(onnx_ctx *c, const onnx_op_map *m)
 static int map_batch_norm(onnx_ctx *c, const onnx_op_map *m)
 {
     if (onnx_attr_int(N(c), "training_mode", 0)) return tg_err("training_mode=1 is not supported");
+    if (!onnx_attr_int(N(c), "spatial", 1)) return tg_err("spatial=0 (statistics per element) is not supported");
     if (only_first_output(c)) return -1;
     int in[5];
     int order[5] = {0, 3, 4, 1, 2};     /* ONNX: X, scale, B, mean, var */
@@ -894,15 +934,24 @@ static int slice_bound(tg_dim d, int64_t v, tg_dim *out)
 
 static int map_slice(onnx_ctx *c, const onnx_op_map *m)
 {
-    onnx_ent *data = in_req(c, 0), *es = data ? in_req(c, 1) : NULL, *ee = es ? in_req(c, 2) : NULL;
-    if (!ee) return -1;
     int64_t st[TG_MAX_RANK], en[TG_MAX_RANK], ax[TG_MAX_RANK], sp[TG_MAX_RANK];
     int n, n2, na = -1, ns = -1;
-    if (onnx_int_list(es, TG_MAX_RANK, st, &n) || onnx_int_list(ee, TG_MAX_RANK, en, &n2)) return -1;
+    onnx_ent *data = in_req(c, 0);
+    if (!data) return -1;
+    if (c->opset < 10) {                        /* starts, ends, axes were attributes */
+        if (attr_ints(c, "starts", TG_MAX_RANK, st, &n) || attr_ints(c, "ends", TG_MAX_RANK, en, &n2) ||
+            attr_ints(c, "axes", TG_MAX_RANK, ax, &na))
+            return -1;
+        if (n < 0 || n2 < 0) return tg_err("attributes starts and ends are required");
+    } else {
+        onnx_ent *es = in_req(c, 1), *ee = es ? in_req(c, 2) : NULL;
+        if (!ee) return -1;
+        if (onnx_int_list(es, TG_MAX_RANK, st, &n) || onnx_int_list(ee, TG_MAX_RANK, en, &n2)) return -1;
+        onnx_ent *ea = in_opt(c, 3), *esp = in_opt(c, 4);
+        if ((ea && onnx_int_list(ea, TG_MAX_RANK, ax, &na)) || (esp && onnx_int_list(esp, TG_MAX_RANK, sp, &ns)))
+            return -1;
+    }
     if (n != n2) return tg_err("starts and ends differ in length");
-    onnx_ent *ea = in_opt(c, 3), *esp = in_opt(c, 4);
-    if ((ea && onnx_int_list(ea, TG_MAX_RANK, ax, &na)) || (esp && onnx_int_list(esp, TG_MAX_RANK, sp, &ns)))
-        return -1;
     for (int i = 0; i < n; i++) {
         if (na < 0) ax[i] = i;
         if (ns < 0) sp[i] = 1;
@@ -994,13 +1043,20 @@ static int map_pad(onnx_ctx *c, const onnx_op_map *m)
     const char *mode = onnx_attr_string(N(c), "mode", "constant");
     if (strcmp(mode, "constant")) return tg_err("Pad mode '%s' is not supported", mode);
     int x = in_val(c, 0);
-    onnx_ent *pe = x < 0 ? NULL : in_req(c, 1), *ve = in_opt(c, 2), *ae = in_opt(c, 3);
     int64_t p[2 * TG_MAX_RANK], axes[TG_MAX_RANK], pads[2 * TG_MAX_RANK] = {0};
     int np, na = -1, rank = x < 0 ? 0 : shape_of(c, x).rank;
-    double value = 0;
-    if (!pe || onnx_int_list(pe, 2 * TG_MAX_RANK, p, &np) || (ve && onnx_scalar_f64(ve, &value)) ||
-        (ae && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
-        return -1;
+    double value = onnx_attr_float(N(c), "value", 0);
+    if (x < 0) return -1;
+    if (c->opset < 11) {                        /* pads and value were attributes */
+        if (attr_ints(c, "pads", 2 * TG_MAX_RANK, p, &np)) return -1;
+        if (np < 0) return tg_err("attribute pads is required");
+    } else {
+        onnx_ent *pe = in_req(c, 1), *ve = in_opt(c, 2), *ae = in_opt(c, 3);
+        value = 0;
+        if (!pe || onnx_int_list(pe, 2 * TG_MAX_RANK, p, &np) || (ve && onnx_scalar_f64(ve, &value)) ||
+            (ae && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
+            return -1;
+    }
     if (na < 0)
         for (na = 0; na < rank; na++) axes[na] = na;
     if (np != 2 * na) return tg_err("pads has %d values for %d axes", np, na);
@@ -1211,7 +1267,7 @@ static const onnx_op_map onnx_ops[] = {
     {"GreaterOrEqual", map_binary, TG_OP_GE}, {"And", map_binary, TG_OP_LOGICAL_AND},
     {"Or", map_binary, TG_OP_LOGICAL_OR},
     {"Min", map_variadic, TG_OP_MINIMUM}, {"Max", map_variadic, TG_OP_MAXIMUM},
-    {"Sum", map_variadic, TG_OP_ADD}, {"Where", map_where, 0},
+    {"Sum", map_variadic, TG_OP_ADD}, {"Mean", map_variadic, TG_OP_DIV}, {"Where", map_where, 0},
     {"Softmax", map_softmax, TG_OP_SOFTMAX}, {"LogSoftmax", map_softmax, TG_OP_LOG_SOFTMAX},
     {"ReduceSum", map_reduce, TG_OP_REDUCE_SUM}, {"ReduceMean", map_reduce, TG_OP_REDUCE_MEAN},
     {"ReduceMax", map_reduce, TG_OP_REDUCE_MAX}, {"ReduceMin", map_reduce, TG_OP_REDUCE_MIN},

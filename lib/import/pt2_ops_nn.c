@@ -245,6 +245,28 @@ static int h_rms_norm(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, y);
 }
 
+/* _weight_norm(v, g, dim) = v * g / ||v|| over every axis but dim (dim -1:
+ * over all of v) */
+static int h_weight_norm(pt2_ctx *c, const cJSON *node)
+{
+    int v, g;
+    int64_t dim, axes[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "v", &v) < 0 || pt2_tensor(c, node, "g", &g) < 0 ||
+        pt2_int(c, node, "dim", 0, &dim) < 0)
+        return -1;
+    int r = pt2_rank(c, v), n = 0, ax = -1;
+    if (dim != -1 && pt2_axis(dim, r, &ax) < 0)
+        return -1;
+    for (int i = 0; i < r; i++)
+        if (i != ax)
+            axes[n++] = i;
+    tg_attr a[2] = {tg_attr_ints("axes", n, axes), tg_attr_int("keepdim", 1)};
+    int sq = pt2_binary(c, false, TG_OP_MUL, v, v);
+    int ss = sq < 0 ? -1 : pt2_emit(c, false, TG_OP_REDUCE_SUM, 1, &sq, 2, a);
+    int scale = pt2_binary(c, false, TG_OP_DIV, like(c, g, v), pt2_unary(c, false, TG_OP_SQRT, ss));
+    return pt2_set_out(c, 0, pt2_binary(c, true, TG_OP_MUL, v, scale));
+}
+
 /* ---- attention ---- */
 
 static int h_sdpa(pt2_ctx *c, const cJSON *node)
@@ -341,7 +363,7 @@ const pt2_op_entry pt2_ops_nn[] = {
     {"_native_batch_norm_legit", "default", h_batch_norm},
     {"layer_norm", "default", h_layer_norm}, {"native_layer_norm", "default", h_layer_norm},
     {"group_norm", "default", h_group_norm}, {"native_group_norm", "default", h_group_norm},
-    {"rms_norm", "default", h_rms_norm},
+    {"rms_norm", "default", h_rms_norm}, {"_weight_norm", "default", h_weight_norm},
     {"scaled_dot_product_attention", "default", h_sdpa},
     {"_scaled_dot_product_flash_attention_for_cpu", "default", h_sdpa},
     {"max_pool1d", "default", h_pool}, {"max_pool2d", "default", h_pool},

@@ -1,5 +1,6 @@
 /* aten operators that move data: views (as reshape / permute / expand /
- * slice), concatenation and splitting, indexing, padding, repetition. Sizes
+ * slice), concatenation and splitting, indexing and writing by index,
+ * rolling and differences, padding, repetition. Sizes
  * may be symbolic: they are tg_dim expressions throughout. */
 #include <string.h>
 
@@ -512,55 +513,74 @@ static int wrap_index(pt2_ctx *c, int i, tg_dim n)
     return in[0] < 0 || in[1] < 0 ? -1 : pt2_emit(c, false, TG_OP_INDEX_SELECT, 2, in, 1, &ax);
 }
 
-/* x[i0, i1, ...] with several index tensors (None: a whole axis). torch
+/* x indexed by tensors v[0..n) (-1: None, a whole axis), the indexed axes
+ * merged into axis `first` of xm, read by the flat index `flat`. torch
  * broadcasts the indices together; their shape replaces the indexed axes in
- * place when those are adjacent, else it comes first. Here the indexed axes
- * are moved together (permute), merged (reshape), and read by index_select
- * with the flat index sum_k wrap(i_k) * stride_k. */
-static int index_multi(pt2_ctx *c, int x, const int *v, int n)
+ * place when those are adjacent, else it comes first: then the indexed axes
+ * are moved first (x permuted by perm into xp). flat = sum_k wrap(i_k) *
+ * stride_k (one index needs no wrap: the ops that read it wrap it). */
+typedef struct {
+    int first, k;
+    int xp, xm, flat;
+    bool moved;
+    int64_t perm[TG_MAX_RANK];
+} merged_index;
+
+static int merge_indexed(pt2_ctx *c, int x, const int *v, int n, merged_index *m)
 {
-    int at[TG_MAX_RANK] = {0}, k = 0, r = pt2_rank(c, x);
+    int at[TG_MAX_RANK] = {0}, r = pt2_rank(c, x);
+    m->k = 0;
     for (int i = 0; i < n; i++)
         if (v[i] >= 0)
-            at[k++] = i;
-    bool adjacent = at[k - 1] - at[0] == k - 1;
-    int first = adjacent ? at[0] : 0;
-    if (!adjacent) {
-        int64_t perm[TG_MAX_RANK];
+            at[m->k++] = i;
+    int k = m->k;
+    m->moved = at[k - 1] - at[0] != k - 1;
+    m->first = m->moved ? 0 : at[0];
+    m->xp = x;
+    if (m->moved) {
         bool indexed[TG_MAX_RANK] = {false};
-        int m = 0;
-        for (int j = 0; j < k; j++) {
-            perm[m++] = at[j];
-            indexed[at[j]] = true;
+        int j = 0;
+        for (int i = 0; i < k; i++) {
+            m->perm[j++] = at[i];
+            indexed[at[i]] = true;
         }
         for (int i = 0; i < r; i++)
             if (!indexed[i])
-                perm[m++] = i;
-        x = pt2_permute(c, false, x, perm);
-        if (x < 0)
+                m->perm[j++] = i;
+        if ((m->xp = pt2_permute(c, false, x, m->perm)) < 0)
             return -1;
     }
-    const tg_shape *s = shape_of(c, x);
+    const tg_shape *s = shape_of(c, m->xp);
     tg_dim stride = tg_dim_const(1), merged[TG_MAX_RANK];
-    int flat = -1;
+    m->flat = -1;
     for (int j = k - 1; j >= 0; j--) {
-        tg_dim size = s->d[first + j];
-        int w = wrap_index(c, v[at[j]], size);
+        tg_dim size = s->d[m->first + j];
+        int w = k == 1 ? v[at[j]] : wrap_index(c, v[at[j]], size);
         if (j < k - 1)
             w = pt2_binary(c, false, TG_OP_MUL, w, dim_tensor(c, stride));
-        flat = flat < 0 ? w : pt2_binary(c, false, TG_OP_ADD, flat, w);
-        if (flat < 0 || tg_dim_mul(stride, size, &stride) < 0)
+        m->flat = m->flat < 0 ? w : pt2_binary(c, false, TG_OP_ADD, m->flat, w);
+        if (m->flat < 0 || tg_dim_mul(stride, size, &stride) < 0)
             return -1;
     }
-    int m = 0;
-    for (int i = 0; i < first; i++)
-        merged[m++] = s->d[i];
-    merged[m++] = stride;
-    for (int i = first + k; i < r; i++)
-        merged[m++] = s->d[i];
-    int in[2] = {pt2_reshape(c, false, x, m, merged), flat};
-    tg_attr a = tg_attr_int("axis", first);
-    return in[0] < 0 ? -1 : pt2_emit(c, true, TG_OP_INDEX_SELECT, 2, in, 1, &a);
+    int j = 0;
+    for (int i = 0; i < m->first; i++)
+        merged[j++] = s->d[i];
+    merged[j++] = stride;
+    for (int i = m->first + k; i < r; i++)
+        merged[j++] = s->d[i];
+    m->xm = pt2_reshape(c, false, m->xp, j, merged);
+    return m->xm < 0 ? -1 : 0;
+}
+
+/* x[i0, i1, ...] with several index tensors: index_select of the merged axes. */
+static int index_multi(pt2_ctx *c, int x, const int *v, int n)
+{
+    merged_index m;
+    if (merge_indexed(c, x, v, n, &m) < 0)
+        return -1;
+    int in[2] = {m.xm, m.flat};
+    tg_attr a = tg_attr_int("axis", m.first);
+    return pt2_emit(c, true, TG_OP_INDEX_SELECT, 2, in, 1, &a);
 }
 
 /* x[..., idx, ...]: one integer index tensor is index_select along its axis;
@@ -589,6 +609,311 @@ static int h_index(pt2_ctx *c, const cJSON *node)
     in[1] = v[at];
     tg_attr a = tg_attr_int("axis", at);
     return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_INDEX_SELECT, 2, in, 1, &a));
+}
+
+/* ---- writing into a tensor: index_put, index_copy, slice_scatter ---- */
+
+/* x broadcast to shape d[n], as an intermediate. */
+static int broadcast_to(pt2_ctx *c, int x, int n, const tg_dim *d)
+{
+    tg_shape want = {.rank = n};
+    memcpy(want.d, d, (size_t)n * sizeof *d);
+    if (x < 0 || tg_shape_eq(shape_of(c, x), &want))
+        return x;
+    tg_attr a = tg_attr_dims("shape", n, d);
+    return pt2_emit(c, false, TG_OP_EXPAND, 1, &x, 1, &a);
+}
+
+/* x with a boolean mask's elements set to the one value val: a where. The
+ * mask covers axes at.. of x. */
+static int put_masked(pt2_ctx *c, int x, int mask, int at, int val)
+{
+    const tg_shape *ms = shape_of(c, mask);
+    tg_dim n, d[TG_MAX_RANK];
+    int64_t one, r = pt2_rank(c, x), k = 0;
+    if (tg_shape_numel(shape_of(c, val), &n) < 0 || !tg_dim_is_const(n, &one) || one != 1)
+        return tg_err("index_put by a boolean mask with more than one value is not supported "
+                      "(data-dependent shape)");
+    for (int i = 0; i < at; i++)
+        d[k++] = tg_dim_const(1);
+    for (int i = 0; i < ms->rank; i++)
+        d[k++] = ms->d[i];
+    while (k < r)
+        d[k++] = tg_dim_const(1);
+    int in[3] = {pt2_reshape(c, false, pt2_cast(c, false, mask, TG_BOOL), (int)r, d),
+                 pt2_reshape(c, false, val, 0, d), x};
+    return in[0] < 0 || in[1] < 0 ? -1 : pt2_emit(c, true, TG_OP_WHERE, 3, in, 0, NULL);
+}
+
+/* index_put(x, indices, values): x with x[indices] = values, values broadcast
+ * to the indexed shape; an index_copy of the merged axes by the flat index
+ * (merge_indexed), shaped and permuted back. */
+static int h_index_put(pt2_ctx *c, const cJSON *node)
+{
+    int x, val, v[TG_MAX_RANK], n, k = 0, mask = -1;
+    bool acc;
+    if (pt2_tensor(c, node, "self", &x) < 0 ||
+        pt2_tensors(c, node, "indices", v, TG_MAX_RANK, &n) < 0 ||
+        pt2_tensor(c, node, "values", &val) < 0 || pt2_bool(node, "accumulate", false, &acc) < 0)
+        return -1;
+    if (acc)
+        return tg_err("index_put with accumulate=True is not supported");
+    if (n > pt2_rank(c, x))
+        return tg_err("%d indices for a tensor of rank %d", n, pt2_rank(c, x));
+    val = pt2_cast(c, false, val, pt2_dt(c, x));
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0)
+            continue;
+        k++;
+        if (pt2_dt(c, v[i]) == TG_BOOL || pt2_dt(c, v[i]) == TG_U8)
+            mask = i;
+    }
+    if (val < 0)
+        return -1;
+    if (mask >= 0)
+        return k > 1 ? tg_err("index_put by a boolean mask and other indices is not supported")
+                     : pt2_set_out(c, 0, put_masked(c, x, v[mask], mask, val));
+    if (k == 0) {
+        const tg_shape *s = shape_of(c, x);
+        tg_attr a = tg_attr_dims("shape", s->rank, s->d);
+        return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_EXPAND, 1, &val, 1, &a));
+    }
+    merged_index m;
+    if (merge_indexed(c, x, v, n, &m) < 0)
+        return -1;
+    const tg_shape *xm = shape_of(c, m.xm), *b = shape_of(c, m.flat);
+    tg_dim nb, t[TG_MAX_RANK], flat_t[TG_MAX_RANK];
+    int nt = 0, nf = 0;
+    if (tg_shape_numel(b, &nb) < 0 || xm->rank - 1 + b->rank > TG_MAX_RANK)
+        return tg_err("index_put: indexed result above rank %d", TG_MAX_RANK);
+    for (int i = 0; i < xm->rank; i++) {
+        if (i != m.first) {
+            t[nt++] = flat_t[nf++] = xm->d[i];
+            continue;
+        }
+        for (int j = 0; j < b->rank; j++)
+            t[nt++] = b->d[j];
+        flat_t[nf++] = nb;
+    }
+    if (pt2_rank(c, val) > nt)
+        return tg_err("index_put: values of rank %d for an indexed shape of rank %d",
+                      pt2_rank(c, val), nt);
+    int in[3] = {m.xm, pt2_reshape(c, false, m.flat, 1, &nb),
+                 pt2_reshape(c, false, broadcast_to(c, val, nt, t), nf, flat_t)};
+    tg_attr a = tg_attr_int("axis", m.first);
+    int y = in[1] < 0 || in[2] < 0 ? -1 : pt2_emit(c, false, TG_OP_INDEX_COPY, 3, in, 1, &a);
+    const tg_shape *ps = shape_of(c, m.xp);
+    y = pt2_reshape(c, !m.moved, y, ps->rank, ps->d);
+    if (m.moved) {
+        int64_t inv[TG_MAX_RANK];
+        for (int i = 0; i < ps->rank; i++)
+            inv[m.perm[i]] = i;
+        y = pt2_permute(c, true, y, inv);
+    }
+    return pt2_set_out(c, 0, y);
+}
+
+static int h_index_copy(pt2_ctx *c, const cJSON *node)
+{
+    int in[3], ax;
+    int64_t dim;
+    if (pt2_tensor(c, node, "self", &in[0]) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_tensor(c, node, "index", &in[1]) < 0 || pt2_tensor(c, node, "source", &in[2]) < 0 ||
+        pt2_axis(dim, pt2_rank(c, in[0]), &ax) < 0)
+        return -1;
+    if (pt2_rank(c, in[1]) == 0) {      /* one index: source lacks the axis */
+        in[1] = reshape_dim(c, false, in[1], 0, true);
+        in[2] = reshape_dim(c, false, in[2], ax, true);
+    }
+    in[2] = pt2_cast(c, false, in[2], pt2_dt(c, in[0]));
+    tg_attr a = tg_attr_int("axis", ax);
+    return pt2_set_out(c, 0, in[1] < 0 || in[2] < 0 ? -1
+                                : pt2_emit(c, true, TG_OP_INDEX_COPY, 3, in, 1, &a));
+}
+
+/* index_fill(x, dim, index, value): index_copy of value broadcast */
+static int h_index_fill(pt2_ctx *c, const cJSON *node)
+{
+    int in[3], ax;
+    int64_t dim;
+    if (pt2_tensor(c, node, "self", &in[0]) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_tensor(c, node, "index", &in[1]) < 0 ||
+        pt2_operand(c, node, "value", pt2_dt(c, in[0]), &in[2]) < 0 ||
+        pt2_axis(dim, pt2_rank(c, in[0]), &ax) < 0)
+        return -1;
+    if (pt2_rank(c, in[1]) == 0)
+        in[1] = reshape_dim(c, false, in[1], 0, true);
+    if (in[1] < 0)
+        return -1;
+    tg_shape s = *shape_of(c, in[0]);
+    s.d[ax] = shape_of(c, in[1])->d[0];
+    in[2] = broadcast_to(c, pt2_reshape(c, false, in[2], 0, s.d), s.rank, s.d);
+    tg_attr a = tg_attr_int("axis", ax);
+    return pt2_set_out(c, 0, in[2] < 0 ? -1 : pt2_emit(c, true, TG_OP_INDEX_COPY, 3, in, 1, &a));
+}
+
+/* x with x[start:end:step] along ax replaced by src: the untouched pieces
+ * and src concatenated when step is 1, else index_copy by an arange. */
+static int scatter_slice(pt2_ctx *c, int x, int src, int ax, tg_dim start, tg_dim end,
+                         int64_t step)
+{
+    tg_dim size = shape_of(c, x)->d[ax];
+    int64_t s, e, n;
+    if (tg_dim_is_const(size, &n) && tg_dim_is_const(end, &e) && e > n)
+        end = size;
+    src = pt2_cast(c, false, src, pt2_dt(c, x));
+    if (src < 0)
+        return -1;
+    if (step > 1) {
+        if (!tg_dim_is_const(start, &s))
+            return tg_err("slice_scatter with a step and a dynamic start is not supported");
+        tg_attr r[4] = {tg_attr_int("start", s), tg_attr_dims("end", 1, &end),
+                        tg_attr_int("step", step), tg_attr_dtype("dtype", TG_I64)};
+        int in[3] = {x, pt2_emit(c, false, TG_OP_ARANGE, 0, NULL, 4, r), src};
+        tg_attr a = tg_attr_int("axis", ax);
+        return in[1] < 0 ? -1 : pt2_emit(c, true, TG_OP_INDEX_COPY, 3, in, 1, &a);
+    }
+    int piece[3], m = 0;
+    if (!(tg_dim_is_const(start, &s) && s == 0))
+        piece[m++] = pt2_slice(c, NULL, x, ax, tg_dim_const(0), start, 1);
+    piece[m++] = src;
+    if (!tg_dim_eq(end, size))
+        piece[m++] = pt2_slice(c, NULL, x, ax, end, size, 1);
+    for (int i = 0; i < m; i++)
+        if (piece[i] < 0)
+            return -1;
+    if (m == 1)
+        return src;
+    tg_attr a = tg_attr_int("axis", ax);
+    return pt2_emit(c, true, TG_OP_CONCAT, m, piece, 1, &a);
+}
+
+static int h_slice_scatter(pt2_ctx *c, const cJSON *node)
+{
+    int x, src, ax;
+    int64_t dim, step;
+    tg_dim start, end;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_tensor(c, node, "src", &src) < 0 ||
+        pt2_int(c, node, "dim", 0, &dim) < 0 || pt2_int(c, node, "step", 1, &step) < 0 ||
+        pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        return -1;
+    tg_dim size = shape_of(c, x)->d[ax];
+    if (step < 1)
+        return tg_err("slice_scatter step %lld not supported", (long long)step);
+    if (pt2_dim(c, node, "start", tg_dim_const(0), &start) < 0 ||
+        pt2_dim(c, node, "end", size, &end) < 0 || norm_index(start, size, &start) < 0 ||
+        norm_index(end, size, &end) < 0)
+        return -1;
+    return pt2_set_out(c, 0, scatter_slice(c, x, src, ax, start, end, step));
+}
+
+static int h_select_scatter(pt2_ctx *c, const cJSON *node)
+{
+    int x, src, ax;
+    int64_t dim;
+    tg_dim i, end;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_tensor(c, node, "src", &src) < 0 ||
+        pt2_int(c, node, "dim", 0, &dim) < 0 || pt2_axis(dim, pt2_rank(c, x), &ax) < 0 ||
+        pt2_dim(c, node, "index", tg_dim_const(0), &i) < 0 ||
+        norm_index(i, shape_of(c, x)->d[ax], &i) < 0 || tg_dim_add(i, tg_dim_const(1), &end) < 0)
+        return -1;
+    src = reshape_dim(c, false, src, ax, true);
+    return pt2_set_out(c, 0, src < 0 ? -1 : scatter_slice(c, x, src, ax, i, end, 1));
+}
+
+/* ---- shifting and differences ---- */
+
+/* roll(x, shifts, dims): per dim, the last `shift` elements moved to the
+ * front (two slices concatenated); no dims: over the flattened tensor. */
+static int h_roll(pt2_ctx *c, const cJSON *node)
+{
+    int x, ns, nd;
+    int64_t shifts[TG_MAX_RANK], dims[TG_MAX_RANK];
+    if (pt2_tensor(c, node, "self", &x) < 0 ||
+        (ns = pt2_ints(c, node, "shifts", shifts, TG_MAX_RANK)) < 0 ||
+        (nd = pt2_arg_none(node, "dims") ? 0 : pt2_ints(c, node, "dims", dims, TG_MAX_RANK)) < 0)
+        return -1;
+    tg_shape orig = *shape_of(c, x);
+    bool flat = nd == 0;
+    if (flat) {
+        tg_dim n;
+        if (ns != 1 || tg_shape_numel(&orig, &n) < 0)
+            return tg_err("roll without dims takes one shift");
+        x = pt2_reshape(c, false, x, 1, &n);
+        dims[0] = 0;
+        nd = 1;
+    }
+    if (ns != nd)
+        return tg_err("roll with %d shifts and %d dims", ns, nd);
+    int last = -1;      /* the last dim that moves: its concat is the result */
+    for (int i = 0; i < nd; i++)
+        if (shifts[i])
+            last = i;
+    for (int i = 0; i < nd && x >= 0; i++) {
+        int ax;
+        int64_t size;
+        if (pt2_axis(dims[i], pt2_rank(c, x), &ax) < 0)
+            return -1;
+        if (!tg_dim_is_const(shape_of(c, x)->d[ax], &size))
+            return tg_err("roll along a dynamic dimension is not supported");
+        int64_t s = size ? ((shifts[i] % size) + size) % size : 0;
+        if (s == 0)
+            continue;
+        int p[2] = {pt2_slice(c, NULL, x, ax, tg_dim_const(size - s), tg_dim_const(size), 1),
+                    pt2_slice(c, NULL, x, ax, tg_dim_const(0), tg_dim_const(size - s), 1)};
+        tg_attr a = tg_attr_int("axis", ax);
+        x = p[0] < 0 || p[1] < 0 ? -1
+          : pt2_emit(c, i == last && !flat, TG_OP_CONCAT, 2, p, 1, &a);
+    }
+    if (flat)
+        x = pt2_reshape(c, true, x, orig.rank, orig.d);
+    return pt2_set_out(c, 0, x);
+}
+
+/* diff(x, n, dim, prepend, append): n times x[1:] - x[:-1] along dim (ne for
+ * bool), after prepend and append are concatenated. */
+static int h_diff(pt2_ctx *c, const cJSON *node)
+{
+    int x, pre, app, ax;
+    int64_t n, dim;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "n", 1, &n) < 0 ||
+        pt2_int(c, node, "dim", -1, &dim) < 0 || pt2_opt_tensor(c, node, "prepend", &pre) < 0 ||
+        pt2_opt_tensor(c, node, "append", &app) < 0 || pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        return -1;
+    if (n < 0)
+        return tg_err("diff order %lld must be non-negative", (long long)n);
+    if (pre >= 0 || app >= 0) {
+        int p[3], m = 0;
+        if (pre >= 0)
+            p[m++] = pt2_cast(c, false, pre, pt2_dt(c, x));
+        p[m++] = x;
+        if (app >= 0)
+            p[m++] = pt2_cast(c, false, app, pt2_dt(c, x));
+        tg_attr a = tg_attr_int("axis", ax);
+        x = p[0] < 0 || p[m - 1] < 0 ? -1 : pt2_emit(c, n == 0, TG_OP_CONCAT, m, p, 1, &a);
+    }
+    tg_op op = pt2_dt(c, x) == TG_BOOL ? TG_OP_NE : TG_OP_SUB;
+    for (int64_t k = 0; k < n && x >= 0; k++) {
+        tg_dim size = shape_of(c, x)->d[ax], end;
+        int64_t len;
+        if (tg_dim_is_const(size, &len) && len == 0)
+            break;
+        if (tg_dim_sub(size, tg_dim_const(1), &end) < 0)
+            return -1;
+        int hi = pt2_slice(c, NULL, x, ax, tg_dim_const(1), size, 1);
+        int lo = pt2_slice(c, NULL, x, ax, tg_dim_const(0), end, 1);
+        x = pt2_binary(c, k == n - 1, op, hi, lo);
+    }
+    return pt2_set_out(c, 0, x);
+}
+
+static int h_reshape_as(pt2_ctx *c, const cJSON *node)
+{
+    int x, other;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_tensor(c, node, "other", &other) < 0)
+        return -1;
+    const tg_shape *s = shape_of(c, other);
+    return pt2_set_out(c, 0, pt2_reshape(c, true, x, s->rank, s->d));
 }
 
 /* constant_pad_nd / pad: torch lists (before, after) pairs from the last dim
@@ -645,7 +970,11 @@ const pt2_op_entry pt2_ops_shape[] = {
     {"repeat", "default", h_repeat}, {"tile", "default", h_repeat},
     {"repeat_interleave", "self_int", h_repeat_interleave},
     {"index_select", "default", h_index_select}, {"gather", "default", h_index_select},
-    {"index", "Tensor", h_index},
+    {"index", "Tensor", h_index}, {"index_put", "default", h_index_put},
+    {"index_copy", "default", h_index_copy}, {"index_fill", "int_Scalar int_Tensor", h_index_fill}, {"slice_scatter", "default", h_slice_scatter},
+    {"select_scatter", "default", h_select_scatter},
+    {"roll", "default", h_roll}, {"diff", "default", h_diff},
+    {"reshape_as", "default", h_reshape_as}, {"view_as", "default", h_reshape_as},
     {"constant_pad_nd", "default", h_pad}, {"pad", "default", h_pad},
     {"tril", "default", h_tri}, {"triu", "default", h_tri},
     {NULL, NULL, NULL},

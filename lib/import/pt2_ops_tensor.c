@@ -395,6 +395,22 @@ static int h_reduce(pt2_ctx *c, const cJSON *node)
                                             1, &x, 2, a));
 }
 
+/* cumsum: integers and bool sum in int64 unless a dtype is given, as torch's */
+static int h_cumsum(pt2_ctx *c, const cJSON *node)
+{
+    int x, ax;
+    int64_t dim;
+    tg_dtype dt;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
+        pt2_axis(dim, pt2_rank(c, x), &ax) < 0 ||
+        pt2_dtype_arg(node, "dtype", tg_dtype_is_float(pt2_dt(c, x)) ? pt2_dt(c, x) : TG_I64,
+                      &dt) < 0)
+        return -1;
+    x = pt2_cast(c, false, x, dt);
+    tg_attr a = tg_attr_int("axis", ax);
+    return pt2_set_out(c, 0, x < 0 ? -1 : pt2_emit(c, true, TG_OP_CUMSUM, 1, &x, 1, &a));
+}
+
 static int h_argmax(pt2_ctx *c, const cJSON *node)
 {
     char name[64];
@@ -506,6 +522,29 @@ static int h_full(pt2_ctx *c, const cJSON *node)
         return -1;
     return pt2_set_out(c, 0, full(c, rank, shape, fill.kind == PT2_S_FLOAT ? fill.f
                                                                           : (double)fill.i, dt));
+}
+
+/* fill(x, value) and zero(x): x's shape and dtype, one value (a scalar, or
+ * a rank-0 tensor broadcast). */
+static int h_fill(pt2_ctx *c, const cJSON *node)
+{
+    int x, v;
+    pt2_scalar s = {.kind = PT2_S_INT, .i = 0};
+    if (pt2_tensor(c, node, "self", &x) < 0)
+        return -1;
+    const tg_shape *sh = &pt2_val(c, x)->shape;
+    const cJSON *a = pt2_arg(node, "value");
+    if (a && !strcmp(pt2_key(a), "as_tensor")) {
+        if (pt2_tensor(c, node, "value", &v) < 0 ||
+            (v = pt2_reshape(c, false, pt2_cast(c, false, v, pt2_dt(c, x)), 0, sh->d)) < 0)
+            return -1;
+        tg_attr e = tg_attr_dims("shape", sh->rank, sh->d);
+        return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_EXPAND, 1, &v, 1, &e));
+    }
+    if (a && pt2_scalar_arg(c, node, "value", &s) < 0)
+        return -1;
+    return pt2_set_out(c, 0, full(c, sh->rank, sh->d, s.kind == PT2_S_FLOAT ? s.f : (double)s.i,
+                                  pt2_dt(c, x)));
 }
 
 static int h_scalar_tensor(pt2_ctx *c, const cJSON *node)
@@ -697,6 +736,7 @@ const pt2_op_entry pt2_ops_tensor[] = {
     {"std", "default dim correction", h_reduce}, {"max", "default dim other", h_reduce},
     {"min", "default dim other", h_reduce},
     {"argmax", "default", h_argmax}, {"argmin", "default", h_argmax},
+    {"cumsum", "default", h_cumsum},
     {"softmax", "int", h_softmax}, {"_softmax", "default", h_softmax},
     {"log_softmax", "int", h_softmax}, {"_log_softmax", "default", h_softmax},
     {"clone", "default", h_identity}, {"alias", "default", h_identity},
@@ -715,6 +755,7 @@ const pt2_op_entry pt2_ops_tensor[] = {
     {"empty", "memory_format", h_full}, {"empty_like", "default", h_full},
     {"new_zeros", "default", h_full}, {"new_ones", "default", h_full},
     {"new_full", "default", h_full}, {"new_empty", "default", h_full},
+    {"fill", "Scalar Tensor", h_fill}, {"zero", "default", h_fill},
     {"scalar_tensor", "default", h_scalar_tensor},
     {"arange", "default start start_step", h_arange},
     {"sym_size", "int", h_sym_size}, {"sym_numel", "default", h_sym_numel},

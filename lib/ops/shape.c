@@ -1,5 +1,5 @@
 /* Data movement: reshape, permute, expand, slice, concat, pad, tile, gather,
- * index_select, tril/triu. Only shapes change; the dtype is the input's. */
+ * index_select, index_copy, tril/triu. Only shapes change; the dtype is the input's. */
 #include "infer.h"
 
 #include <inttypes.h>
@@ -259,6 +259,20 @@ int tg_infer_index_select(tg_graph *g, int node)
     for (int d = ax + 1; d < x->shape.rank; d++)
         s.d[s.rank++] = x->shape.d[d];
     return tg_infer_set(g, node, x->dtype, &s);
+}
+
+int tg_infer_index_copy(tg_graph *g, int node)
+{
+    const tg_value *x, *idx, *src;
+    int ax;
+    if (index_inputs(g, node, &x, &idx, &ax) || tg_check_rank(idx, 1, 1, 1) ||
+        !(src = tg_infer_in(g, node, 2)) || tg_check_same_dtype(src, 2, x, 0))
+        return -1;
+    tg_shape want = x->shape;
+    want.d[ax] = idx->shape.d[0];
+    if (tg_check_shape(g, src, 2, &want))
+        return -1;
+    return tg_infer_set(g, node, x->dtype, &x->shape);
 }
 
 int tg_infer_tri(tg_graph *g, int node)

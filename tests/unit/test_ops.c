@@ -566,6 +566,23 @@ static void test_index(void)
     CHECK(fails(NODE(TG_OP_GATHER, ((int[]){ x, gbig }), ax1), "index dim 0 is 7"));
     int g1 = input(TG_I64, shp(1, C(2)));
     CHECK(fails(NODE(TG_OP_GATHER, ((int[]){ x, g1 }), ax1), "input 1 has rank 1, expected 2"));
+
+    /* index_copy: src has x's shape but the index's length on the axis */
+    int cache = input(TG_F32, shp(3, S0, C(8), C(4)));
+    int pos = input(TG_I64, shp(1, C(2)));
+    int kv = input(TG_F32, shp(3, S0, C(2), C(4)));
+    CHECK(has(NODE(TG_OP_INDEX_COPY, ((int[]){ cache, pos, kv }), ax1), TG_F32,
+              shp(3, S0, C(8), C(4))));
+    CHECK(fails(NODE(TG_OP_INDEX_COPY, ((int[]){ cache, pos, kv }), ax2), "input 2 has shape"));
+    CHECK(fails(NODE(TG_OP_INDEX_COPY, ((int[]){ cache, gi, kv }), ax1),
+                "input 1 has rank 2, expected 1"));
+    int kv64 = input(TG_F64, shp(3, S0, C(2), C(4)));
+    CHECK(fails(NODE(TG_OP_INDEX_COPY, ((int[]){ cache, pos, kv64 }), ax1), "dtype f64"));
+    /* cumsum keeps shape and dtype; bool has no sum */
+    CHECK(has(NODE(TG_OP_CUMSUM, ((int[]){ ids }), ax1), TG_I64, shp(2, S0, S1)));
+    int mask = input(TG_BOOL, shp(1, C(3)));
+    CHECK(fails(NODE(TG_OP_CUMSUM, ((int[]){ mask }), ax0), "bool"));
+    CHECK(fails(node(TG_OP_CUMSUM, 1, (int[]){ ids }, 0, NULL), "axis"));
 }
 
 static void test_gen(void)

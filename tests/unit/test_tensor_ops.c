@@ -579,6 +579,68 @@ static void test_index(void)
     free(x);
 }
 
+/* index_copy against a plain loop over the indices in order (the last of a
+ * repeated index wins), into a copy and in place; cumsum against a double
+ * (float) or exact (int64) running sum, forward and reverse, inclusive and
+ * exclusive. */
+static void test_index_copy_cumsum(void)
+{
+    int64_t outer = randint(1, 5), n = randint(1, 9), inner = randint(1, 40), nidx = randint(1, 12);
+    int64_t total = outer * n * inner, bad_idx = 0;
+    float *x = rand_f32(total, -1, 1), *src = rand_f32(outer * nidx * inner, -1, 1);
+    float *y = malloc(4 * (size_t)total), *ref = malloc(4 * (size_t)total);
+    int64_t *idx = malloc(8 * (size_t)nidx);
+    for (int64_t j = 0; j < nidx; j++)
+        idx[j] = randint(-n, n);
+    memcpy(ref, x, 4 * (size_t)total);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < nidx; j++)
+            memcpy(ref + (o * n + (idx[j] < 0 ? idx[j] + n : idx[j])) * inner,
+                   src + (o * nidx + j) * inner, 4 * (size_t)inner);
+    CHECK(tgk_index_copy(4, outer, n, inner, x, nidx, idx, src, y, &bad_idx) == 0);
+    CHECK(memcmp(y, ref, 4 * (size_t)total) == 0);
+    CHECK(tgk_index_copy(4, outer, n, inner, x, nidx, idx, src, x, &bad_idx) == 0);
+    CHECK(memcmp(x, ref, 4 * (size_t)total) == 0);
+    idx[0] = -n - 1;
+    CHECK(tgk_index_copy(4, outer, n, inner, x, nidx, idx, src, y, &bad_idx) == -1);
+    CHECK(bad_idx == -n - 1);
+    int64_t *xi = malloc(8 * (size_t)total), *yi = malloc(8 * (size_t)total);
+    for (int64_t i = 0; i < total; i++)
+        xi[i] = randint(-1000, 1000);
+    for (int mode = 0; mode < 4; mode++) {
+        bool excl = mode & 1, rev = mode & 2;
+        CHECK(tgk_cumsum(TGK_F32, outer, n, inner, excl, rev, x, y) == 0);
+        CHECK(tgk_cumsum(TGK_I64, outer, n, inner, excl, rev, xi, yi) == 0);
+        double worst = 0;
+        int bad = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                double s = 0;
+                int64_t si = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    int64_t at = (o * n + (rev ? n - 1 - j : j)) * inner + i;
+                    double want = excl ? s : s + x[at];
+                    int64_t want_i = excl ? si : si + xi[at];
+                    s += x[at];
+                    si += xi[at];
+                    double e = fabs(y[at] - want);
+                    worst = e > worst ? e : worst;
+                    bad += yi[at] != want_i;
+                }
+            }
+        CHECK(worst <= 1e-6 * n);
+        CHECK(bad == 0);
+    }
+    CHECK(tgk_cumsum(TGK_BOOL, outer, n, inner, false, false, x, y) == -1);
+    free(x);
+    free(src);
+    free(y);
+    free(ref);
+    free(idx);
+    free(xi);
+    free(yi);
+}
+
 static void test_gen_quant(void)
 {
     int64_t n = randint(1, 100000), start = randint(-50, 50), step = randint(-3, 4);
@@ -644,6 +706,7 @@ int main(void)
     test_reduce();
     test_movement();
     test_index();
+    test_index_copy_cumsum();
     test_gen_quant();
     tgk_set_num_threads(1);                     /* the inline path too */
     test_binary();

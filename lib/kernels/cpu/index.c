@@ -1,4 +1,4 @@
-/* Indexing by int64 indices: index_select (embedding) and gather. An index
+/* Indexing by int64 indices: index_select (embedding), gather and index_copy. An index
  * out of range stops nothing but is reported, so bad data never reads out of
  * bounds. */
 #include <string.h>
@@ -107,6 +107,36 @@ int tgk_gather(size_t elsize, int rank, const int64_t *xdims, const int64_t *idi
         return -1;
     }
     tgk_parallel_for(n, 4096, gather_task, &c);
+    if (c.failed && bad)
+        *bad = c.bad;
+    return c.failed ? -1 : 0;
+}
+
+/* One task per outer index, the indices in order within it: the last of a
+ * repeated index wins. */
+static void copy_task(void *vctx, int64_t b, int64_t e)
+{
+    select_ctx *c = vctx;       /* x: the rows to copy in */
+    size_t row = (size_t)c->inner * c->es;
+    for (int64_t o = b; o < e; o++)
+        for (int64_t j = 0; j < c->nidx; j++) {
+            int64_t i = wrap(c->idx[j], c->n);
+            if (i < 0)
+                note_bad(&c->failed, &c->bad, c->idx[j]);
+            else
+                memcpy(c->y + (size_t)(o * c->n + i) * row,
+                       c->x + (size_t)(o * c->nidx + j) * row, row);
+        }
+}
+
+int tgk_index_copy(size_t elsize, int64_t outer, int64_t n, int64_t inner, const void *x,
+                   int64_t nidx, const int64_t *idx, const void *src, void *y, int64_t *bad)
+{
+    if (y != x)
+        memcpy(y, x, (size_t)(outer * n * inner) * elsize);
+    select_ctx c = { elsize, n, inner, nidx, src, idx, y, 0, false };
+    int64_t work = nidx * inner;
+    tgk_parallel_for(outer, work >= 4096 ? 1 : 4096 / (work ? work : 1), copy_task, &c);
     if (c.failed && bad)
         *bad = c.bad;
     return c.failed ? -1 : 0;

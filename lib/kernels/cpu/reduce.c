@@ -202,3 +202,46 @@ void tgk_arg_reduce(bool max, tgk_dtype t, int rank, const int64_t *dims, int ax
     arg_ctx c = { max, t, x, y, dims[axis], inner };
     tgk_parallel_for(outer * inner, 256, arg_task, &c);
 }
+
+/* ---- cumulative sum ---------------------------------------------------------------- */
+
+typedef struct {
+    tgk_dtype t;
+    const void *x;
+    void *y;
+    int64_t n, inner;
+    bool exclusive, reverse;
+} scan_ctx;
+
+static void scan_task(void *vctx, int64_t begin, int64_t end)
+{
+    const scan_ctx *c = vctx;
+    bool fl = tgk_dtype_is_float(c->t);
+    for (int64_t o = begin; o < end; o++) {
+        int64_t base = o / c->inner * c->n * c->inner + o % c->inner;
+        double fs = 0;
+        uint64_t is = 0;        /* unsigned: integer overflow wraps, as torch's does */
+        for (int64_t j = 0; j < c->n; j++) {
+            int64_t at = base + (c->reverse ? c->n - 1 - j : j) * c->inner;
+            if (fl) {
+                double v = tgk_load_f64(c->t, c->x, at);
+                tgk_store_f64(c->t, c->y, at, c->exclusive ? fs : fs + v);
+                fs += v;
+            } else {
+                uint64_t v = (uint64_t)tgk_load_i64(c->t, c->x, at);
+                tgk_store_i64(c->t, c->y, at, (int64_t)(c->exclusive ? is : is + v));
+                is += v;
+            }
+        }
+    }
+}
+
+int tgk_cumsum(tgk_dtype t, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+               bool reverse, const void *x, void *y)
+{
+    if (t == TGK_BOOL || t <= TGK_DT_NONE || t >= TGK_DT_COUNT)
+        return -1;
+    scan_ctx c = { t, x, y, n, inner, exclusive, reverse };
+    tgk_parallel_for(outer * inner, n >= 256 ? 1 : 256 / (n ? n : 1), scan_task, &c);
+    return 0;
+}

@@ -103,6 +103,11 @@ int tgk_reduce(tgk_reduce_op op, tgk_dtype t, int rank, const int64_t *dims, uin
  * equals, NaN counts as largest and smallest (like torch). y: the other dims. */
 void tgk_arg_reduce(bool max, tgk_dtype t, int rank, const int64_t *dims, int axis,
                     const void *x, int64_t *y);
+/* Running sums along the middle axis of [outer, n, inner]: y_j = sum of x_i
+ * for i <= j (exclusive: i < j; reverse: from the end), in double for floats,
+ * wrapping int64 for integers, stored as t. x == y allowed. -1: t is bool. */
+int tgk_cumsum(tgk_dtype t, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+               bool reverse, const void *x, void *y);
 
 /* ---- data movement (movement.c): any type, by element size ----------------------- */
 /* y[i] = x[sum i_k xs_k] over dims (rank up to 2*TGK_MAX_RANK), y through ys
@@ -143,6 +148,11 @@ int tgk_index_select(size_t elsize, int64_t outer, int64_t n, int64_t inner, con
  * idims, x has xdims (same rank, idims[k] <= xdims[k] off the axis). */
 int tgk_gather(size_t elsize, int rank, const int64_t *xdims, const int64_t *idims, int axis,
                const void *x, const int64_t *idx, void *y, int64_t *bad);
+/* y = x [outer, n, inner] with y[o, idx[j], :] = src[o, j, :] for j < nidx
+ * (a repeated index: the last j wins); y == x allowed. -1 with *bad as
+ * tgk_index_select (y is then x with the valid rows written). */
+int tgk_index_copy(size_t elsize, int64_t outer, int64_t n, int64_t inner, const void *x,
+                   int64_t nidx, const int64_t *idx, const void *src, void *y, int64_t *bad);
 
 /* ---- generators (gen.c) ------------------------------------------------------------ */
 void tgk_full(tgk_dtype t, int64_t n, double value, void *y);

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""The model zoo: real architectures through every tgraph step, against eager PyTorch.
+
+    python3 bench/zoo/zoo.py [--tools DIR] [--work DIR] [--timeout S] [MODEL...]
+
+For each model of models.ZOO (or the ones named; a name ending in * is a
+prefix), in a fresh Python process with a time limit: build it with seeded
+random weights, make its weights non-trivial (parameters that init left
+constant, such as zero biases, unit norms and 1e-6 layer scales, drawn at
+random; BatchNorm statistics measured on a random batch), run it eagerly at
+batch 1 and 3, and export it three ways: torch.export with a dynamic batch
+(M.pt2), the same after run_decompositions() (M.core.pt2), and
+torch.onnx.export(dynamo=True) (M.onnx). Then, each under its own time
+limit: texport, trun at batch 1 and 3, tcompile, and the .so at batch 1
+and 3, every run checked against eager (trun --check, rtol 1e-4 of the
+output's max magnitude, atol 0). Each model's results are kept in
+WORK/M/result.json; bench/zoo/RESULTS.md is written from all of them, so a
+run over some models updates their rows only.
+
+An output is flagged "trivial" when its magnitude is below 1e-2 or it
+barely depends on the input (two inputs' outputs closer than 1e-3 of it):
+any tolerance would pass such a model.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FORMATS = ["pt2", "core.pt2", "onnx"]
+STEPS = ["import", "trun b1", "trun b3", "tcompile", ".so b1", ".so b3"]
+RTOL = 1e-4
+
+
+# ---- the export worker (runs in its own process) ----
+
+def nontrivial_weights(model, example):
+    import torch
+    g = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point() and p.numel() > 1 and bool((p == p.flatten()[0]).all()):
+                c = float(p.flatten()[0])
+                lo, hi = (0.5, 1.5) if c != 0 else (-0.2, 0.2)
+                p.copy_(torch.rand(p.shape, generator=g) * (hi - lo) + lo)
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if bns:     # running statistics of a random batch: non-trivial, and sane
+        for m in bns:
+            m.reset_running_stats()
+            m.momentum = None
+        model.train()
+        with torch.no_grad():
+            model(*example)
+    model.eval()
+
+
+def save_npy(path, t):
+    import numpy as np
+    np.save(path, t.detach().numpy())
+
+
+def export_worker(name, work, formats):
+    import numpy as np
+    import torch
+    import torch.utils._pytree as pytree
+    sys.path.insert(0, HERE)
+    from models import ZOO
+    torch.manual_seed(0)
+    model, make_inputs, dyn = ZOO[name][1]()
+    nontrivial_weights(model, make_inputs(4, 99))
+    info = {"params": sum(p.numel() for p in model.parameters())}
+    outs = {}
+    with torch.no_grad():
+        for b in (1, 3):
+            args = make_inputs(b, b)
+            for k, a in enumerate(args):
+                save_npy(os.path.join(work, f"in{k}.b{b}.npy"), a)
+            outs[b] = pytree.tree_leaves(model(*args))
+            for k, o in enumerate(outs[b]):
+                save_npy(os.path.join(work, f"out{k}.b{b}.npy"), o)
+        other = pytree.tree_leaves(model(*make_inputs(1, 7)))
+    info["outputs"] = len(outs[1])
+    mag = min(float(o.abs().max()) for o in outs[1])
+    dep = min(float((o - p).abs().max()) / max(float(o.abs().max()), 1e-30)
+              for o, p in zip(outs[1], other))
+    info["max_out"] = mag
+    info["trivial"] = mag < 1e-2 or dep < 1e-3
+    args = make_inputs(3, 3)
+    info["export"] = {}
+    try:
+        prog = torch.export.export(model, args, dynamic_shapes=dyn)
+        torch.export.save(prog, os.path.join(work, "m.pt2"))
+        info["export"]["pt2"] = "ok"
+        try:
+            torch.export.save(prog.run_decompositions(), os.path.join(work, "m.core.pt2"))
+            info["export"]["core.pt2"] = "ok"
+        except Exception as e:          # noqa: BLE001 - reported in the table
+            info["export"]["core.pt2"] = f"{type(e).__name__}: {e}"
+    except Exception as e:              # noqa: BLE001
+        info["export"]["pt2"] = info["export"]["core.pt2"] = f"{type(e).__name__}: {e}"
+    try:
+        if "onnx" in formats:
+            torch.onnx.export(model, args, os.path.join(work, "m.onnx"), dynamo=True,
+                              dynamic_shapes=dyn, external_data=False)
+            info["export"]["onnx"] = "ok"
+    except Exception as e:              # noqa: BLE001
+        info["export"]["onnx"] = f"{type(e).__name__}: {e}"
+    with open(os.path.join(work, "export.json"), "w") as f:
+        json.dump(info, f)
+
+
+# ---- the steps ----
+
+def run(cmd, timeout):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", f"over {timeout} s", ""
+    return ("ok" if p.returncode == 0 else "error"), p.stderr, p.stdout
+
+
+CHECK = re.compile(r"max abs error ([^,]+), max rel error (\S+) ")
+
+
+def check_run(tools, model, work, b, outputs, timeout):
+    ins = sorted(f for f in os.listdir(work) if f.startswith("in") and f.endswith(f".b{b}.npy"))
+    refs = ",".join(os.path.join(work, f"out{k}.b{b}.npy") for k in range(outputs))
+    st, err, out = run([os.path.join(tools, "trun"), model] + [os.path.join(work, f) for f in ins]
+                       + ["--check", refs, f"--rtol={RTOL}", "--atol=0"], timeout)
+    errs = [(float(a), float(r)) for a, r in CHECK.findall(out + err)]
+    if st == "error" and ": FAIL" in out:
+        st, err = "FAIL", out
+    return st, (err if st != "ok" else ""), errs
+
+
+def first_lines(text, n=12):
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[:n])
+
+
+def run_format(tools, work, fmt, outputs, timeout):
+    res = {"steps": {}, "errors": [], "messages": {}}
+    src = os.path.join(work, f"m.{fmt}")
+    tg, so = src + ".tg", src + ".so"
+
+    def step(name, st, msg=""):
+        res["steps"][name] = st
+        if st != "ok" and msg:
+            res["messages"][name] = first_lines(msg)
+        return st == "ok"
+
+    st, err, _ = run([os.path.join(tools, "texport"), src, "-o", tg], timeout)
+    if step("import", st, err):
+        for b in (1, 3):
+            st, err, e = check_run(tools, tg, work, b, outputs, timeout)
+            res["errors"] += e
+            step(f"trun b{b}", st, err)
+        st, err, _ = run([os.path.join(tools, "tcompile"), tg, "-o", so], 2 * timeout)
+        if step("tcompile", st, err):
+            for b in (1, 3):
+                st, err, e = check_run(tools, so, work, b, outputs, timeout)
+                res["errors"] += e
+                step(f".so b{b}", st, err)
+    for f in (tg, so):
+        if os.path.exists(f):
+            os.remove(f)
+    return res
+
+
+def run_model(name, args):
+    work = os.path.join(args.work, name.replace("+", "_"))
+    os.makedirs(work, exist_ok=True)
+    for f in os.listdir(work):
+        os.remove(os.path.join(work, f))
+    t0 = time.time()
+    st, err, _ = run([sys.executable, os.path.abspath(__file__), "--export-worker", name, work,
+                      ",".join(args.formats)], args.export_timeout)
+    result = {"name": name, "export_s": round(time.time() - t0, 1), "formats": {}}
+    info_path = os.path.join(work, "export.json")
+    if not os.path.exists(info_path):
+        result["export_error"] = first_lines(err, 4) if st != "timeout" else "export: timeout"
+    else:
+        with open(info_path) as f:
+            info = json.load(f)
+        result.update({k: info[k] for k in ("params", "max_out", "trivial")})
+        for fmt in args.formats:
+            if info["export"][fmt] != "ok":
+                result["formats"][fmt] = {"export_error": info["export"][fmt][:300]}
+                continue
+            result["formats"][fmt] = run_format(args.tools, work, fmt, info["outputs"],
+                                                args.timeout)
+    with open(os.path.join(work, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"{name}: {summary_line(result)}", flush=True)
+
+
+def end_to_end(fr):
+    return fr and all(fr.get("steps", {}).get(s) == "ok" for s in STEPS)
+
+
+def summary_line(r):
+    if "export_error" in r:
+        return "export failed"
+    return " ".join(f"{fmt}={'ok' if end_to_end(r['formats'].get(fmt)) else 'no'}"
+                    for fmt in FORMATS)
+
+
+# ---- the table ----
+
+UNSUPPORTED = re.compile(r"node \S+ \((torch\.ops\.)?([\w.]+)\): (.*)")
+
+
+def write_results(args, results):
+    from models import ZOO
+    order = list(ZOO)
+    results.sort(key=lambda r: order.index(r["name"]) if r["name"] in order else len(order))
+    n = len(results)
+    both = [r["name"] for r in results
+            if all(end_to_end(r["formats"].get(f)) for f in ("pt2", "core.pt2"))]
+    per = {f: sum(bool(end_to_end(r["formats"].get(f))) for r in results) for f in FORMATS}
+    tried = {f: sum(f in r["formats"] or "export_error" in r for r in results) for f in FORMATS}
+    lines = ["# Model zoo: real architectures through texport, trun and tcompile", "",
+             "Written by `make zoo` (bench/zoo/zoo.py; models in bench/zoo/models.py): seeded",
+             "random weights (constant-initialized parameters redrawn, BatchNorm statistics",
+             "measured on a random batch), exported by torch.export with a dynamic batch",
+             "(`pt2`), the same after `run_decompositions()` (`core.pt2`) and",
+             "`torch.onnx.export(dynamo=True)` (`onnx`). Every run is checked against eager",
+             "PyTorch float32 at batch 1 and 3: max abs error, and max rel error = max abs",
+             f"error / max|ref| (pass: rel <= {RTOL:g}). `FAIL`: ran, over tolerance; `error`:",
+             "the step failed (see Failures); `-`: not reached. `trivial`: the output is",
+             "tiny or hardly depends on the input, so its errors prove little.",
+             "",
+             f"torch {args.torch_version}; {time.strftime('%Y-%m-%d')}.",
+             "",
+             f"**End to end (import, trun b1/b3, tcompile, .so b1/b3 all ok): "
+             f"pt2 {per['pt2']}/{tried['pt2']}, core.pt2 {per['core.pt2']}/{tried['core.pt2']}, "
+             f"onnx {per['onnx']}/{tried['onnx']}; "
+             f"both .pt2 IR levels: {len(both)}/{n}.**", "",
+             "| model | params | max\\|out\\| | format | " + " | ".join(STEPS) +
+             " | max abs err | max rel err |",
+             "|---|---:|---:|---|" + "---|" * len(STEPS) + "---:|---:|"]
+    failures, missing = [], {}
+    for r in results:
+        name = r["name"]
+        if "export_error" in r:
+            lines.append(f"| {name} | | | (export) | " + " | ".join("-" for _ in STEPS) + " | | |")
+            failures.append(f"- **{name}** export: {r['export_error']}")
+            continue
+        mag = f"{r['max_out']:.3g}" + (" trivial" if r.get("trivial") else "")
+        for fmt in FORMATS:
+            fr = r["formats"].get(fmt)
+            if fr is None:
+                continue
+            if "export_error" in fr:
+                cells = ["export failed"] + ["-"] * (len(STEPS) - 1)
+                failures.append(f"- **{name}** {fmt} export: {fr['export_error'][:200]}")
+                err = ["", ""]
+            else:
+                cells = [fr["steps"].get(s, "-") for s in STEPS]
+                e = fr.get("errors", [])
+                err = [f"{max(a for a, _ in e):.2g}", f"{max(x for _, x in e):.2g}"] if e else ["", ""]
+                for s, msg in fr.get("messages", {}).items():
+                    failures.append(f"- **{name}** {fmt} {s}: " +
+                                    msg.replace("\n", "<br>").replace("|", "\\|")[:1500])
+                    for m in UNSUPPORTED.finditer(msg):
+                        missing.setdefault((m.group(2), m.group(3)[:80]), set()).add(name)
+            lines.append(f"| {name} | {r['params'] / 1e6:.2f}M | {mag} | {fmt} | " +
+                         " | ".join(cells) + f" | {err[0]} | {err[1]} |")
+    if missing:
+        lines += ["", "## Operators texport could not convert", "",
+                  "| operator | reason | models |", "|---|---|---|"]
+        for (op, why), ms in sorted(missing.items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"| {op} | {why} | {', '.join(sorted(ms))} |")
+    if failures:
+        lines += ["", "## Failures", ""] + failures
+    with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--export-worker":
+        return export_worker(sys.argv[2], sys.argv[3], sys.argv[4].split(","))
+    sys.path.insert(0, HERE)
+    from models import ZOO
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tools", default=os.path.join(HERE, "..", "..", "tools"))
+    ap.add_argument("--work", default="zoo-work")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per tool step")
+    ap.add_argument("--export-timeout", type=int, default=900)
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help="comma list of pt2, core.pt2, onnx (default all)")
+    ap.add_argument("--table-only", action="store_true", help="rewrite RESULTS.md only")
+    ap.add_argument("models", nargs="*")
+    args = ap.parse_args()
+    args.formats = args.formats.split(",")
+    if not set(args.formats) <= set(FORMATS):
+        sys.exit(f"zoo: --formats takes {', '.join(FORMATS)}")
+    import torch
+    args.torch_version = torch.__version__
+    names = []
+    for m in args.models or list(ZOO):
+        sel = [n for n in ZOO if n.startswith(m[:-1])] if m.endswith("*") else [m]
+        for n in sel:
+            if n not in ZOO:
+                sys.exit(f"zoo: unknown model '{n}' (known: {', '.join(ZOO)})")
+            names.append(n)
+    if not args.table_only:
+        for n in names:
+            run_model(n, args)
+    results = []
+    if os.path.isdir(args.work):
+        for d in sorted(os.listdir(args.work)):
+            p = os.path.join(args.work, d, "result.json")
+            if os.path.exists(p):
+                with open(p) as f:
+                    results.append(json.load(f))
+    write_results(args, results)
+
+
+if __name__ == "__main__":
+    main()
