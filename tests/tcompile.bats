@@ -31,30 +31,6 @@ setup() {
     fi
 }
 
-# compile_check MODEL VARIANT: compile $GRAPHS/MODEL.VARIANT.tg and check both
-# batches against the fixture's references.
-compile_check() {
-    run_ok "$TCOMPILE" "$GRAPHS/$1$2.tg" -o "$TMP/m.so"
-    for b in 1 3; do
-        run_ok "$TRUN" "$TMP/m.so" "$FIX/$1.in0.b$b.npy" --check "$FIX/$1.out0.b$b.npy"
-        [[ "$output$stderr" == *": ok"* ]]
-    done
-}
-
-# gen_compile_check M: both IR levels of generated fixture M compile and match
-# its PyTorch references.
-gen_compile_check() {
-    local ins refs ir
-    ins=$(ls "$FIX/$1".in*.npy | sort)
-    refs=$(ls "$FIX/$1".out*.npy | sort | paste -sd, -)
-    for ir in pt2 core.pt2; do
-        run_ok "$TEXPORT" -o "$TMP/m.tg" "$FIX/$1.$ir"
-        run_ok "$TCOMPILE" "$TMP/m.tg" -o "$TMP/m.so"
-        # shellcheck disable=SC2086
-        run_ok "$TRUN" "$TMP/m.so" $ins --check "$refs" -o "$TMP/out"
-    done
-}
-
 # random_npy DESCR SHAPE ITEMSIZE FILE: a .npy of random bytes ("<i8" "1, 64" 8 f),
 # for inputs that trun --random would refuse to make.
 random_npy() {
@@ -99,22 +75,65 @@ random_npy() {
     [ ! -e "$TMP/m2.so" ]
 }
 
-@test "mlp.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check mlp ""; }
-@test "mlp.core.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check mlp .core; }
-@test "cnn.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check cnn ""; }
-@test "cnn.core.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check cnn .core; }
-@test "tinygpt.pt2 compiles and matches PyTorch at batch 1 and 3" { compile_check tinygpt ""; }
-@test "tinygpt.core.pt2 compiles and matches PyTorch at batch 1 and 3" {
-    compile_check tinygpt .core
+# fixture_check FILE: texport and tcompile a fixture, then run the .so on each
+# of its inputs (NAME.inK.npy, or NAME.inK.bB.npy per batch B) against
+# PyTorch's outputs (NAME.outK[.bB].npy) and against the interpreter's.
+fixture_check() {
+    local file=$1 dir name batch ins refs interp
+    dir=$(dirname "$file")
+    name=$(basename "$file")
+    name=${name%%.*}
+    run_ok "$TEXPORT" "$file" -o "$TMP/f.tg"
+    run_ok "$TCOMPILE" "$TMP/f.tg" -o "$TMP/f.so"
+    for batch in "" .b1 .b3; do
+        ins=$(ls "$dir/$name".in*"$batch".npy 2>/dev/null | grep -E "\.in[0-9]+$batch\.npy$" | sort -V)
+        [ -n "$ins" ] || continue
+        refs=$(ls "$dir/$name".out*"$batch".npy | grep -E "\.out[0-9]+$batch\.npy$" | sort -V |
+               paste -sd, -)
+        # shellcheck disable=SC2086
+        run_ok "$TRUN" "$TMP/f.so" $ins --check "$refs"
+        # one output: a file; several: a directory of out0.npy ...
+        rm -rf "$TMP/interp"
+        interp=$TMP/interp
+        if [[ "$refs" == *,* ]]; then
+            mkdir "$interp"
+            interp=$(echo "$refs" | tr , '\n' | sed "s|.*\.out\([0-9]*\).*|$interp/out\1.npy|" |
+                     paste -sd, -)
+        fi
+        # shellcheck disable=SC2086
+        run_ok "$TRUN" "$TMP/f.tg" $ins -o "$TMP/interp"
+        # shellcheck disable=SC2086
+        run_ok "$TRUN" "$TMP/f.so" $ins --check "$interp"
+    done
 }
 
-@test "indexing by several index tensors compiles and matches PyTorch" { gen_compile_check index; }
-@test "cumsum position ids, diff, roll, fill_, reshape_as and weight_norm compile and match PyTorch" { gen_compile_check positions; }
-@test "a key/value cache written at positions compiles and matches PyTorch" { gen_compile_check kvcache; }
+# every fixture with reference outputs (the others are refusal cases)
+fixtures() {
+    local f name
+    for f in "$@"; do
+        name=$(basename "$f")
+        ls "$(dirname "$f")/${name%%.*}".out0*.npy >/dev/null 2>&1 && echo "$f"
+    done
+}
 
-@test "the ONNX fixtures compile and match PyTorch at batch 1 and 3 too" {
-    for m in mlp cnn tinygpt; do
-        compile_check $m .onnx
+@test "every .pt2 fixture (export IR) compiles and matches PyTorch and the interpreter" {
+    for f in $(fixtures "$FIX"/*.pt2 | grep -v '\.core\.pt2$'); do
+        echo "# $f"
+        fixture_check "$f"
+    done
+}
+
+@test "every .core.pt2 fixture (Core ATen IR) compiles and matches PyTorch and the interpreter" {
+    for f in $(fixtures "$FIX"/*.core.pt2); do
+        echo "# $f"
+        fixture_check "$f"
+    done
+}
+
+@test "every ONNX fixture compiles and matches PyTorch (ONNX Runtime) and the interpreter" {
+    for f in $(fixtures "$FIX"/*.onnx "$FIX"/onnx/*.onnx); do
+        echo "# $f"
+        fixture_check "$f"
     done
 }
 

@@ -39,6 +39,11 @@ const char *cg_ptr(tg_cg *c, int v);
 void cg_dims_array(tg_cg *c, const char *name, const tg_shape *s);
 /* "TGK_F32" from prefix "TGK_" and f32. */
 const char *cg_dtype_enum(tg_cg *c, const char *prefix, tg_dtype t);
+/* C literals that read back exactly: cg_float as a float constant (v
+ * rounded to float, suffix f: "6.0f", "1e-05f"), cg_double as a double
+ * ("6.0"); NAN, INFINITY or -INFINITY where v is not finite. */
+const char *cg_float(tg_cg *c, double v);
+const char *cg_double(tg_cg *c, double v);
 /* A C string literal for s, quotes included. */
 const char *cg_quote(tg_cg *c, const char *s);
 

@@ -4,7 +4,9 @@
 #define _GNU_SOURCE
 #include "cg.h"
 
+#include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +122,30 @@ const char *cg_dtype_enum(tg_cg *c, const char *prefix, tg_dtype t)
         buf[i] = n[i] >= 'a' && n[i] <= 'z' ? n[i] - 32 : n[i];
     buf[i] = 0;
     return cg_str(c, "%s%s", prefix, buf);
+}
+
+/* %.9g of a float and %.17g of a double read back exactly; a '.' where
+ * there is neither one nor an exponent keeps "6" from being an int and
+ * "6f" from being no literal at all. */
+static const char *literal(tg_cg *c, double v, bool single)
+{
+    if (isnan(v))
+        return "NAN";
+    if (isinf(v) || (single && fabs(v) > FLT_MAX))
+        return v > 0 ? "INFINITY" : "-INFINITY";
+    char buf[40];
+    snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", single ? (double)(float)v : v);
+    return cg_str(c, "%s%s%s", buf, strpbrk(buf, ".e") ? "" : ".0", single ? "f" : "");
+}
+
+const char *cg_float(tg_cg *c, double v)
+{
+    return literal(c, v, true);
+}
+
+const char *cg_double(tg_cg *c, double v)
+{
+    return literal(c, v, false);
 }
 
 const char *cg_quote(tg_cg *c, const char *s)

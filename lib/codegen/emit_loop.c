@@ -78,13 +78,6 @@ static const char *tile_ptr(loop_cx *x, int v)
     return cg_str(x->c, "b%d", k);
 }
 
-static const char *flt(tg_cg *c, double v)
-{
-    if (isinf(v))
-        return v > 0 ? "INFINITY" : "-INFINITY";
-    return cg_str(c, "%.9gf", v);
-}
-
 /* The tgk_vec_NAME_f32 that computes node nd (a float activation), or NULL. */
 static const char *vec_name(const tg_node *nd)
 {
@@ -124,14 +117,14 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     case TG_OP_HARDSWISH:
         return cg_str(c, "(%s) * fminf(fmaxf(%s + 3.0f, 0.0f), 6.0f) / 6.0f", a, a);
     case TG_OP_HARDSIGMOID: return cg_str(c, "fminf(fmaxf(%s / 6.0f + 0.5f, 0.0f), 1.0f)", a);
-    case TG_OP_LEAKY_RELU: return cg_str(c, "(%s < 0 ? %s * %s : %s)", a, a, flt(c, alpha), a);
-    case TG_OP_ELU: return cg_str(c, "(%s < 0 ? %s * expm1f(%s) : %s)", a, flt(c, alpha), a, a);
+    case TG_OP_LEAKY_RELU: return cg_str(c, "(%s < 0 ? %s * %s : %s)", a, a, cg_float(c, alpha), a);
+    case TG_OP_ELU: return cg_str(c, "(%s < 0 ? %s * expm1f(%s) : %s)", a, cg_float(c, alpha), a, a);
     case TG_OP_FLOOR: return cg_str(c, "floorf(%s)", a);
     case TG_OP_CEIL: return cg_str(c, "ceilf(%s)", a);
     case TG_OP_ROUND: return cg_str(c, "nearbyintf(%s)", a);
     case TG_OP_CLAMP: {
-        const char *lo = flt(c, tg_node_float(nd, "min", -INFINITY));
-        const char *hi = flt(c, tg_node_float(nd, "max", INFINITY));
+        const char *lo = cg_float(c, tg_node_float(nd, "min", -INFINITY));
+        const char *hi = cg_float(c, tg_node_float(nd, "max", INFINITY));
         return cg_str(c, "(%s < %s ? %s : %s > %s ? %s : %s)", a, lo, lo, a, hi, hi, a);
     }
     case TG_OP_LOGICAL_NOT: return cg_str(c, "(%s == 0)", a);

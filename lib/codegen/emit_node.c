@@ -27,16 +27,6 @@ static const char *dt_enum(tg_cg *c, tg_dtype t)
     return cg_dtype_enum(c, "TGK_", t);
 }
 
-/* A double as a C literal that reads back exactly. */
-static const char *dbl(tg_cg *c, double v)
-{
-    if (isnan(v))
-        return "NAN";
-    if (isinf(v))
-        return v > 0 ? "INFINITY" : "-INFINITY";
-    return cg_str(c, "%.17g", v);
-}
-
 static int need_f32(const tg_node *nd, const tg_value *x)
 {
     if (x->dtype != TG_F32)
@@ -101,9 +91,9 @@ static int emit_unary(tg_cg *c, const tg_node *nd, const char *k)
 {
     const tg_value *x = in_val(c, nd, 0);
     double alpha = tg_node_float(nd, "alpha", nd->op == TG_OP_ELU ? 1.0 : 0.01);
-    fprintf(c->f, "    const tgk_unary_param p = {%s, %s, %s};\n", dbl(c, alpha),
-            dbl(c, tg_node_float(nd, "min", -INFINITY)),
-            dbl(c, tg_node_float(nd, "max", INFINITY)));
+    fprintf(c->f, "    const tgk_unary_param p = {%s, %s, %s};\n", cg_double(c, alpha),
+            cg_double(c, tg_node_float(nd, "min", -INFINITY)),
+            cg_double(c, tg_node_float(nd, "max", INFINITY)));
     check_rc(c, nd,
              cg_str(c, "tgk_unary(%s, %s, %s, %s, %s, &p)", k, dt_enum(c, x->dtype),
                     cg_numel(c, nd->out[0]), cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes)),
@@ -244,7 +234,7 @@ static int emit_norm(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     const tg_shape *s = &x->shape;
-    const char *eps = dbl(c, tg_node_float(nd, "eps", 1e-5));
+    const char *eps = cg_float(c, tg_node_float(nd, "eps", 1e-5));
     const char *y = OUT(c, nd - c->g->nodes), *xp = cg_ptr(c, nd->in[0]);
     int ax;
     if (need_f32(nd, x))
@@ -253,18 +243,18 @@ static int emit_norm(tg_cg *c, const tg_node *nd)
     case TG_OP_LAYER_NORM:
         if (axis_attr(nd, "axis", -1, s->rank, &ax))
             return -1;
-        fprintf(c->f, "    tgk_layer_norm_f32(%s, %s, %s, %s, %s, %s, %sf);\n", xp,
+        fprintf(c->f, "    tgk_layer_norm_f32(%s, %s, %s, %s, %s, %s, %s);\n", xp,
                 opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_prod(c, s, 0, ax),
                 cg_prod(c, s, ax, s->rank), eps);
         return 0;
     case TG_OP_GROUP_NORM:
-        fprintf(c->f, "    tgk_group_norm_f32(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %sf);\n",
+        fprintf(c->f, "    tgk_group_norm_f32(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
                 xp, opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_dim(c, s->d[0]),
                 cg_dim(c, s->d[1]), cg_prod(c, s, 2, s->rank), tg_node_int(nd, "groups", 1),
                 eps);
         return 0;
     default:    /* batch_norm */
-        fprintf(c->f, "    tgk_batch_norm_f32(%s, %s, %s, %s, %s, %s, %s, %s, %s, %sf);\n", xp,
+        fprintf(c->f, "    tgk_batch_norm_f32(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", xp,
                 cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]), opt_ptr(c, nd, 3),
                 opt_ptr(c, nd, 4), y, cg_dim(c, s->d[0]), cg_dim(c, s->d[1]),
                 cg_prod(c, s, 2, s->rank), eps);
@@ -418,7 +408,7 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
             cg_dim(c, k->shape.d[r - 2]), cg_dim(c, q->shape.d[r - 1]),
             cg_dim(c, v->shape.d[r - 1]), (int)tg_node_int(nd, "causal", 0));
     if (scale != 0)
-        fprintf(c->f, "    d.scale = %sf;\n", dbl(c, scale));
+        fprintf(c->f, "    d.scale = %s;\n", cg_float(c, scale));
     else
         fprintf(c->f, "    d.scale = 1.0f / sqrtf((float)d.E);\n");
     if (m) {
@@ -544,7 +534,7 @@ static int emit_movement(tg_cg *c, const tg_node *nd)
             fprintf(c->f, "%s%" PRId64, i > n / 2 ? ", " : "", v[i]);
         fprintf(c->f, "};\n    uint64_t value = 0;\n    tgk_store_f64(%s, &value, 0, %s);\n"
                 "    tgk_pad(%zu, %d, x, before, after, &value, %s, %s);\n",
-                dt_enum(c, x->dtype), dbl(c, tg_node_float(nd, "value", 0)), es,
+                dt_enum(c, x->dtype), cg_double(c, tg_node_float(nd, "value", 0)), es,
                 x->shape.rank, xp, yp);
         return 0;
     case TG_OP_TILE:
@@ -618,8 +608,8 @@ static int emit_quant(tg_cg *c, const tg_node *nd)
         return -1;
     fprintf(c->f, "    static const float scale[] = {");
     for (int i = 0; i < nch; i++)
-        fprintf(c->f, "%s%sf", i ? ", " : "",
-                dbl(c, sa->kind == TG_ATTR_FLOATS ? sa->u.floats[i] : sa->u.f));
+        fprintf(c->f, "%s%s", i ? ", " : "",
+                cg_float(c, sa->kind == TG_ATTR_FLOATS ? sa->u.floats[i] : sa->u.f));
     fprintf(c->f, "};\n    static const int32_t zero[] = {");
     for (int i = 0; i < nch; i++)
         fprintf(c->f, "%s%" PRId64, i ? ", " : "",
@@ -640,7 +630,7 @@ static int emit_gen(tg_cg *c, const tg_node *nd)
     const tg_value *y = out_val(c, nd);
     if (nd->op == TG_OP_FULL) {
         fprintf(c->f, "    tgk_full(%s, %s, %s, %s);\n", dt_enum(c, y->dtype),
-                cg_numel(c, nd->out[0]), dbl(c, tg_node_float(nd, "value", 0)),
+                cg_numel(c, nd->out[0]), cg_double(c, tg_node_float(nd, "value", 0)),
                 OUT(c, nd - c->g->nodes));
         return 0;
     }

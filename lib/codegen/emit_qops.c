@@ -50,8 +50,8 @@ static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
     }
     packed_weights(c, nd, "qgemm", cg_str(c, "%s, %s", N, K));
     fail_if(c, nd,
-            cg_str(c, "tgk_qlinear_f32(%s, %s, %s, %s, (float)%.9g, %d, %d, pk, %s, %s, %s)", M, N, K,
-                   cg_ptr(c, nd->in[0]), q->x_scale, (int)q->x_zero_u8,
+            cg_str(c, "tgk_qlinear_f32(%s, %s, %s, %s, %s, %d, %d, pk, %s, %s, %s)", M, N, K,
+                   cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
                    q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd), y),
             "TGRAPH_E_NOMEM", "out of memory");
     return 0;
@@ -80,8 +80,8 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
     }
     packed_weights(c, nd, "qconv", "&d");
     fail_if(c, nd,
-            cg_str(c, "tgk_qconv_f32(&d, %s, (float)%.9g, %d, %d, pk, %s, %s, %s)",
-                   cg_ptr(c, nd->in[0]), q->x_scale, (int)q->x_zero_u8,
+            cg_str(c, "tgk_qconv_f32(&d, %s, %s, %d, %d, pk, %s, %s, %s)",
+                   cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
                    q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd),
                    cg_ptr(c, nd->out[0])),
             "TGRAPH_E_NOMEM", "out of memory");

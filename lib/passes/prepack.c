@@ -7,7 +7,8 @@
  *   vector load per panel row and packs nothing at run time.
  * - The attention kernel takes an additive float mask. A constant boolean
  *   mask (true: attend) becomes a constant of 0 and -inf; a computed one gets
- *   a where node that makes the same. */
+ *   a where node that makes the same. A mask every layer shares (BERT's,
+ *   ViT's) is converted once for all its readers. */
 #include "passes.h"
 
 #include "../kernels/cpu/kernels.h"
@@ -90,15 +91,35 @@ static int pack_linear(tg_graph *g, int n)
     return 1;
 }
 
+/* The additive form of boolean mask mv in dtype dt: made[] (one per value
+ * the pass started with, -1: none yet) keeps the one made for an earlier
+ * attention reading the same mask. */
+static int additive_mask(tg_graph *g, int mv, tg_dtype dt, int *made)
+{
+    if (made[mv] >= 0 && g->values[made[mv]].dtype == dt)
+        return made[mv];
+    if (made[mv] >= 0)
+        return tg_err("boolean mask '%s' read by attentions of two dtypes",
+                      g->values[mv].name);
+    int packed = g->values[mv].kind == TG_VALUE_CONST ? packed_const(g, &g->values[mv], dt)
+                                                      : packed_node(g, mv, dt);
+    return made[mv] = packed;
+}
+
 int tg_pass_prepack(tg_graph *g)
 {
     int changed = 0, nnode = g->nnode;
+    int *made = malloc(sizeof *made * (g->nvalue ? g->nvalue : 1));
+    if (!made)
+        return tg_err("out of memory");
+    for (int v = 0; v < g->nvalue; v++)
+        made[v] = -1;
     for (int n = 0; n < nnode; n++) {
         const tg_node *nd = &g->nodes[n];
         if (nd->op == TG_OP_LINEAR) {
             int r = pack_linear(g, n);
             if (r < 0)
-                return -1;
+                goto fail;
             changed += r;
             continue;
         }
@@ -106,17 +127,19 @@ int tg_pass_prepack(tg_graph *g)
             g->values[nd->in[3]].dtype != TG_BOOL)
             continue;
         int mv = nd->in[3];
-        tg_dtype dt = g->values[nd->in[0]].dtype;
-        int packed = g->values[mv].kind == TG_VALUE_CONST ? packed_const(g, &g->values[mv], dt)
-                                                          : packed_node(g, mv, dt);
+        int packed = additive_mask(g, mv, g->values[nd->in[0]].dtype, made);
         if (packed < 0)
-            return -1;
+            goto fail;
         g->nodes[n].in[3] = packed;
         TG_LOG(PASSES, TG_LOG_DEBUG, "prepack: %s's boolean mask %s is additive",
                g->nodes[n].name, g->values[mv].name);
         changed++;
     }
+    free(made);
     if (changed && tg_graph_compact(g))
         return -1;
     return changed;
+fail:
+    free(made);
+    return -1;
 }

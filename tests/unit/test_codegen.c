@@ -294,6 +294,36 @@ static void test_views(void)
     check_case("strided slice + permute", g, false);
 }
 
+/* Two attentions reading one boolean mask (as every layer of BERT or ViT
+ * does): prepack makes its additive form once for both. */
+static void test_shared_mask(void)
+{
+    for (int computed = 0; computed < 2; computed++) {
+        tg_graph *g = tg_graph_new();
+        int x = input(g, "x", DIMS(5, 24));
+        int qkv[3];
+        for (int h = 0; h < 3; h++)
+            qkv[h] = head_split(g, x, h, 5, (int64_t[]){0, 2, 1, 3});
+        /* constant: causal; computed: random, or the diagonal, so that no
+         * row is fully masked */
+        uint8_t *tri = calloc(25, 1);
+        for (int i = 0; i < 5; i++)
+            for (int j = computed ? i : 0; j <= i; j++)
+                tri[i * 5 + j] = 1;
+        tg_shape ts = tg_shape_of(2, (int64_t[]){5, 5});
+        int mask = tg_graph_add_const(g, "tri", TG_BOOL, &ts, tri, 25);
+        if (computed) {
+            int m = input(g, "m", DIMS(1, 5, 5)), zero = W(g, "zero", 1);
+            mask = NODE(g, LOGICAL_OR, 0, NULL, NODE(g, GT, 0, NULL, m, zero), mask);
+        }
+        int a = NODE(g, SDPA, 0, NULL, qkv[0], qkv[1], qkv[2], mask);
+        int b = NODE(g, SDPA, 0, NULL, qkv[1], qkv[0], qkv[2], mask);
+        tg_graph_add_output(g, NODE(g, ADD, 0, NULL, a, b));
+        check_case(computed ? "two sdpa, one computed bool mask" : "two sdpa, one bool constant mask",
+                   g, false);
+    }
+}
+
 int main(void)
 {
     if (!getenv("TGRAPH_RUNTIME_DIR")) {
@@ -306,5 +336,6 @@ int main(void)
     test_loops();
     test_layers();
     test_views();
+    test_shared_mask();
     return unit_report();
 }
