@@ -328,85 +328,62 @@ int cg_emit_loop(tg_cg *c, int root)
     return 0;
 }
 
-/* The node of group `root` whose result node n reads (-1: none). */
-static int member_input(const tg_cg *c, int root, int n)
+/* Epilogue group `root` as tg_epilogue_analyze sees it, when it is one
+ * whose anchor has op `anchor`. */
+static bool epilogue_of(const tg_cg *c, int root, tg_op anchor, tg_epilogue *e)
 {
-    const tg_node *nd = &c->g->nodes[n];
-    for (int i = 0; i < nd->nin; i++) {
-        const tg_value *x = nd->in[i] >= 0 ? &c->g->values[nd->in[i]] : NULL;
-        if (x && x->kind == TG_VALUE_NODE && c->p->root[x->producer] == root &&
-            x->producer != n)
-            return x->producer;
+    if (c->p->kind[root] != TG_GROUP_EPILOGUE)
+        return false;
+    if (tg_epilogue_analyze(c->g, c->p, root, e)) {
+        tg_err_clear();     /* cg_emit_epilogue reports it */
+        return false;
     }
-    return -1;
-}
-
-/* Whether epilogue group `root` is exactly the chain from `anchor` (op) to
- * `root`, of `len` nodes; *a: the anchor. */
-static bool epilogue_chain(const tg_cg *c, int root, tg_op anchor, int len, int *a)
-{
-    int members = 0;
-    for (int m = 0; m <= root; m++)
-        members += c->p->root[m] == root;
-    *a = root;
-    for (int i = 1; i < len && *a >= 0; i++)
-        *a = member_input(c, root, *a);
-    return c->p->kind[root] == TG_GROUP_EPILOGUE && members == len && *a >= 0 &&
-           c->g->nodes[*a].op == anchor;
+    return c->g->nodes[e->anchor].op == anchor;
 }
 
 bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool)
 {
-    const tg_node *top = &c->g->nodes[root];
-    int64_t k[2];
+    tg_epilogue e;
+    *relu = false;
     *pool = 0;
-    if (top->op == TG_OP_MAX_POOL) {
-        if (tg_attr_per_axis(top, "kernel", 2, 0, k)) {
-            tg_err_clear();
-            return false;
-        }
-        *pool = k[0];
-    }
-    int n = *pool ? member_input(c, root, root) : root, a;
-    *relu = n >= 0 && c->g->nodes[n].op == TG_OP_RELU;
-    return (*relu || *pool) && epilogue_chain(c, root, TG_OP_CONV, 1 + *relu + !!*pool, &a);
+    if (!epilogue_of(c, root, TG_OP_CONV, &e))
+        return false;
+    *relu = e.nact == 1 && c->g->nodes[e.act[0]].op == TG_OP_RELU;
+    *pool = e.pool;
+    return *pool || *relu;
 }
 
 bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)
 {
-    const tg_node *top = &c->g->nodes[root];
-    int a;
+    tg_epilogue e;
     *act = NULL;
     *res = -1;
-    if (!epilogue_chain(c, root, TG_OP_LINEAR_PACKED, 2, &a))
+    if (!epilogue_of(c, root, TG_OP_LINEAR_PACKED, &e))
         return false;
-    if (top->op == TG_OP_ADD) {
-        *res = top->in[0] == c->g->nodes[a].out[0] ? top->in[1] : top->in[0];
+    if (e.residual >= 0) {
+        *res = e.residual;
         return true;
     }
-    *act = top->op == TG_OP_RELU ? "relu" : vec_name(top);
+    const tg_node *a = e.nact == 1 ? &c->g->nodes[e.act[0]] : NULL;
+    *act = !a ? NULL : a->op == TG_OP_RELU ? "relu" : vec_name(a);
     return *act != NULL;
 }
 
 int cg_emit_epilogue(tg_cg *c, int root)
 {
+    tg_epilogue e;
+    if (tg_epilogue_analyze(c->g, c->p, root, &e))
+        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
     /* the anchor's kernel writes the result; the activations then run over it */
-    for (int m = 0; m < root; m++)
-        if (c->p->root[m] == root && !tg_op_is_elementwise(c->g->nodes[m].op) &&
-            cg_emit_node(c, m))
-            return -1;
+    if (cg_emit_node(c, e.anchor))
+        return -1;
     bool relu;
     int64_t pool;
     const char *act;
     int res;
     if (cg_conv_epilogue(c, root, &relu, &pool) || cg_linear_epilogue(c, root, &act, &res))
         return 0;
-    /* the loop reads only the anchor's result: activations, one input each */
-    for (int m = 0; m <= root; m++)
-        if (c->p->root[m] == root && tg_op_is_elementwise(c->g->nodes[m].op) &&
-            c->g->nodes[m].nin != 1)
-            return tg_err("node '%s': an epilogue with a %s is not supported by the CPU code"
-                          " generator", c->g->nodes[m].name, tg_op_name(c->g->nodes[m].op));
+    /* what is left is activations (a pool or a residual is always the kernel's) */
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
         return -1;

@@ -187,6 +187,72 @@ static bool residual(const tg_graph *g, const tg_plan *p, int n, int add)
            tg_shape_eq(&g->values[a->out[0]].shape, &yv->shape);
 }
 
+/* The member of root's group that node n reads: its one input made inside
+ * the group. -1 (tg_err) when it reads none or two. */
+static int chain_input(const tg_graph *g, const tg_plan *p, int root, int n)
+{
+    const tg_node *nd = &g->nodes[n];
+    int prev = -1;
+    for (int i = 0; i < nd->nin; i++) {
+        const tg_value *x = nd->in[i] >= 0 ? &g->values[nd->in[i]] : NULL;
+        if (!x || x->kind != TG_VALUE_NODE || p->root[x->producer] != root || x->producer == n)
+            continue;
+        if (prev >= 0 && prev != x->producer)
+            return tg_err("%s reads two members of the group", nd->name);
+        prev = x->producer;
+    }
+    if (prev < 0)
+        return tg_err("%s reads no member of the group", nd->name);
+    return prev;
+}
+
+int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilogue *e)
+{
+    memset(e, 0, sizeof *e);
+    e->residual = -1;
+    if (p->kind[root] != TG_GROUP_EPILOGUE)
+        return tg_err("%s is no epilogue group", g->nodes[root].name);
+    int members = 0, chain[TG_EPILOGUE_MAX + 1], len = 0, n = root;
+    for (int m = 0; m <= root; m++)
+        members += p->root[m] == root;
+    while (!is_anchor(g->nodes[n].op)) {    /* from the root back to the anchor */
+        if (len == TG_EPILOGUE_MAX + 1)
+            return tg_err("more than %d activations", TG_EPILOGUE_MAX);
+        chain[len++] = n;
+        if ((n = chain_input(g, p, root, n)) < 0)
+            return -1;
+    }
+    e->anchor = n;
+    if (members != len + 1)
+        return tg_err("members off the chain from %s to %s", g->nodes[n].name,
+                      g->nodes[root].name);
+    int yv = g->nodes[n].out[0];
+    const tg_value *y = &g->values[yv];
+    for (int k = len - 1; k >= 0; k--) {
+        const tg_node *nd = &g->nodes[chain[k]];
+        const tg_value *o = &g->values[nd->out[0]];
+        if (is_activation(nd->op) && nd->nin == 1) {
+            if (o->dtype != y->dtype || !tg_shape_eq(&o->shape, &y->shape))
+                return tg_err("%s changes the shape or dtype", nd->name);
+            e->act[e->nact++] = chain[k];
+            continue;
+        }
+        bool first = k == len - 1;
+        const tg_node *a = &g->nodes[e->anchor];
+        if (k == 0 && nd->op == TG_OP_MAX_POOL && a->op == TG_OP_CONV &&
+            (first || (e->nact == 1 && g->nodes[e->act[0]].op == TG_OP_RELU)) &&
+            (e->pool = conv_pool(g, p, a, chain[0])))
+            continue;
+        if (k == 0 && first && a->op == TG_OP_LINEAR_PACKED && residual(g, p, e->anchor, root)) {
+            e->residual = nd->in[0] == yv ? nd->in[1] : nd->in[0];
+            continue;
+        }
+        return tg_err("%s (%s) is neither an activation nor a pool or residual add its"
+                      " kernel applies", nd->name, tg_op_name(nd->op));
+    }
+    return 0;
+}
+
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
 {
     int *uses = tg_graph_use_counts(g);
@@ -209,30 +275,44 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
             }
             if (y->dtype != x->dtype || !tg_shape_eq(&y->shape, &x->shape))
                 break;
-            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (%s) + %s (%s) in place", nd->name,
-                   tg_op_name(nd->op), act->name, tg_op_name(act->op));
             last = r;
         }
         bool relu_only = last == n || (g->nodes[last].op == TG_OP_RELU &&
                                        g->nodes[last].in[0] == nd->out[0]);
         if (nd->op == TG_OP_CONV && relu_only &&
-            (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r)) {
-            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (conv) + %s (max_pool) in the conv kernel",
-                   nd->name, g->nodes[r].name);
+            (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r))
             last = r;
-        }
+        /* an add already ending another GEMM's group (head + dist head) is not free */
         if (nd->op == TG_OP_LINEAR_PACKED && last == n &&
-            (r = sole_reader(g, uses, nd->out[0])) >= 0 && residual(g, p, n, r)) {
-            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (linear_packed) + %s (add) in the GEMM",
-                   nd->name, g->nodes[r].name);
+            (r = sole_reader(g, uses, nd->out[0])) >= 0 && p->kind[r] == TG_GROUP_SINGLE &&
+            residual(g, p, n, r))
             last = r;
-        }
         if (last == n)
             continue;
-        /* every member's root is the last activation */
+        /* every member's root is the last one; kept only when the code
+         * generator compiles the group (tg_epilogue_analyze) */
         for (int m = n; m != last; m = sole_reader(g, uses, g->nodes[m].out[0]))
             p->root[m] = last;
         p->kind[last] = TG_GROUP_EPILOGUE;
+        tg_epilogue e;
+        if (tg_epilogue_analyze(g, p, last, &e)) {
+            TG_LOG(FUSION, TG_LOG_DEBUG, "act: %s .. %s refused: %s", nd->name,
+                   g->nodes[last].name, tg_errmsg());
+            tg_err_clear();
+            for (int m = n; m != last; m = sole_reader(g, uses, g->nodes[m].out[0]))
+                p->root[m] = m;
+            p->kind[last] = TG_GROUP_SINGLE;
+            continue;
+        }
+        for (int k = 0; k < e.nact; k++)
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (%s) + %s (%s) in place", nd->name,
+                   tg_op_name(nd->op), g->nodes[e.act[k]].name, tg_op_name(g->nodes[e.act[k]].op));
+        if (e.pool)
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (conv) + %s (max_pool) in the conv kernel",
+                   nd->name, g->nodes[last].name);
+        if (e.residual >= 0)
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (linear_packed) + %s (add) in the GEMM",
+                   nd->name, g->nodes[last].name);
         fused++;
     }
     free(uses);

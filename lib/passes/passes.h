@@ -94,6 +94,26 @@ int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
 /* Whether a loop can compute node nd element by element (*why: why not). */
 bool tg_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
 
+/* What an EPILOGUE group computes (fuse_act.c): its anchor's kernel (linear,
+ * linear_packed, conv, matmul, qlinear, qconv), then a chain of members each
+ * reading the one before, all of the anchor's shape and dtype: activations
+ * (one input each) applied in place, and as the group's root either a max
+ * pool the conv kernel applies (a float 2-D conv with nothing or one relu
+ * before it, windows that tile the result: pool = the window) or the add of
+ * a residual the pre-packed GEMM applies (nothing before it). This is the
+ * contract between fuse_act and the code generator: it compiles every group
+ * tg_epilogue_analyze accepts, and fuse_act forms no other. */
+#define TG_EPILOGUE_MAX 16
+typedef struct {
+    int anchor;
+    int nact, act[TG_EPILOGUE_MAX];     /* the activations, in order */
+    int64_t pool;                       /* the max pool's window, or 0 */
+    int residual;                       /* the value the GEMM adds, or -1 */
+} tg_epilogue;
+
+/* 0, or -1 with tg_err saying why group `root` is no epilogue. */
+int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilogue *e);
+
 /* What a view chain reads (fuse_views.c): the chain's input `base`, as the
  * strided view rank/dims/strides (elements) starting `offset` elements in.
  * The chain ends at node `last` (a VIEW group's root, or a member of a

@@ -1,146 +1,12 @@
-/* The C code generator against the interpreter, one small graph per case
- * (ggml's test-backend-ops, here for compiled models): each graph goes
- * through the pass pipeline, is compiled to a .so (needs libtgkernels.a:
- * TGRAPH_RUNTIME_DIR, which make check sets), loaded with dlopen and run on
- * fresh random inputs at two batch sizes; outputs must match the interpreter
- * on the original graph within 1e-4 relative to the largest magnitude
- * (+1e-5 absolute). Cases cover what the fixtures do not: pooling with
- * padding, dilation and ceil mode, fused loops with broadcasting and
- * reductions, matmul broadcasting, movement ops, epilogues. */
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <string.h>
+/* The C code generator against the interpreter on the shapes the fixtures
+ * do not reach (cgcheck.h compiles and compares): pooling with padding,
+ * dilation and ceil mode, fused loops with broadcasting and reductions,
+ * matmul broadcasting, movement ops, views read in place, every fusion
+ * candidate of fuse_act (anchors and what follows them), masks shared by
+ * several attentions. */
 #include <time.h>
-#include <unistd.h>
-#include <tgraph/model.h>
 
-#include "codegen/codegen.h"
-#include "error.h"
-#include "exec/exec.h"
-#include "passes/passes.h"
-#include "randgraph.h"
-#include "unit.h"
-
-
-#define DIMS(...) (int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)
-#define NODE(g, op, na, at, ...) \
-    tg_graph_add_node(g, TG_OP_##op, NULL, sizeof((int[]){__VA_ARGS__}) / sizeof(int), \
-                      (int[]){__VA_ARGS__}, na, at)
-
-/* x: f32 [batch, dims...], batch a symbol in 1..16. */
-static int input(tg_graph *g, const char *name, const int64_t *dims, int rank)
-{
-    int b = tg_graph_find_symbol(g, "batch");
-    if (b < 0)
-        b = tg_graph_add_symbol(g, "batch", 1, 16);
-    tg_shape s = {.rank = rank + 1, .d = {tg_dim_sym(b)}};
-    for (int i = 0; i < rank; i++)
-        s.d[i + 1] = tg_dim_const(dims[i]);
-    return tg_graph_add_input(g, name, TG_F32, &s);
-}
-
-/* Compile g (a copy goes through the passes) into dir/name.so. */
-static int compile(const tg_graph *g, const char *path)
-{
-    tg_graph *c = tg_graph_clone(g);
-    tg_plan *p = c ? tg_passes_run(c, NULL) : NULL;
-    FILE *f = fopen(path, "wb");
-    /* a baseline CPU: the cases test the generated code, not -march, and must
-     * also run under valgrind (no AVX-512 there); bats tests native builds */
-    tg_build_opts o = {.cpu = "x86-64-v2"};
-    int rc = p && f ? tg_codegen_build(c, p, &o, f) : -1;
-    if (f && fclose(f))
-        rc = -1;
-    tg_plan_free(p);
-    tg_graph_free(c);
-    return rc;
-}
-
-static double compare(const tg_tensor *ref, const tgraph_tensor *got)
-{
-    if (got->rank != ref->rank || got->nbytes != ref->nbytes)
-        return INFINITY;
-    const float *a = ref->data, *b = got->data;
-    double big = 0, err = 0;
-    for (size_t i = 0; i < ref->nbytes / 4; i++) {
-        big = fmax(big, fabs(a[i]));
-        err = fmax(err, fabs((double)a[i] - b[i]) - 1e-5);
-        if (isnan(a[i]) != isnan(b[i]))
-            return INFINITY;
-    }
-    return err / fmax(big, 1e-6);
-}
-
-/* An input value: uniform, or for exact cases also NaNs of both signs (max
- * pooling must pick the same one) and zeros of both signs (ties keep the
- * first tap), so that a differing select order shows up. */
-static float input_value(size_t k, bool exact)
-{
-    if (exact && k % 11 == 0)
-        return k % 22 ? NAN : -NAN;
-    if (exact && k % 5 == 0)
-        return k % 10 ? 0.0f : -0.0f;
-    return 3 * uniform();
-}
-
-/* Compile g, run it and the interpreter at batch 1 and 5, compare: within
- * the tolerance, or bit for bit when exact. */
-static void check_case(const char *what, tg_graph *g, bool exact)
-{
-    char path[] = "/tmp/test_codegen.XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    int ok = compile(g, path) == 0;
-    if (!ok)
-        fprintf(stderr, "%s: %s\n", what, tg_errmsg());
-    CHECK(ok);
-    void *dl = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    unlink(path);
-    tgraph_model *(*open)(const char *) = dl ? dlsym(dl, "tgraph_model_open") : NULL;
-    int (*run)(tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int) =
-        dl ? dlsym(dl, "tgraph_model_run") : NULL;
-    void (*close_m)(tgraph_model *) = dl ? dlsym(dl, "tgraph_model_close") : NULL;
-    CHECK(open && run && close_m);
-    tgraph_model *m = open ? open(NULL) : NULL;
-    CHECK(m != NULL);
-    for (int b = 1; m && b <= 5; b += 4) {
-        tg_tensor in[4] = {{0}}, ref[4] = {{0}};
-        tgraph_tensor tin[4], tout[4] = {{0}};
-        for (int i = 0; i < g->ninput; i++) {
-            const tg_value *v = &g->values[g->inputs[i]];
-            int64_t sym[TG_MAX_SYMS] = {b};
-            in[i].dtype = v->dtype;
-            in[i].rank = v->shape.rank;
-            tg_shape_eval(&v->shape, sym, in[i].dims);
-            tg_tensor_alloc(&in[i]);
-            for (size_t k = 0; k < in[i].nbytes / 4; k++)
-                ((float *)in[i].data)[k] = input_value(k, exact);
-            tin[i] = (tgraph_tensor){.data = in[i].data, .dtype = (tgraph_dtype)in[i].dtype,
-                                     .rank = in[i].rank, .nbytes = in[i].nbytes};
-            memcpy(tin[i].dims, in[i].dims, sizeof tin[i].dims);
-        }
-        tg_exec *e = tg_exec_new(g, 1);
-        CHECK(e && tg_exec_run(e, in, ref) == 0);
-        tg_exec_free(e);
-        CHECK(run(m, tin, g->ninput, tout, g->noutput) == 0);
-        for (int o = 0; o < g->noutput; o++) {
-            double err = compare(&ref[o], &tout[o]);
-            if (exact && err <= 1e-4 && memcmp(ref[o].data, tout[o].data, ref[o].nbytes))
-                err = INFINITY;
-            if (!(err <= 1e-4))
-                fprintf(stderr, "%s, batch %d, output %d: relative error %g\n", what, b, o, err);
-            CHECK(err <= 1e-4);
-            tg_tensor_free(&ref[o]);
-            free(tout[o].data);
-        }
-        for (int i = 0; i < g->ninput; i++)
-            tg_tensor_free(&in[i]);
-    }
-    if (m)
-        close_m(m);
-    tg_graph_free(g);
-}
+#include "cgcheck.h"
 
 static void pool_case(tg_op op, const int64_t *k, const int64_t *s, const int64_t *p,
                       const int64_t *d, int ceil_mode, int include_pad, int h, int w)
@@ -294,6 +160,125 @@ static void test_views(void)
     check_case("strided slice + permute", g, false);
 }
 
+/* ---- every fusion candidate of fuse_act: each anchor, then each thing
+ * that can follow it; whatever fuse_act makes of it must compile and match */
+
+enum { A_LINEAR, A_LINEAR_W, A_MATMUL, A_CONV, A_QLINEAR, A_NANCHOR };
+
+/* An anchor on x (its own weights, named after k); its result. */
+static int anchor(tg_graph *g, int kind, int x, int k)
+{
+    char name[32], bname[32];
+    snprintf(name, sizeof name, "w%d", k);
+    snprintf(bname, sizeof bname, "b%d", k);
+    switch (kind) {
+    case A_LINEAR:          /* pre-packed at -O1 */
+        return NODE(g, LINEAR, 0, NULL, x, W(g, name, 16, 16), W(g, bname, 16));
+    case A_LINEAR_W: {      /* a computed weight: stays linear */
+        tg_shape s = tg_shape_of(2, (int64_t[]){16, 16});
+        int w = tg_graph_add_input(g, name, TG_F32, &s);
+        return NODE(g, LINEAR, 0, NULL, x, w);
+    }
+    case A_MATMUL: return NODE(g, MATMUL, 0, NULL, x, W(g, name, 16, 16));
+    case A_CONV: {
+        tg_attr pad = tg_attr_ints("padding", 2, (int64_t[]){1, 1});
+        return NODE(g, CONV, 1, &pad, x, W(g, name, 4, 4, 3, 3), W(g, bname, 4));
+    }
+    default: {              /* qlinear, dynamic */
+        int w = cg_const(g, name, TG_I8, (int64_t[]){16, 16}, 2, &(cg_case){.lo = -127, .hi = 128});
+        tg_attr sch = tg_attr_string("scheme", "dynamic");
+        int sc = cg_const(g, bname, TG_F32, (int64_t[]){16}, 1,
+                          &(cg_case){.lo = 0.001, .hi = 0.01});
+        return NODE(g, QLINEAR, 1, &sch, x, w, sc);
+    }
+    }
+}
+
+enum {
+    T_ACT,                  /* one activation (each of them) */
+    T_RELU_TANH, T_GELU_CLAMP, T_RESIDUAL, T_TWO_ANCHORS, T_BIAS, T_BROADCAST,
+    T_ACT_RESIDUAL, T_POOL, T_RELU_POOL, T_GELU_POOL, T_OVERLAPPING_POOL, T_READ_TWICE,
+    T_NTAIL
+};
+
+static int activation(tg_graph *g, int which, int y)
+{
+    tg_attr a;
+    switch (which) {
+    case 0: return NODE(g, RELU, 0, NULL, y);
+    case 1: a = tg_attr_string("approximate", "tanh"); return NODE(g, GELU, 1, &a, y);
+    case 2: return NODE(g, GELU, 0, NULL, y);
+    case 3: return NODE(g, SILU, 0, NULL, y);
+    case 4: return NODE(g, SIGMOID, 0, NULL, y);
+    case 5: return NODE(g, TANH, 0, NULL, y);
+    case 6: a = tg_attr_float("alpha", 0.25); return NODE(g, LEAKY_RELU, 1, &a, y);
+    case 7: a = tg_attr_float("alpha", 1); return NODE(g, ELU, 1, &a, y);
+    case 8: return NODE(g, HARDSWISH, 0, NULL, y);
+    case 9: return NODE(g, HARDSIGMOID, 0, NULL, y);
+    default: {              /* relu6 */
+        tg_attr mm[2] = {tg_attr_float("min", 0), tg_attr_float("max", 6)};
+        return NODE(g, CLAMP, 2, mm, y);
+    }
+    }
+}
+#define NACTIVATION 11
+
+static int max_pool(tg_graph *g, int y, int64_t k, int64_t s)
+{
+    bool conv = g->values[y].shape.rank == 4;
+    tg_attr pa[2] = {tg_attr_ints("kernel", conv ? 2 : 1, (int64_t[]){k, k}),
+                     tg_attr_ints("stride", conv ? 2 : 1, (int64_t[]){s, s})};
+    return tg_graph_add_node(g, TG_OP_MAX_POOL, NULL, 1, &y, 2, pa);
+}
+
+static tg_graph *epilogue_case(int a, int t, int act)
+{
+    tg_graph *g = tg_graph_new();
+    bool conv = a == A_CONV;
+    int x = conv ? input(g, "x", DIMS(4, 8, 8)) : input(g, "x", DIMS(6, 16));
+    int y = anchor(g, a, x, 0);
+    int res = conv ? input(g, "r", DIMS(4, 8, 8)) : x;
+    switch (t) {
+    case T_ACT: y = activation(g, act, y); break;
+    case T_RELU_TANH: y = NODE(g, TANH, 0, NULL, activation(g, 0, y)); break;
+    case T_GELU_CLAMP: y = activation(g, 10, activation(g, 2, y)); break;
+    case T_RESIDUAL: y = NODE(g, ADD, 0, NULL, res, y); break;
+    case T_TWO_ANCHORS: y = NODE(g, ADD, 0, NULL, y, anchor(g, a, x, 1)); break;
+    case T_BIAS:
+        y = NODE(g, ADD, 0, NULL, y, conv ? W(g, "bias", 4, 1, 1) : W(g, "bias", 16));
+        break;
+    case T_BROADCAST: y = NODE(g, MUL, 0, NULL, y, conv ? W(g, "v", 8) : W(g, "v", 6, 1)); break;
+    case T_ACT_RESIDUAL: y = NODE(g, ADD, 0, NULL, activation(g, 3, y), res); break;
+    case T_POOL: y = max_pool(g, y, 2, 2); break;
+    case T_RELU_POOL: y = max_pool(g, activation(g, 0, y), 2, 2); break;
+    case T_GELU_POOL: y = max_pool(g, activation(g, 2, y), 2, 2); break;
+    case T_OVERLAPPING_POOL: y = max_pool(g, activation(g, 0, y), 2, 1); break;
+    default:                /* the anchor's result also an output */
+        tg_graph_add_output(g, y);
+        y = activation(g, 0, y);
+    }
+    tg_graph_add_output(g, y);
+    return g;
+}
+
+static void test_epilogues(void)
+{
+    static const char *const anchors[] = {"linear", "linear (computed weight)", "matmul",
+                                          "conv", "qlinear"};
+    static const char *const tails[] = {
+        "activation", "relu, tanh", "gelu, clamp", "+ residual", "+ a second anchor",
+        "+ bias", "* broadcast vector", "silu + residual", "max pool", "relu, max pool",
+        "gelu, max pool", "relu, overlapping max pool", "read twice",
+    };
+    for (int a = 0; a < A_NANCHOR; a++)
+        for (int t = 0; t < T_NTAIL; t++)
+            for (int act = 0; act < (t == T_ACT ? NACTIVATION : 1); act++) {
+                char what[128];
+                snprintf(what, sizeof what, "%s, %s %d", anchors[a], tails[t], act);
+                check_case(what, epilogue_case(a, t, act), false);
+            }
+}
+
 /* Two attentions reading one boolean mask (as every layer of BERT or ViT
  * does): prepack makes its additive form once for both. */
 static void test_shared_mask(void)
@@ -337,5 +322,6 @@ int main(void)
     test_layers();
     test_views();
     test_shared_mask();
+    test_epilogues();
     return unit_report();
 }
