@@ -12,6 +12,7 @@
 #include "format.h"
 #include "npy.h"
 #include "log.h"
+#include "modelcheck.h"
 #include "exec/exec.h"
 #include "import/import.h"
 

@@ -96,3 +96,15 @@ skip_unless_cmd() {
     command -v "$1" >/dev/null 2>&1 ||
         skip "'$1' is not installed (Debian package ${2:-$1})"
 }
+
+# closed_pipe CMD...: CMD with its stdout a pipe whose reading end is closed
+# before it starts, so its first write meets EPIPE whatever its size (SIGPIPE
+# back to the default first: python3 ignores it, and exec would keep that).
+closed_pipe() {
+    python3 -c 'import os, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+r, w = os.pipe()
+os.close(r)
+os.dup2(w, 1)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}

@@ -107,6 +107,47 @@ fixture_check() {
     done
 }
 
+@test "tcompile into a closed pipe says write error and exits 1, not killed by SIGPIPE" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    run_fails 1 "^tcompile: -: write error: Broken pipe$" closed_pipe "$TCOMPILE" "$TMP/g.tg"
+    [ "$(wc -l <<<"$stderr")" -eq 1 ]
+}
+
+@test "trun refuses a truncated compiled model, before dlopen would die of SIGBUS" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    head -c 100000 "$TMP/m.so" >"$TMP/t.so"
+    run_fails 1 "^trun: $TMP/t.so: truncated ELF file \(segment [0-9]+ needs bytes [0-9]+\.\.[0-9]+, the file has 100000\)$" \
+        "$TRUN" "$TMP/t.so" --random -o "$TMP/y.npy"
+    [ ! -e "$TMP/y.npy" ]
+}
+
+@test "trun refuses a compiled model cut anywhere, with one line and exit 1" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    size=$(stat -c %s "$TMP/m.so")
+    for n in 4 63 64 100 1000 5000 50000 $((size / 2)) $((size - 1)); do
+        head -c "$n" "$TMP/m.so" >"$TMP/t.so"
+        run_fails 1 "^trun: $TMP/t.so: truncated" "$TRUN" "$TMP/t.so" --random -o "$TMP/y.npy"
+        [ "$(wc -l <<<"$stderr")" -eq 1 ]
+    done
+}
+
+@test "trun refuses a shared object that lacks a function of the model ABI" {
+    printf '#include <stdint.h>\nuint32_t tgraph_abi_version(void) { return 1; }\n' >"$TMP/x.c"
+    cc -shared -fPIC -o "$TMP/x.so" "$TMP/x.c"
+    run_fails 1 "^trun: $TMP/x.so: not a compiled tgraph model: no tgraph_strerror$" \
+        "$TRUN" "$TMP/x.so" --random -o "$TMP/y.npy"
+}
+
+@test "trun refuses an ELF file that is not a shared object" {
+    printf 'int f(void) { return 1; }\n' >"$TMP/x.c"
+    cc -c -o "$TMP/x.o" "$TMP/x.c"
+    run_fails 1 "^trun: $TMP/x.o: an ELF object file \(.o\), not a shared object$" \
+        "$TRUN" "$TMP/x.o" --random -o "$TMP/y.npy"
+}
+
+
 # every fixture with reference outputs (the others are refusal cases)
 fixtures() {
     local f name
@@ -321,15 +362,37 @@ fixtures() {
     done
 }
 
-@test "the example program of tgraph_model(3) compiles and runs a compiled model" {
+# The example program of tgraph_model(3) as $TMP/run_model, built as a user
+# builds it: the headers as installed (<tgraph/...>), linked to libtgraph (with
+# the sanitizers when this build of libtgraph has them).
+build_example() {
     sed -n '/example-begin/,/example-end/p' "$TG_SRCDIR/man/man3/tgraph_model.3" |
         sed -e '1d' -e '$d' -e 's/\\e/\\/g' -e 's/\\-/-/g' >"$TMP/run_model.c"
-    cc -std=gnu11 -Wall -Werror -I"$TG_SRCDIR/include" -o "$TMP/run_model" "$TMP/run_model.c" -ldl
+    mkdir -p "$TMP/include/tgraph"
+    cp "$TG_SRCDIR/include/tgraph/model.h" "$TG_SRCDIR/lib/error.h" "$TG_SRCDIR/lib/modelcheck.h" \
+        "$TMP/include/tgraph/"
+    local lib=${TGRAPH_RUNTIME_DIR:-$TG_TOOLS/..}/.libs san=
+    nm -D "$lib/libtgraph.so" | grep -q ' U __asan_init' && san=-fsanitize=address,undefined
+    cc -std=gnu11 -Wall -Werror $san -I"$TMP/include" -o "$TMP/run_model" "$TMP/run_model.c" \
+        -L"$lib" -Wl,-rpath,"$lib" -ltgraph -ldl
+}
+
+@test "the example program of tgraph_model(3) compiles and runs a compiled model" {
+    build_example
     "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
     run_ok "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
     run_ok "$TMP/run_model" "$TMP/m.so" 5
     [[ "$output" == *"input 0 'x': dtype 1, dims [batch, 8]"* ]]
     [[ "$output" == *"output 0: rank 2, dims [5, 4]"* ]]
+}
+
+@test "the example program of tgraph_model(3) refuses a truncated model instead of crashing" {
+    build_example
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    head -c 100000 "$TMP/m.so" >"$TMP/t.so"
+    run_fails 1 "^$TMP/t.so: truncated ELF file \(segment [0-9]+ needs bytes [0-9]+\.\.[0-9]+, the file has 100000\)$" \
+        "$TMP/run_model" "$TMP/t.so"
 }
 
 @test "tgraph.mk builds a .so from a .pt2 and from an .onnx through their .tg" {

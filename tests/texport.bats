@@ -138,6 +138,11 @@ gen_check() {
     cmp "$TMP/a.tg" "$TMP/b.tg"
 }
 
+@test "texport into a closed pipe says write error and exits 1, not killed by SIGPIPE" {
+    run_fails 1 "^texport: -: write error: Broken pipe$" closed_pipe "$TEXPORT" "$FIX/mlp.pt2"
+    [ "$(wc -l <<<"$stderr")" -eq 1 ]
+}
+
 @test "texport -o leaves no file behind when the import fails" {
     run_fails 1 "could not be converted" "$TEXPORT" -o "$TMP/out.tg" "$FIX/unsupported.pt2"
     [ ! -e "$TMP/out.tg" ]

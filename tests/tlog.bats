@@ -119,6 +119,11 @@ setup() {
     [ -z "$output" ]
 }
 
+@test "tlog into a closed pipe says write error and exits 1, not killed by SIGPIPE" {
+    run_fails 1 "^tlog: -: write error: Broken pipe$" closed_pipe "$TLOG" -q "$TMP/g.tg"
+    [ "$(wc -l <<<"$stderr")" -eq 1 ]
+}
+
 @test "tlog rejects a truncated graph with exit 1 and writes nothing" {
     size=$(stat -c %s "$TMP/g.tg")
     head -c $((size - 7)) "$TMP/g.tg" >"$TMP/short.tg"

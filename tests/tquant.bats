@@ -148,6 +148,11 @@ ops() {
     run_fails 1 "bad.npy" "$TQUANT" --calib "$TMP/bad.npy" "$TMP/m.tg" -o "$TMP/q.tg"
 }
 
+@test "tquant into a closed pipe says write error and exits 1, not killed by SIGPIPE" {
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
+    run_fails 1 "^tquant: -: write error: Broken pipe$" closed_pipe "$TQUANT" --scheme=dynamic "$TMP/m.tg"
+}
+
 @test "tquant of an ONNX model says to run texport first" {
     run_fails 1 "^tquant: $FIX/mlp.onnx: an ONNX model, not a TG graph: run texport first$" \
         "$TQUANT" --scheme=dynamic "$FIX/mlp.onnx" -o "$TMP/q.tg"

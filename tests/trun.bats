@@ -221,6 +221,11 @@ check_fixture() {
         "$TRUN" --random "$TMP/m.txt" -o "$TMP/y.npy"
 }
 
+@test "trun into a closed pipe says write error and exits 1, not killed by SIGPIPE" {
+    run_fails 1 "^trun: -: write error: Broken pipe$" closed_pipe "$TRUN" --random "$TMP/g.tg"
+    [ "$(wc -l <<<"$stderr")" -eq 1 ]
+}
+
 @test "trun --check prints max abs and max rel error and passes on a match" {
     "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" -o "$TMP/ref.npy"
     run_ok "$TRUN" --random --seed "$SEED" --dim batch=7 "$TMP/g.tg" --check "$TMP/ref.npy"

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@ static void close_stdout(void)
 void cli_init(const char *prog)
 {
     cli_prog = prog;
+    /* A closed pipe is a write error like any other (tgraph(7)): reported
+     * with exit 1, not a silent death by SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     atexit(close_stdout);
     if (tg_log_init(prog) < 0)
         cli_usage("%s", tg_errmsg());

@@ -14,8 +14,9 @@
 extern const char *cli_prog;    /* the tool's name, for messages */
 
 /* Set the tool's name, check stdout at exit (a full disk or a closed pipe is an
- * error, exit 1), and read TLOG (TLOG=help prints and exits 0; a bad TLOG is a
- * usage error, exit 2). Call first in main. */
+ * error, exit 1; SIGPIPE is ignored, so writes see EPIPE), and read TLOG
+ * (TLOG=help prints and exits 0; a bad TLOG is a usage error, exit 2). Call
+ * first in main. */
 void cli_init(const char *prog);
 
 /* "tool: file: message" on stderr (file NULL: "tool: message"). */

@@ -116,9 +116,9 @@ int main(int argc, char **argv)
         goto done;
     int bad = tg_codegen_build(g, p, &bo, o.f);
     if (bad)
-        cli_fail(in);
+        cli_fail(ferror(o.f) ? (out ? out : "-") : in);    /* writing, or building */
     if (tg_outfile_close(&o, !bad) < 0) {
-        cli_fail(out ? out : "(stdout)");
+        cli_fail(out ? out : "-");
         bad = 1;
     }
     rc = bad ? 1 : 0;

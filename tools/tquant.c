@@ -288,9 +288,9 @@ int main(int argc, char **argv)
         goto done;
     int bad = tg_graph_write(qg, o.f) != 0;
     if (bad)
-        cli_fail(out ? out : "(stdout)");
+        cli_fail(out ? out : "-");
     if (tg_outfile_close(&o, !bad) < 0) {
-        cli_fail(out ? out : "(stdout)");
+        cli_fail(out ? out : "-");
         bad = 1;
     }
     rc = bad;

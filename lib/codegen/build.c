@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -116,6 +117,7 @@ static int run_in(tmpdir *t, char **argv)
             _exit(127);
         dup2(fd, 1);
         dup2(fd, 2);
+        signal(SIGPIPE, SIG_DFL);   /* the tools ignore it; an ignored signal survives exec */
         execvp(argv[0], argv);
         dprintf(2, "%s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -243,7 +245,7 @@ int tg_codegen_build(const tg_graph *g, const tg_plan *p, const tg_build_opts *o
         if (!bin)
             rc = tg_err("the compiler wrote no model.so");
         else if (fwrite(bin, 1, n, so) != n)
-            rc = tg_err("write failed");
+            rc = tg_err("write error: %s", strerror(errno));
         free(bin);
     }
     free(ccbuf);

@@ -10,6 +10,7 @@
 #include <tgraph/model.h>
 
 #include "../error.h"
+#include "../modelcheck.h"
 
 /* model.h's dtype numbers are tg_dtype's. */
 _Static_assert((int)TGRAPH_F32 == (int)TG_F32 && (int)TGRAPH_BOOL == (int)TG_BOOL &&
@@ -171,6 +172,11 @@ tg_runner *tg_runner_open_so(const char *path, int nthreads)
     r->impl = s;
     /* a bare name would be searched for in the library path */
     sprintf(p, "%s%s", strchr(path, '/') ? "" : "./", path);
+    /* dlopen dies of SIGBUS on a truncated file: check it first */
+    if (tg_model_check(path) < 0) {
+        free(p);
+        goto fail;
+    }
     /* NODELETE: the model's worker threads live in its code */
     s->dl = dlopen(p, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     free(p);
