@@ -147,7 +147,6 @@ fixture_check() {
         "$TRUN" "$TMP/x.o" --random -o "$TMP/y.npy"
 }
 
-
 # every fixture with reference outputs (the others are refusal cases)
 fixtures() {
     local f name

@@ -394,3 +394,32 @@ in_256m() {
     run_fails 1 "zip entry 'shape/models/model.json' inflates [0-9]+ bytes to 209715200, more than 100:1 \(a zip bomb\?\)$" \
         in_256m "$TEXPORT" "$TMP/m.pt2"
 }
+
+# ---- declared shapes that disagree with the graph ----
+
+TV='j["graph_module"]["graph"]["tensor_values"]'
+
+@test "a node's declared shape that inference contradicts names the value and both shapes" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" json models/model.json "$TV[\"linear\"][\"sizes\"][1] = {\"as_int\": -3}"
+    run_fails 1 "node linear \(torch.ops.aten.linear.default\): value 'linear': the program declares f32\[s0, -3\], the graph infers f32\[s0, 256\]$" \
+        "$TEXPORT" "$TMP/m.pt2"
+    [ -z "$output" ]
+}
+
+@test "a weight's declared shape that its weight file contradicts names the value and both shapes" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" json models/model.json "$TV[\"p_fc1_weight\"][\"sizes\"][0] = {\"as_int\": 1 << 62}"
+    run_fails 1 "^texport: $TMP/m.pt2: value 'p_fc1_weight': the program declares f32\[4611686018427387904, 784\], its weight file holds f32\[256, 784\]$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "a weight declared with a negative dim is refused" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" json models/model.json "$TV[\"p_fc1_bias\"][\"sizes\"][0] = {\"as_int\": -3}"
+    run_fails 1 "value 'p_fc1_bias': the program declares f32\[-3\], its weight file holds f32\[256\]$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "an input declared with a dim of 2^62 is refused, naming it" {
+    mutate "$FIX/mlp.pt2" "$TMP/m.pt2" json models/model.json "$TV[\"x\"][\"sizes\"][1] = {\"as_int\": 1 << 62}"
+    run_fails 1 "^texport: $TMP/m.pt2: value 'x': the program declares f32\[s0, 4611686018427387904\]: dimension 1 is past 2\^53$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}

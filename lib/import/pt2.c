@@ -456,6 +456,44 @@ static const char *spec_str(const cJSON *o, const char *k)
     return cJSON_IsString(s) ? s->valuestring : NULL;
 }
 
+/* The program's own TensorMeta for value name against what tgraph made of it
+ * (ours: "the graph infers", "the weight file holds"): a damaged or hostile
+ * file's shapes (a -3 or 2^62 dim) must not pass silently. */
+static int cross_check(pt2_ctx *c, const cJSON *graph, const char *name, int v, const char *ours)
+{
+    const cJSON *meta = meta_of(graph, name);
+    tg_dtype dt;
+    tg_shape s;
+    if (!meta || meta_shape(c, meta, &dt, &s) < 0) {
+        tg_err_clear();     /* sizes tgraph cannot express: nothing to compare */
+        return 0;
+    }
+    const tg_value *val = pt2_val(c, v);
+    if (val->dtype == dt && tg_shape_eq(&val->shape, &s))
+        return 0;
+    char a[256], b[256];
+    tg_shape_format(&val->shape, c->g->sym, a, sizeof a);
+    tg_shape_format(&s, c->g->sym, b, sizeof b);
+    return tg_err("value '%s': the program declares %s%s, %s %s%s", name, tg_dtype_name(dt), b,
+                  ours, tg_dtype_name(val->dtype), a);
+}
+
+/* An input's declared dims become the graph's: each must be below 2^53 (the
+ * TG format's bound; a -3 is refused by the graph itself). */
+static int check_input_dims(const pt2_ctx *c, const char *name, tg_dtype dt, const tg_shape *s)
+{
+    for (int k = 0; k < s->rank; k++) {
+        int64_t v;
+        if (tg_dim_is_const(s->d[k], &v) && v >= (int64_t)1 << 53) {
+            char b[256];
+            tg_shape_format(s, c->g->sym, b, sizeof b);
+            return tg_err("value '%s': the program declares %s%s: dimension %d is past 2^53",
+                          name, tg_dtype_name(dt), b, k);
+        }
+    }
+    return 0;
+}
+
 static int add_inputs(pt2_ctx *c, const cJSON *graph, const cJSON *specs, pt2_weights *w)
 {
     const cJSON *spec;
@@ -470,7 +508,8 @@ static int add_inputs(pt2_ctx *c, const cJSON *graph, const cJSON *specs, pt2_we
                         : NULL;
         if (fqn && arg) {
             int v = pt2_weight(w, c->g, fqn);
-            if (v < 0 || pt2_bind_tensor(c, arg, v) < 0)
+            if (v < 0 || cross_check(c, graph, arg, v, "its weight file holds") < 0 ||
+                pt2_bind_tensor(c, arg, v) < 0)
                 return -1;
         } else if (!strcmp(pt2_key(k), "user_input")) {
             const char *name = user_input_name(spec);
@@ -485,6 +524,8 @@ static int add_inputs(pt2_ctx *c, const cJSON *graph, const cJSON *specs, pt2_we
             tg_shape s;
             if (meta_shape(c, meta_of(graph, name), &dt, &s) < 0)
                 return tg_err("input '%s': %s", name, tg_errmsg());
+            if (check_input_dims(c, name, dt, &s) < 0)
+                return -1;
             if (pt2_bind_tensor(c, name, tg_graph_add_input(c->g, name, dt, &s)) < 0)
                 return -1;
         } else if (strcmp(pt2_key(k), "constant_input")) {
@@ -593,26 +634,6 @@ static void fail_outputs(pt2_ctx *c, const cJSON *node)
     }
 }
 
-/* Compare what inference gave with the program's own TensorMeta. */
-static int cross_check(pt2_ctx *c, const cJSON *graph, const char *name, int v)
-{
-    const cJSON *meta = meta_of(graph, name);
-    tg_dtype dt;
-    tg_shape s;
-    if (!meta || meta_shape(c, meta, &dt, &s) < 0) {
-        tg_err_clear();     /* sizes tgraph cannot express: nothing to compare */
-        return 0;
-    }
-    const tg_value *val = pt2_val(c, v);
-    if (val->dtype == dt && tg_shape_eq(&val->shape, &s))
-        return 0;
-    char a[256], b[256];
-    tg_shape_format(&val->shape, c->g->sym, a, sizeof a);
-    tg_shape_format(&s, c->g->sym, b, sizeof b);
-    return tg_err("internal error: '%s' came out %s%s, the program says %s%s", name,
-                  tg_dtype_name(val->dtype), a, tg_dtype_name(dt), b);
-}
-
 static int convert_node(pt2_ctx *c, const cJSON *graph, const cJSON *node, const char *target)
 {
     pt2_handler fn = find_handler(target);
@@ -625,7 +646,7 @@ static int convert_node(pt2_ctx *c, const cJSON *graph, const cJSON *node, const
         const pt2_name *p = o ? pt2_lookup(c, o) : NULL;
         if (o && !p && bind(c, o, (pt2_name){.kind = PT2_GONE}) < 0)
             return -1;
-        if (p && p->kind == PT2_TENSOR && cross_check(c, graph, o, p->v) < 0)
+        if (p && p->kind == PT2_TENSOR && cross_check(c, graph, o, p->v, "the graph infers") < 0)
             return -1;
     }
     return 0;
