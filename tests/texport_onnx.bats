@@ -136,3 +136,14 @@ check_model() {
     run_fails 1 "\(Attention, opset 25\): left_window_size/right_window_size \(local attention\) are not supported" \
         "$TEXPORT" "$ONNX/attention_window.onnx"
 }
+
+@test "onnx ops: Mod (fmod 0 and 1, float and int64, mixed signs), IsNaN, IsInf" {
+    check_model "$ONNX" modnan
+}
+
+@test "onnx ops: Mod, IsNaN and IsInf compile and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$ONNX/modnan.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/m.so" "$TMP/m.tg"
+    run_ok "$TRUN" "$TMP/m.so" "$ONNX/modnan.in0.b3.npy" "$ONNX/modnan.in1.b3.npy" \
+        --check "$(ls "$ONNX"/modnan.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}

@@ -137,6 +137,8 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     case TG_OP_MUL: return cg_str(c, "%s * %s", a, b);
     case TG_OP_DIV: return cg_str(c, "%s / %s", a, b);
     case TG_OP_POW: return cg_str(c, "powf(%s, %s)", a, b);
+    case TG_OP_REMAINDER: return cg_str(c, "(float)tgk_floor_mod(%s, %s)", a, b);
+    case TG_OP_FMOD: return cg_str(c, "fmodf(%s, %s)", a, b);
     /* maximum and minimum propagate NaN, like torch */
     case TG_OP_MAXIMUM: return cg_str(c, "(%s > %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
     case TG_OP_MINIMUM: return cg_str(c, "(%s < %s || %s != %s ? %s : %s)", a, b, a, a, a, b);

@@ -74,7 +74,8 @@ static int binary_op(tg_op op, const char **name)
 {
     static const struct { tg_op op; const char *k; } map[] = {
         {TG_OP_ADD, "TGK_ADD"}, {TG_OP_SUB, "TGK_SUB"}, {TG_OP_MUL, "TGK_MUL"},
-        {TG_OP_DIV, "TGK_DIV"}, {TG_OP_POW, "TGK_POW"}, {TG_OP_MAXIMUM, "TGK_MAX"},
+        {TG_OP_DIV, "TGK_DIV"}, {TG_OP_POW, "TGK_POW"},
+        {TG_OP_REMAINDER, "TGK_REM"}, {TG_OP_FMOD, "TGK_FMOD"}, {TG_OP_MAXIMUM, "TGK_MAX"},
         {TG_OP_MINIMUM, "TGK_MIN"}, {TG_OP_EQ, "TGK_EQ"}, {TG_OP_NE, "TGK_NE"},
         {TG_OP_LT, "TGK_LT"}, {TG_OP_LE, "TGK_LE"}, {TG_OP_GT, "TGK_GT"},
         {TG_OP_GE, "TGK_GE"}, {TG_OP_LOGICAL_AND, "TGK_AND"}, {TG_OP_LOGICAL_OR, "TGK_OR"},

@@ -27,7 +27,7 @@ static const tg_run_fn run_table[TG_OP_COUNT] = {
     [TG_OP_LEAKY_RELU] = E, [TG_OP_ELU] = E, [TG_OP_FLOOR] = E, [TG_OP_CEIL] = E,
     [TG_OP_ROUND] = E, [TG_OP_CLAMP] = E, [TG_OP_LOGICAL_NOT] = E, [TG_OP_CAST] = E,
     [TG_OP_IDENTITY] = E, [TG_OP_ADD] = E, [TG_OP_SUB] = E, [TG_OP_MUL] = E, [TG_OP_DIV] = E,
-    [TG_OP_POW] = E, [TG_OP_MAXIMUM] = E, [TG_OP_MINIMUM] = E, [TG_OP_EQ] = E, [TG_OP_NE] = E,
+    [TG_OP_POW] = E, [TG_OP_REMAINDER] = E, [TG_OP_FMOD] = E, [TG_OP_MAXIMUM] = E, [TG_OP_MINIMUM] = E, [TG_OP_EQ] = E, [TG_OP_NE] = E,
     [TG_OP_LT] = E, [TG_OP_LE] = E, [TG_OP_GT] = E, [TG_OP_GE] = E, [TG_OP_LOGICAL_AND] = E,
     [TG_OP_LOGICAL_OR] = E, [TG_OP_WHERE] = E,
 #undef E

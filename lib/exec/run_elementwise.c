@@ -44,6 +44,8 @@ static int binary_kernel(tg_op op, tgk_binary_op *k)
     case TG_OP_MUL: *k = TGK_MUL; break;
     case TG_OP_DIV: *k = TGK_DIV; break;
     case TG_OP_POW: *k = TGK_POW; break;
+    case TG_OP_REMAINDER: *k = TGK_REM; break;
+    case TG_OP_FMOD: *k = TGK_FMOD; break;
     case TG_OP_MAXIMUM: *k = TGK_MAX; break;
     case TG_OP_MINIMUM: *k = TGK_MIN; break;
     case TG_OP_EQ: *k = TGK_EQ; break;
@@ -85,7 +87,8 @@ static int run_binary(const tg_run_ctx *c, tgk_binary_op k)
     tgk_broadcast_strides(y->rank, y->dims, a->rank, a->dims, sa);
     tgk_broadcast_strides(y->rank, y->dims, b->rank, b->dims, sb);
     if (tgk_binary(k, tg_run_kt(a->dtype), y->rank, y->dims, a->data, sa, b->data, sb, y->data))
-        return tg_err(k == TGK_DIV && !tg_dtype_is_float(a->dtype) ? "integer division by zero"
+        return tg_err((k == TGK_DIV || k == TGK_REM || k == TGK_FMOD) && !tg_dtype_is_float(a->dtype)
+                      ? "integer division by zero"
                       : "not defined for dtype %s", tg_dtype_name(a->dtype));
     return 0;
 }

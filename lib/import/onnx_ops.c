@@ -324,6 +324,32 @@ static int map_binary(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, binary_on(c, m->op, NULL, a, b));
 }
 
+/* Mod: fmod=0 is the floor remainder (the divisor's sign), fmod=1 C's fmod. */
+static int map_mod(onnx_ctx *c, const onnx_op_map *m)
+{
+    int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 1);
+    if (b < 0) return -1;
+    bool fm = onnx_attr_int(N(c), "fmod", 0);
+    return def_out(c, 0, binary_on(c, fm ? TG_OP_FMOD : TG_OP_REMAINDER, NULL, a, b));
+}
+
+/* IsNaN is x != x; IsInf compares with the infinities it detects. */
+static int map_isnan_isinf(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    if (m->op == TG_OP_NE) return def_out(c, 0, binary_on(c, TG_OP_NE, NULL, x, x));
+    bool pos = onnx_attr_int(N(c), "detect_positive", 1), neg = onnx_attr_int(N(c), "detect_negative", 1);
+    tg_dtype dt = dtype_of(c, x);
+    if (!pos && !neg) {
+        tg_shape s = shape_of(c, x);
+        tg_attr a[3] = {tg_attr_dims("shape", s.rank, s.d), tg_attr_float("value", 0), tg_attr_dtype("dtype", TG_BOOL)};
+        return def_out(c, 0, onnx_add(c, TG_OP_FULL, NULL, 0, NULL, 3, a));
+    }
+    if (pos && neg && (x = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL)) < 0) return -1;
+    return def_out(c, 0, binary_on(c, TG_OP_EQ, NULL, x, scalar_const(c, "inf", dt, neg && !pos ? -INFINITY : INFINITY)));
+}
+
 /* Min, Max, Sum over any number of inputs; Mean is the Sum divided by the count. */
 static int map_variadic(onnx_ctx *c, const onnx_op_map *m)
 {
@@ -1261,7 +1287,8 @@ static const onnx_op_map onnx_ops[] = {
     {"Gelu", map_gelu, 0}, {"HardSigmoid", map_hard_sigmoid, 0}, {"Clip", map_clip, 0},
     {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE},
     {"Add", map_binary, TG_OP_ADD}, {"Sub", map_binary, TG_OP_SUB}, {"Mul", map_binary, TG_OP_MUL},
-    {"Div", map_binary, TG_OP_DIV}, {"Pow", map_binary, TG_OP_POW},
+    {"Div", map_binary, TG_OP_DIV}, {"Pow", map_binary, TG_OP_POW}, {"Mod", map_mod, 0},
+    {"IsNaN", map_isnan_isinf, TG_OP_NE}, {"IsInf", map_isnan_isinf, TG_OP_EQ},
     {"Equal", map_binary, TG_OP_EQ}, {"Less", map_binary, TG_OP_LT},
     {"LessOrEqual", map_binary, TG_OP_LE}, {"Greater", map_binary, TG_OP_GT},
     {"GreaterOrEqual", map_binary, TG_OP_GE}, {"And", map_binary, TG_OP_LOGICAL_AND},

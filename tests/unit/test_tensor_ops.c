@@ -195,6 +195,8 @@ static double ref_binary(tgk_binary_op op, double u, double v)
     case TGK_POW: return pow(u, v);
     case TGK_MAX: return fmax(u, v);
     case TGK_MIN: return fmin(u, v);
+    case TGK_REM: return u - floor(u / v) * v;
+    case TGK_FMOD: return u - trunc(u / v) * v;
     case TGK_EQ: return u == v;
     case TGK_NE: return u != v;
     case TGK_LT: return u < v;
@@ -255,16 +257,30 @@ static void test_binary(void)
     }
     /* integers: exact, truncating division, division by zero reported */
     int64_t a[4] = { 7, -7, INT64_MIN, 9 }, b[4] = { 2, 2, -1, 0 }, y[4], d4[1] = { 3 };
-    int64_t st[1] = { 1 };
+    int64_t st[1] = { 1 }, d3[1] = { 3 };
     CHECK(tgk_binary(TGK_DIV, TGK_I64, 1, d4, a, st, b, st, y) == 0);
     CHECK(y[0] == 3 && y[1] == -3 && y[2] == INT64_MIN);
     d4[0] = 4;
     CHECK(tgk_binary(TGK_DIV, TGK_I64, 1, d4, a, st, b, st, y) == -1);
     CHECK(tgk_binary(TGK_POW, TGK_I64, 1, d4, b, st, b, st, y) == 0);
     CHECK(y[0] == 4 && y[1] == 4 && y[3] == 1);
+    /* remainder takes the divisor's sign, fmod the dividend's; INT64_MIN % -1 is 0 */
+    int64_t ma[4] = { 7, -7, INT64_MIN, -9 }, mb[4] = { -2, 2, -1, -4 };
+    d4[0] = 4;
+    CHECK(tgk_binary(TGK_REM, TGK_I64, 1, d4, ma, st, mb, st, y) == 0);
+    CHECK(y[0] == -1 && y[1] == 1 && y[2] == 0 && y[3] == -1);
+    CHECK(tgk_binary(TGK_FMOD, TGK_I64, 1, d4, ma, st, mb, st, y) == 0);
+    CHECK(y[0] == 1 && y[1] == -1 && y[2] == 0 && y[3] == -1);
+    CHECK(tgk_binary(TGK_REM, TGK_I64, 1, d4, a, st, b, st, y) == -1);   /* 9 % 0 */
+    float ra[3] = { 5.5f, -5.5f, 1e10f }, rb[3] = { -2, 2, 3 }, ry[3];
+    d3[0] = 3;
+    CHECK(tgk_binary(TGK_REM, TGK_F32, 1, d3, ra, st, rb, st, ry) == 0);
+    CHECK(ry[0] == -0.5f && ry[1] == 0.5f && ry[2] == fmodf(1e10f, 3));
+    CHECK(tgk_binary(TGK_FMOD, TGK_F32, 1, d3, ra, st, rb, st, ry) == 0);
+    CHECK(ry[0] == 1.5f && ry[1] == -1.5f && ry[2] == 1.0f);
     int32_t c[3] = { 1, 5, -2 }, e[1] = { 1 };
     uint8_t cmp[3];
-    int64_t s0[1] = { 0 }, d3[1] = { 3 };
+    int64_t s0[1] = { 0 };
     CHECK(tgk_binary(TGK_GT, TGK_I32, 1, d3, c, st, e, s0, cmp) == 0);
     CHECK(cmp[0] == 0 && cmp[1] == 1 && cmp[2] == 0);
     /* max/min propagate NaN */

@@ -183,6 +183,8 @@ static double binary_f64(tgk_binary_op op, double u, double v)
     case TGK_MUL: return u * v;
     case TGK_DIV: return u / v;
     case TGK_POW: return pow(u, v);
+    case TGK_REM: return tgk_floor_mod(u, v);
+    case TGK_FMOD: return fmod(u, v);
     case TGK_MAX: return u != u ? u : v != v ? v : u > v ? u : v;
     case TGK_MIN: return u != u ? u : v != v ? v : u < v ? u : v;
     case TGK_EQ: return u == v;
@@ -222,6 +224,15 @@ static int64_t binary_i64(tgk_binary_op op, int64_t u, int64_t v, bool *bad)
         }
         return v == -1 ? (int64_t)(0 - (uint64_t)u) : u / v;
     case TGK_POW: return ipow(u, v);
+    case TGK_REM:
+    case TGK_FMOD: {
+        if (v == 0) {
+            *bad = true;
+            return 0;
+        }
+        int64_t r = v == -1 ? 0 : u % v;       /* INT64_MIN % -1 traps */
+        return op == TGK_REM && r != 0 && (r < 0) != (v < 0) ? r + v : r;
+    }
     case TGK_MAX: return u > v ? u : v;
     case TGK_MIN: return u < v ? u : v;
     case TGK_EQ: return u == v;
@@ -266,6 +277,8 @@ static void binary_run_f32(binary_ctx *c, const int64_t *off, int64_t n, int64_t
     case TGK_MUL: BIN_F32(float, u * v); break;
     case TGK_DIV: BIN_F32(float, u / v); break;
     case TGK_POW: BIN_F32(float, powf(u, v)); break;
+    case TGK_REM: BIN_F32(float, (float)tgk_floor_mod(u, v)); break;
+    case TGK_FMOD: BIN_F32(float, fmodf(u, v)); break;
     case TGK_MAX: BIN_F32(float, u != u ? u : v != v ? v : u > v ? u : v); break;
     case TGK_MIN: BIN_F32(float, u != u ? u : v != v ? v : u < v ? u : v); break;
     case TGK_EQ: BIN_F32(uint8_t, u == v); break;

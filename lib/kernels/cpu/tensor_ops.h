@@ -66,10 +66,18 @@ int tgk_unary(tgk_unary_op op, tgk_dtype t, int64_t n, const void *x, void *y,
               const tgk_unary_param *p);
 
 typedef enum {
-    TGK_ADD, TGK_SUB, TGK_MUL, TGK_DIV, TGK_POW, TGK_MAX, TGK_MIN,
+    TGK_ADD, TGK_SUB, TGK_MUL, TGK_DIV, TGK_POW, TGK_MAX, TGK_MIN, TGK_REM, TGK_FMOD,
     TGK_EQ, TGK_NE, TGK_LT, TGK_LE, TGK_GT, TGK_GE, TGK_AND, TGK_OR,
     TGK_BINARY_COUNT
 } tgk_binary_op;
+
+/* Floor remainder (the divisor's sign): fmod, moved by one divisor when the
+ * signs differ. Used by the kernel and by generated code. */
+static inline double tgk_floor_mod(double u, double v)
+{
+    double r = __builtin_fmod(u, v);
+    return r != 0 && (r < 0) != (v < 0) ? r + v : r;
+}
 
 /* Strides for an input of dims in[in_rank] broadcast (NumPy, right-aligned)
  * to dims[rank]: the input's contiguous strides, 0 where it is broadcast. */
