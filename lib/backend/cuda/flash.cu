@@ -1,0 +1,256 @@
+/* Flash attention forward: descriptor checks, the kernel choice (prefill or
+ * split-K decode, tile shape by head dim) and the launches. */
+#include "backend/cuda/flash.h"
+#include "backend/cuda/flash_fwd.cuh"
+
+#include <math.h>
+#include <stdio.h>
+
+namespace {
+
+using tgf::Params;
+
+/* The tile shapes: warps along the rows, 16-row m-tiles a warp, keys a tile.
+ * Prefill's can be set at build time (-DTGF_PREFILL_D128=4,2,32) for tuning. */
+struct Shape {
+    int warps, mt, bn;
+};
+#ifndef TGF_PREFILL_D64
+#define TGF_PREFILL_D64 4, 2, 32
+#endif
+#ifndef TGF_PREFILL_D128
+#define TGF_PREFILL_D128 4, 1, 64
+#endif
+#ifndef TGF_PREFILL_D256
+#define TGF_PREFILL_D256 4, 1, 32
+#endif
+constexpr Shape prefill_shape(int64_t D)
+{
+    return D == 64 ? Shape{TGF_PREFILL_D64} : D == 128 ? Shape{TGF_PREFILL_D128}
+                                                       : Shape{TGF_PREFILL_D256};
+}
+/* decode: one warp when a kv head's rows fit one m-tile, else four */
+constexpr Shape decode_shape(int64_t D, int64_t rows)
+{
+    return Shape{rows <= 16 ? 1 : 4, 1, D == 256 ? 32 : 64};
+}
+constexpr int DECODE_MAX_L = 16;    /* queries up to which decode splits the keys */
+
+struct Plan {
+    bool decode;
+    Shape shape;
+    int pack, row_blocks, heads, splits, tiles_per_split;
+};
+
+int sm_count()
+{
+    static int n;
+    if (!n) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            n = 132;
+    }
+    return n;
+}
+
+Plan plan(const tgf_attn_desc *d)
+{
+    Plan pl;
+    pl.decode = d->L <= DECODE_MAX_L;
+    pl.pack = pl.decode ? (int)(d->hq / d->hk) : 1;
+    int64_t rows = pl.pack * d->L;
+    pl.shape = pl.decode ? decode_shape(d->D, rows) : prefill_shape(d->D);
+    int bm = 16 * pl.shape.mt * pl.shape.warps;
+    pl.row_blocks = (int)((rows + bm - 1) / bm);
+    pl.heads = (int)(d->hq / pl.pack);
+    int ntiles = (int)((d->S + pl.shape.bn - 1) / pl.shape.bn);
+    pl.splits = 1;
+    if (pl.decode && ntiles > 1) {
+        /* enough blocks for every multiprocessor several times over */
+        int64_t base = d->batch * pl.heads * pl.row_blocks;
+        int64_t want = (8 * (int64_t)sm_count() + base - 1) / base;
+        pl.splits = (int)(want < ntiles ? want : ntiles);
+    }
+    pl.tiles_per_split = (ntiles + pl.splits - 1) / pl.splits;
+    if (pl.tiles_per_split == 0)
+        pl.tiles_per_split = 1;
+    pl.splits = ntiles ? (ntiles + pl.tiles_per_split - 1) / pl.tiles_per_split : 1;
+    return pl;
+}
+
+size_t workspace_bytes(const tgf_attn_desc *d, const Plan &pl)
+{
+    if (pl.splits <= 1)
+        return 0;
+    return (size_t)pl.splits * d->batch * d->hq * d->L * (d->D + 1) * sizeof(float);
+}
+
+thread_local char why_buf[200];
+
+const char *say(const char *fmt, long long a)
+{
+    snprintf(why_buf, sizeof why_buf, fmt, a);
+    return why_buf;
+}
+
+bool misaligned(const void *p, const int64_t st[3])
+{
+    return (uintptr_t)p % 16 || st[0] % 8 || st[1] % 8 || st[2] % 8;
+}
+
+void fill_strides(const int64_t given[3], int64_t heads, int64_t rows, int64_t cols, int64_t st[3])
+{
+    bool set = given[0] || given[1] || given[2];
+    st[0] = set ? given[0] : heads * rows * cols;
+    st[1] = set ? given[1] : rows * cols;
+    st[2] = set ? given[2] : cols;
+}
+
+template <typename T, int D, int WARPS, int MT, int BN>
+cudaError_t launch_tiles(const Params &p, const Plan &pl, int64_t batch, cudaStream_t stream)
+{
+    auto kernel = tgf::flash_fwd<T, D, WARPS, MT, BN>;
+    constexpr int BM = 16 * MT * WARPS;
+    constexpr size_t smem = (size_t)(BM + 4 * BN) * D * sizeof(T);
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem);
+    if (e != cudaSuccess)
+        return e;
+    dim3 grid(pl.row_blocks, (unsigned)(batch * pl.heads), pl.splits);
+    kernel<<<grid, 32 * WARPS, smem, stream>>>(p);
+    e = cudaGetLastError();
+    if (e != cudaSuccess || pl.splits == 1)
+        return e;
+    int64_t threads = batch * p.hq * p.L * (D / 4);
+    tgf::flash_combine<T, D><<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
+        p, (int)batch, pl.splits);
+    return cudaGetLastError();
+}
+
+/* the shape's instantiation for one dtype and head dim */
+template <typename T, int D>
+cudaError_t launch_dim(const Params &p, const Plan &pl, int64_t batch, cudaStream_t stream)
+{
+    constexpr Shape one = decode_shape(D, 16), four = decode_shape(D, 17), pre = prefill_shape(D);
+    if (!pl.decode)
+        return launch_tiles<T, D, pre.warps, pre.mt, pre.bn>(p, pl, batch, stream);
+    if (pl.shape.warps == one.warps)
+        return launch_tiles<T, D, one.warps, one.mt, one.bn>(p, pl, batch, stream);
+    return launch_tiles<T, D, four.warps, four.mt, four.bn>(p, pl, batch, stream);
+}
+
+template <typename T>
+cudaError_t launch(const Params &p, const Plan &pl, const tgf_attn_desc *d, cudaStream_t stream)
+{
+    switch (d->D) {
+    case 64: return launch_dim<T, 64>(p, pl, d->batch, stream);
+    case 128: return launch_dim<T, 128>(p, pl, d->batch, stream);
+    default: return launch_dim<T, 256>(p, pl, d->batch, stream);
+    }
+}
+
+/* what is wrong with the descriptor alone, or NULL */
+const char *desc_problem(const tgf_attn_desc *d)
+{
+    if (!d)
+        return "no descriptor";
+    if (d->dtype != TGF_BF16 && d->dtype != TGF_F16)
+        return say("dtype %lld: bf16 (0) or fp16 (1)", d->dtype);
+    if (d->batch < 0 || d->L < 0 || d->S < 0 || d->hq <= 0 || d->hk <= 0)
+        return "negative sizes, or no heads";
+    if (d->hq % d->hk)
+        return say("%lld query heads do not divide over the key/value heads", d->hq);
+    if (d->D != 64 && d->D != 128 && d->D != 256)
+        return say("head dim %lld: the flash kernels are built for 64, 128 and 256", d->D);
+    if (d->L > INT32_MAX / 16 || d->S > INT32_MAX - 256 || d->hq > 65535)
+        return "sequence or head count too large for the kernels' 32-bit row indices";
+    if (!isfinite(d->scale))
+        return "the scale is not finite";
+    if (d->mask_kind < TGF_MASK_NONE || d->mask_kind > TGF_MASK_ADD)
+        return say("mask kind %lld: none (0), bool (1) or additive float32 (2)", d->mask_kind);
+    if (d->mask_kind != TGF_MASK_NONE && !d->mask)
+        return "a mask kind but no mask";
+    if (d->batch > 0 && d->L > 0 && d->batch * plan(d).heads > 65535)
+        return say("batch x heads %lld is over the grid's 65535", d->batch * plan(d).heads);
+    return NULL;
+}
+
+} // namespace
+
+extern "C" const char *tgf_attn_check(const tgf_attn_desc *d, const void *q, const void *k,
+                                      const void *v, const void *o)
+{
+    const char *bad = desc_problem(d);
+    if (bad || d->batch == 0 || d->L == 0)
+        return bad;
+    if (!q || !k || !v || !o)
+        return "a NULL tensor";
+    if (misaligned(q, d->q_stride) || misaligned(k, d->k_stride) || misaligned(v, d->v_stride) ||
+        misaligned(o, d->o_stride))
+        return "q, k, v and o need 16-byte aligned pointers and strides that are multiples of 8";
+    return NULL;
+}
+
+extern "C" size_t tgf_attn_workspace(const tgf_attn_desc *d)
+{
+    if (desc_problem(d) || d->batch == 0 || d->L == 0)
+        return 0;
+    return workspace_bytes(d, plan(d));
+}
+
+extern "C" const char *tgf_attn_kernel(const tgf_attn_desc *d)
+{
+    if (!d || d->L <= 0 || d->hk <= 0 || d->hq % d->hk)
+        return "none";
+    Plan pl = plan(d);
+    snprintf(why_buf, sizeof why_buf, "fa2 %s d%lld bm%d bn%d splits %d", pl.decode ? "decode" : "prefill",
+             (long long)d->D, 16 * pl.shape.mt * pl.shape.warps, pl.shape.bn, pl.splits);
+    return why_buf;
+}
+
+extern "C" int tgf_attn_forward(const tgf_attn_desc *d, const void *q, const void *k,
+                                const void *v, void *o, void *workspace, size_t ws_bytes,
+                                cudaStream_t stream, const char **why)
+{
+    const char *bad = tgf_attn_check(d, q, k, v, o);
+    if (bad) {
+        *why = bad;
+        return -1;
+    }
+    if (d->batch == 0 || d->L == 0)
+        return 0;
+    Plan pl = plan(d);
+    size_t need = workspace_bytes(d, pl);
+    if (need > ws_bytes || (need && !workspace)) {
+        *why = say("the decode split needs %lld bytes of workspace", (long long)need);
+        return -1;
+    }
+    Params p = {};
+    p.q = q, p.k = k, p.v = v, p.o = o;
+    fill_strides(d->q_stride, d->hq, d->L, d->D, p.qs);
+    fill_strides(d->k_stride, d->hk, d->S, d->D, p.ks);
+    fill_strides(d->v_stride, d->hk, d->S, d->D, p.vs);
+    fill_strides(d->o_stride, d->hq, d->L, d->D, p.os);
+    p.mask = d->mask;
+    p.mask_kind = d->mask_kind;
+    for (int i = 0; i < 4; i++)
+        p.ms[i] = d->mask_stride[i];
+    p.hq = (int)d->hq, p.hk = (int)d->hk, p.L = (int)d->L, p.S = (int)d->S;
+    p.group = (int)(d->hq / d->hk);
+    p.pack = pl.pack;
+    p.tiles_per_split = pl.tiles_per_split;
+    p.causal = d->causal != 0;
+    p.scale_log2 = d->scale * 1.4426950408889634f;
+    if (pl.splits > 1) {
+        p.part_o = static_cast<float *>(workspace);
+        p.part_lse = p.part_o + (size_t)pl.splits * d->batch * d->hq * d->L * d->D;
+    }
+    cudaError_t e = d->dtype == TGF_BF16 ? launch<__nv_bfloat16>(p, pl, d, stream)
+                                         : launch<__half>(p, pl, d, stream);
+    if (e != cudaSuccess) {
+        *why = cudaGetErrorString(e);
+        return -1;
+    }
+    return 0;
+}

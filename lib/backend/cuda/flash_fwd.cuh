@@ -1,0 +1,420 @@
+/* The FlashAttention-2 forward tile kernel (mma.sync m16n8k16, sm_80 and up).
+ *
+ * A block owns BM query rows of one (batch, head group) and walks key tiles
+ * of BN rows: S = Q K^T on the tensor cores (fp32), the masks, the online
+ * softmax in the exp2 domain (running max m and sum l per row, the
+ * accumulator rescaled when m grows), then O += P V with P reused from the
+ * score registers as the A operand. K and V tiles are double-buffered in
+ * shared memory with cp.async, the next pair loading while this one is used.
+ * Each warp owns 16 * MT rows, so no block-level reduction is needed.
+ *
+ * Rows: row r of a (batch, head group) is head h_base + r / L, query r % L.
+ * With pack = 1 that is one head (prefill); with pack = hq / hk (decode) all
+ * the query heads sharing one kv head are rows of the same tile, so K and V
+ * are read once per group. blockIdx.z splits the key tiles (flash-decoding):
+ * each split writes its normalized partial output and log-sum-exp, and
+ * flash_combine merges them. */
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace tgf {
+
+struct Params {
+    const void *q, *k, *v;
+    void *o;
+    int64_t qs[3], ks[3], vs[3], os[3];
+    const void *mask;
+    int mask_kind;
+    int64_t ms[4];
+    int hq, hk, L, S;
+    int group;                  /* hq / hk */
+    int pack;                   /* query heads a block's rows span: 1 or group */
+    int tiles_per_split;        /* key tiles a blockIdx.z covers */
+    int causal;
+    float scale_log2;           /* scale * log2(e) */
+    float *part_o;              /* [split][batch][hq][L][D] when gridDim.z > 1 */
+    float *part_lse;            /* [split][batch][hq][L], log2 domain */
+};
+
+template <typename T> struct Mma;
+template <> struct Mma<__nv_bfloat16> {
+    static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
+                                               uint32_t b1)
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+    {
+        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&v);
+    }
+};
+template <> struct Mma<__half> {
+    static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
+                                               uint32_t b1)
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+    {
+        __half2 v = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&v);
+    }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared, zeros when !valid (rows past L or S) */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* A tile of rows of D elements in shared memory, its 16-byte chunks XOR
+ * swizzled by row so that ldmatrix's eight row addresses hit distinct banks. */
+template <int D> __device__ __forceinline__ int swz(int row, int chunk)
+{
+    return row * D + ((chunk ^ (row & 7)) << 3);
+}
+
+/* rows [row0, row0 + ROWS) of a [.., n, D] operand into a swizzled tile */
+template <typename T, int D, int ROWS, int NT>
+__device__ __forceinline__ void load_tile(T *dst, const T *base, int64_t row_stride, int row0,
+                                          int n)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
+        int row = i / CH, c = i % CH;
+        bool ok = row0 + row < n;
+        const T *src = ok ? base + (int64_t)(row0 + row) * row_stride + c * 8 : base;
+        cp_async16(dst + swz<D>(row, c), src, ok);
+    }
+}
+
+template <typename T, int D, int WARPS, int MT, int BN>
+__global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
+{
+    constexpr int BM = 16 * MT * WARPS, NT = 32 * WARPS, NB = BN / 8, ND = D / 8;
+    static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    T *sQ = reinterpret_cast<T *>(smem_raw);
+    T *sK = sQ + BM * D;        /* [2][BN][D] */
+    T *sV = sK + 2 * BN * D;    /* [2][BN][D] */
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, tg = lane & 3;
+    const int heads = p.hq / p.pack;
+    const int b = blockIdx.y / heads, h_base = (blockIdx.y % heads) * p.pack;
+    const int kvh = h_base / p.group;
+    const int rows = p.pack * p.L, r0 = blockIdx.x * BM;
+
+    const T *K = static_cast<const T *>(p.k) + b * p.ks[0] + kvh * p.ks[1];
+    const T *V = static_cast<const T *>(p.v) + b * p.vs[0] + kvh * p.vs[1];
+
+    /* the key tiles this block walks; causal: none past its last row's query */
+    const int ntiles = (p.S + BN - 1) / BN;
+    const int t_begin = blockIdx.z * p.tiles_per_split;
+    int t_end = min(t_begin + p.tiles_per_split, ntiles);
+    const int l_min = p.pack == 1 ? r0 : 0;
+    if (p.causal) {
+        int l_max = p.pack == 1 ? min(r0 + BM, p.L) - 1 : p.L - 1;
+        t_end = min(t_end, l_max / BN + 1);
+    }
+
+    /* the query rows: a 16-byte chunk a thread, any row stride */
+    {
+        constexpr int CH = D / 8;
+        for (int i = threadIdx.x; i < BM * CH; i += NT) {
+            int row = i / CH, c = i % CH, r = r0 + row;
+            bool ok = r < rows;
+            int h = h_base + (ok ? r / p.L : 0), l = ok ? r % p.L : 0;
+            const T *src = static_cast<const T *>(p.q) + b * p.qs[0] + h * p.qs[1] +
+                           (int64_t)l * p.qs[2] + c * 8;
+            cp_async16(sQ + swz<D>(row, c), src, ok);
+        }
+    }
+    if (t_begin < t_end) {
+        load_tile<T, D, BN, NT>(sK, K, p.ks[2], t_begin * BN, p.S);
+        load_tile<T, D, BN, NT>(sV, V, p.vs[2], t_begin * BN, p.S);
+    }
+    cp_async_commit();
+
+    /* this thread's rows: mt, half (g or g + 8) */
+    int row_l[MT][2], row_h[MT][2];
+    int64_t row_mask[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            int r = min(r0 + warp * 16 * MT + mt * 16 + g + 8 * hf, rows - 1);
+            row_h[mt][hf] = h_base + r / p.L;
+            row_l[mt][hf] = r % p.L;
+            row_mask[mt][hf] = b * p.ms[0] + row_h[mt][hf] * p.ms[1] + row_l[mt][hf] * p.ms[2];
+        }
+
+    float acc[MT][ND][4];
+    float m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int j = 0; j < ND; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[mt][j][e] = 0.f;
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.f;
+    }
+
+    const T *wQ = sQ + warp * 16 * MT * D;
+    for (int t = t_begin; t < t_end; t++) {
+        const int buf = (t - t_begin) & 1;
+        if (t + 1 < t_end) {
+            load_tile<T, D, BN, NT>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
+            load_tile<T, D, BN, NT>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
+
+        /* S = Q K^T */
+        float s[MT][NB][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int j = 0; j < NB; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    s[mt][j][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(a[mt], wQ + swz<D>(mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+            for (int nn = 0; nn < BN / 16; nn++) {
+                uint32_t bf[4];
+                ldmatrix_x4(bf, tK + swz<D>(nn * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                            kk * 2 + ((lane >> 3) & 1)));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    Mma<T>::run(s[mt][2 * nn], a[mt], bf[0], bf[1]);
+                    Mma<T>::run(s[mt][2 * nn + 1], a[mt], bf[2], bf[3]);
+                }
+            }
+        }
+
+        /* scale into the exp2 domain; masks where a key can be cut */
+        const int n0 = t * BN;
+        const bool edge = n0 + BN > p.S || (p.causal && n0 + BN - 1 > l_min);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int j = 0; j < NB; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int hf = e >> 1, key = n0 + j * 8 + 2 * tg + (e & 1);
+                    float x = s[mt][j][e] * p.scale_log2;
+                    if (p.mask_kind != 0 && key < p.S) {
+                        int64_t off = row_mask[mt][hf] + key * p.ms[3];
+                        if (p.mask_kind == 1)
+                            x = static_cast<const uint8_t *>(p.mask)[off] ? x : -INFINITY;
+                        else
+                            x += static_cast<const float *>(p.mask)[off] * 1.4426950408889634f;
+                    }
+                    if (edge && (key >= p.S || (p.causal && key > row_l[mt][hf])))
+                        x = -INFINITY;
+                    s[mt][j][e] = x;
+                }
+
+        /* online softmax; a row with no visible key so far keeps m = -inf
+         * and takes 0 as its reference, so exp2 gives 0, never NaN */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                float mx = m[mt][hf];
+#pragma unroll
+                for (int j = 0; j < NB; j++)
+                    mx = fmaxf(mx, fmaxf(s[mt][j][2 * hf], s[mt][j][2 * hf + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+                const float ref = mx == -INFINITY ? 0.f : mx;
+                const float alpha = ex2(m[mt][hf] - ref);
+                m[mt][hf] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int j = 0; j < NB; j++) {
+                    s[mt][j][2 * hf] = ex2(s[mt][j][2 * hf] - ref);
+                    s[mt][j][2 * hf + 1] = ex2(s[mt][j][2 * hf + 1] - ref);
+                    sum += s[mt][j][2 * hf] + s[mt][j][2 * hf + 1];
+                }
+                l[mt][hf] = l[mt][hf] * alpha + sum;
+#pragma unroll
+                for (int j = 0; j < ND; j++) {
+                    acc[mt][j][2 * hf] *= alpha;
+                    acc[mt][j][2 * hf + 1] *= alpha;
+                }
+            }
+
+        /* O += P V, P from the score registers */
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                a[mt][0] = Mma<T>::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                a[mt][1] = Mma<T>::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                a[mt][2] = Mma<T>::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                a[mt][3] = Mma<T>::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dd = 0; dd < D / 16; dd++) {
+                uint32_t bf[4];
+                ldmatrix_x4_trans(bf, tV + swz<D>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                  dd * 2 + (lane >> 4)));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    Mma<T>::run(acc[mt][2 * dd], a[mt], bf[0], bf[1]);
+                    Mma<T>::run(acc[mt][2 * dd + 1], a[mt], bf[2], bf[3]);
+                }
+            }
+        }
+        __syncthreads();        /* the next prefetch overwrites this buffer */
+    }
+    cp_async_wait<0>();         /* no tile: the query load is still pending */
+
+    /* o = acc / l; a fully masked row (l = 0) gives 0 */
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            float sum = l[mt][hf];
+            sum += __shfl_xor_sync(0xffffffff, sum, 1);
+            sum += __shfl_xor_sync(0xffffffff, sum, 2);
+            l[mt][hf] = sum;
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+            for (int j = 0; j < ND; j++) {
+                acc[mt][j][2 * hf] *= inv;
+                acc[mt][j][2 * hf + 1] *= inv;
+            }
+        }
+
+    if (gridDim.z > 1) {
+        /* split: fp32 partials and log-sum-exp, merged by flash_combine */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                int r = r0 + warp * 16 * MT + mt * 16 + g + 8 * hf;
+                if (r >= rows)
+                    continue;
+                int64_t row = ((int64_t)(blockIdx.z * (gridDim.y / heads) + b) * p.hq +
+                               row_h[mt][hf]) * p.L + row_l[mt][hf];
+                float *po = p.part_o + row * D;
+#pragma unroll
+                for (int j = 0; j < ND; j++)
+                    *reinterpret_cast<float2 *>(po + j * 8 + 2 * tg) =
+                        make_float2(acc[mt][j][2 * hf], acc[mt][j][2 * hf + 1]);
+                if (tg == 0)
+                    p.part_lse[row] = l[mt][hf] > 0.f ? m[mt][hf] + __log2f(l[mt][hf])
+                                                       : -INFINITY;
+            }
+        return;
+    }
+
+    /* stage the warp's rows in its own query rows, then 16-byte stores */
+    T *wO = sQ + warp * 16 * MT * D;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+            for (int j = 0; j < ND; j++)
+                *reinterpret_cast<uint32_t *>(wO + swz<D>(mt * 16 + g + 8 * hf, j) + 2 * tg) =
+                    Mma<T>::pack(acc[mt][j][2 * hf], acc[mt][j][2 * hf + 1]);
+    __syncwarp();
+    for (int i = lane; i < 16 * MT * ND; i += 32) {
+        int row = i / ND, c = i % ND, r = r0 + warp * 16 * MT + row;
+        if (r >= rows)
+            continue;
+        int h = h_base + r / p.L, lq = r % p.L;
+        T *dst = static_cast<T *>(p.o) + b * p.os[0] + h * p.os[1] + (int64_t)lq * p.os[2] + c * 8;
+        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(wO + swz<D>(row, c));
+    }
+}
+
+/* o[row] = sum_s w_s o_s / sum_s w_s, w_s = 2^(lse_s - max lse); every split
+ * empty (a fully masked row): 0. One thread: 4 elements of one row. */
+template <typename T, int D>
+__global__ void flash_combine(const Params p, int batch, int splits)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t rows = (int64_t)batch * p.hq * p.L;
+    if (i >= rows * (D / 4))
+        return;
+    int64_t row = i / (D / 4);
+    int c = (int)(i % (D / 4)) * 4;
+    float mx = -INFINITY;
+    for (int s = 0; s < splits; s++)
+        mx = fmaxf(mx, p.part_lse[s * rows + row]);
+    float o[4] = {0.f, 0.f, 0.f, 0.f}, wsum = 0.f;
+    if (mx != -INFINITY)
+        for (int s = 0; s < splits; s++) {
+            float w = ex2(p.part_lse[s * rows + row] - mx);
+            float4 v = *reinterpret_cast<const float4 *>(p.part_o + (s * rows + row) * D + c);
+            o[0] += w * v.x, o[1] += w * v.y, o[2] += w * v.z, o[3] += w * v.w;
+            wsum += w;
+        }
+    float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+    int lq = (int)(row % p.L), h = (int)(row / p.L % p.hq), b = (int)(row / p.L / p.hq);
+    T *dst = static_cast<T *>(p.o) + b * p.os[0] + h * p.os[1] + (int64_t)lq * p.os[2] + c;
+    uint2 out;
+    out.x = Mma<T>::pack(o[0] * inv, o[1] * inv);
+    out.y = Mma<T>::pack(o[2] * inv, o[3] * inv);
+    *reinterpret_cast<uint2 *>(dst) = out;
+}
+
+} // namespace tgf
