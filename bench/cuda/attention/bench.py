@@ -2,9 +2,10 @@
 
 Run on the GPU machine: python3 bench.py LIBTGFLASH.so [--quick]. The same
 q, k, v (bf16, [b, h, s, d], random normal) go to tgf_attn_forward through
-ctypes and to torch.nn.functional.scaled_dot_product_attention under each
+ctypes ("ours": the kernel the device picks, wgmma on Hopper; "ours fa2": the
+portable mma.sync kernel) and to torch.nn.functional.scaled_dot_product_attention under each
 backend (default, CUDNN_ATTENTION, FLASH_ATTENTION, EFFICIENT_ATTENTION).
-Time: CUDA events, median of the repeats after warm-up, three input sets
+Time: CUDA events, median of the repeats after warm-up, two or three input sets
 rotated so that nothing is timed out of L2. TFLOP/s = 4 b h s^2 d, half for
 causal. Each of ours is checked against torch's flash (or math) output first:
 max |diff| printed. Decode rows: GB/s of K and V read.
@@ -25,7 +26,8 @@ class Desc(ctypes.Structure):
                 ("scale", ctypes.c_float), ("causal", ctypes.c_int32),
                 ("mask", ctypes.c_void_p), ("mask_stride", ctypes.c_int64 * 4),
                 ("q_stride", ctypes.c_int64 * 3), ("k_stride", ctypes.c_int64 * 3),
-                ("v_stride", ctypes.c_int64 * 3), ("o_stride", ctypes.c_int64 * 3)]
+                ("v_stride", ctypes.c_int64 * 3), ("o_stride", ctypes.c_int64 * 3),
+                ("portable", ctypes.c_int32)]
 
 
 lib = ctypes.CDLL(sys.argv[1])
@@ -40,10 +42,10 @@ QUICK = "--quick" in sys.argv            # three sequence lengths
 OURS_ONLY = "--ours-only" in sys.argv    # no torch rows: compare builds of ours
 
 
-def ours(q, k, v, causal):
+def ours(q, k, v, causal, portable=0):
     b, hq, L, d = q.shape
     desc = Desc(dtype=0 if q.dtype == torch.bfloat16 else 1, batch=b, hq=hq, hk=k.shape[1],
-                L=L, S=k.shape[2], D=d, scale=d ** -0.5, causal=int(causal))
+                L=L, S=k.shape[2], D=d, scale=d ** -0.5, causal=int(causal), portable=portable)
     o = torch.empty_like(q)
     ws = torch.empty(max(1, lib.tgf_attn_workspace(ctypes.byref(desc))), dtype=torch.uint8,
                      device=q.device)
@@ -114,6 +116,8 @@ def prefill_rows():
                        "diff": diff}
                 runs = [ours(*x, causal)[0] for x in sets]
                 row["ours"] = flops / median_ms(runs, reps) / 1e9
+                runs = [ours(*x, causal, 1)[0] for x in sets]
+                row["fa2"] = flops / median_ms(runs, reps) / 1e9
                 for bn, be in BACKENDS:
                     try:
                         if OURS_ONLY:
@@ -135,7 +139,7 @@ def fmt(x):
 def fmt_prefill(r):
     best = max([r[k] for k in ("default", "cudnn", "flash", "efficient") if r[k]] or [r["ours"]])
     return (f"| {r['d']} | {r['s']} | {r['b']}x{r['h']} | {'yes' if r['causal'] else 'no'} | "
-            f"{fmt(r['ours'])} | {fmt(r['default'])} | {fmt(r['cudnn'])} | {fmt(r['flash'])} | "
+            f"{fmt(r['ours'])} | {fmt(r['fa2'])} | {fmt(r['default'])} | {fmt(r['cudnn'])} | {fmt(r['flash'])} | "
             f"{fmt(r['efficient'])} | {r['ours'] / best:.2f} | {r['diff']:.1e} | {r['kernel']} |")
 
 
@@ -170,9 +174,9 @@ def decode_rows():
 if __name__ == "__main__":
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     print("\nprefill, bf16, TFLOP/s (ours / best torch: the ratio column)")
-    print("| d | seq | b x h | causal | ours | default | cudnn | flash | efficient | ratio "
-          "| max diff | kernel |")
-    print("|--:|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|:--|")
+    print("| d | seq | b x h | causal | ours | ours fa2 | default | cudnn | flash | efficient "
+          "| ratio | max diff | kernel |")
+    print("|--:|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
     prefill_rows()
     print("\ndecode, bf16, GB/s of K and V read")
     print("| d | L | S | b x hq/hk | ours | default | cudnn | flash | efficient | max diff | kernel |")

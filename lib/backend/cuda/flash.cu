@@ -37,22 +37,27 @@ constexpr Shape decode_shape(int64_t D, int64_t rows)
 constexpr int DECODE_MAX_L = 16;    /* queries up to which decode splits the keys */
 
 struct Plan {
-    bool decode;
+    bool decode, hopper;
     Shape shape;
     int pack, row_blocks, heads, splits, tiles_per_split;
 };
 
-int sm_count()
+/* the current device's attribute, or fallback when there is none */
+int device_attr(cudaDeviceAttr a, int fallback)
 {
-    static int n;
-    if (!n) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            n = 132;
-    }
-    return n;
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess)
+        return fallback;
+    return v;
 }
+
+/* the wgmma kernel: sm_90a machine code runs on compute capability 9.0 only */
+bool hopper_device()
+{
+    return device_attr(cudaDevAttrComputeCapabilityMajor, 0) == 9 &&
+           device_attr(cudaDevAttrComputeCapabilityMinor, 0) == 0;
+}
+constexpr Shape HOPPER_SHAPE = {8, 1, 64};  /* two warpgroups of 64 rows */
 
 Plan plan(const tgf_attn_desc *d)
 {
@@ -60,7 +65,8 @@ Plan plan(const tgf_attn_desc *d)
     pl.decode = d->L <= DECODE_MAX_L;
     pl.pack = pl.decode ? (int)(d->hq / d->hk) : 1;
     int64_t rows = pl.pack * d->L;
-    pl.shape = pl.decode ? decode_shape(d->D, rows) : prefill_shape(d->D);
+    pl.hopper = !pl.decode && !d->portable && hopper_device();
+    pl.shape = pl.decode ? decode_shape(d->D, rows) : pl.hopper ? HOPPER_SHAPE : prefill_shape(d->D);
     int bm = 16 * pl.shape.mt * pl.shape.warps;
     pl.row_blocks = (int)((rows + bm - 1) / bm);
     pl.heads = (int)(d->hq / pl.pack);
@@ -69,7 +75,7 @@ Plan plan(const tgf_attn_desc *d)
     if (pl.decode && ntiles > 1) {
         /* enough blocks for every multiprocessor several times over */
         int64_t base = d->batch * pl.heads * pl.row_blocks;
-        int64_t want = (8 * (int64_t)sm_count() + base - 1) / base;
+        int64_t want = (8 * (int64_t)device_attr(cudaDevAttrMultiProcessorCount, 132) + base - 1) / base;
         pl.splits = (int)(want < ntiles ? want : ntiles);
     }
     pl.tiles_per_split = (ntiles + pl.splits - 1) / pl.splits;
@@ -133,6 +139,8 @@ template <typename T, int D>
 cudaError_t launch_dim(const Params &p, const Plan &pl, int64_t batch, cudaStream_t stream)
 {
     constexpr Shape one = decode_shape(D, 16), four = decode_shape(D, 17), pre = prefill_shape(D);
+    if (pl.hopper)
+        return tgf::launch_sm90<T, D>(p, dim3(pl.row_blocks, (unsigned)(batch * pl.heads), 1), stream);
     if (!pl.decode)
         return launch_tiles<T, D, pre.warps, pre.mt, pre.bn>(p, pl, batch, stream);
     if (pl.shape.warps == one.warps)
@@ -204,7 +212,7 @@ extern "C" const char *tgf_attn_kernel(const tgf_attn_desc *d)
     if (!d || d->L <= 0 || d->hk <= 0 || d->hq % d->hk)
         return "none";
     Plan pl = plan(d);
-    snprintf(why_buf, sizeof why_buf, "fa2 %s d%lld bm%d bn%d splits %d", pl.decode ? "decode" : "prefill",
+    snprintf(why_buf, sizeof why_buf, "%s %s d%lld bm%d bn%d splits %d", pl.hopper ? "wgmma" : "fa2", pl.decode ? "decode" : "prefill",
              (long long)d->D, 16 * pl.shape.mt * pl.shape.warps, pl.shape.bn, pl.splits);
     return why_buf;
 }

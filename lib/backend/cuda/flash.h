@@ -3,7 +3,9 @@
  * backend exists; tests/cuda and bench/cuda/attention drive it directly.
  *
  * q [batch, hq, L, D], k and v [batch, hk, S, D], o [batch, hq, L, D], all
- * bf16 or all fp16, on the device; fp32 accumulation and softmax. hk divides
+ * bf16 or all fp16, on the device; fp32 accumulation and softmax. Two
+ * kernels, chosen at run time: FlashAttention-2 on mma.sync (sm_80 and up),
+ * and on compute capability 9.0 one on wgmma (flash_sm90.cu) for prefill. hk divides
  * hq (GQA, MQA). D is 64, 128 or 256. Causal is upper-left aligned (row i sees
  * keys 0..i, like torch's is_causal and the CPU kernel). A row whose every key
  * is masked gives 0, as lib/kernels/cpu/sdpa.c does. Extra memory: none for
@@ -41,6 +43,9 @@ typedef struct {
      * 0: the tensor is contiguous. Multiples of 8, like the pointers' 16-byte
      * alignment, for the 16-byte loads. */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+    /* nonzero: the portable mma.sync kernel even where the Hopper one would
+     * run (compute capability 9.0, more than 16 queries) */
+    int32_t portable;
 } tgf_attn_desc;
 
 /* NULL when the descriptor and pointers can run, else why not (one line). */
@@ -50,7 +55,8 @@ const char *tgf_attn_check(const tgf_attn_desc *d, const void *q, const void *k,
 /* Device bytes the forward needs as workspace (0 for prefill). */
 size_t tgf_attn_workspace(const tgf_attn_desc *d);
 
-/* Which kernel the descriptor runs, for logs: "fa2 prefill d128 bm128 bn32". */
+/* Which kernel the descriptor runs on the current device, for logs:
+ * "wgmma prefill d128 bm128 bn64 splits 1". */
 const char *tgf_attn_kernel(const tgf_attn_desc *d);
 
 /* o = softmax(scale * q k^T + mask) v, asynchronous on stream. Returns 0, or

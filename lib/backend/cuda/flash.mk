@@ -12,6 +12,8 @@ CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=s
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -Wall
 FLASH_DEFS ?=
 FLASH_HDRS = $(srcdir)/lib/backend/cuda/flash.h $(srcdir)/lib/backend/cuda/flash_fwd.cuh
+# the Hopper kernel: wgmma needs the sm_90a target
+FLASH_OBJS = $(CUDA_BUILD)/flash.o $(CUDA_BUILD)/flash_sm90.o
 
 cuda: $(CUDA_BUILD)/libtgflash.so $(CUDA_BUILD)/test_flash
 
@@ -19,11 +21,15 @@ $(CUDA_BUILD)/flash.o: $(srcdir)/lib/backend/cuda/flash.cu $(FLASH_HDRS)
 	@mkdir -p $(CUDA_BUILD)
 	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) $(FLASH_DEFS) -I$(srcdir)/lib -c -o $@ $<
 
-$(CUDA_BUILD)/libtgflash.so: $(CUDA_BUILD)/flash.o
-	$(NVCC) $(CUDA_ARCH) -shared -o $@ $<
+$(CUDA_BUILD)/flash_sm90.o: $(srcdir)/lib/backend/cuda/flash_sm90.cu $(FLASH_HDRS)
+	@mkdir -p $(CUDA_BUILD)
+	$(NVCC) $(NVCCFLAGS) -gencode arch=compute_90a,code=sm_90a $(FLASH_DEFS) -I$(srcdir)/lib -c -o $@ $<
 
-$(CUDA_BUILD)/test_flash: $(srcdir)/tests/cuda/test_flash.cu $(CUDA_BUILD)/flash.o $(FLASH_HDRS)
-	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) -I$(srcdir)/lib -o $@ $< $(CUDA_BUILD)/flash.o
+$(CUDA_BUILD)/libtgflash.so: $(FLASH_OBJS)
+	$(NVCC) $(CUDA_ARCH) -shared -o $@ $(FLASH_OBJS)
+
+$(CUDA_BUILD)/test_flash: $(srcdir)/tests/cuda/test_flash.cu $(FLASH_OBJS) $(FLASH_HDRS)
+	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) -I$(srcdir)/lib -o $@ $< $(FLASH_OBJS)
 
 check-cuda: $(CUDA_BUILD)/test_flash
 	$(CUDA_BUILD)/test_flash

@@ -107,225 +107,118 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
-/* A tile of rows of D elements in shared memory, its 16-byte chunks XOR
- * swizzled by row so that ldmatrix's eight row addresses hit distinct banks. */
-template <int D> __device__ __forceinline__ int swz(int row, int chunk)
-{
-    return row * D + ((chunk ^ (row & 7)) << 3);
-}
+/* ---- the per-thread row state and softmax, shared by both kernels ---------
+ * Scores and accumulators are the m16n8 tensor-core fragments (mma.sync's
+ * C, and wgmma's D per warp): element (mt, j, e) of a thread is row
+ * 16 mt + g + 8 (e >> 1) of its warp's rows, column 8 j + 2 tg + (e & 1).
+ * Arrays are flat, [(mt * N8 + j) * 4 + e]. */
 
-/* rows [row0, row0 + ROWS) of a [.., n, D] operand into a swizzled tile */
-template <typename T, int D, int ROWS, int NT>
-__device__ __forceinline__ void load_tile(T *dst, const T *base, int64_t row_stride, int row0,
-                                          int n)
-{
-    constexpr int CH = D / 8;
-#pragma unroll
-    for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
-        int row = i / CH, c = i % CH;
-        bool ok = row0 + row < n;
-        const T *src = ok ? base + (int64_t)(row0 + row) * row_stride + c * 8 : base;
-        cp_async16(dst + swz<D>(row, c), src, ok);
-    }
-}
+/* a thread's query rows: per m-tile and half (row g or g + 8) */
+template <int MT> struct Rows {
+    int l[MT][2], h[MT][2];
+    int64_t mask[MT][2];        /* the mask row's offset */
 
-template <typename T, int D, int WARPS, int MT, int BN>
-__global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
-{
-    constexpr int BM = 16 * MT * WARPS, NT = 32 * WARPS, NB = BN / 8, ND = D / 8;
-    static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
-    extern __shared__ __align__(128) unsigned char smem_raw[];
-    T *sQ = reinterpret_cast<T *>(smem_raw);
-    T *sK = sQ + BM * D;        /* [2][BN][D] */
-    T *sV = sK + 2 * BN * D;    /* [2][BN][D] */
-
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int g = lane >> 2, tg = lane & 3;
-    const int heads = p.hq / p.pack;
-    const int b = blockIdx.y / heads, h_base = (blockIdx.y % heads) * p.pack;
-    const int kvh = h_base / p.group;
-    const int rows = p.pack * p.L, r0 = blockIdx.x * BM;
-
-    const T *K = static_cast<const T *>(p.k) + b * p.ks[0] + kvh * p.ks[1];
-    const T *V = static_cast<const T *>(p.v) + b * p.vs[0] + kvh * p.vs[1];
-
-    /* the key tiles this block walks; causal: none past its last row's query */
-    const int ntiles = (p.S + BN - 1) / BN;
-    const int t_begin = blockIdx.z * p.tiles_per_split;
-    int t_end = min(t_begin + p.tiles_per_split, ntiles);
-    const int l_min = p.pack == 1 ? r0 : 0;
-    if (p.causal) {
-        int l_max = p.pack == 1 ? min(r0 + BM, p.L) - 1 : p.L - 1;
-        t_end = min(t_end, l_max / BN + 1);
-    }
-
-    /* the query rows: a 16-byte chunk a thread, any row stride */
+    /* row0: the warp's first row in its (batch, head group); rows: how many */
+    __device__ __forceinline__ void init(const Params &p, int b, int h_base, int row0, int rows,
+                                         int g)
     {
-        constexpr int CH = D / 8;
-        for (int i = threadIdx.x; i < BM * CH; i += NT) {
-            int row = i / CH, c = i % CH, r = r0 + row;
-            bool ok = r < rows;
-            int h = h_base + (ok ? r / p.L : 0), l = ok ? r % p.L : 0;
-            const T *src = static_cast<const T *>(p.q) + b * p.qs[0] + h * p.qs[1] +
-                           (int64_t)l * p.qs[2] + c * 8;
-            cp_async16(sQ + swz<D>(row, c), src, ok);
-        }
-    }
-    if (t_begin < t_end) {
-        load_tile<T, D, BN, NT>(sK, K, p.ks[2], t_begin * BN, p.S);
-        load_tile<T, D, BN, NT>(sV, V, p.vs[2], t_begin * BN, p.S);
-    }
-    cp_async_commit();
-
-    /* this thread's rows: mt, half (g or g + 8) */
-    int row_l[MT][2], row_h[MT][2];
-    int64_t row_mask[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            int r = min(r0 + warp * 16 * MT + mt * 16 + g + 8 * hf, rows - 1);
-            row_h[mt][hf] = h_base + r / p.L;
-            row_l[mt][hf] = r % p.L;
-            row_mask[mt][hf] = b * p.ms[0] + row_h[mt][hf] * p.ms[1] + row_l[mt][hf] * p.ms[2];
-        }
-
-    float acc[MT][ND][4];
-    float m[MT][2], l[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-        for (int j = 0; j < ND; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[mt][j][e] = 0.f;
-        m[mt][0] = m[mt][1] = -INFINITY;
-        l[mt][0] = l[mt][1] = 0.f;
-    }
-
-    const T *wQ = sQ + warp * 16 * MT * D;
-    for (int t = t_begin; t < t_end; t++) {
-        const int buf = (t - t_begin) & 1;
-        if (t + 1 < t_end) {
-            load_tile<T, D, BN, NT>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
-            load_tile<T, D, BN, NT>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
-        const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
-
-        /* S = Q K^T */
-        float s[MT][NB][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int j = 0; j < NB; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    s[mt][j][e] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[MT][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-                ldmatrix_x4(a[mt], wQ + swz<D>(mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
-#pragma unroll
-            for (int nn = 0; nn < BN / 16; nn++) {
-                uint32_t bf[4];
-                ldmatrix_x4(bf, tK + swz<D>(nn * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                            kk * 2 + ((lane >> 3) & 1)));
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    Mma<T>::run(s[mt][2 * nn], a[mt], bf[0], bf[1]);
-                    Mma<T>::run(s[mt][2 * nn + 1], a[mt], bf[2], bf[3]);
-                }
-            }
-        }
-
-        /* scale into the exp2 domain; masks where a key can be cut */
-        const int n0 = t * BN;
-        const bool edge = n0 + BN > p.S || (p.causal && n0 + BN - 1 > l_min);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int j = 0; j < NB; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int hf = e >> 1, key = n0 + j * 8 + 2 * tg + (e & 1);
-                    float x = s[mt][j][e] * p.scale_log2;
-                    if (p.mask_kind != 0 && key < p.S) {
-                        int64_t off = row_mask[mt][hf] + key * p.ms[3];
-                        if (p.mask_kind == 1)
-                            x = static_cast<const uint8_t *>(p.mask)[off] ? x : -INFINITY;
-                        else
-                            x += static_cast<const float *>(p.mask)[off] * 1.4426950408889634f;
-                    }
-                    if (edge && (key >= p.S || (p.causal && key > row_l[mt][hf])))
-                        x = -INFINITY;
-                    s[mt][j][e] = x;
-                }
-
-        /* online softmax; a row with no visible key so far keeps m = -inf
-         * and takes 0 as its reference, so exp2 gives 0, never NaN */
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                float mx = m[mt][hf];
-#pragma unroll
-                for (int j = 0; j < NB; j++)
-                    mx = fmaxf(mx, fmaxf(s[mt][j][2 * hf], s[mt][j][2 * hf + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-                const float ref = mx == -INFINITY ? 0.f : mx;
-                const float alpha = ex2(m[mt][hf] - ref);
-                m[mt][hf] = mx;
-                float sum = 0.f;
-#pragma unroll
-                for (int j = 0; j < NB; j++) {
-                    s[mt][j][2 * hf] = ex2(s[mt][j][2 * hf] - ref);
-                    s[mt][j][2 * hf + 1] = ex2(s[mt][j][2 * hf + 1] - ref);
-                    sum += s[mt][j][2 * hf] + s[mt][j][2 * hf + 1];
-                }
-                l[mt][hf] = l[mt][hf] * alpha + sum;
-#pragma unroll
-                for (int j = 0; j < ND; j++) {
-                    acc[mt][j][2 * hf] *= alpha;
-                    acc[mt][j][2 * hf + 1] *= alpha;
-                }
+                int r = min(row0 + mt * 16 + g + 8 * hf, rows - 1);
+                h[mt][hf] = h_base + r / p.L;
+                l[mt][hf] = r % p.L;
+                mask[mt][hf] = b * p.ms[0] + h[mt][hf] * p.ms[1] + l[mt][hf] * p.ms[2];
             }
+    }
+};
 
-        /* O += P V, P from the score registers */
+/* scores into the exp2 domain; masks only on tiles that can have any: keys
+ * past S, the causal diagonal, a mask tensor */
+template <int MT, int NB>
+__device__ __forceinline__ void scale_and_mask(float *s, const Params &p, const Rows<MT> &rw,
+                                               int n0, bool edge, int tg)
+{
+    if (!edge && p.mask_kind == 0) {
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) {
-            uint32_t a[MT][4];
+        for (int i = 0; i < MT * NB * 4; i++)
+            s[i] *= p.scale_log2;
+        return;
+    }
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                a[mt][0] = Mma<T>::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                a[mt][1] = Mma<T>::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                a[mt][2] = Mma<T>::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                a[mt][3] = Mma<T>::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-            }
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int dd = 0; dd < D / 16; dd++) {
-                uint32_t bf[4];
-                ldmatrix_x4_trans(bf, tV + swz<D>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                  dd * 2 + (lane >> 4)));
+        for (int j = 0; j < NB; j++)
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    Mma<T>::run(acc[mt][2 * dd], a[mt], bf[0], bf[1]);
-                    Mma<T>::run(acc[mt][2 * dd + 1], a[mt], bf[2], bf[3]);
+            for (int e = 0; e < 4; e++) {
+                const int hf = e >> 1, key = n0 + j * 8 + 2 * tg + (e & 1);
+                float x = s[(mt * NB + j) * 4 + e] * p.scale_log2;
+                if (p.mask_kind != 0 && key < p.S) {
+                    int64_t off = rw.mask[mt][hf] + key * p.ms[3];
+                    if (p.mask_kind == 1)
+                        x = static_cast<const uint8_t *>(p.mask)[off] ? x : -INFINITY;
+                    else
+                        x += static_cast<const float *>(p.mask)[off] * 1.4426950408889634f;
                 }
+                if (key >= p.S || (p.causal && key > rw.l[mt][hf]))
+                    x = -INFINITY;
+                s[(mt * NB + j) * 4 + e] = x;
+            }
+}
+
+/* online softmax step: s -> exp2(s - m_new); l and acc rescaled. A row with
+ * no visible key so far keeps m = -inf and takes 0 as its reference, so
+ * exp2 gives 0, never NaN. l stays a per-thread partial sum. */
+template <int MT, int NB, int ND>
+__device__ __forceinline__ void softmax_step(float *s, float *acc, float (*m)[2], float (*l)[2])
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            float *sr = s + mt * NB * 4 + 2 * hf;
+            float mx = m[mt][hf];
+#pragma unroll
+            for (int j = 0; j < NB; j++)
+                mx = fmaxf(mx, fmaxf(sr[j * 4], sr[j * 4 + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+            const float ref = mx == -INFINITY ? 0.f : mx;
+            const float alpha = ex2(m[mt][hf] - ref);
+            m[mt][hf] = mx;
+            float sum = 0.f;
+#pragma unroll
+            for (int j = 0; j < NB; j++) {
+                sr[j * 4] = ex2(sr[j * 4] - ref);
+                sr[j * 4 + 1] = ex2(sr[j * 4 + 1] - ref);
+                sum += sr[j * 4] + sr[j * 4 + 1];
+            }
+            l[mt][hf] = l[mt][hf] * alpha + sum;
+            float *ar = acc + mt * ND * 4 + 2 * hf;
+#pragma unroll
+            for (int j = 0; j < ND; j++) {
+                ar[j * 4] *= alpha;
+                ar[j * 4 + 1] *= alpha;
             }
         }
-        __syncthreads();        /* the next prefetch overwrites this buffer */
-    }
-    cp_async_wait<0>();         /* no tile: the query load is still pending */
+}
 
-    /* o = acc / l; a fully masked row (l = 0) gives 0 */
+/* P as the A operand of the P V product: keys 16 kk .. 16 kk + 15 */
+template <typename T, int NB>
+__device__ __forceinline__ void p_operand(uint32_t a[4], const float *s, int mt, int kk)
+{
+    const float *c0 = s + (mt * NB + 2 * kk) * 4, *c1 = c0 + 4;
+    a[0] = Mma<T>::pack(c0[0], c0[1]);
+    a[1] = Mma<T>::pack(c0[2], c0[3]);
+    a[2] = Mma<T>::pack(c1[0], c1[1]);
+    a[3] = Mma<T>::pack(c1[2], c1[3]);
+}
+
+/* o = acc / l, l summed over the quad first; a fully masked row (l = 0) gives 0 */
+template <int MT, int ND>
+__device__ __forceinline__ void normalize(float *acc, float (*l)[2])
+{
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -335,36 +228,211 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
             sum += __shfl_xor_sync(0xffffffff, sum, 2);
             l[mt][hf] = sum;
             const float inv = sum > 0.f ? 1.f / sum : 0.f;
+            float *ar = acc + mt * ND * 4 + 2 * hf;
 #pragma unroll
             for (int j = 0; j < ND; j++) {
-                acc[mt][j][2 * hf] *= inv;
-                acc[mt][j][2 * hf + 1] *= inv;
+                ar[j * 4] *= inv;
+                ar[j * 4 + 1] *= inv;
             }
         }
+}
+
+/* a split's normalized rows (fp32) and log-sum-exp, for flash_combine */
+template <int MT, int ND>
+__device__ __forceinline__ void store_partials(const Params &p, const float *acc, float (*m)[2],
+                                               float (*l)[2], const Rows<MT> &rw, int row0,
+                                               int rows, int b, int batch, int g, int tg)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            if (row0 + mt * 16 + g + 8 * hf >= rows)
+                continue;
+            int64_t row = ((int64_t)(blockIdx.z * batch + b) * p.hq + rw.h[mt][hf]) * p.L +
+                          rw.l[mt][hf];
+            float *po = p.part_o + row * ND * 8;
+            const float *ar = acc + mt * ND * 4 + 2 * hf;
+#pragma unroll
+            for (int j = 0; j < ND; j++)
+                *reinterpret_cast<float2 *>(po + j * 8 + 2 * tg) = make_float2(ar[j * 4], ar[j * 4 + 1]);
+            if (tg == 0)
+                p.part_lse[row] = l[mt][hf] > 0.f ? m[mt][hf] + __log2f(l[mt][hf]) : -INFINITY;
+        }
+}
+
+/* the block's place: batch, first head of its group, kv head, its key tiles */
+struct Place {
+    int b, h_base, kvh, rows, r0, t_begin, t_end, l_min;
+
+    __device__ __forceinline__ Place(const Params &p, int bm, int bn)
+    {
+        const int heads = p.hq / p.pack;
+        b = blockIdx.y / heads;
+        h_base = (blockIdx.y % heads) * p.pack;
+        kvh = h_base / p.group;
+        rows = p.pack * p.L;
+        r0 = blockIdx.x * bm;
+        const int ntiles = (p.S + bn - 1) / bn;
+        t_begin = blockIdx.z * p.tiles_per_split;
+        t_end = min(t_begin + p.tiles_per_split, ntiles);
+        l_min = p.pack == 1 ? r0 : 0;
+        if (p.causal) {     /* no key past the block's last query */
+            int l_max = p.pack == 1 ? min(r0 + bm, p.L) - 1 : p.L - 1;
+            t_end = min(t_end, l_max / bn + 1);
+        }
+    }
+    /* does key tile n0 need masking: keys past S or past a row's diagonal */
+    __device__ __forceinline__ bool edge(const Params &p, int n0, int bn) const
+    {
+        return n0 + bn > p.S || (p.causal && n0 + bn - 1 > l_min);
+    }
+};
+
+/* the block's query rows into a tile laid out by Layout::at(row, chunk) */
+template <typename T, int D, int BM, int NT, typename Layout>
+__device__ __forceinline__ void load_queries(T *sQ, const Params &p, const Place &pc)
+{
+    constexpr int CH = D / 8;
+    for (int i = threadIdx.x; i < BM * CH; i += NT) {
+        int row = i / CH, c = i % CH, r = pc.r0 + row;
+        bool ok = r < pc.rows;
+        int h = pc.h_base + (ok ? r / p.L : 0), l = ok ? r % p.L : 0;
+        const T *src = static_cast<const T *>(p.q) + pc.b * p.qs[0] + h * p.qs[1] +
+                       (int64_t)l * p.qs[2] + c * 8;
+        cp_async16(sQ + Layout::at(row, c), src, ok);
+    }
+}
+
+/* rows [row0, row0 + ROWS) of a [.., n, D] operand into a tile */
+template <typename T, int D, int ROWS, int NT, typename Layout>
+__device__ __forceinline__ void load_tile(T *dst, const T *base, int64_t row_stride, int row0,
+                                          int n)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
+        int row = i / CH, c = i % CH;
+        bool ok = row0 + row < n;
+        const T *src = ok ? base + (int64_t)(row0 + row) * row_stride + c * 8 : base;
+        cp_async16(dst + Layout::at(row, c), src, ok);
+    }
+}
+
+/* FA2's tiles: rows of D elements, 16-byte chunks XOR swizzled by row so
+ * that ldmatrix's eight row addresses hit distinct banks */
+template <int D> struct RowSwizzle {
+    static __device__ __forceinline__ int at(int row, int chunk)
+    {
+        return row * D + ((chunk ^ (row & 7)) << 3);
+    }
+};
+
+template <typename T, int D, int WARPS, int MT, int BN>
+__global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
+{
+    constexpr int BM = 16 * MT * WARPS, NT = 32 * WARPS, NB = BN / 8, ND = D / 8;
+    static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
+    using L = RowSwizzle<D>;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    T *sQ = reinterpret_cast<T *>(smem_raw);
+    T *sK = sQ + BM * D;        /* [2][BN][D] */
+    T *sV = sK + 2 * BN * D;    /* [2][BN][D] */
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, tg = lane & 3;
+    const Place pc(p, BM, BN);
+    const T *K = static_cast<const T *>(p.k) + pc.b * p.ks[0] + pc.kvh * p.ks[1];
+    const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
+
+    load_queries<T, D, BM, NT, L>(sQ, p, pc);
+    if (pc.t_begin < pc.t_end) {
+        load_tile<T, D, BN, NT, L>(sK, K, p.ks[2], pc.t_begin * BN, p.S);
+        load_tile<T, D, BN, NT, L>(sV, V, p.vs[2], pc.t_begin * BN, p.S);
+    }
+    cp_async_commit();
+
+    const int row0 = pc.r0 + warp * 16 * MT;
+    Rows<MT> rw;
+    rw.init(p, pc.b, pc.h_base, row0, pc.rows, g);
+    float acc[MT * ND * 4];
+    float m[MT][2], l[MT][2];
+#pragma unroll
+    for (int i = 0; i < MT * ND * 4; i++)
+        acc[i] = 0.f;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+        m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.f;
+
+    const T *wQ = sQ + warp * 16 * MT * D;
+    for (int t = pc.t_begin; t < pc.t_end; t++) {
+        const int buf = (t - pc.t_begin) & 1;
+        if (t + 1 < pc.t_end) {
+            load_tile<T, D, BN, NT, L>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
+            load_tile<T, D, BN, NT, L>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
+
+        /* S = Q K^T */
+        float s[MT * NB * 4];
+#pragma unroll
+        for (int i = 0; i < MT * NB * 4; i++)
+            s[i] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(a[mt], wQ + L::at(mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+            for (int nn = 0; nn < BN / 16; nn++) {
+                uint32_t bf[4];
+                ldmatrix_x4(bf, tK + L::at(nn * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                           kk * 2 + ((lane >> 3) & 1)));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    Mma<T>::run(s + (mt * NB + 2 * nn) * 4, a[mt], bf[0], bf[1]);
+                    Mma<T>::run(s + (mt * NB + 2 * nn + 1) * 4, a[mt], bf[2], bf[3]);
+                }
+            }
+        }
+        scale_and_mask<MT, NB>(s, p, rw, t * BN, pc.edge(p, t * BN, BN), tg);
+        softmax_step<MT, NB, ND>(s, acc, m, l);
+
+        /* O += P V, P from the score registers */
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                p_operand<T, NB>(a[mt], s, mt, kk);
+#pragma unroll
+            for (int dd = 0; dd < D / 16; dd++) {
+                uint32_t bf[4];
+                ldmatrix_x4_trans(bf, tV + L::at(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                 dd * 2 + (lane >> 4)));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    Mma<T>::run(acc + (mt * ND + 2 * dd) * 4, a[mt], bf[0], bf[1]);
+                    Mma<T>::run(acc + (mt * ND + 2 * dd + 1) * 4, a[mt], bf[2], bf[3]);
+                }
+            }
+        }
+        __syncthreads();        /* the next prefetch overwrites this buffer */
+    }
+    cp_async_wait<0>();         /* no tile: the query load is still pending */
+    normalize<MT, ND>(acc, l);
 
     if (gridDim.z > 1) {
-        /* split: fp32 partials and log-sum-exp, merged by flash_combine */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                int r = r0 + warp * 16 * MT + mt * 16 + g + 8 * hf;
-                if (r >= rows)
-                    continue;
-                int64_t row = ((int64_t)(blockIdx.z * (gridDim.y / heads) + b) * p.hq +
-                               row_h[mt][hf]) * p.L + row_l[mt][hf];
-                float *po = p.part_o + row * D;
-#pragma unroll
-                for (int j = 0; j < ND; j++)
-                    *reinterpret_cast<float2 *>(po + j * 8 + 2 * tg) =
-                        make_float2(acc[mt][j][2 * hf], acc[mt][j][2 * hf + 1]);
-                if (tg == 0)
-                    p.part_lse[row] = l[mt][hf] > 0.f ? m[mt][hf] + __log2f(l[mt][hf])
-                                                       : -INFINITY;
-            }
+        store_partials<MT, ND>(p, acc, m, l, rw, row0, pc.rows, pc.b, gridDim.y / (p.hq / p.pack),
+                               g, tg);
         return;
     }
-
     /* stage the warp's rows in its own query rows, then 16-byte stores */
     T *wO = sQ + warp * 16 * MT * D;
 #pragma unroll
@@ -373,16 +441,16 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
         for (int hf = 0; hf < 2; hf++)
 #pragma unroll
             for (int j = 0; j < ND; j++)
-                *reinterpret_cast<uint32_t *>(wO + swz<D>(mt * 16 + g + 8 * hf, j) + 2 * tg) =
-                    Mma<T>::pack(acc[mt][j][2 * hf], acc[mt][j][2 * hf + 1]);
+                *reinterpret_cast<uint32_t *>(wO + L::at(mt * 16 + g + 8 * hf, j) + 2 * tg) =
+                    Mma<T>::pack(acc[(mt * ND + j) * 4 + 2 * hf], acc[(mt * ND + j) * 4 + 2 * hf + 1]);
     __syncwarp();
     for (int i = lane; i < 16 * MT * ND; i += 32) {
-        int row = i / ND, c = i % ND, r = r0 + warp * 16 * MT + row;
-        if (r >= rows)
+        int row = i / ND, c = i % ND, r = row0 + row;
+        if (r >= pc.rows)
             continue;
-        int h = h_base + r / p.L, lq = r % p.L;
-        T *dst = static_cast<T *>(p.o) + b * p.os[0] + h * p.os[1] + (int64_t)lq * p.os[2] + c * 8;
-        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(wO + swz<D>(row, c));
+        int h = pc.h_base + r / p.L, lq = r % p.L;
+        T *dst = static_cast<T *>(p.o) + pc.b * p.os[0] + h * p.os[1] + (int64_t)lq * p.os[2] + c * 8;
+        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(wO + L::at(row, c));
     }
 }
 
@@ -418,3 +486,9 @@ __global__ void flash_combine(const Params p, int batch, int splits)
 }
 
 } // namespace tgf
+
+namespace tgf {
+/* the Hopper kernel's launch (flash_sm90.cu, built for sm_90a): grid as the
+ * FA2 kernel's with BM = 128, BN = 64 */
+template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid, cudaStream_t stream);
+}

@@ -1,0 +1,206 @@
+/* The Hopper forward kernel (sm_90a): the FA2 algorithm of flash_fwd.cuh with
+ * both products on wgmma, the warpgroup-wide asynchronous tensor-core
+ * instruction that reads its operands from shared memory through matrix
+ * descriptors. Built only for sm_90a (flash.mk); flash.cu runs it on compute
+ * capability 9.0 for prefill.
+ *
+ * A block is two warpgroups, 64 query rows each (BM = 128), over key tiles
+ * of BN = 64. S = Q K^T is one m64n64k16 wgmma per 16 of D, both operands in
+ * shared memory; the softmax runs on its accumulators in registers (the same
+ * fragment layout as mma.sync's, so flash_fwd.cuh's row code is reused);
+ * O += P V takes P from registers as the A operand and V from shared memory,
+ * transposed by the descriptor, D / 64 m64n64k16 wgmmas per 16 keys. Tiles
+ * are in the 128-byte swizzled layout wgmma reads: [D / 64][rows][64], each
+ * 1024-byte atom of 8 rows of 128 bytes with its 16-byte chunks XORed by row.
+ * K and V are double-buffered through cp.async, made visible to the tensor
+ * cores' async proxy by a proxy fence before the block barrier. */
+#include "backend/cuda/flash_fwd.cuh"
+
+namespace tgf {
+
+/* the 128-byte swizzle of a tile of R rows: [D / 64][R][64] */
+template <int R> struct WgmmaSwizzle {
+    static __device__ __forceinline__ int at(int row, int chunk)
+    {
+        return (chunk >> 3) * R * 64 + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
+    }
+};
+
+/* a shared-memory matrix descriptor, 128-byte swizzle; offsets in bytes */
+__device__ __forceinline__ uint64_t gmma_desc(const void *p, uint32_t lbo, uint32_t sbo)
+{
+    uint64_t a = smem_addr(p);
+    return ((a & 0x3ffff) >> 4) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 |
+           (uint64_t)((sbo >> 4) & 0x3fff) << 32 | (uint64_t)1 << 62;
+}
+
+#define TGF_ACC8(d, i)                                                                        \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
+#define TGF_ACC32(d) TGF_ACC8(d, 0), TGF_ACC8(d, 8), TGF_ACC8(d, 16), TGF_ACC8(d, 24)
+#define TGF_REGS32                                                                            \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "    \
+    "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+
+template <typename T> struct Wgmma;
+#define TGF_WGMMA(CT, PT)                                                                     \
+    template <> struct Wgmma<CT> {                                                            \
+        /* d (+)= A B, A and B K-major in shared memory; d zeroed first when !accumulate */   \
+        static __device__ __forceinline__ void ss(float *d, uint64_t a, uint64_t b,           \
+                                                  int accumulate)                             \
+        {                                                                                     \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                         \
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " " TGF_REGS32 \
+                         ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                    \
+                         : TGF_ACC32(d)                                                       \
+                         : "l"(a), "l"(b), "r"(accumulate));                                  \
+        }                                                                                     \
+        /* d += A B, A in registers, B N-major in shared memory (transposed) */               \
+        static __device__ __forceinline__ void rs(float *d, const uint32_t a[4], uint64_t b)  \
+        {                                                                                     \
+            asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " " TGF_REGS32 \
+                         ", {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"                         \
+                         : TGF_ACC32(d)                                                       \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));               \
+        }                                                                                     \
+    };
+TGF_WGMMA(__nv_bfloat16, "bf16")
+TGF_WGMMA(__half, "f16")
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* registers the wgmmas in flight write: not to be read or moved before the wait */
+template <int N> __device__ __forceinline__ void fence_regs(float *r)
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(r[i])::"memory");
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int BM = 128, BN = 64, NT = 256, NB = BN / 8, ND = D / 8;
+    using LQ = WgmmaSwizzle<BM>;
+    using LK = WgmmaSwizzle<BN>;
+    extern __shared__ unsigned char smem_raw[];
+    /* 1024-byte atoms: the swizzle is on absolute address bits */
+    T *sQ = reinterpret_cast<T *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    T *sK = sQ + BM * D;        /* [2][D / 64][BN][64] */
+    T *sV = sK + 2 * BN * D;
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
+    const int g = lane >> 2, tg = lane & 3;
+    const Place pc(p, BM, BN);
+    const T *K = static_cast<const T *>(p.k) + pc.b * p.ks[0] + pc.kvh * p.ks[1];
+    const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
+
+    load_queries<T, D, BM, NT, LQ>(sQ, p, pc);
+    if (pc.t_begin < pc.t_end) {
+        load_tile<T, D, BN, NT, LK>(sK, K, p.ks[2], pc.t_begin * BN, p.S);
+        load_tile<T, D, BN, NT, LK>(sV, V, p.vs[2], pc.t_begin * BN, p.S);
+    }
+    cp_async_commit();
+
+    const int row0 = pc.r0 + warp * 16;
+    Rows<1> rw;
+    rw.init(p, pc.b, pc.h_base, row0, pc.rows, g);
+    float acc[ND * 4];
+    float m[1][2] = {{-INFINITY, -INFINITY}}, l[1][2] = {{0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < ND * 4; i++)
+        acc[i] = 0.f;
+
+    const T *wQ = sQ + wg * 64 * 64;    /* the warpgroup's 64 rows of each 64-column block */
+    for (int t = pc.t_begin; t < pc.t_end; t++) {
+        const int buf = (t - pc.t_begin) & 1;
+        if (t + 1 < pc.t_end) {
+            load_tile<T, D, BN, NT, LK>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
+            load_tile<T, D, BN, NT, LK>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
+
+        /* S = Q K^T: K-major both; a k16 step is 32 bytes along a 128-byte row */
+        float s[NB * 4];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            Wgmma<T>::ss(s, gmma_desc(wQ + (kk >> 2) * BM * 64 + (kk & 3) * 16, 16, 1024),
+                         gmma_desc(tK + (kk >> 2) * BN * 64 + (kk & 3) * 16, 16, 1024), kk > 0);
+        wgmma_commit();
+        wgmma_wait();
+        fence_regs<NB * 4>(s);
+
+        scale_and_mask<1, NB>(s, p, rw, t * BN, pc.edge(p, t * BN, BN), tg);
+        softmax_step<1, NB, ND>(s, acc, m, l);
+
+        /* O += P V: V N-major (d contiguous); 16 keys are two 8-row groups 1024
+         * bytes apart; each 64 columns of D is one wgmma */
+        uint32_t a[BN / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+            p_operand<T, NB>(a[kk], s, 0, kk);
+        fence_regs<ND * 4>(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+            for (int nd = 0; nd < D / 64; nd++)
+                Wgmma<T>::rs(acc + nd * 32, a[kk],
+                             gmma_desc(tV + nd * BN * 64 + kk * 16 * 64, BN * 128, 1024));
+        wgmma_commit();
+        wgmma_wait();
+        fence_regs<ND * 4>(acc);
+        __syncthreads();        /* the next prefetch overwrites this buffer */
+    }
+    cp_async_wait<0>();
+    normalize<1, ND>(acc, l);
+    if (gridDim.z > 1) {
+        store_partials<1, ND>(p, acc, m, l, rw, row0, pc.rows, pc.b, gridDim.y / (p.hq / p.pack),
+                              g, tg);
+        return;
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+        int r = row0 + g + 8 * hf;
+        if (r >= pc.rows)
+            continue;
+        T *dst = static_cast<T *>(p.o) + pc.b * p.os[0] + rw.h[0][hf] * p.os[1] +
+                 (int64_t)rw.l[0][hf] * p.os[2] + 2 * tg;
+#pragma unroll
+        for (int j = 0; j < ND; j++)
+            *reinterpret_cast<uint32_t *>(dst + j * 8) =
+                Mma<T>::pack(acc[j * 4 + 2 * hf], acc[j * 4 + 2 * hf + 1]);
+    }
+#else
+    __trap();   /* built for sm_90a only: flash.cu never launches it elsewhere */
+#endif
+}
+
+template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid, cudaStream_t stream)
+{
+    constexpr size_t smem = (size_t)(128 + 4 * 64) * D * sizeof(T) + 1024;
+    auto kernel = flash_fwd_sm90<T, D>;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return e;
+    kernel<<<grid, 256, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+template cudaError_t launch_sm90<__nv_bfloat16, 64>(const Params &, dim3, cudaStream_t);
+template cudaError_t launch_sm90<__nv_bfloat16, 128>(const Params &, dim3, cudaStream_t);
+template cudaError_t launch_sm90<__nv_bfloat16, 256>(const Params &, dim3, cudaStream_t);
+template cudaError_t launch_sm90<__half, 64>(const Params &, dim3, cudaStream_t);
+template cudaError_t launch_sm90<__half, 128>(const Params &, dim3, cudaStream_t);
+template cudaError_t launch_sm90<__half, 256>(const Params &, dim3, cudaStream_t);
+
+} // namespace tgf
