@@ -29,10 +29,11 @@ constexpr Shape prefill_shape(int64_t D)
     return D == 64 ? Shape{TGF_PREFILL_D64} : D == 128 ? Shape{TGF_PREFILL_D128}
                                                        : Shape{TGF_PREFILL_D256};
 }
-/* decode: one warp when a kv head's rows fit one m-tile, else four */
+/* decode: one warp when a kv head's rows fit one m-tile, with small key
+ * tiles so that 6 blocks fit a multiprocessor (bytes in flight); else four */
 constexpr Shape decode_shape(int64_t D, int64_t rows)
 {
-    return Shape{rows <= 16 ? 1 : 4, 1, D == 256 ? 32 : 64};
+    return rows <= 16 ? Shape{1, 1, D == 256 ? 16 : 32} : Shape{4, 1, D == 256 ? 32 : 64};
 }
 constexpr int DECODE_MAX_L = 16;    /* queries up to which decode splits the keys */
 
@@ -57,7 +58,8 @@ bool hopper_device()
     return device_attr(cudaDevAttrComputeCapabilityMajor, 0) == 9 &&
            device_attr(cudaDevAttrComputeCapabilityMinor, 0) == 0;
 }
-constexpr Shape HOPPER_SHAPE = {8, 1, 64};  /* two warpgroups of 64 rows */
+/* two warpgroups of 64 rows */
+constexpr Shape hopper_shape(int64_t D) { return Shape{8, 1, tgf::sm90_bn((int)D)}; }
 
 Plan plan(const tgf_attn_desc *d)
 {
@@ -66,7 +68,7 @@ Plan plan(const tgf_attn_desc *d)
     pl.pack = pl.decode ? (int)(d->hq / d->hk) : 1;
     int64_t rows = pl.pack * d->L;
     pl.hopper = !pl.decode && !d->portable && hopper_device();
-    pl.shape = pl.decode ? decode_shape(d->D, rows) : pl.hopper ? HOPPER_SHAPE : prefill_shape(d->D);
+    pl.shape = pl.decode ? decode_shape(d->D, rows) : pl.hopper ? hopper_shape(d->D) : prefill_shape(d->D);
     int bm = 16 * pl.shape.mt * pl.shape.warps;
     pl.row_blocks = (int)((rows + bm - 1) / bm);
     pl.heads = (int)(d->hq / pl.pack);

@@ -167,11 +167,13 @@ __device__ __forceinline__ void scale_and_mask(float *s, const Params &p, const 
             }
 }
 
-/* online softmax step: s -> exp2(s - m_new); l and acc rescaled. A row with
- * no visible key so far keeps m = -inf and takes 0 as its reference, so
- * exp2 gives 0, never NaN. l stays a per-thread partial sum. */
-template <int MT, int NB, int ND>
-__device__ __forceinline__ void softmax_step(float *s, float *acc, float (*m)[2], float (*l)[2])
+/* online softmax step: s -> exp2(s - m_new), l rescaled and summed, alpha =
+ * exp2(m_old - m_new) for the accumulator (rescale, once nothing writes it).
+ * A row with no visible key so far keeps m = -inf and takes 0 as its
+ * reference, so exp2 gives 0, never NaN. l stays a per-thread partial sum. */
+template <int MT, int NB>
+__device__ __forceinline__ void softmax_step(float *s, float (*m)[2], float (*l)[2],
+                                             float (*alpha)[2])
 {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
@@ -185,7 +187,7 @@ __device__ __forceinline__ void softmax_step(float *s, float *acc, float (*m)[2]
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
             const float ref = mx == -INFINITY ? 0.f : mx;
-            const float alpha = ex2(m[mt][hf] - ref);
+            alpha[mt][hf] = ex2(m[mt][hf] - ref);
             m[mt][hf] = mx;
             float sum = 0.f;
 #pragma unroll
@@ -194,12 +196,23 @@ __device__ __forceinline__ void softmax_step(float *s, float *acc, float (*m)[2]
                 sr[j * 4 + 1] = ex2(sr[j * 4 + 1] - ref);
                 sum += sr[j * 4] + sr[j * 4 + 1];
             }
-            l[mt][hf] = l[mt][hf] * alpha + sum;
+            l[mt][hf] = l[mt][hf] * alpha[mt][hf] + sum;
+        }
+}
+
+/* acc rows times a per-row factor (alpha; 1 / l at the end) */
+template <int MT, int ND>
+__device__ __forceinline__ void scale_rows(float *acc, const float (*f)[2])
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
             float *ar = acc + mt * ND * 4 + 2 * hf;
 #pragma unroll
             for (int j = 0; j < ND; j++) {
-                ar[j * 4] *= alpha;
-                ar[j * 4 + 1] *= alpha;
+                ar[j * 4] *= f[mt][hf];
+                ar[j * 4 + 1] *= f[mt][hf];
             }
         }
 }
@@ -219,6 +232,7 @@ __device__ __forceinline__ void p_operand(uint32_t a[4], const float *s, int mt,
 template <int MT, int ND>
 __device__ __forceinline__ void normalize(float *acc, float (*l)[2])
 {
+    float inv[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -227,14 +241,9 @@ __device__ __forceinline__ void normalize(float *acc, float (*l)[2])
             sum += __shfl_xor_sync(0xffffffff, sum, 1);
             sum += __shfl_xor_sync(0xffffffff, sum, 2);
             l[mt][hf] = sum;
-            const float inv = sum > 0.f ? 1.f / sum : 0.f;
-            float *ar = acc + mt * ND * 4 + 2 * hf;
-#pragma unroll
-            for (int j = 0; j < ND; j++) {
-                ar[j * 4] *= inv;
-                ar[j * 4 + 1] *= inv;
-            }
+            inv[mt][hf] = sum > 0.f ? 1.f / sum : 0.f;
         }
+    scale_rows<MT, ND>(acc, inv);
 }
 
 /* a split's normalized rows (fp32) and log-sum-exp, for flash_combine */
@@ -402,7 +411,9 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
             }
         }
         scale_and_mask<MT, NB>(s, p, rw, t * BN, pc.edge(p, t * BN, BN), tg);
-        softmax_step<MT, NB, ND>(s, acc, m, l);
+        float alpha[MT][2];
+        softmax_step<MT, NB>(s, m, l, alpha);
+        scale_rows<MT, ND>(acc, alpha);
 
         /* O += P V, P from the score registers */
 #pragma unroll
@@ -488,7 +499,13 @@ __global__ void flash_combine(const Params p, int batch, int splits)
 } // namespace tgf
 
 namespace tgf {
+/* the Hopper kernel's key tile: 128 where its score registers fit beside
+ * the accumulator's, 64 at d256 */
+#ifndef TGF_SM90_BN
+#define TGF_SM90_BN 128     /* settable at build time for tuning */
+#endif
+__host__ __device__ constexpr int sm90_bn(int D) { return D == 256 ? 64 : TGF_SM90_BN; }
 /* the Hopper kernel's launch (flash_sm90.cu, built for sm_90a): grid as the
- * FA2 kernel's with BM = 128, BN = 64 */
+ * FA2 kernel's with BM = 128, BN = sm90_bn(D) */
 template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid, cudaStream_t stream);
 }

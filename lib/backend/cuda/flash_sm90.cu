@@ -5,15 +5,16 @@
  * capability 9.0 for prefill.
  *
  * A block is two warpgroups, 64 query rows each (BM = 128), over key tiles
- * of BN = 64. S = Q K^T is one m64n64k16 wgmma per 16 of D, both operands in
- * shared memory; the softmax runs on its accumulators in registers (the same
+ * of BN = sm90_bn(D). S = Q K^T is an m64n64k16 wgmma per 64 keys and 16 of
+ * D, both operands in shared memory; the softmax runs on its accumulators in registers (the same
  * fragment layout as mma.sync's, so flash_fwd.cuh's row code is reused);
  * O += P V takes P from registers as the A operand and V from shared memory,
  * transposed by the descriptor, D / 64 m64n64k16 wgmmas per 16 keys. Tiles
  * are in the 128-byte swizzled layout wgmma reads: [D / 64][rows][64], each
  * 1024-byte atom of 8 rows of 128 bytes with its 16-byte chunks XORed by row.
  * K and V are double-buffered through cp.async, made visible to the tensor
- * cores' async proxy by a proxy fence before the block barrier. */
+ * cores' async proxy by a proxy fence before the block barrier. Each tile's
+ * softmax overlaps the previous tile's P V on the tensor cores. */
 #include "backend/cuda/flash_fwd.cuh"
 
 namespace tgf {
@@ -69,7 +70,11 @@ TGF_WGMMA(__half, "f16")
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* until at most N committed groups are still running */
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 /* registers the wgmmas in flight write: not to be read or moved before the wait */
 template <int N> __device__ __forceinline__ void fence_regs(float *r)
 {
@@ -78,11 +83,26 @@ template <int N> __device__ __forceinline__ void fence_regs(float *r)
         asm volatile("" : "+f"(r[i])::"memory");
 }
 
+/* O += P V, committed: V N-major (d contiguous); 16 keys are two 8-row
+ * groups 1024 bytes apart; each 64 columns of D is one wgmma */
+template <typename T, int D, int BN>
+__device__ __forceinline__ void issue_pv(float *acc, const uint32_t (*a)[4], const T *tV)
+{
+    fence_regs<D / 2>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+        for (int nd = 0; nd < D / 64; nd++)
+            Wgmma<T>::rs(acc + nd * 32, a[kk], gmma_desc(tV + nd * BN * 64 + kk * 16 * 64, BN * 128, 1024));
+    wgmma_commit();
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int BM = 128, BN = 64, NT = 256, NB = BN / 8, ND = D / 8;
+    constexpr int BM = 128, BN = sm90_bn(D), NT = 256, NB = BN / 8, ND = D / 8;
     using LQ = WgmmaSwizzle<BM>;
     using LK = WgmmaSwizzle<BN>;
     extern __shared__ unsigned char smem_raw[];
@@ -98,10 +118,8 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
     const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
 
     load_queries<T, D, BM, NT, LQ>(sQ, p, pc);
-    if (pc.t_begin < pc.t_end) {
+    if (pc.t_begin < pc.t_end)
         load_tile<T, D, BN, NT, LK>(sK, K, p.ks[2], pc.t_begin * BN, p.S);
-        load_tile<T, D, BN, NT, LK>(sV, V, p.vs[2], pc.t_begin * BN, p.S);
-    }
     cp_async_commit();
 
     const int row0 = pc.r0 + warp * 16;
@@ -113,55 +131,62 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
     for (int i = 0; i < ND * 4; i++)
         acc[i] = 0.f;
 
+    /* Software pipeline: tile t's S = Q K_t^T and the previous tile's
+     * O += P V go to the tensor cores together; the softmax of S_t then runs
+     * while P V still does, and the accumulator is rescaled once it is done.
+     * V lags K by one tile, so two buffers of each suffice. */
     const T *wQ = sQ + wg * 64 * 64;    /* the warpgroup's 64 rows of each 64-column block */
+    uint32_t a[BN / 16][4];             /* the previous tile's P */
     for (int t = pc.t_begin; t < pc.t_end; t++) {
-        const int buf = (t - pc.t_begin) & 1;
-        if (t + 1 < pc.t_end) {
-            load_tile<T, D, BN, NT, LK>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
-            load_tile<T, D, BN, NT, LK>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
+        const int kb = (t - pc.t_begin) & 1;
+        if (t + 1 < pc.t_end)
+            load_tile<T, D, BN, NT, LK>(sK + (kb ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
+        load_tile<T, D, BN, NT, LK>(sV + kb * BN * D, V, p.vs[2], t * BN, p.S);
+        cp_async_commit();
+        cp_async_wait<1>();     /* K_t and V_(t-1) have landed */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
-        const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
 
-        /* S = Q K^T: K-major both; a k16 step is 32 bytes along a 128-byte row */
+        /* S = Q K^T: K-major both; a k16 step is 32 bytes along a 128-byte row;
+         * each 64 keys is one wgmma */
+        const T *tK = sK + kb * BN * D;
         float s[NB * 4];
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
-            Wgmma<T>::ss(s, gmma_desc(wQ + (kk >> 2) * BM * 64 + (kk & 3) * 16, 16, 1024),
-                         gmma_desc(tK + (kk >> 2) * BN * 64 + (kk & 3) * 16, 16, 1024), kk > 0);
+#pragma unroll
+            for (int nc = 0; nc < BN / 64; nc++)
+                Wgmma<T>::ss(s + nc * 32, gmma_desc(wQ + (kk >> 2) * BM * 64 + (kk & 3) * 16, 16, 1024),
+                             gmma_desc(tK + (kk >> 2) * BN * 64 + nc * 64 * 64 + (kk & 3) * 16, 16, 1024),
+                             kk > 0);
         wgmma_commit();
-        wgmma_wait();
+        if (t > pc.t_begin) {
+            issue_pv<T, D, BN>(acc, a, sV + (kb ^ 1) * BN * D);
+            wgmma_wait<1>();
+        } else {
+            wgmma_wait<0>();
+        }
         fence_regs<NB * 4>(s);
 
         scale_and_mask<1, NB>(s, p, rw, t * BN, pc.edge(p, t * BN, BN), tg);
-        softmax_step<1, NB, ND>(s, acc, m, l);
-
-        /* O += P V: V N-major (d contiguous); 16 keys are two 8-row groups 1024
-         * bytes apart; each 64 columns of D is one wgmma */
-        uint32_t a[BN / 16][4];
+        float alpha[1][2];
+        softmax_step<1, NB>(s, m, l, alpha);
+        wgmma_wait<0>();
+        fence_regs<ND * 4>(acc);
+        scale_rows<1, ND>(acc, alpha);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++)
             p_operand<T, NB>(a[kk], s, 0, kk);
-        fence_regs<ND * 4>(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++)
-#pragma unroll
-            for (int nd = 0; nd < D / 64; nd++)
-                Wgmma<T>::rs(acc + nd * 32, a[kk],
-                             gmma_desc(tV + nd * BN * 64 + kk * 16 * 64, BN * 128, 1024));
-        wgmma_commit();
-        wgmma_wait();
-        fence_regs<ND * 4>(acc);
-        __syncthreads();        /* the next prefetch overwrites this buffer */
+        __syncthreads();        /* the next prefetch overwrites K_t's and V_(t-1)'s buffers */
     }
     cp_async_wait<0>();
+    if (pc.t_begin < pc.t_end) {    /* the last tile's P V */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        issue_pv<T, D, BN>(acc, a, sV + ((pc.t_end - 1 - pc.t_begin) & 1) * BN * D);
+        wgmma_wait<0>();
+        fence_regs<ND * 4>(acc);
+    }
     normalize<1, ND>(acc, l);
     if (gridDim.z > 1) {
         store_partials<1, ND>(p, acc, m, l, rw, row0, pc.rows, pc.b, gridDim.y / (p.hq / p.pack),
@@ -187,7 +212,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
 
 template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid, cudaStream_t stream)
 {
-    constexpr size_t smem = (size_t)(128 + 4 * 64) * D * sizeof(T) + 1024;
+    constexpr size_t smem = (size_t)(128 + 4 * sm90_bn(D)) * D * sizeof(T) + 1024;
     auto kernel = flash_fwd_sm90<T, D>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess)
