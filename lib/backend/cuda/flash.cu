@@ -19,7 +19,7 @@ struct Shape {
 #define TGF_PREFILL_D64 4, 2, 32
 #endif
 #ifndef TGF_PREFILL_D128
-#define TGF_PREFILL_D128 4, 1, 64
+#define TGF_PREFILL_D128 4, 2, 32
 #endif
 #ifndef TGF_PREFILL_D256
 #define TGF_PREFILL_D256 4, 1, 32

@@ -5,7 +5,8 @@
  * softmax in the exp2 domain (running max m and sum l per row, the
  * accumulator rescaled when m grows), then O += P V with P reused from the
  * score registers as the A operand. K and V tiles are double-buffered in
- * shared memory with cp.async, the next pair loading while this one is used.
+ * shared memory with cp.async, the next pair loading while this one is used
+ * (one block barrier a tile).
  * Each warp owns 16 * MT rows, so no block-level reduction is needed.
  *
  * Rows: row r of a (batch, head group) is head h_base + r / L, query r % L.
@@ -376,15 +377,15 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
     const T *wQ = sQ + warp * 16 * MT * D;
     for (int t = pc.t_begin; t < pc.t_end; t++) {
         const int buf = (t - pc.t_begin) & 1;
+        cp_async_wait<0>();
+        /* every thread's copies are in, and every warp is done with tile
+         * t-1, whose buffers take tile t+1 */
+        __syncthreads();
         if (t + 1 < pc.t_end) {
             load_tile<T, D, BN, NT, L>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
             load_tile<T, D, BN, NT, L>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
             cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
         }
-        __syncthreads();
         const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
 
         /* S = Q K^T */
@@ -434,7 +435,6 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
                 }
             }
         }
-        __syncthreads();        /* the next prefetch overwrites this buffer */
     }
     cp_async_wait<0>();         /* no tile: the query load is still pending */
     normalize<MT, ND>(acc, l);

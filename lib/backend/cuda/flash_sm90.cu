@@ -139,13 +139,15 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
     uint32_t a[BN / 16][4];             /* the previous tile's P */
     for (int t = pc.t_begin; t < pc.t_end; t++) {
         const int kb = (t - pc.t_begin) & 1;
+        cp_async_wait<0>();     /* K_t and V_(t-1) have landed */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        /* every thread's copies are in, and every warpgroup is done with
+         * tile t-1: K_(t-1)'s and V_(t-2)'s buffers take the next tiles */
+        __syncthreads();
         if (t + 1 < pc.t_end)
             load_tile<T, D, BN, NT, LK>(sK + (kb ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
         load_tile<T, D, BN, NT, LK>(sV + kb * BN * D, V, p.vs[2], t * BN, p.S);
         cp_async_commit();
-        cp_async_wait<1>();     /* K_t and V_(t-1) have landed */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();
 
         /* S = Q K^T: K-major both; a k16 step is 32 bytes along a 128-byte row;
          * each 64 keys is one wgmma */
@@ -177,7 +179,6 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++)
             p_operand<T, NB>(a[kk], s, 0, kk);
-        __syncthreads();        /* the next prefetch overwrites K_t's and V_(t-1)'s buffers */
     }
     cp_async_wait<0>();
     if (pc.t_begin < pc.t_end) {    /* the last tile's P V */
