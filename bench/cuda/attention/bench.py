@@ -1,6 +1,7 @@
 """tgraph's flash-attention kernels side by side with torch's SDPA backends.
 
-Run on the GPU machine: python3 bench.py LIBTGFLASH.so [--quick]. The same
+Run on the GPU machine: python3 bench.py LIBTGFLASH.so [--quick]
+[--ours-only] [--profile]. The same
 q, k, v (bf16, [b, h, s, d], random normal) go to tgf_attn_forward through
 ctypes ("ours": the kernel the device picks, wgmma on Hopper; "ours fa2": the
 portable mma.sync kernel) and to torch.nn.functional.scaled_dot_product_attention under each
@@ -40,6 +41,7 @@ lib.tgf_attn_kernel.restype = ctypes.c_char_p
 lib.tgf_attn_kernel.argtypes = [ctypes.POINTER(Desc)]
 QUICK = "--quick" in sys.argv            # three sequence lengths
 OURS_ONLY = "--ours-only" in sys.argv    # no torch rows: compare builds of ours
+PROFILE = "--profile" in sys.argv        # one call of ours, d128 s=4096, for ncu
 
 
 def ours(q, k, v, causal, portable=0):
@@ -172,6 +174,11 @@ def decode_rows():
 
 
 if __name__ == "__main__":
+    if PROFILE:
+        q, k, v = inputs(4, 16, 16, 4096, 4096, 128, 1)[0]
+        ours(q, k, v, False)[0]()
+        torch.cuda.synchronize()
+        sys.exit(0)
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     print("\nprefill, bf16, TFLOP/s (ours / best torch: the ratio column)")
     print("| d | seq | b x h | causal | ours | ours fa2 | default | cudnn | flash | efficient "
