@@ -165,7 +165,7 @@ gen_check() {
 @test "attention (causal, bool and float masks, scale, GQA) matches PyTorch" { gen_check attention; }
 @test "tied, strided, f16/bf16/int64 weights and constants match PyTorch" { gen_check tied; }
 @test "indexing by several index tensors (mask construction, None slices, negatives) matches PyTorch" { gen_check index; }
-@test "cumsum position ids, diff, roll, fill_, reshape_as and weight_norm match PyTorch" { gen_check positions; }
+@test "cumsum position ids, diff, roll, fill_, reshape_as, weight_norm, as_strided and in-place writes into views match PyTorch" { gen_check positions; }
 @test "a key/value cache written by index_copy, index_put, slice_scatter, select_scatter and index_fill matches PyTorch" { gen_check kvcache; }
 
 @test "Core ATen addmm with a transposed weight becomes linear" {

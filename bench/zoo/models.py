@@ -33,8 +33,8 @@ class Main(nn.Module):
         super().__init__()
         self.model, self.key, self.kw = model, key, kw
 
-    def forward(self, *args):
-        out = self.model(*args, **self.kw)
+    def forward(self, x):
+        out = self.model(x, **self.kw)
         if self.key is not None:
             return out[self.key]
         return out if torch.is_tensor(out) else out[0]

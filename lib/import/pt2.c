@@ -639,7 +639,7 @@ static int convert_node(pt2_ctx *c, const cJSON *graph, const cJSON *node, const
     pt2_handler fn = find_handler(target);
     if (!fn)
         return tg_err("unsupported operator");
-    if (fn(c, node) < 0)
+    if (fn(c, node) < 0 || pt2_note_view(c, node) < 0 || pt2_write_back(c, node) < 0)
         return -1;
     for (int i = 0, n = pt2_out_count(node); i < n; i++) {
         const char *o = pt2_out_name(node, i);

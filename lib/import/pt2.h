@@ -18,12 +18,24 @@ typedef enum {
     PT2_GONE,           /* not computed: an output texport drops, or a failed node's */
 } pt2_kind;
 
+/* How a tensor is a view of another, for in-place writes through it:
+ * x[start:end:step] along axis (a select drops the axis), or the same
+ * elements reshaped; OTHER views cannot be written through. */
+typedef struct {
+    enum { PT2_V_NONE, PT2_V_SLICE, PT2_V_SELECT, PT2_V_RESHAPE, PT2_V_OTHER } kind;
+    int axis;
+    tg_dim start, end;
+    int64_t step;
+} pt2_view;
+
 typedef struct {
     char *name;
     pt2_kind kind;
     int v;              /* PT2_TENSOR: value id */
     tg_dim dim;         /* PT2_SYMINT */
     bool failed;        /* PT2_GONE: its node failed (already reported) */
+    pt2_view view;      /* PT2_TENSOR: a view of names[base], or kind NONE */
+    int base;
 } pt2_name;
 
 typedef struct pt2_ctx {
@@ -56,6 +68,12 @@ typedef struct {
     const char *overloads;      /* space-separated: "Tensor Scalar"; "default" */
     pt2_handler fn;
 } pt2_op_entry;
+
+/* After each node (pt2_ops_shape.c): record the view a view operator made,
+ * and carry an in-place operator's result back into the tensors its input
+ * is a view of. */
+int pt2_note_view(pt2_ctx *c, const cJSON *node);
+int pt2_write_back(pt2_ctx *c, const cJSON *node);
 
 /* Each operator family's table ends with a NULL op. */
 extern const pt2_op_entry pt2_ops_tensor[];
@@ -136,6 +154,8 @@ int pt2_binary(pt2_ctx *c, bool final, tg_op op, int a, int b);
 int pt2_cast(pt2_ctx *c, bool final, int v, tg_dtype dt);
 /* A rank-0 constant of dtype dt. */
 int pt2_const(pt2_ctx *c, pt2_scalar s, tg_dtype dt);
+/* A constant of shape s (constant dims) holding data (malloc'd, taken over). */
+int pt2_const_tensor(pt2_ctx *c, tg_dtype dt, const tg_shape *s, void *data, size_t nbytes);
 /* Normalize axis to [0, rank); -1 with tg_err when out of range. */
 int pt2_axis(int64_t axis, int rank, int *out);
 int pt2_reshape(pt2_ctx *c, bool final, int x, int rank, const tg_dim *shape);

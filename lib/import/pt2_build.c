@@ -96,6 +96,13 @@ int pt2_const(pt2_ctx *c, pt2_scalar s, tg_dtype dt)
     return tg_graph_add_const(c->g, name, dt, &sh, data, es);
 }
 
+int pt2_const_tensor(pt2_ctx *c, tg_dtype dt, const tg_shape *s, void *data, size_t nbytes)
+{
+    char name[512];
+    inner_name(c, "const", name, sizeof name);
+    return tg_graph_add_const(c->g, name, dt, s, data, nbytes);
+}
+
 int pt2_axis(int64_t axis, int rank, int *out)
 {
     int64_t n = rank ? rank : 1;   /* a rank-0 tensor takes dim 0 and -1 */

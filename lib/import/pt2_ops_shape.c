@@ -2,6 +2,7 @@
  * slice), concatenation and splitting, indexing and writing by index,
  * rolling and differences, padding, repetition. Sizes
  * may be symbolic: they are tg_dim expressions throughout. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -243,22 +244,37 @@ static int norm_index(tg_dim i, tg_dim size, tg_dim *out)
     return 0;
 }
 
+/* The part of x that slice(dim, start, end, step) or select(dim, index)
+ * names, its bounds normalized. */
+static int part_args(pt2_ctx *c, const cJSON *node, int x, bool select, pt2_view *p)
+{
+    int64_t dim;
+    if (pt2_int(c, node, "dim", 0, &dim) < 0 || pt2_axis(dim, pt2_rank(c, x), &p->axis) < 0)
+        return -1;
+    tg_dim size = shape_of(c, x)->d[p->axis];
+    p->kind = select ? PT2_V_SELECT : PT2_V_SLICE;
+    p->step = 1;
+    if (select)
+        return pt2_dim(c, node, "index", tg_dim_const(0), &p->start) < 0 ||
+               norm_index(p->start, size, &p->start) < 0 ||
+               tg_dim_add(p->start, tg_dim_const(1), &p->end) < 0 ? -1 : 0;
+    if (pt2_int(c, node, "step", 1, &p->step) < 0)
+        return -1;
+    if (p->step < 1)
+        return tg_err("slice step %lld not supported", (long long)p->step);
+    return pt2_dim(c, node, "start", tg_dim_const(0), &p->start) < 0 ||
+           pt2_dim(c, node, "end", size, &p->end) < 0 ||
+           norm_index(p->start, size, &p->start) < 0 ||
+           norm_index(p->end, size, &p->end) < 0 ? -1 : 0;
+}
+
 static int h_slice(pt2_ctx *c, const cJSON *node)
 {
-    int x, ax;
-    int64_t dim, step;
-    tg_dim start, end;
-    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
-        pt2_int(c, node, "step", 1, &step) < 0 || pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+    int x;
+    pt2_view p;
+    if (pt2_tensor(c, node, "self", &x) < 0 || part_args(c, node, x, false, &p) < 0)
         return -1;
-    tg_dim size = shape_of(c, x)->d[ax];
-    if (step < 1)
-        return tg_err("slice step %lld not supported", (long long)step);
-    if (pt2_dim(c, node, "start", tg_dim_const(0), &start) < 0 ||
-        pt2_dim(c, node, "end", size, &end) < 0 || norm_index(start, size, &start) < 0 ||
-        norm_index(end, size, &end) < 0)
-        return -1;
-    return pt2_set_out(c, 0, pt2_slice(c, c->out0, x, ax, start, end, step));
+    return pt2_set_out(c, 0, pt2_slice(c, c->out0, x, p.axis, p.start, p.end, p.step));
 }
 
 /* x[..., i, ...] along ax: a slice of one, then the axis dropped. */
@@ -282,14 +298,11 @@ static int select_one(pt2_ctx *c, const char *name, int x, int ax, tg_dim i)
 
 static int h_select(pt2_ctx *c, const cJSON *node)
 {
-    int x, ax;
-    int64_t dim;
-    tg_dim i;
-    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
-        pt2_dim(c, node, "index", tg_dim_const(0), &i) < 0 ||
-        pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+    int x;
+    pt2_view p;
+    if (pt2_tensor(c, node, "self", &x) < 0 || part_args(c, node, x, true, &p) < 0)
         return -1;
-    return pt2_set_out(c, 0, select_one(c, c->out0, x, ax, i));
+    return pt2_set_out(c, 0, select_one(c, c->out0, x, p.axis, p.start));
 }
 
 static int h_narrow(pt2_ctx *c, const cJSON *node)
@@ -754,8 +767,8 @@ static int h_index_fill(pt2_ctx *c, const cJSON *node)
 
 /* x with x[start:end:step] along ax replaced by src: the untouched pieces
  * and src concatenated when step is 1, else index_copy by an arange. */
-static int scatter_slice(pt2_ctx *c, int x, int src, int ax, tg_dim start, tg_dim end,
-                         int64_t step)
+static int scatter_slice(pt2_ctx *c, bool final, int x, int src, int ax, tg_dim start,
+                         tg_dim end, int64_t step)
 {
     tg_dim size = shape_of(c, x)->d[ax];
     int64_t s, e, n;
@@ -771,7 +784,7 @@ static int scatter_slice(pt2_ctx *c, int x, int src, int ax, tg_dim start, tg_di
                         tg_attr_int("step", step), tg_attr_dtype("dtype", TG_I64)};
         int in[3] = {x, pt2_emit(c, false, TG_OP_ARANGE, 0, NULL, 4, r), src};
         tg_attr a = tg_attr_int("axis", ax);
-        return in[1] < 0 ? -1 : pt2_emit(c, true, TG_OP_INDEX_COPY, 3, in, 1, &a);
+        return in[1] < 0 ? -1 : pt2_emit(c, final, TG_OP_INDEX_COPY, 3, in, 1, &a);
     }
     int piece[3], m = 0;
     if (!(tg_dim_is_const(start, &s) && s == 0))
@@ -785,40 +798,128 @@ static int scatter_slice(pt2_ctx *c, int x, int src, int ax, tg_dim start, tg_di
     if (m == 1)
         return src;
     tg_attr a = tg_attr_int("axis", ax);
-    return pt2_emit(c, true, TG_OP_CONCAT, m, piece, 1, &a);
+    return pt2_emit(c, final, TG_OP_CONCAT, m, piece, 1, &a);
 }
 
-static int h_slice_scatter(pt2_ctx *c, const cJSON *node)
+/* slice_scatter and select_scatter: x with the part slice or select names
+ * replaced by src (a select's src lacks the axis). */
+static int h_part_scatter(pt2_ctx *c, const cJSON *node)
 {
-    int x, src, ax;
-    int64_t dim, step;
-    tg_dim start, end;
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    bool select = !strcmp(name, "select_scatter");
+    int x, src;
+    pt2_view p;
     if (pt2_tensor(c, node, "self", &x) < 0 || pt2_tensor(c, node, "src", &src) < 0 ||
-        pt2_int(c, node, "dim", 0, &dim) < 0 || pt2_int(c, node, "step", 1, &step) < 0 ||
-        pt2_axis(dim, pt2_rank(c, x), &ax) < 0)
+        part_args(c, node, x, select, &p) < 0)
         return -1;
-    tg_dim size = shape_of(c, x)->d[ax];
-    if (step < 1)
-        return tg_err("slice_scatter step %lld not supported", (long long)step);
-    if (pt2_dim(c, node, "start", tg_dim_const(0), &start) < 0 ||
-        pt2_dim(c, node, "end", size, &end) < 0 || norm_index(start, size, &start) < 0 ||
-        norm_index(end, size, &end) < 0)
-        return -1;
-    return pt2_set_out(c, 0, scatter_slice(c, x, src, ax, start, end, step));
+    if (select)
+        src = reshape_dim(c, false, src, p.axis, true);
+    return pt2_set_out(c, 0, src < 0 ? -1 : scatter_slice(c, true, x, src, p.axis, p.start,
+                                                         p.end, p.step));
 }
 
-static int h_select_scatter(pt2_ctx *c, const cJSON *node)
+/* ---- in-place writes through views ----
+ * The export IR may write in place into a view (transformers' and
+ * torchvision's masks: zeros, then fill_ of slices of slices of it). Each
+ * view operator's output remembers its base and how it views it; an
+ * in-place operator's result replaces its input and, through the chain of
+ * views, each base (slice_scatter, select_scatter, reshape back). */
+
+static const char *arg_name(const cJSON *node, const char *arg)
 {
-    int x, src, ax;
-    int64_t dim;
-    tg_dim i, end;
-    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_tensor(c, node, "src", &src) < 0 ||
-        pt2_int(c, node, "dim", 0, &dim) < 0 || pt2_axis(dim, pt2_rank(c, x), &ax) < 0 ||
-        pt2_dim(c, node, "index", tg_dim_const(0), &i) < 0 ||
-        norm_index(i, shape_of(c, x)->d[ax], &i) < 0 || tg_dim_add(i, tg_dim_const(1), &end) < 0)
-        return -1;
-    src = reshape_dim(c, false, src, ax, true);
-    return pt2_set_out(c, 0, src < 0 ? -1 : scatter_slice(c, x, src, ax, i, end, 1));
+    const cJSON *a = pt2_arg(node, arg);
+    const cJSON *n = a && !strcmp(pt2_key(a), "as_tensor")
+                   ? cJSON_GetObjectItemCaseSensitive(a, "name") : NULL;
+    return cJSON_IsString(n) ? n->valuestring : NULL;
+}
+
+static const char *const reshape_views[] = {
+    "alias", "detach", "view", "_unsafe_view", "_reshape_alias", "unsqueeze", "squeeze",
+    "flatten", "unflatten", "reshape", "contiguous", NULL,
+};
+static const char *const other_views[] = {
+    "permute", "transpose", "t", "expand", "expand_as", "as_strided", "narrow", "split",
+    "split_with_sizes", "chunk", "unbind", "diagonal", "unfold", NULL,
+};
+
+static bool listed(const char *const *list, const char *name)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, name))
+            return true;
+    return false;
+}
+
+int pt2_note_view(pt2_ctx *c, const cJSON *node)
+{
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    const char *self = arg_name(node, "self");
+    const pt2_name *base = self ? pt2_lookup(c, self) : NULL;
+    pt2_view p = {.kind = PT2_V_NONE};
+    if (!base || base->kind != PT2_TENSOR)
+        return 0;
+    if (!strcmp(name, "slice") || !strcmp(name, "select")) {
+        if (part_args(c, node, base->v, name[1] == 'e', &p) < 0)
+            return -1;
+    } else if (listed(reshape_views, name)) {
+        p.kind = PT2_V_RESHAPE;
+    } else if (listed(other_views, name)) {
+        p.kind = PT2_V_OTHER;
+    } else {
+        return 0;
+    }
+    int b = (int)(base - c->names);
+    for (int i = 0, n = pt2_out_count(node); i < n; i++) {
+        pt2_name *o = (pt2_name *)pt2_lookup(c, pt2_out_name(node, i));
+        if (o && o->kind == PT2_TENSOR) {
+            o->view = p;
+            o->base = b;
+        }
+    }
+    return 0;
+}
+
+/* aten.fill_.Scalar: the operator's name ends in one '_' */
+static bool in_place(const cJSON *node)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(node, "target");
+    const char *s = cJSON_IsString(t) ? t->valuestring : "", *dot = strrchr(s, '.');
+    return dot && dot - s >= 2 && dot[-1] == '_' && dot[-2] != '_';
+}
+
+int pt2_write_back(pt2_ctx *c, const cJSON *node)
+{
+    const char *self = arg_name(node, "self"), *out = pt2_out_name(node, 0);
+    const pt2_name *r = out ? pt2_lookup(c, out) : NULL;
+    pt2_name *at = self ? (pt2_name *)pt2_lookup(c, self) : NULL;
+    if (!in_place(node) || !r || r->kind != PT2_TENSOR || !at || at == r)
+        return 0;
+    int v = r->v;
+    for (;;) {
+        pt2_view p = at->view;
+        int b = at->base;
+        at->v = v;
+        if (p.kind == PT2_V_NONE)
+            return 0;
+        if (p.kind == PT2_V_OTHER)
+            return tg_err("an in-place write into a view made by permute, expand, split or "
+                          "as_strided is not supported");
+        pt2_name *base = &c->names[b];
+        if (base->kind != PT2_TENSOR)
+            return 0;
+        const tg_shape *bs = shape_of(c, base->v);
+        if (p.kind == PT2_V_RESHAPE)
+            v = pt2_reshape(c, false, v, bs->rank, bs->d);
+        else
+            v = scatter_slice(c, false, base->v,
+                              p.kind == PT2_V_SELECT ? reshape_dim(c, false, v, p.axis, true) : v,
+                              p.axis, p.start, p.end, p.step);
+        if (v < 0)
+            return -1;
+        at = base;
+    }
 }
 
 /* ---- shifting and differences ---- */
@@ -907,6 +1008,66 @@ static int h_diff(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, x);
 }
 
+/* as_strided(x, size, stride, offset) on x's elements in order (every
+ * tensor here is contiguous): a reshape when it reads them contiguously
+ * from the start (Core ATen restrides size-1 dims so, after a pool to 1x1),
+ * else index_select of flattened x by the constant offsets it reads. */
+static int h_as_strided(pt2_ctx *c, const cJSON *node)
+{
+    int x, n, ns;
+    tg_dim size[TG_MAX_RANK], st[TG_MAX_RANK], off, want = tg_dim_const(1), total, numel;
+    if (pt2_tensor(c, node, "self", &x) < 0 ||
+        (n = pt2_dims(c, node, "size", size, TG_MAX_RANK)) < 0 ||
+        (ns = pt2_dims(c, node, "stride", st, TG_MAX_RANK)) < 0 ||
+        pt2_dim(c, node, "storage_offset", tg_dim_const(0), &off) < 0 ||
+        tg_shape_numel(shape_of(c, x), &total) < 0)
+        return -1;
+    if (ns != n)
+        return tg_err("as_strided with %d sizes and %d strides", n, ns);
+    bool contiguous = true;
+    int64_t v;
+    for (int i = n - 1; i >= 0; i--) {
+        if (!(tg_dim_is_const(size[i], &v) && v == 1))
+            contiguous &= tg_dim_eq(st[i], want);
+        if (tg_dim_mul(want, size[i], &want) < 0)
+            return -1;
+    }
+    numel = want;
+    if (contiguous && tg_dim_is_const(off, &v) && v == 0 && tg_dim_eq(numel, total))
+        return pt2_set_out(c, 0, pt2_reshape(c, true, x, n, size));
+    int64_t cnt, lim, sz[TG_MAX_RANK], sv[TG_MAX_RANK], base;
+    if (!tg_dim_is_const(numel, &cnt) || !tg_dim_is_const(total, &lim) ||
+        !tg_dim_is_const(off, &base))
+        return tg_err("as_strided of a dynamic shape that is not a plain reshape");
+    tg_shape is = {.rank = n};
+    for (int i = 0; i < n; i++) {
+        if (!tg_dim_is_const(size[i], &sz[i]) || !tg_dim_is_const(st[i], &sv[i]))
+            return tg_err("as_strided of a dynamic shape that is not a plain reshape");
+        is.d[i] = size[i];
+    }
+    int64_t *idx = malloc(sizeof *idx * (size_t)(cnt ? cnt : 1));
+    if (!idx)
+        return tg_err("out of memory");
+    for (int64_t e = 0; e < cnt; e++) {
+        int64_t r = e, o = base;
+        for (int i = n - 1; i >= 0; i--) {
+            o += r % sz[i] * sv[i];
+            r /= sz[i];
+        }
+        if (o < 0 || o >= lim) {
+            free(idx);
+            return tg_err("as_strided reads element %lld of %lld", (long long)o, (long long)lim);
+        }
+        idx[e] = o;
+    }
+    int in[2] = {pt2_reshape(c, false, x, 1, &total),
+                 pt2_const_tensor(c, TG_I64, &is, idx, sizeof *idx * (size_t)cnt)};
+    tg_attr a = tg_attr_int("axis", 0);
+    return in[0] < 0 || in[1] < 0 ? -1
+                                  : pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_INDEX_SELECT, 2,
+                                                               in, 1, &a));
+}
+
 static int h_reshape_as(pt2_ctx *c, const cJSON *node)
 {
     int x, other;
@@ -971,10 +1132,11 @@ const pt2_op_entry pt2_ops_shape[] = {
     {"repeat_interleave", "self_int", h_repeat_interleave},
     {"index_select", "default", h_index_select}, {"gather", "default", h_index_select},
     {"index", "Tensor", h_index}, {"index_put", "default", h_index_put},
-    {"index_copy", "default", h_index_copy}, {"index_fill", "int_Scalar int_Tensor", h_index_fill}, {"slice_scatter", "default", h_slice_scatter},
-    {"select_scatter", "default", h_select_scatter},
+    {"index_copy", "default", h_index_copy},
+    {"index_fill", "int_Scalar int_Tensor", h_index_fill},
+    {"slice_scatter", "default", h_part_scatter}, {"select_scatter", "default", h_part_scatter},
     {"roll", "default", h_roll}, {"diff", "default", h_diff},
-    {"reshape_as", "default", h_reshape_as}, {"view_as", "default", h_reshape_as},
+    {"reshape_as", "default", h_reshape_as}, {"as_strided", "default", h_as_strided}, {"view_as", "default", h_reshape_as},
     {"constant_pad_nd", "default", h_pad}, {"pad", "default", h_pad},
     {"tril", "default", h_tri}, {"triu", "default", h_tri},
     {NULL, NULL, NULL},

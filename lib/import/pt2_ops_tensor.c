@@ -547,6 +547,20 @@ static int h_fill(pt2_ctx *c, const cJSON *node)
                                   pt2_dt(c, x)));
 }
 
+/* copy_(x, src): src in x's dtype, broadcast to x's shape */
+static int h_copy(pt2_ctx *c, const cJSON *node)
+{
+    int x, src;
+    if (pt2_tensor(c, node, "self", &x) < 0 || pt2_tensor(c, node, "src", &src) < 0 ||
+        (src = pt2_cast(c, false, src, pt2_dt(c, x))) < 0)
+        return -1;
+    const tg_shape *s = &pt2_val(c, x)->shape;
+    if (tg_shape_eq(&pt2_val(c, src)->shape, s))
+        return pt2_set_out(c, 0, src);
+    tg_attr e = tg_attr_dims("shape", s->rank, s->d);
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_EXPAND, 1, &src, 1, &e));
+}
+
 static int h_scalar_tensor(pt2_ctx *c, const cJSON *node)
 {
     pt2_scalar s;
@@ -755,7 +769,7 @@ const pt2_op_entry pt2_ops_tensor[] = {
     {"empty", "memory_format", h_full}, {"empty_like", "default", h_full},
     {"new_zeros", "default", h_full}, {"new_ones", "default", h_full},
     {"new_full", "default", h_full}, {"new_empty", "default", h_full},
-    {"fill", "Scalar Tensor", h_fill}, {"zero", "default", h_fill},
+    {"fill", "Scalar Tensor", h_fill}, {"zero", "default", h_fill}, {"copy", "default", h_copy},
     {"scalar_tensor", "default", h_scalar_tensor},
     {"arange", "default start start_step", h_arange},
     {"sym_size", "int", h_sym_size}, {"sym_numel", "default", h_sym_numel},
