@@ -10,14 +10,14 @@
 static const struct {
     const char *name, *hint;
 } kinds[] = {
-    [TG_FILE_UNKNOWN] = {"a file of unknown kind", "a graph is a TG file (tgraph(5))"},
+    [TG_FILE_UNKNOWN] = {"a file of unknown kind", "a graph is a TG file (tgraph-format(5))"},
     [TG_FILE_TG] = {"a TG graph", "trun, tcompile, tquant and tlog read it"},
     [TG_FILE_PT2] = {"a PyTorch archive (.pt2)", "run texport first"},
     [TG_FILE_ONNX] = {"an ONNX model", "run texport first"},
     [TG_FILE_SO] = {"a compiled model (.so)", "already compiled; trun runs it"},
     [TG_FILE_NPY] = {"a NumPy array (.npy)", "give the model first, then its inputs"},
     [TG_FILE_GZIP] = {"gzip-compressed data", "gunzip it first"},
-    [TG_FILE_TEXT] = {"a text file", "a graph is a binary TG file (tgraph(5))"},
+    [TG_FILE_TEXT] = {"a text file", "a graph is a binary TG file (tgraph-format(5))"},
 };
 
 /* ONNX has no magic: a ModelProto starts with ir_version (field 1, a small

@@ -1,4 +1,4 @@
-/* The TG file (man/man5/tgraph.5): a safetensors file whose header metadata
+/* The TG file (man/man5/tgraph-format.5): a safetensors file whose header metadata
  * key "tgraph" holds the graph as JSON. Constant values' data are the file's
  * tensors, named after the values. */
 #ifndef TG_FORMAT_H

@@ -7,7 +7,7 @@
 #include "format.h"
 #include "json_util.h"
 
-/* Limits (tgraph.5, LIMITS). The header bound is the safetensors reference's. */
+/* Limits (tgraph-format.5, LIMITS). The header bound is the safetensors reference's. */
 #define TG_FMT_HEADER_MAX 100000000u
 #define TG_FMT_NAME_MAX 4096
 

@@ -91,10 +91,34 @@ run_fails() {
     fi
 }
 
-# skip_unless_cmd CMD [PACKAGE]: skip the test, saying why, when CMD is missing.
-skip_unless_cmd() {
-    command -v "$1" >/dev/null 2>&1 ||
-        skip "'$1' is not installed (Debian package ${2:-$1})"
+# need CMD [PACKAGE]: fail the test, naming the package, when CMD is missing.
+# A test must not pass or skip when a tool it needs is absent: the package
+# belongs in share/tgraph/debian-packages.
+need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    echo "this test needs '$1' (Debian package ${2:-$1}; list it in share/tgraph/debian-packages)" >&2
+    return 1
+}
+
+# on_tty CMD...: run CMD on a terminal (script(1)'s pseudo-terminal for stdin,
+# stdout and stderr); $status and $output (both streams) as after `run`.
+on_tty() {
+    need script bsdutils || return
+    run script -qec "$(printf '%q ' "$@")" /dev/null
+}
+
+# refuses_tty WHAT CMD...: CMD, its output on a terminal, refuses with the one
+# wording every tool uses for binary output, as a usage error (exit 2).
+refuses_tty() {
+    local what=$1
+    shift
+    on_tty "$@"
+    if [ "$status" -ne 2 ] ||
+        [[ "$output" != *"refusing to write $what to a terminal: use -o FILE or redirect"* ]]; then
+        echo "expected exit 2 and 'refusing to write $what to a terminal: use -o FILE or redirect'"
+        tg_show_run
+        return 1
+    fi
 }
 
 # closed_pipe CMD...: CMD with its stdout a pipe whose reading end is closed

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The TG file (tgraph(5)): round trips, an independent safetensors reader that
+# The TG file (tgraph-format(5)): round trips, an independent safetensors reader that
 # loads every tensor, and one clear line (exit 1) for each kind of bad file.
 # Graphs come from the unit test's helper: seed-0 small, seed-1 every dtype and
 # attribute kind, seed-2 empty.

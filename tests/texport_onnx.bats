@@ -59,6 +59,12 @@ check_model() {
     run_fails 1 "N" "$TRUN" "$TMP/s.tg" "$ONNX/shapes.in0.b3.npy" -o "$TMP/out"
 }
 
+@test "onnx: --range of a dim the model lacks fails, naming the model's dims" {
+    run_fails 1 "^texport: $ONNX/shapes.onnx: --range s0: the model has no such dynamic dimension \(its dims: N\)$" \
+        "$TEXPORT" --range s0=1:2 -o "$TMP/s.tg" "$ONNX/shapes.onnx"
+    [ ! -e "$TMP/s.tg" ]
+}
+
 @test "onnx: outputs keep their ONNX names" {
     run_ok "$TEXPORT" -o "$TMP/s.tg" "$ONNX/shapes.onnx"
     run_ok "$TRUN" "$TMP/s.tg" "$ONNX/shapes.in0.b1.npy" \

@@ -42,8 +42,8 @@ setup() {
 }
 
 @test "tlog writes no graph to a terminal" {
-    skip_unless_cmd script bsdutils
-    run_ok script -qec "'$TLOG' '$TMP/g.tg'" /dev/null
+    on_tty "$TLOG" "$TMP/g.tg"
+    [ "$status" -eq 0 ]
     [[ "$output" == *"inputs:"* ]]        # the summary, on the terminal's stderr
     [[ "$output" != *"__metadata__"* ]]   # but not the file
 }
@@ -156,7 +156,7 @@ setup() {
 }
 
 @test "tlog --dot output renders with Graphviz" {
-    skip_unless_cmd dot graphviz
+    need dot graphviz
     "$TLOG" --dot "$TMP/g.tg" -o "$TMP/g.dot"
     dot -Tsvg "$TMP/g.dot" -o "$TMP/g.svg"
     grep -q '<svg' "$TMP/g.svg"
@@ -268,7 +268,7 @@ setup() {
 }
 
 @test "tlog --dot of tinygpt renders with Graphviz" {
-    skip_unless_cmd dot graphviz
+    need dot graphviz
     "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/t.tg"
     "$TLOG" --dot "$TMP/t.tg" | dot -Tsvg >"$TMP/t.svg"
     grep -q '<svg' "$TMP/t.svg"
@@ -281,7 +281,7 @@ setup() {
     run --separate-stderr "$TLOG" diff "$TMP/a.tg" "$TMP/b.tg"
     [ "$status" -le 1 ]
     # the same weights and the same ops: no constant or op line
-    ! grep -Eq '^(const|op) ' <<<"$output"
+    ! grep -Eq '^(const|op) ' <<<"$output" || false
 }
 
 # --- profiles: trun --profile, then tlog trace and tlog report
@@ -405,7 +405,7 @@ fusion_record() {
 }
 
 @test "tlog --dot --log output renders with Graphviz" {
-    skip_unless_cmd dot graphviz
+    need dot graphviz
     fusion_record 0 epilogue '"fc1","act"' >"$TMP/c.log"
     fusion_record 1 loop '"fc2","out"' >>"$TMP/c.log"
     "$TLOG" --dot --log "$TMP/c.log" "$TMP/g.tg" | dot -Tsvg >"$TMP/g.svg"
@@ -440,7 +440,7 @@ fusion_record() {
     run_ok env TLOG=import "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/t.tg"
     grep -Eq '^\[texport:import\] decomposed split \(torch.ops.aten.split.Tensor\) -> slice, slice, slice$' <<<"$stderr"
     # single mappings only at debug level
-    ! grep -q ' -> linear$' <<<"$stderr"
+    ! grep -q ' -> linear$' <<<"$stderr" || false
 }
 
 @test "texport TLOG=+import logs every operator mapped, for .pt2 and ONNX" {
@@ -455,12 +455,12 @@ fusion_record() {
     run_ok env TLOG=passes,graph "$TCOMPILE" "$TMP/g.tg" -o "$TMP/g.so"
     grep -Eq '^\[tcompile:passes\] dce: 0 changes, 4 -> 4 nodes' <<<"$stderr"
     grep -q '^\[tcompile:graph\] import: 4 nodes$' <<<"$stderr"
-    ! grep -q '^\[tcompile:graph\] after dce: [0-9]' <<<"$stderr"
+    ! grep -q '^\[tcompile:graph\] after dce: [0-9]' <<<"$stderr" || false
     grep -q '^\[tcompile:graph\] after dce: unchanged$' <<<"$stderr"
 }
 
 @test "tcompile TLOG=fusion logs fused groups that tlog --dot --log draws" {
-    skip_unless_cmd dot graphviz
+    need dot graphviz
     "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
     TLOG=fusion TLOG_FORMAT=json TLOG_FILE="$TMP/c.log" "$TCOMPILE" "$TMP/m.tg" -o "$TMP/m.so"
     grep -q '"comp":"fusion".*"fields":{"group":0,"kind":"epilogue","nodes":\["linear","relu"\]}' "$TMP/c.log"
@@ -468,6 +468,17 @@ fusion_record() {
     [ "$(grep -c 'subgraph cluster_' <<<"$output")" -eq 2 ]
     dot -Tsvg <<<"$output" >"$TMP/m.svg"
     grep -q 'group 1: epilogue' "$TMP/m.svg"
+}
+
+@test "a conv that bn_fold folded keeps its name, so tlog --dot --log draws it in its group" {
+    "$TEXPORT" "$FIX/cnn.pt2" -o "$TMP/c.tg"
+    TLOG=fusion TLOG_FORMAT=json TLOG_FILE="$TMP/c.log" "$TCOMPILE" "$TMP/c.tg" -o "$TMP/c.so"
+    grep -q '"msg":"bn_fold: batch_norm_1 folded into conv2d_1"' "$TMP/c.log"
+    grep -q '"nodes":\["conv2d_1","relu_1"' "$TMP/c.log"
+    run_ok "$TLOG" --dot --log "$TMP/c.log" "$TMP/c.tg"
+    # both convs inside a cluster (indented by 4), none drawn outside (indented by 2)
+    [ "$(grep -c '^    n[0-9]* \[label="conv\\n' <<<"$output")" -eq 2 ]
+    [ "$(grep -c '^  n[0-9]* \[label="conv\\n' <<<"$output")" -eq 0 ]
 }
 
 @test "trun TLOG=perf logs the totals: runs, time, peak memory" {

@@ -137,6 +137,12 @@ int cli_read_all(const char *path, uint8_t **buf, size_t *len)
 
 bool cli_stdout_is_tty(void) { return isatty(STDOUT_FILENO); }
 
+void cli_refuse_tty_out(const char *out, const char *what)
+{
+    if ((!out || !strcmp(out, "-")) && cli_stdout_is_tty())
+        cli_usage("refusing to write %s to a terminal: use -o FILE or redirect", what);
+}
+
 int cli_open_out(tg_outfile *o, const char *path, bool binary)
 {
     if (tg_outfile_open(o, path, binary) == 0)

@@ -42,6 +42,10 @@ int cli_read_all(const char *path, uint8_t **buf, size_t *len);
 int cli_open_out(tg_outfile *o, const char *path, bool binary);
 /* Whether stdout is a terminal. */
 bool cli_stdout_is_tty(void);
+/* The one rule for binary output (what: "a graph", ".npy" ...) on a terminal:
+ * "refusing to write WHAT to a terminal: use -o FILE or redirect", a usage
+ * error (exit 2) before any work. out: the -o path (NULL or "-": stdout). */
+void cli_refuse_tty_out(const char *out, const char *what);
 
 /* Option values. Both print a usage error (exit 2) naming opt when s is bad. */
 int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max);

@@ -90,8 +90,7 @@ int main(int argc, char **argv)
     if (argc - optind > 1)
         cli_usage("one graph at a time");
     const char *in = optind < argc ? argv[optind] : "-";
-    if (!out && cli_stdout_is_tty())
-        cli_usage("refusing to write a shared object to a terminal: use -o FILE or redirect");
+    cli_refuse_tty_out(out, "a shared object");
 
     uint8_t *buf;
     size_t len;

@@ -103,6 +103,7 @@ int main(int argc, char **argv)
     const char *in = argv[optind];
     if (!strcmp(in, "-"))
         cli_usage("the model must be a file (archives are read by seeking), not stdin");
+    cli_refuse_tty_out(out, "a graph");
 
     tg_file_kind k = TG_FILE_UNKNOWN;
     if (sniff(in, &k) < 0)

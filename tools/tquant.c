@@ -214,8 +214,7 @@ int main(int argc, char **argv)
     qo.skip = skip;
     qo.nskip = nskip;
     const char *in = optind < argc ? argv[optind] : "-";
-    if (!out && cli_stdout_is_tty())
-        cli_usage("refusing to write a graph to a terminal: use -o FILE or redirect");
+    cli_refuse_tty_out(out, "a graph");
 
     uint8_t *buf;
     size_t len;

@@ -2,12 +2,14 @@
  * inputs or random ones; write the outputs as .npy, check them against
  * references, or time the runs. Everything about the model goes through the
  * runner interface (lib/exec/runner.h). */
+#define _GNU_SOURCE     /* memfd_create */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -48,8 +50,10 @@ static const struct option opts[] = {
 static void help(void)
 {
     printf("Usage: trun [OPTION]... MODEL [INPUT.npy | NAME=INPUT.npy]...\n"
-           "Run MODEL (a TG graph; - reads it from stdin) on the inputs, given in the\n"
-           "model's input order or by name, and write its output as .npy.\n"
+           "Run MODEL on the inputs, given in the model's input order or by name, and\n"
+           "write its output as .npy. MODEL is a TG graph (run by the reference\n"
+           "interpreter) or a shared object compiled by tcompile; - reads either from\n"
+           "stdin.\n"
            "\n"
            "  -o, --output=PATH    write the output to PATH (default stdout); a model with\n"
            "                       several outputs needs a directory: PATH/out0.npy ...\n"
@@ -68,7 +72,8 @@ static void help(void)
            "      --dim=SYM=N      value of symbolic dim SYM for --random (default: from\n"
            "                       the given inputs, else the symbol's minimum)\n"
            "      --bench[=N]      time N runs (default 10) after the warm-up and print\n"
-           "                       min, median, p90, p99 and runs/s on stderr\n"
+           "                       min, median, p90, p99 and runs/s on stderr; a bare\n"
+           "                       number after --bench is N (a model named 5 is ./5)\n"
            "      --warmup=N|T     untimed runs before --bench: N (default 2), or as\n"
            "                       many as take the time T (300ms, 1s)\n"
            "      --threads=N      threads for the kernels (default: all cores)\n"
@@ -416,6 +421,10 @@ static void parse_args(int argc, char **argv, options *o)
             break;
         case OPT_BENCH:
             o->bench = true;
+            /* --bench 5 as well as --bench=5: a model is never a bare number */
+            if (!optarg && optind < argc && argv[optind][0] &&
+                strspn(argv[optind], "0123456789") == strlen(argv[optind]))
+                optarg = argv[optind++];
             if (optarg)
                 o->nbench = (int)cli_int("bench", optarg, 1, 1000000);
             break;
@@ -430,7 +439,7 @@ static void parse_args(int argc, char **argv, options *o)
     if (optind >= argc)
         cli_usage("no model given");
     if (!strcmp(argv[optind], "-") && isatty(STDIN_FILENO))
-        cli_usage("no model: give a FILE or pipe a graph in");
+        cli_usage("no model: give a FILE or pipe one in");
 }
 
 /* --dim names against the model's symbols: usage errors for unknown ones. */
@@ -516,6 +525,31 @@ static int run_model(const options *o, tg_runner *r, const char *model, tg_tenso
     return rc;
 }
 
+/* A model piped in, as a path that the runners open like any file: a copy of
+ * stdin in a memory file (dlopen cannot load from a pipe). path[n]. */
+static int stdin_model(char *path, size_t n)
+{
+    int fd = memfd_create("trun-stdin", MFD_CLOEXEC);
+    if (fd < 0)
+        return tg_err("cannot hold the model: %s", strerror(errno));
+    char buf[1 << 16];
+    ssize_t k, w = 0;
+    while ((k = read(STDIN_FILENO, buf, sizeof buf)) != 0) {
+        if (k < 0 && errno == EINTR)
+            continue;
+        for (ssize_t off = 0; k > 0 && off < k; off += w)
+            if ((w = write(fd, buf + off, (size_t)(k - off))) < 0)
+                break;
+        if (k < 0 || w < 0) {
+            tg_err("cannot copy the model from stdin: %s", strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    snprintf(path, n, "/proc/self/fd/%d", fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -523,12 +557,19 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &o);
     const char *model = argv[optind];
     bool to_stdout = !o.out && !o.nref && !o.bench;
-    if (to_stdout && cli_stdout_is_tty())
-        cli_usage("refusing to write .npy to a terminal: use -o FILE or a pipe");
+    if (to_stdout)
+        cli_refuse_tty_out(NULL, ".npy");
 
+    char piped[32];
+    const char *path = model;
+    if (!strcmp(model, "-")) {
+        if (stdin_model(piped, sizeof piped) < 0)
+            return cli_fail(model);
+        path = piped;
+    }
     /* The one place that knows kinds of models. */
-    tg_runner *r = tg_runner_is_so(model) ? tg_runner_open_so(model, o.threads)
-                                          : tg_runner_open_tg(model, o.threads);
+    tg_runner *r = tg_runner_is_so(path) ? tg_runner_open_so(path, o.threads)
+                                         : tg_runner_open_tg(path, o.threads);
     if (!r)
         return cli_fail(model);
     if (r->noutput > 1 && (o.out ? !is_dir(o.out) && access(o.out, F_OK) == 0 : to_stdout)) {

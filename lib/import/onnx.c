@@ -422,6 +422,22 @@ static int add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi, const tg_impor
     return v < 0 ? -1 : onnx_def_value(c, name, v);
 }
 
+/* A --range must name one of the inputs' dynamic dims: say which there are. */
+static int check_ranges(const tg_graph *g, const tg_import_opts *opts)
+{
+    for (int k = 0; opts && k < opts->nrange; k++) {
+        if (tg_graph_find_symbol(g, opts->range[k].name) >= 0)
+            continue;
+        char dims[1024] = "";
+        for (int s = 0; s < g->nsym; s++)
+            snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%s", s ? ", " : "",
+                     g->sym[s].name);
+        return tg_err("--range %s: the model has no such dynamic dimension (%s%s)",
+                      opts->range[k].name, g->nsym ? "its dims: " : "it has none", dims);
+    }
+    return 0;
+}
+
 int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
              const tg_attr *attr)
 {
@@ -496,6 +512,7 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
         if (gp->input[i]->name && hash_find(c, gp->input[i]->name) >= 0) continue;
         if (add_input(c, gp->input[i], opts)) return -1;
     }
+    if (check_ranges(c->g, opts)) return -1;
     /* Map every node; collect every unsupported op instead of stopping at the first. */
     char *list = NULL;
     size_t list_len = 0;

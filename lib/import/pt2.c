@@ -425,9 +425,14 @@ static int add_symbols(pt2_ctx *c, const cJSON *prog, const cJSON *graph, const 
         bool used = tg_graph_find_symbol(c->g, opts->range[k].name) >= 0;
         for (int j = 0; j < norder; j++)
             used |= !strcmp(c->tsym[j], opts->range[k].name);
-        if (!used)
-            return tg_err("--range %s: the program has no such dynamic dimension (it has %d)",
-                          opts->range[k].name, norder);
+        if (!used) {
+            char dims[1024] = "";
+            for (int j = 0; j < norder; j++)
+                snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%s (torch %s)",
+                         j ? ", " : "", c->g->sym[j].name, c->tsym[j]);
+            return tg_err("--range %s: the program has no such dynamic dimension (%s%s)",
+                          opts->range[k].name, norder ? "its dims: " : "it has none", dims);
+        }
     }
     return 0;
 }

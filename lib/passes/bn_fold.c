@@ -95,6 +95,8 @@ static int fold_one(tg_graph *g, int opn, int bnn)
     tg_graph_replace_uses(g, old, y);
     TG_LOG(FUSION, TG_LOG_INFO, "bn_fold: %s folded into %s", g->nodes[bnn].name,
            g->nodes[opn].name);
+    /* the folded node keeps the conv's name: logs and tlog --dot --log refer to it */
+    tg_node_take_name(g, g->values[y].producer, opn);
     tg_graph_kill_node(g, bnn);
     tg_graph_kill_node(g, opn);
     return 0;
