@@ -16,7 +16,7 @@ check_model() {
     run_ok "$TEXPORT" -o "$TMP/$name.tg" "$dir/$name.onnx"
     for b in 1 3; do
         ins=$(ls "$dir/$name".in*.b$b.npy)
-        refs=$(ls "$dir/$name".out*.b$b.npy | paste -sd, -)
+        refs=$(ls -v "$dir/$name".out*.b$b.npy | paste -sd, -)   # -v: out10 after out9
         # shellcheck disable=SC2086
         run_ok "$TRUN" "$TMP/$name.tg" $ins --check "$refs" "${TOL[@]}"
     done
@@ -152,4 +152,15 @@ check_model() {
     run_ok "$TCOMPILE" -o "$TMP/m.so" "$TMP/m.tg"
     run_ok "$TRUN" "$TMP/m.so" "$ONNX/modnan.in0.b3.npy" "$ONNX/modnan.in1.b3.npy" \
         --check "$(ls "$ONNX"/modnan.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}
+
+@test "onnx ops: ReduceL1/L2/SumSquare/LogSum/LogSumExp, ArgMax/ArgMin select_last_index, CumSum, LayerNormalization's Mean and InvStdDev, RMSNormalization, LpNormalization" {
+    check_model "$ONNX" reductions
+}
+
+@test "onnx ops: the reductions model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/reductions.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
+    run_ok "$TRUN" "$TMP/r.so" "$ONNX/reductions.in0.b3.npy" \
+        --check "$(ls -v "$ONNX"/reductions.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
 }

@@ -395,6 +395,17 @@ static int map_softmax(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &back));
 }
 
+/* A reduction over axes (n < 0: all), keepdim as given. */
+static int reduce_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int n, const int64_t *axes, int keep)
+{
+    tg_attr a[2] = {tg_attr_int("keepdim", keep), tg_attr_ints("axes", n, axes)};
+    return unary_on(c, op, sfx, x, n < 0 ? 1 : 2, a);
+}
+
+/* The Reduce* family. Those without an op of their own are made of one:
+ * L1 = sum |x|, L2 = sqrt(sum x^2), SumSquare = sum x^2, LogSum = log sum x,
+ * LogSumExp = log(sum exp(x - max)) + max (the max keeps exp from overflowing).
+ * m->op names the extra step: ABS, SQRT, MUL, LOG, EXP. */
 static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
 {
     int x = in_val(c, 0);
@@ -407,19 +418,95 @@ static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
     } else if (attr_ints(c, "axes", TG_MAX_RANK, axes, &n))
         return -1;
     if (n == 0) n = -1;                 /* empty axes: all, unless noop_with_empty_axes */
-    if (n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0))
-        return def_out(c, 0, x);
-    tg_attr a[2] = {tg_attr_int("keepdim", onnx_attr_int(N(c), "keepdims", 1)),
-                    tg_attr_ints("axes", n, axes)};
-    return def_out(c, 0, unary_on(c, m->op, NULL, x, n < 0 ? 1 : 2, a));
+    int keep = (int)onnx_attr_int(N(c), "keepdims", 1);
+    tg_op op = m->op;
+    switch (op) {
+    case TG_OP_ABS: case TG_OP_SQRT: case TG_OP_MUL: case TG_OP_LOG: case TG_OP_EXP: break;
+    default:
+        if (n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) return def_out(c, 0, x);
+        return def_out(c, 0, reduce_on(c, op, NULL, x, n, axes, keep));
+    }
+    if (n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) {
+        /* no reduction: the elementwise part alone */
+        if (op == TG_OP_ABS || op == TG_OP_LOG) return def_out(c, 0, unary_on(c, op, NULL, x, 0, NULL));
+        if (op == TG_OP_MUL) return def_out(c, 0, binary_on(c, TG_OP_MUL, NULL, x, x));
+        if (op == TG_OP_SQRT) return def_out(c, 0, unary_on(c, TG_OP_ABS, NULL, x, 0, NULL));
+        return def_out(c, 0, x);                /* LogSumExp of one element */
+    }
+    int t = x, mx = -1;
+    if (op == TG_OP_ABS) t = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
+    else if (op == TG_OP_SQRT || op == TG_OP_MUL) t = binary_on(c, TG_OP_MUL, "square", x, x);
+    else if (op == TG_OP_EXP) {
+        mx = reduce_on(c, TG_OP_REDUCE_MAX, "max", x, n, axes, 1);
+        int d = mx < 0 ? -1 : binary_on(c, TG_OP_SUB, "shifted", x, mx);
+        t = d < 0 ? -1 : unary_on(c, TG_OP_EXP, "exp", d, 0, NULL);
+    }
+    bool last = op == TG_OP_ABS || op == TG_OP_MUL;
+    int r = t < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_SUM, last ? NULL : "sum", t, n, axes, keep);
+    if (r < 0 || last) return def_out(c, 0, r);
+    if (op == TG_OP_SQRT) return def_out(c, 0, unary_on(c, TG_OP_SQRT, NULL, r, 0, NULL));
+    if (op == TG_OP_LOG) return def_out(c, 0, unary_on(c, TG_OP_LOG, NULL, r, 0, NULL));
+    int lg = unary_on(c, TG_OP_LOG, "log", r, 0, NULL);
+    if (lg >= 0 && !keep) mx = reduce_on(c, TG_OP_REDUCE_MAX, "max_out", x, n, axes, 0);
+    return def_out(c, 0, lg < 0 || mx < 0 ? -1 : binary_on(c, TG_OP_ADD, NULL, lg, mx));
 }
 
+/* ArgMax, ArgMin. select_last_index: the first index of the reversed axis,
+ * counted back from its end (the axis must have a static size). */
 static int map_arg_reduce(onnx_ctx *c, const onnx_op_map *m)
 {
-    if (onnx_attr_int(N(c), "select_last_index", 0)) return tg_err("select_last_index=1 is not supported");
+    int x = in_val(c, 0), axis = 0;
+    if (x < 0) return -1;
     tg_attr a[2] = {tg_attr_int("axis", onnx_attr_int(N(c), "axis", 0)),
                     tg_attr_int("keepdim", onnx_attr_int(N(c), "keepdims", 1))};
-    return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 2, a));
+    if (!onnx_attr_int(N(c), "select_last_index", 0)) return def_out(c, 0, unary_on(c, m->op, NULL, x, 2, a));
+    tg_shape s = shape_of(c, x);
+    int64_t len;
+    if (axis_norm(onnx_attr_int(N(c), "axis", 0), s.rank, &axis)) return -1;
+    if (!tg_dim_is_const(s.d[axis], &len) || len < 1 || len > INT32_MAX)
+        return tg_err("select_last_index=1 needs a static, non-empty axis");
+    tg_dim end = tg_dim_const(-1);
+    tg_attr r[4] = {tg_attr_int("start", len - 1), tg_attr_dims("end", 1, &end), tg_attr_int("step", -1),
+                    tg_attr_dtype("dtype", TG_I64)};
+    int idx = onnx_add(c, TG_OP_ARANGE, "reversed", 0, NULL, 4, r);
+    tg_attr ia = tg_attr_int("axis", axis);
+    int in[2] = {x, idx};
+    int rev = idx < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, "reverse", 2, in, 1, &ia);
+    int first = rev < 0 ? -1 : unary_on(c, m->op, "first", rev, 2, a);
+    int last = first < 0 ? -1 : scalar_const(c, "last", TG_I64, (double)(len - 1));
+    return def_out(c, 0, last < 0 ? -1 : binary_on(c, TG_OP_SUB, NULL, last, first));
+}
+
+/* LpNormalization: x / ||x||_p along axis (p 1 or 2), 0 where the norm is 0. */
+static int map_lp_norm(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), axis = 0;
+    if (x < 0) return -1;
+    int64_t p = onnx_attr_int(N(c), "p", 2);
+    if (p != 1 && p != 2) return tg_err("p=%lld (only 1 and 2 are defined)", (long long)p);
+    if (axis_norm(onnx_attr_int(N(c), "axis", -1), shape_of(c, x).rank, &axis)) return -1;
+    int64_t ax = axis;
+    int t = p == 1 ? unary_on(c, TG_OP_ABS, "abs", x, 0, NULL) : binary_on(c, TG_OP_MUL, "square", x, x);
+    int nrm = t < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_SUM, "sum", t, 1, &ax, 1);
+    if (nrm >= 0 && p == 2) nrm = unary_on(c, TG_OP_SQRT, "norm", nrm, 0, NULL);
+    int zero = nrm < 0 ? -1 : scalar_const(c, "zero", dtype_of(c, x), 0);
+    int q = zero < 0 ? -1 : binary_on(c, TG_OP_DIV, "quotient", x, nrm);
+    int isz = q < 0 ? -1 : binary_on(c, TG_OP_EQ, "is_zero", nrm, zero);
+    int in[3] = {isz, zero, q};
+    return def_out(c, 0, isz < 0 ? -1 : onnx_add(c, TG_OP_WHERE, NULL, 3, in, 0, NULL));
+}
+
+/* CumSum: the axis a constant; exclusive and reverse as the cumsum op has them. */
+static int map_cumsum(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    onnx_ent *ax = x < 0 ? NULL : in_req(c, 1);
+    int64_t axis;
+    int n;
+    if (!ax || onnx_int_list(ax, 1, &axis, &n)) return -1;
+    tg_attr a[3] = {tg_attr_int("axis", axis), tg_attr_int("exclusive", onnx_attr_int(N(c), "exclusive", 0)),
+                    tg_attr_int("reverse", onnx_attr_int(N(c), "reverse", 0))};
+    return def_out(c, 0, unary_on(c, TG_OP_CUMSUM, NULL, x, 3, a));
 }
 
 /* ---- linear algebra ---------------------------------------------------------------------- */
@@ -627,14 +714,63 @@ static int map_batch_norm(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, onnx_add(c, TG_OP_BATCH_NORM, NULL, 5, in, 1, &a));
 }
 
+/* x over the normalized axes [axis, rank) of LayerNormalization and
+ * RMSNormalization, in float32 (stash_type 1) unless it is float64; *n axes. */
+static int norm_axes(onnx_ctx *c, int x, int64_t *axes, int *n, int *xs)
+{
+    int rank = shape_of(c, x).rank, axis = 0;
+    if (axis_norm(onnx_attr_int(N(c), "axis", -1), rank, &axis)) return -1;
+    for (*n = 0; axis + *n < rank; (*n)++) axes[*n] = axis + *n;
+    tg_dtype dt = dtype_of(c, x);
+    if (onnx_attr_int(N(c), "stash_type", 1) != 1) return tg_err("stash_type %lld is not supported",
+                                                                (long long)onnx_attr_int(N(c), "stash_type", 1));
+    tg_attr f = tg_attr_dtype("dtype", TG_F32);
+    *xs = dt == TG_F32 || dt == TG_F64 ? x : unary_on(c, TG_OP_CAST, "stash", x, 1, &f);
+    return *xs < 0 ? -1 : 0;
+}
+
+/* LayerNormalization; the Mean and InvStdDev outputs, when asked for, are
+ * computed beside it in the stash type. */
 static int map_layer_norm(onnx_ctx *c, const onnx_op_map *m)
 {
-    if (only_first_output(c)) return -1;
     int in[3] = {in_val(c, 0), in_val_opt(c, 1), in_val_opt(c, 2)};
     if (in[0] < 0 || (in[1] < 0 && in_opt(c, 1)) || (in[2] < 0 && in_opt(c, 2))) return -1;
-    tg_attr a[2] = {tg_attr_int("axis", onnx_attr_int(N(c), "axis", -1)),
-                    tg_attr_float("eps", onnx_attr_float(N(c), "epsilon", 1e-5))};
-    return def_out(c, 0, onnx_add(c, TG_OP_LAYER_NORM, NULL, 3, in, 2, a));
+    double eps = onnx_attr_float(N(c), "epsilon", 1e-5);
+    tg_attr a[2] = {tg_attr_int("axis", onnx_attr_int(N(c), "axis", -1)), tg_attr_float("eps", eps)};
+    if (def_out(c, 0, onnx_add(c, TG_OP_LAYER_NORM, NULL, 3, in, 2, a))) return -1;
+    bool stats = false;
+    for (size_t k = 1; k < N(c)->n_output && k < 3; k++) stats |= *N(c)->output[k] != 0;
+    if (!stats) return only_first_output(c);
+    int64_t axes[TG_MAX_RANK];
+    int n, xs;
+    if (norm_axes(c, in[0], axes, &n, &xs)) return -1;
+    int mean = reduce_on(c, TG_OP_REDUCE_MEAN, "mean", xs, n, axes, 1);
+    tg_attr va[3] = {tg_attr_int("keepdim", 1), tg_attr_ints("axes", n, axes), tg_attr_int("correction", 0)};
+    int var = mean < 0 ? -1 : unary_on(c, TG_OP_REDUCE_VAR, "var", xs, 3, va);
+    int ve = var < 0 ? -1 : binary_on(c, TG_OP_ADD, "var_eps", var, scalar_const(c, "eps", dtype_of(c, xs), eps));
+    int inv = ve < 0 ? -1 : unary_on(c, TG_OP_RSQRT, "inv_std", ve, 0, NULL);
+    return inv < 0 || def_out(c, 1, mean) ? -1 : def_out(c, 2, inv);
+}
+
+/* RMSNormalization: x / sqrt(mean(x^2) + epsilon) * scale over [axis, rank),
+ * in the stash type, the result in x's. */
+static int map_rms_norm(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), w = x < 0 ? -1 : in_val(c, 1);
+    if (w < 0 || only_first_output(c)) return -1;
+    int64_t axes[TG_MAX_RANK];
+    int n, xs;
+    if (norm_axes(c, x, axes, &n, &xs)) return -1;
+    tg_dtype st = dtype_of(c, xs);
+    int sq = binary_on(c, TG_OP_MUL, "square", xs, xs);
+    int ms = sq < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_MEAN, "mean_square", sq, n, axes, 1);
+    int me = ms < 0 ? -1 : binary_on(c, TG_OP_ADD, "eps", ms,
+                                     scalar_const(c, "epsilon", st, onnx_attr_float(N(c), "epsilon", 1e-5)));
+    int inv = me < 0 ? -1 : unary_on(c, TG_OP_RSQRT, "inv_rms", me, 0, NULL);
+    int y = inv < 0 ? -1 : binary_on(c, TG_OP_MUL, "normalized", xs, inv);
+    tg_attr back = tg_attr_dtype("dtype", dtype_of(c, x));
+    if (y >= 0 && st != dtype_of(c, x)) y = unary_on(c, TG_OP_CAST, "unstash", y, 1, &back);
+    return def_out(c, 0, y < 0 ? -1 : binary_on(c, TG_OP_MUL, NULL, y, w));
 }
 
 /* A per-group parameter [G] as per-channel [C] (GroupNormalization before opset 21). */
@@ -1298,7 +1434,11 @@ static const onnx_op_map onnx_ops[] = {
     {"Softmax", map_softmax, TG_OP_SOFTMAX}, {"LogSoftmax", map_softmax, TG_OP_LOG_SOFTMAX},
     {"ReduceSum", map_reduce, TG_OP_REDUCE_SUM}, {"ReduceMean", map_reduce, TG_OP_REDUCE_MEAN},
     {"ReduceMax", map_reduce, TG_OP_REDUCE_MAX}, {"ReduceMin", map_reduce, TG_OP_REDUCE_MIN},
-    {"ReduceProd", map_reduce, TG_OP_REDUCE_PROD},
+    {"ReduceProd", map_reduce, TG_OP_REDUCE_PROD}, {"ReduceL1", map_reduce, TG_OP_ABS},
+    {"ReduceL2", map_reduce, TG_OP_SQRT}, {"ReduceSumSquare", map_reduce, TG_OP_MUL},
+    {"ReduceLogSum", map_reduce, TG_OP_LOG}, {"ReduceLogSumExp", map_reduce, TG_OP_EXP},
+    {"CumSum", map_cumsum, 0}, {"RMSNormalization", map_rms_norm, 0},
+    {"LpNormalization", map_lp_norm, 0},
     {"ArgMax", map_arg_reduce, TG_OP_ARGMAX}, {"ArgMin", map_arg_reduce, TG_OP_ARGMIN},
     {"MatMul", map_matmul, 0}, {"Gemm", map_gemm, 0},
     {"Conv", map_conv, TG_OP_CONV}, {"ConvTranspose", map_conv, TG_OP_NONE},
