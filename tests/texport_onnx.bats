@@ -164,3 +164,7 @@ check_model() {
     run_ok "$TRUN" "$TMP/r.so" "$ONNX/reductions.in0.b3.npy" \
         --check "$(ls -v "$ONNX"/reductions.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
 }
+
+@test "onnx ops: SoftmaxCrossEntropyLoss (weights, ignore_index, log_prob) and NegativeLogLikelihoodLoss (none, sum)" {
+    check_model "$ONNX" losses
+}

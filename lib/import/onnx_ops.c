@@ -1317,6 +1317,73 @@ static int map_range(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, onnx_add(c, TG_OP_ARANGE, NULL, 0, NULL, 4, a));
 }
 
+/* ---- losses ----------------------------------------------------------------------------- */
+
+/* NegativeLogLikelihoodLoss of lp [N, C, d...] (log-probabilities) and
+ * target [N, d...]: -lp[n, target, d...] weighted by weight[target] (0 where
+ * target is ignore_index, which may lie outside [0, C)), then none, sum, or
+ * mean (over the weights when there are any). */
+static int nll_on(onnx_ctx *c, int lp, int target, int weight)
+{
+    const char *red = onnx_attr_string(N(c), "reduction", "mean");
+    if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+        return tg_err("reduction '%s' is not one ONNX defines", red);
+    bool sum = !strcmp(red, "sum"), mean = !strcmp(red, "mean");
+    tg_dtype dt = dtype_of(c, lp), it = dtype_of(c, target);
+    tg_shape ts = shape_of(c, target);
+    if (shape_of(c, lp).rank != ts.rank + 1 || ts.rank < 1) return tg_err("target must have one dim less than input");
+    const Onnx__AttributeProto *ig = onnx_attr(N(c), "ignore_index");
+    int mask = -1, t = target;
+    if (ig) {
+        int ii = scalar_const(c, "ignore_index", it, (double)ig->i);
+        mask = ii < 0 ? -1 : binary_on(c, TG_OP_NE, "kept", target, ii);
+        int in[3] = {mask, target, scalar_const(c, "zero_index", it, 0)};
+        if (mask < 0 || in[2] < 0 || (t = onnx_add(c, TG_OP_WHERE, "target", 3, in, 0, NULL)) < 0) return -1;
+    }
+    tg_shape us = ts;                           /* target [N, 1, d...] for the gather */
+    memmove(&us.d[2], &us.d[1], sizeof us.d[0] * (ts.rank - 1));
+    us.d[1] = tg_dim_const(1);
+    us.rank++;
+    tg_attr ua = tg_attr_dims("shape", us.rank, us.d), ax1 = tg_attr_int("axis", 1), ax0 = tg_attr_int("axis", 0);
+    tg_attr back = tg_attr_dims("shape", ts.rank, ts.d);
+    int ut = unary_on(c, TG_OP_RESHAPE, "target_1", t, 1, &ua);
+    int gin[2] = {lp, ut};
+    int picked = ut < 0 ? -1 : onnx_add(c, TG_OP_GATHER, "picked", 2, gin, 1, &ax1);
+    picked = picked < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, "picked_flat", picked, 1, &back);
+    int loss = picked < 0 ? -1 : unary_on(c, TG_OP_NEG, "loss", picked, 0, NULL), w = -1;
+    if (loss < 0) return -1;
+    if (weight >= 0) {
+        int win[2] = {weight, t};
+        if ((w = onnx_add(c, TG_OP_INDEX_SELECT, "weight", 2, win, 1, &ax0)) < 0) return -1;
+    }
+    if (mask >= 0) {
+        tg_attr ca = tg_attr_dtype("dtype", dt);
+        int mf = unary_on(c, TG_OP_CAST, "kept_f", mask, 1, &ca);
+        if (mf < 0 || (w = w < 0 ? mf : binary_on(c, TG_OP_MUL, "weight_kept", w, mf)) < 0) return -1;
+    }
+    if (w >= 0 && (loss = binary_on(c, TG_OP_MUL, sum || mean ? "weighted" : NULL, loss, w)) < 0) return -1;
+    if (!sum && !mean) return loss;
+    if (!mean || w < 0) return reduce_on(c, mean ? TG_OP_REDUCE_MEAN : TG_OP_REDUCE_SUM, NULL, loss, -1, NULL, 0);
+    int num = reduce_on(c, TG_OP_REDUCE_SUM, "loss_sum", loss, -1, NULL, 0);
+    int den = num < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_SUM, "weight_sum", w, -1, NULL, 0);
+    return den < 0 ? -1 : binary_on(c, TG_OP_DIV, NULL, num, den);
+}
+
+/* NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss: the same of
+ * log_softmax over axis 1, which is its optional second output. */
+static int map_loss(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), t = x < 0 ? -1 : in_val(c, 1), w = t < 0 ? -1 : in_val_opt(c, 2);
+    if (t < 0 || (w < 0 && in_opt(c, 2))) return -1;
+    if (m->op == TG_OP_LOG_SOFTMAX) {
+        tg_attr a = tg_attr_int("axis", 1);
+        if ((x = unary_on(c, TG_OP_LOG_SOFTMAX, "log_prob", x, 1, &a)) < 0) return -1;
+        if (def_out(c, 1, x)) return -1;
+    } else if (only_first_output(c))
+        return -1;
+    return def_out(c, 0, nll_on(c, x, t, w));
+}
+
 /* ---- attention ------------------------------------------------------------------------------ */
 
 /* [B, S, H*E] -> [B, H, S, E] (3-D Attention inputs). */
@@ -1438,7 +1505,8 @@ static const onnx_op_map onnx_ops[] = {
     {"ReduceL2", map_reduce, TG_OP_SQRT}, {"ReduceSumSquare", map_reduce, TG_OP_MUL},
     {"ReduceLogSum", map_reduce, TG_OP_LOG}, {"ReduceLogSumExp", map_reduce, TG_OP_EXP},
     {"CumSum", map_cumsum, 0}, {"RMSNormalization", map_rms_norm, 0},
-    {"LpNormalization", map_lp_norm, 0},
+    {"LpNormalization", map_lp_norm, 0}, {"NegativeLogLikelihoodLoss", map_loss, 0},
+    {"SoftmaxCrossEntropyLoss", map_loss, TG_OP_LOG_SOFTMAX},
     {"ArgMax", map_arg_reduce, TG_OP_ARGMAX}, {"ArgMin", map_arg_reduce, TG_OP_ARGMIN},
     {"MatMul", map_matmul, 0}, {"Gemm", map_gemm, 0},
     {"Conv", map_conv, TG_OP_CONV}, {"ConvTranspose", map_conv, TG_OP_NONE},
