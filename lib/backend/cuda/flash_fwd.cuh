@@ -39,37 +39,27 @@ struct Params {
     float *part_lse;            /* [split][batch][hq][L], log2 domain */
 };
 
+/* m16n8k16 mma.sync, fp32 accumulators, and the packing of two floats into
+ * the operand type's pair (CT: its C type, PT: PTX's name, P2: the pair) */
 template <typename T> struct Mma;
-template <> struct Mma<__nv_bfloat16> {
-    static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
-                                               uint32_t b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
-    {
-        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t *>(&v);
-    }
-};
-template <> struct Mma<__half> {
-    static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
-                                               uint32_t b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
-    {
-        __half2 v = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t *>(&v);
-    }
-};
+#define TGF_MMA(CT, PT, P2, CVT)                                                              \
+    template <> struct Mma<CT> {                                                              \
+        static __device__ __forceinline__ void run(float c[4], const uint32_t a[4],           \
+                                                   uint32_t b0, uint32_t b1)                  \
+        {                                                                                     \
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PT "." PT ".f32 "           \
+                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"            \
+                         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                     \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));     \
+        }                                                                                     \
+        static __device__ __forceinline__ uint32_t pack(float lo, float hi)                   \
+        {                                                                                     \
+            P2 v = CVT(lo, hi);                                                               \
+            return *reinterpret_cast<uint32_t *>(&v);                                         \
+        }                                                                                     \
+    };
+TGF_MMA(__nv_bfloat16, "bf16", __nv_bfloat162, __floats2bfloat162_rn)
+TGF_MMA(__half, "f16", __half2, __floats2half2_rn)
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
