@@ -295,6 +295,8 @@ int main(void)
         {"d128 L<S odd",              TGF_BF16, 2, 4, 1, 67, 333, 128, 0, 0, 0, 0, 0, 0},
         {"d256 causal",               TGF_BF16, 1, 2, 2, 77, 300, 256, 0, 1, 0, 0, 0, 0},
         {"d256 fp16 scale 0.3",       TGF_F16, 1, 4, 2, 150, 90, 256, 0.3, 0, 0, 0, 0, 0},
+        {"d128 negative scale",       TGF_BF16, 2, 2, 2, 150, 300, 128, -0.15, 0, 0, 0, 0, 0},
+        {"d64 negative scale causal", TGF_F16, 1, 2, 2, 140, 140, 64, -0.2, 1, 0, 0, 0, 0},
         {"d128 add mask bcast b",     TGF_BF16, 2, 4, 4, 130, 170, 128, 0, 0, TGF_MASK_ADD, 1, 1, 0},
         {"d64 bool mask bcast h mqa", TGF_F16, 2, 4, 1, 99, 129, 64, 0, 0, TGF_MASK_BOOL, 2, 1, 0},
         {"d64 bool key padding",      TGF_BF16, 3, 2, 2, 65, 80, 64, 0.5, 1, TGF_MASK_BOOL, 6, 0, 0},
