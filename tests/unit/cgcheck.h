@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <tgraph/model.h>
 
@@ -38,6 +39,19 @@ typedef struct {
     bool nonzero;       /* no input element is 0 (integer divisors) */
     unsigned levels;    /* bit L: tcompile -O L; 0: -O1 only */
 } cg_case;
+
+/* Whether the cases can run (TGRAPH_RUNTIME_DIR set: make check sets it);
+ * seeds the generator from the clock and prints the seed. */
+static inline bool cg_start(void)
+{
+    if (!getenv("TGRAPH_RUNTIME_DIR")) {
+        printf("TGRAPH_RUNTIME_DIR is not set: run through make check\n");
+        return false;
+    }
+    rng = (uint64_t)time(NULL);
+    printf("seed %llu\n", (unsigned long long)rng);
+    return true;
+}
 
 /* x: dtype [batch, dims...], batch a symbol in 1..16. */
 static inline int cg_input(tg_graph *g, const char *name, tg_dtype dt, const int64_t *dims,
@@ -176,13 +190,15 @@ static inline bool cg_load(const char *what, const tg_graph *g, int level, cg_mo
     return cm->m != NULL;
 }
 
+#define CG_MAX_IO 32     /* inputs and outputs of a case */
+
 /* Run the model and the interpreter at one batch size; false on a mismatch. */
 static inline bool cg_run_batch(const char *what, const tg_graph *g, int level,
                                 const cg_model *cm, int b, const cg_case *o)
 {
-    tg_tensor in[8] = {{0}}, ref[8] = {{0}};
-    tgraph_tensor tin[8], tout[8] = {{0}};
-    bool ok = g->ninput <= 8 && g->noutput <= 8;
+    tg_tensor in[CG_MAX_IO] = {{0}}, ref[CG_MAX_IO] = {{0}};
+    tgraph_tensor tin[CG_MAX_IO], tout[CG_MAX_IO] = {{0}};
+    bool ok = g->ninput <= CG_MAX_IO && g->noutput <= CG_MAX_IO;
     for (int i = 0; ok && i < g->ninput; i++) {
         const tg_value *v = &g->values[g->inputs[i]];
         int64_t sym[TG_MAX_SYMS] = {b};
@@ -216,11 +232,11 @@ static inline bool cg_run_batch(const char *what, const tg_graph *g, int level,
             ok = false;
         }
     }
-    for (int k = 0; k < g->noutput; k++) {
+    for (int k = 0; k < g->noutput && k < CG_MAX_IO; k++) {
         tg_tensor_free(&ref[k]);
         free(tout[k].data);
     }
-    for (int i = 0; i < g->ninput && i < 8; i++)
+    for (int i = 0; i < g->ninput && i < CG_MAX_IO; i++)
         tg_tensor_free(&in[i]);
     return ok;
 }

@@ -1,0 +1,707 @@
+/* Every op of ops.def through the C code generator: for each op, small
+ * graphs (per attribute family, integral float constants among them, and
+ * per dtype where the op takes several) compiled at -O0 (one kernel call per
+ * node) and -O1 (fused loops, epilogues, pre-packing) and compared with the
+ * interpreter on fresh random inputs (cgcheck.h: tolerances per dtype).
+ *
+ * The list of ops comes from ops.def itself. An op whose shape inference is
+ * one of the elementwise or reduction families (tg_infer_unary, _binary,
+ * _compare, _reduce ...) gets its cases from the family with nothing to add;
+ * any other op needs a builder in `cases` below, and an op with neither is a
+ * failure naming it, so a new op in ops.def is never silently left out. */
+#include "cgcheck.h"
+#include "kernels/cpu/kernels.h"
+
+static int covered[TG_OP_COUNT];
+
+static void run(tg_op op, const char *what, tg_graph *g, cg_case o)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s: %s", tg_op_name(op), what);
+    covered[op]++;
+    if (!o.levels)
+        o.levels = 3;
+    check_case_with(name, g, &o);
+}
+
+/* One node of op on inputs in[0..n) with attributes; its value. */
+static int node(tg_graph *g, tg_op op, int n, const int *in, int na, const tg_attr *a)
+{
+    return tg_graph_add_node(g, op, NULL, n, in, na, a);
+}
+
+static tg_graph *one_node(tg_graph *g, tg_op op, int n, const int *in, int na, const tg_attr *a)
+{
+    int y = node(g, op, n, in, na, a);
+    CHECK(y >= 0);
+    if (y < 0)
+        fprintf(stderr, "%s: %s\n", tg_op_name(op), tg_errmsg());
+    tg_graph_add_output(g, y);
+    return g;
+}
+
+/* ---- the families ---------------------------------------------------------- */
+
+static const char *dt(tg_dtype t)
+{
+    return tg_dtype_name(t);
+}
+
+/* the input range where an op is defined and its result stays moderate */
+static cg_case unary_range(tg_op op)
+{
+    switch (op) {
+    case TG_OP_LOG: case TG_OP_SQRT: case TG_OP_RSQRT: return (cg_case){.lo = 0.1, .hi = 4};
+    case TG_OP_RECIPROCAL: return (cg_case){.lo = 0.5, .hi = 3};
+    default: return (cg_case){0};
+    }
+}
+
+/* op on input x with attributes, one more output of g */
+static void unary_out(tg_graph *g, tg_op op, int x, int na, const tg_attr *a)
+{
+    int y = node(g, op, 1, &x, na, a);
+    CHECK(y >= 0);
+    if (y < 0)
+        fprintf(stderr, "%s: %s\n", tg_op_name(op), tg_errmsg());
+    tg_graph_add_output(g, y);
+}
+
+/* one graph: an input per dtype, the op and each of its attribute families
+ * on it (integral float constants among them) */
+static void family_unary(tg_op op, const tg_dtype *types, int nt)
+{
+    tg_graph *g = tg_graph_new();
+    for (int i = 0; i < nt; i++) {
+        tg_dtype t = types[i];
+        char name[16];
+        snprintf(name, sizeof name, "x_%s", dt(t));
+        int x = cg_input(g, name, t, DIMS(4, 37));
+        bool f = tg_dtype_is_float(t);
+        unary_out(g, op, x, 0, NULL);
+        if (op == TG_OP_LEAKY_RELU || op == TG_OP_ELU) {
+            tg_attr a = tg_attr_float("alpha", 1);
+            unary_out(g, op, x, 1, &a);
+            a = tg_attr_float("alpha", 0.3);
+            unary_out(g, op, x, 1, &a);
+        } else if (op == TG_OP_GELU) {
+            tg_attr a = tg_attr_string("approximate", "tanh");
+            unary_out(g, op, x, 1, &a);
+        } else if (op == TG_OP_CLAMP) {
+            tg_attr mm[2] = {tg_attr_float("min", 0), tg_attr_float("max", 6)};  /* relu6 */
+            unary_out(g, op, x, 2, mm);
+            tg_attr lo = tg_attr_float("min", f ? -0.5 : -1);
+            unary_out(g, op, x, 1, &lo);
+            tg_attr hi = tg_attr_float("max", f ? 1.25 : 2);
+            unary_out(g, op, x, 1, &hi);
+        }
+    }
+    run(op, "every dtype and attribute family", g, unary_range(op));
+}
+
+/* one graph: per dtype, a [batch,4,37] op b for b of the same shape,
+ * [batch,1,37] and a constant [37] */
+static void family_binary(tg_op op, const tg_dtype *types, int nt)
+{
+    tg_graph *g = tg_graph_new();
+    bool f = true;
+    for (int i = 0; i < nt; i++) {
+        tg_dtype t = types[i];
+        f = f && tg_dtype_is_float(t);
+        cg_case o = op == TG_OP_POW && !tg_dtype_is_float(t) ? (cg_case){.lo = 0, .hi = 4}
+                                                              : (cg_case){0};
+        o.nonzero = op == TG_OP_DIV || op == TG_OP_REMAINDER || op == TG_OP_FMOD;
+        char an[16], bn[16], rn[16], cn[16];
+        snprintf(an, sizeof an, "a_%s", dt(t));
+        snprintf(bn, sizeof bn, "b_%s", dt(t));
+        snprintf(rn, sizeof rn, "r_%s", dt(t));
+        snprintf(cn, sizeof cn, "c_%s", dt(t));
+        int a = cg_input(g, an, t, DIMS(4, 37));
+        int b[3] = {cg_input(g, bn, t, DIMS(4, 37)), cg_input(g, rn, t, DIMS(1, 37)),
+                    cg_const(g, cn, t, DIMS(37), &o)};
+        for (int k = 0; k < 3; k++)
+            tg_graph_add_output(g, node(g, op, 2, (int[]){a, b[k]}, 0, NULL));
+    }
+    /* pow: positive bases; integer pow: small exponents; integer div, remainder: no 0 */
+    cg_case o = {0};
+    if (op == TG_OP_POW)
+        o = f ? (cg_case){.lo = 0.5, .hi = 2} : (cg_case){.lo = 0, .hi = 4};
+    o.nonzero = op == TG_OP_DIV || op == TG_OP_REMAINDER || op == TG_OP_FMOD;
+    run(op, "every dtype, same shape, row broadcast, constant", g, o);
+}
+
+/* one graph per dtype: the trailing axis, middle axes, the last two kept,
+ * everything; keepdim 0 and 1 (reduce_var: correction 0 and 1) */
+static void family_reduce(tg_op op, const tg_dtype *types, int nt)
+{
+    static const int64_t axes[][3] = {{1, -1}, {2, 1, 2}, {2, 2, 3}, {0}};
+    for (int i = 0; i < nt; i++) {
+        tg_dtype t = types[i];
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", t, DIMS(4, 5, 6));
+        for (int k = 0; k < 4; k++)
+            for (int keep = 0; keep < 2; keep++) {
+                tg_attr a[3];
+                int na = 0;
+                if (axes[k][0])
+                    a[na++] = tg_attr_ints("axes", (int)axes[k][0], &axes[k][1]);
+                a[na++] = tg_attr_int("keepdim", keep);
+                if (op == TG_OP_REDUCE_VAR)
+                    a[na++] = tg_attr_int("correction", keep);
+                unary_out(g, op, x, na, a);
+            }
+        cg_case o = op != TG_OP_REDUCE_PROD ? (cg_case){0}
+                    : tg_dtype_is_float(t) ? (cg_case){.lo = 0.6, .hi = 1.4}
+                                           : (cg_case){.lo = -1, .hi = 2};
+        run(op, dt(t), g, o);
+    }
+}
+
+/* ---- ops with cases of their own ------------------------------------------ */
+
+static const tg_dtype FLOATS[] = {TG_F32, TG_F64};
+static const tg_dtype ANY[] = {TG_F32, TG_F64, TG_I32, TG_I64, TG_I8};
+static const tg_dtype NUMS[] = {TG_F32, TG_I32, TG_I64};
+
+static void case_cast(tg_op op)
+{
+    static const tg_dtype pairs[][2] = {
+        {TG_F32, TG_I64}, {TG_I64, TG_F32}, {TG_F32, TG_BOOL}, {TG_BOOL, TG_F32},
+        {TG_F32, TG_F16}, {TG_F16, TG_F32}, {TG_F32, TG_BF16}, {TG_F64, TG_F32},
+        {TG_I32, TG_I64}, {TG_I64, TG_I8}, {TG_F32, TG_F32},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", pairs[i][0], DIMS(4, 37));
+        tg_attr a = tg_attr_dtype("dtype", pairs[i][1]);
+        char w[64];
+        snprintf(w, sizeof w, "%s -> %s", dt(pairs[i][0]), dt(pairs[i][1]));
+        run(op, w, one_node(g, op, 1, &x, 1, &a), (cg_case){0});
+    }
+}
+
+static void case_identity(tg_op op)
+{
+    family_unary(op, (tg_dtype[]){TG_F32, TG_I64, TG_BOOL}, 3);
+}
+
+static void case_where(tg_op op)
+{
+    for (int i = 0; i < 3; i++) {
+        tg_graph *g = tg_graph_new();
+        int c = cg_input(g, "c", TG_BOOL, DIMS(4, 37));
+        int a = cg_input(g, "a", NUMS[i], DIMS(1, 37));
+        int b = cg_const(g, "b", NUMS[i], DIMS(37), NULL);
+        run(op, dt(NUMS[i]), one_node(g, op, 3, (int[]){c, a, b}, 0, NULL), (cg_case){0});
+    }
+}
+
+static void case_arg_reduce(tg_op op)
+{
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            tg_graph *g = tg_graph_new();
+            int x = cg_input(g, "x", NUMS[i], DIMS(5, 6));
+            tg_attr a[2] = {tg_attr_int("axis", k == 0 ? 1 : -1), tg_attr_int("keepdim", k == 1)};
+            char w[64];
+            snprintf(w, sizeof w, "%s, %s", dt(NUMS[i]),
+                     k == 0 ? "axis 1" : k == 1 ? "axis -1 keepdim" : "flattened");
+            run(op, w, one_node(g, op, 1, &x, k == 2 ? 0 : 2, a), (cg_case){0});
+        }
+}
+
+static void case_softmax(tg_op op)
+{
+    for (int ax = -1; ax <= 1; ax += 2) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(5, 6));
+        tg_attr a = tg_attr_int("axis", ax);
+        run(op, ax < 0 ? "axis -1" : "axis 1", one_node(g, op, 1, &x, 1, &a), (cg_case){0});
+    }
+}
+
+static void case_norm(tg_op op)
+{
+    for (int k = 0; k < 3; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(6, 4, 5)), in[5] = {x}, n = 1;
+        tg_attr a[2] = {tg_attr_float("eps", k == 1 ? 1 : 1e-5)};    /* integral eps */
+        int na = 1;
+        if (op == TG_OP_LAYER_NORM) {
+            if (k > 0) {
+                a[na++] = tg_attr_int("axis", -2);
+                in[n++] = W(g, "w", 4, 5);
+            }
+            if (k == 2)
+                in[n++] = W(g, "b", 4, 5);
+        } else if (op == TG_OP_GROUP_NORM) {
+            a[na++] = tg_attr_int("groups", k == 0 ? 1 : k == 1 ? 2 : 3);
+            if (k > 0) {
+                in[n++] = W(g, "w", 6);
+                in[n++] = W(g, "b", 6);
+            }
+        } else {
+            in[n++] = W(g, "mean", 6);
+            in[n++] = cg_const(g, "var", TG_F32, DIMS(6), &(cg_case){.lo = 0.5, .hi = 2});
+            if (k > 0)
+                in[n++] = W(g, "w", 6);
+            if (k > 1)
+                in[n++] = W(g, "b", 6);
+        }
+        char w[32];
+        snprintf(w, sizeof w, "variant %d", k);
+        run(op, w, one_node(g, op, n, in, na, a), (cg_case){0});
+    }
+}
+
+static void case_matmul(tg_op op)
+{
+    for (int k = 0; k < 4; k++) {
+        tg_graph *g = tg_graph_new();
+        int a, b;
+        if (k == 2) {   /* [batch,1,6,7] @ [3,7,9]: the batch dims broadcast */
+            a = cg_input(g, "a", TG_F32, DIMS(1, 6, 7));
+            b = W(g, "b", 3, 7, 9);
+        } else {        /* a constant (linear at -O1), a batched input, a vector */
+            a = cg_input(g, "a", TG_F32, DIMS(6, 7));
+            b = k == 0 ? W(g, "b", 7, 9) : k == 1 ? cg_input(g, "b", TG_F32, DIMS(7, 9))
+                                                  : W(g, "b", 7);
+        }
+        static const char *const what[] = {"constant", "batched", "broadcast", "1-D"};
+        run(op, what[k], one_node(g, op, 2, (int[]){a, b}, 0, NULL), (cg_case){0});
+    }
+}
+
+static void case_linear(tg_op op)
+{
+    for (int bias = 0; bias < 2; bias++)
+        for (int computed = 0; computed < 2; computed++) {
+            tg_graph *g = tg_graph_new();
+            int x = cg_input(g, "x", TG_F32, DIMS(5, 19)), w;
+            if (computed) {
+                tg_shape s = tg_shape_of(2, (int64_t[]){21, 19});
+                w = tg_graph_add_input(g, "w", TG_F32, &s);
+            } else {
+                w = W(g, "w", 21, 19);
+            }
+            int in[3] = {x, w, bias ? W(g, "b", 21) : -1};
+            char what[48];
+            snprintf(what, sizeof what, "%s weight, %s", computed ? "computed" : "constant",
+                     bias ? "bias" : "no bias");
+            run(op, what, one_node(g, op, bias ? 3 : 2, in, 0, NULL), (cg_case){0});
+        }
+}
+
+/* linear_packed as tcompile's prepack makes it: a linear, packed here */
+static void case_linear_packed(tg_op op)
+{
+    for (int bias = 0; bias < 2; bias++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(5, 19));
+        int in[3] = {x, W(g, "w", 37, 19), bias ? W(g, "b", 37) : -1};
+        one_node(g, TG_OP_LINEAR, bias ? 3 : 2, in, 0, NULL);
+        CHECK(tg_pass_prepack(g) == 1 && tg_pass_dce(g) >= 0);
+        run(op, bias ? "bias" : "no bias", g, (cg_case){0});
+    }
+}
+
+static void case_conv(tg_op op)
+{
+    for (int k = 0; k < 5; k++) {
+        tg_graph *g = tg_graph_new();
+        bool one_d = k == 4, tr = k == 3;
+        int x = one_d ? cg_input(g, "x", TG_F32, DIMS(4, 11)) : cg_input(g, "x", TG_F32, DIMS(4, 7, 6));
+        int64_t groups = k == 2 ? 2 : 1;
+        int w = one_d ? W(g, "w", 6, 4, 3) : tr ? W(g, "w", 4, 3, 3, 3) : W(g, "w", 6, 4 / groups, 3, 3);
+        /* attributes point at these arrays */
+        int64_t pad[] = {k == 0 ? 0 : 1}, stride[] = {k == 1 || tr ? 2 : 1}, dil[] = {2};
+        tg_attr a[5];
+        int na = 0;
+        a[na++] = tg_attr_ints("padding", 1, pad);
+        a[na++] = tg_attr_ints("stride", 1, stride);
+        a[na++] = tg_attr_int("groups", groups);
+        if (k == 1)
+            a[na++] = tg_attr_ints("dilation", 1, dil);
+        if (tr)
+            a[na++] = tg_attr_int("transposed", 1);
+        int b = W(g, "b", tr ? 3 : 6);
+        static const char *const what[] = {"plain", "stride 2 dilation 2", "groups 2",
+                                           "transposed", "1-D"};
+        run(op, what[k], one_node(g, op, k == 0 ? 2 : 3, (int[]){x, w, b}, na, a), (cg_case){0});
+    }
+}
+
+static void case_sdpa(tg_op op)
+{
+    for (int k = 0; k < 4; k++) {
+        tg_graph *g = tg_graph_new();
+        int64_t hk = k == 3 ? 1 : 2;
+        int q = cg_input(g, "q", TG_F32, DIMS(2, 5, 8));
+        int kk = cg_input(g, "k", TG_F32, (int64_t[]){hk, 6, 8}, 3);
+        int v = cg_input(g, "v", TG_F32, (int64_t[]){hk, 6, 4}, 3);
+        int in[4] = {q, kk, v}, n = 3;
+        tg_attr a[2];
+        int na = 0;
+        if (k == 0)
+            a[na++] = tg_attr_int("causal", 1);
+        if (k == 1) {
+            in[n++] = W(g, "mask", 5, 6);
+            a[na++] = tg_attr_float("scale", 1);        /* integral */
+        }
+        if (k == 2)
+            a[na++] = tg_attr_float("scale", 0.3);
+        if (k == 3)
+            a[na++] = tg_attr_int("gqa", 1);
+        static const char *const what[] = {"causal", "float mask, scale 1", "scale 0.3", "gqa"};
+        run(op, what[k], one_node(g, op, n, in, na, a), (cg_case){0});
+    }
+}
+
+static void case_pool(tg_op op)
+{
+    for (int k = 0; k < 3; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = k == 2 ? cg_input(g, "x", TG_F32, DIMS(3, 10)) : cg_input(g, "x", TG_F32, DIMS(3, 9, 8));
+        int nsp = k == 2 ? 1 : 2;
+        int64_t size[] = {k == 0 ? 1 : 4, k == 0 ? 1 : 3}, kern[] = {k == 0 ? 2 : 3},
+                stride[] = {2}, pad[] = {k == 1};
+        tg_attr a[4];
+        int na = 0;
+        if (op == TG_OP_ADAPTIVE_AVG_POOL) {
+            a[na++] = tg_attr_ints("output_size", nsp, size);
+        } else {
+            a[na++] = tg_attr_ints("kernel", 1, kern);
+            a[na++] = tg_attr_ints("stride", 1, stride);
+            a[na++] = tg_attr_ints("padding", 1, pad);
+            a[na++] = tg_attr_int("ceil_mode", k == 1);
+        }
+        static const char *const what[] = {"2-D", "2-D padded, ceil mode", "1-D"};
+        run(op, what[k], one_node(g, op, 1, &x, na, a), (cg_case){.exact = op == TG_OP_MAX_POOL});
+    }
+}
+
+static void case_reshape(tg_op op)
+{
+    tg_graph *g = tg_graph_new();
+    int x = cg_input(g, "x", TG_F32, DIMS(4, 6));
+    tg_attr s = tg_attr_dims("shape", 3, (tg_dim[]){tg_dim_sym(0), tg_dim_const(8), tg_dim_const(3)});
+    int r = node(g, op, 1, &x, 1, &s);
+    tg_graph_add_output(g, r);
+    tg_graph_add_output(g, node(g, TG_OP_NEG, 1, &r, 0, NULL));
+    run(op, "f32, and read by a loop", g, (cg_case){0});
+}
+
+static void case_permute(tg_op op)
+{
+    for (int i = 0; i < 3; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", NUMS[i], DIMS(4, 5, 6));
+        tg_attr p = tg_attr_ints("perm", 4, (int64_t[]){0, 3, 1, -2});
+        run(op, dt(NUMS[i]), one_node(g, op, 1, &x, 1, &p), (cg_case){0});
+    }
+}
+
+static void case_expand(tg_op op)
+{
+    tg_graph *g = tg_graph_new();
+    int x = cg_input(g, "x", TG_F32, DIMS(1, 5));
+    tg_attr s = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_const(3), tg_dim_sym(0),
+                                                   tg_dim_const(4), tg_dim_const(5)});
+    run(op, "broadcast a dim and a new one", one_node(g, op, 1, &x, 1, &s), (cg_case){0});
+}
+
+static void case_slice(tg_op op)
+{
+    for (int k = 0; k < 3; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", k == 2 ? TG_I64 : TG_F32, DIMS(9, 7));
+        tg_attr a[4] = {tg_attr_int("axis", k == 1 ? 0 : -1), tg_attr_int("start", k != 1),
+                        tg_attr_int("end", k == 1 ? 1 : 6), tg_attr_int("step", k == 0 ? 2 : 1)};
+        if (k == 1)     /* the batch axis, to its end */
+            a[2] = tg_attr_dims("end", 1, (tg_dim[]){tg_dim_sym(0)});
+        static const char *const what[] = {"step 2", "batch axis", "i64"};
+        run(op, what[k], one_node(g, op, 1, &x, 4, a), (cg_case){0});
+    }
+}
+
+static void case_concat(tg_op op)
+{
+    for (int ax = 1; ax <= 2; ax++) {
+        tg_graph *g = tg_graph_new();
+        int a = cg_input(g, "a", TG_F32, DIMS(3, 4));
+        int b = ax == 2 ? cg_input(g, "b", TG_F32, DIMS(3, 2)) : cg_input(g, "b", TG_F32, DIMS(5, 4));
+        tg_attr at = tg_attr_int("axis", ax);
+        run(op, ax == 1 ? "axis 1" : "axis 2", one_node(g, op, 3, (int[]){a, b, a}, 1, &at),
+            (cg_case){0});
+    }
+}
+
+static void case_pad(tg_op op)
+{
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", k ? TG_I64 : TG_F32, DIMS(5, 6));
+        tg_attr a[2] = {tg_attr_ints("pads", 6, (int64_t[]){0, 1, -1, 0, 2, 3}),
+                        tg_attr_float("value", k ? 2 : 1)};      /* integral */
+        run(op, k ? "i64, value 2" : "f32, value 1, a crop", one_node(g, op, 1, &x, 2, a),
+            (cg_case){0});
+    }
+}
+
+static void case_tile(tg_op op)
+{
+    tg_graph *g = tg_graph_new();
+    int x = cg_input(g, "x", TG_F32, DIMS(2, 3));
+    tg_attr r = tg_attr_ints("repeats", 3, (int64_t[]){2, 1, 3});
+    run(op, "2, 1, 3", one_node(g, op, 1, &x, 1, &r), (cg_case){0});
+}
+
+/* index constants valid for an axis of n */
+static int indices(tg_graph *g, const char *name, const int64_t *dims, int rank, int64_t n)
+{
+    return cg_const(g, name, TG_I64, dims, rank, &(cg_case){.lo = 0, .hi = (double)n});
+}
+
+static void case_gather(tg_op op)
+{
+    for (int ax = 0; ax < 2; ax++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(6, 5));
+        /* index [batch,4,5] from an input: the batch dim must match */
+        int ix = ax == 0 ? indices(g, "ix", DIMS(1, 4, 5), 6) : indices(g, "ix", DIMS(1, 6, 3), 5);
+        tg_attr e = tg_attr_dims("shape", 3, (tg_dim[]){tg_dim_sym(0), tg_dim_const(ax ? 6 : 4),
+                                                       tg_dim_const(ax ? 3 : 5)});
+        int ixb = node(g, TG_OP_EXPAND, 1, &ix, 1, &e);
+        tg_attr a = tg_attr_int("axis", ax + 1);
+        run(op, ax ? "axis 2" : "axis 1", one_node(g, op, 2, (int[]){x, ixb}, 1, &a), (cg_case){0});
+    }
+}
+
+static void case_index_select(tg_op op)
+{
+    /* an embedding: ids from an input */
+    tg_graph *g = tg_graph_new();
+    int in[2] = {W(g, "table", 9, 4), cg_input(g, "ids", TG_I64, DIMS(5))};
+    tg_attr a = tg_attr_int("axis", 0);
+    run(op, "embedding", one_node(g, op, 2, in, 1, &a), (cg_case){.lo = 0, .hi = 9});
+    /* a 2-D index on axis 1 */
+    g = tg_graph_new();
+    in[0] = cg_input(g, "x", TG_F32, DIMS(7, 3));
+    in[1] = indices(g, "ix", DIMS(2, 2), 7);
+    a = tg_attr_int("axis", 1);
+    run(op, "axis 1, 2-D index", one_node(g, op, 2, in, 1, &a), (cg_case){0});
+}
+
+static void case_index_copy(tg_op op)
+{
+    tg_graph *g = tg_graph_new();
+    int x = cg_input(g, "x", TG_F32, DIMS(7, 3));
+    int src = cg_input(g, "src", TG_F32, DIMS(2, 3));
+    int64_t *ix = malloc(2 * sizeof *ix);
+    ix[0] = (int64_t)((uniform() + 1) * 3.4), ix[1] = (ix[0] + 3) % 7;  /* distinct */
+    tg_shape s = tg_shape_of(1, (int64_t[]){2});
+    int iv = tg_graph_add_const(g, "ix", TG_I64, &s, ix, 2 * sizeof *ix);
+    tg_attr a = tg_attr_int("axis", 1);
+    run(op, "axis 1", one_node(g, op, 3, (int[]){x, iv, src}, 1, &a), (cg_case){0});
+}
+
+static void case_tri(tg_op op)
+{
+    for (int k = -1; k <= 1; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(5, 6));
+        tg_attr a = tg_attr_int("k", k);
+        char w[16];
+        snprintf(w, sizeof w, "k %d", k);
+        run(op, w, one_node(g, op, 1, &x, 1, &a), (cg_case){0});
+    }
+}
+
+/* generators: shapes that depend on the batch (else they fold to constants) */
+static void case_full(tg_op op)
+{
+    static const tg_dtype types[] = {TG_F32, TG_I64, TG_BOOL, TG_F16};
+    for (int i = 0; i < 4; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(2));
+        tg_attr a[3] = {tg_attr_dims("shape", 2, (tg_dim[]){tg_dim_sym(0), tg_dim_const(3)}),
+                        tg_attr_float("value", i == 0 ? 6 : 1), tg_attr_dtype("dtype", types[i])};
+        tg_graph_add_output(g, x);
+        run(op, dt(types[i]), one_node(g, op, 0, NULL, 3, a), (cg_case){0});
+    }
+}
+
+static void case_arange(tg_op op)
+{
+    for (int i = 0; i < 2; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(2));
+        tg_dim end;
+        CHECK(tg_dim_mul(tg_dim_sym(0), tg_dim_const(3), &end) == 0);
+        tg_attr a[4] = {tg_attr_int("start", 0), tg_attr_dims("end", 1, &end),
+                        tg_attr_int("step", i ? 1 : 3), tg_attr_dtype("dtype", i ? TG_F32 : TG_I64)};
+        tg_graph_add_output(g, x);
+        run(op, i ? "f32" : "i64", one_node(g, op, 0, NULL, 4, a), (cg_case){0});
+    }
+}
+
+static void case_quantize(tg_op op)
+{
+    static const tg_dtype types[] = {TG_I8, TG_U8, TG_F8E4M3};
+    for (int i = 0; i < 4; i++) {
+        tg_graph *g = tg_graph_new();
+        bool q = op == TG_OP_QUANTIZE, per_ch = i == 3;
+        tg_dtype t = types[per_ch ? 0 : i];
+        int x = cg_input(g, "x", q ? TG_F32 : t, DIMS(4, 6));
+        double scales[] = {1, 0.5, 0.02, 2};
+        int64_t zeros[] = {0, 3, -2, 1};
+        tg_attr a[4];
+        int na = 0;
+        if (per_ch) {
+            a[na++] = tg_attr_floats("scale", 4, scales);
+            a[na++] = tg_attr_ints("zero_point", 4, zeros);
+            a[na++] = tg_attr_int("axis", 1);
+        } else {
+            a[na++] = tg_attr_float("scale", t == TG_F8E4M3 ? 0.5 : 1);  /* integral */
+            if (t != TG_F8E4M3)
+                a[na++] = tg_attr_int("zero_point", t == TG_U8 ? 100 : -3);
+        }
+        if (q)
+            a[na++] = tg_attr_dtype("dtype", t);
+        char w[48];
+        snprintf(w, sizeof w, "%s%s", dt(t), per_ch ? " per channel" : "");
+        cg_case o = q ? (cg_case){.lo = -40, .hi = 40} : t == TG_U8 ? (cg_case){.lo = 0, .hi = 255}
+                                                              : (cg_case){.lo = -100, .hi = 100};
+        if (!q && t == TG_F8E4M3)       /* a float8 input from its bit patterns */
+            o = (cg_case){.lo = -6, .hi = 6};
+        run(op, w, one_node(g, op, 1, &x, na, a), o);
+    }
+}
+
+static void case_qlinear(tg_op op)
+{
+    static const char *const schemes[] = {"static", "dynamic", "weight_only", "weight_only"};
+    for (int k = 0; k < 4; k++) {
+        tg_graph *g = tg_graph_new();
+        bool four = k == 3;
+        int x = cg_input(g, "x", TG_F32, DIMS(3, 20));
+        int w = four ? cg_const(g, "w", TG_U8, DIMS(5, 10), &(cg_case){.lo = 0, .hi = 256})
+                     : cg_const(g, "w", TG_I8, DIMS(5, 20), &(cg_case){.lo = -127, .hi = 128});
+        int sc = four ? cg_const(g, "s", TG_F32, DIMS(5, 3), &(cg_case){.lo = 0.01, .hi = 0.1})
+                      : cg_const(g, "s", TG_F32, DIMS(5), &(cg_case){.lo = 0.01, .hi = 0.1});
+        tg_attr a[4] = {tg_attr_string("scheme", schemes[k])};
+        int na = 1;
+        if (k == 0) {
+            a[na++] = tg_attr_float("x_scale", 1.0 / 32);
+            a[na++] = tg_attr_int("x_zero", 128);
+        }
+        if (four) {
+            a[na++] = tg_attr_int("bits", 4);
+            a[na++] = tg_attr_int("group", 8);
+        }
+        run(op, four ? "weight_only 4 bits, groups of 8" : schemes[k],
+            one_node(g, op, 4, (int[]){x, w, sc, W(g, "b", 5)}, na, a), (cg_case){0});
+    }
+}
+
+static void case_qconv(tg_op op)
+{
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(4, 7, 6));
+        int w = cg_const(g, "w", TG_I8, DIMS(6, 4, 3, 3), &(cg_case){.lo = -127, .hi = 128});
+        int sc = cg_const(g, "s", TG_F32, DIMS(6), &(cg_case){.lo = 0.01, .hi = 0.1});
+        tg_attr a[4] = {tg_attr_string("scheme", k ? "dynamic" : "static"),
+                        tg_attr_ints("padding", 1, (int64_t[]){1})};
+        int na = 2;
+        if (!k) {
+            a[na++] = tg_attr_float("x_scale", 1);      /* integral */
+            a[na++] = tg_attr_int("x_zero", 3);
+        }
+        run(op, k ? "dynamic" : "static, x_scale 1",
+            one_node(g, op, 4, (int[]){x, w, sc, W(g, "b", 6)}, na, a),
+            (cg_case){.lo = -3, .hi = 200});
+    }
+}
+
+static void case_cumsum(tg_op op)
+{
+    for (int k = 0; k < 3; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", k == 2 ? TG_I64 : TG_F32, DIMS(5, 6));
+        tg_attr a[3] = {tg_attr_int("axis", k == 1 ? 1 : -1), tg_attr_int("exclusive", k == 1),
+                        tg_attr_int("reverse", k == 2)};
+        static const char *const what[] = {"f32", "exclusive, axis 1", "i64 reverse"};
+        run(op, what[k], one_node(g, op, 1, &x, 3, a), (cg_case){0});
+    }
+}
+
+/* ---- the table: ops ops.def has whose inference is no family --------------- */
+
+static const struct {
+    tg_op op;
+    void (*build)(tg_op op);
+} cases[] = {
+    {TG_OP_CAST, case_cast}, {TG_OP_IDENTITY, case_identity}, {TG_OP_WHERE, case_where},
+    {TG_OP_ARGMAX, case_arg_reduce}, {TG_OP_ARGMIN, case_arg_reduce},
+    {TG_OP_SOFTMAX, case_softmax}, {TG_OP_LOG_SOFTMAX, case_softmax},
+    {TG_OP_LAYER_NORM, case_norm}, {TG_OP_GROUP_NORM, case_norm}, {TG_OP_BATCH_NORM, case_norm},
+    {TG_OP_MATMUL, case_matmul}, {TG_OP_LINEAR, case_linear},
+    {TG_OP_LINEAR_PACKED, case_linear_packed}, {TG_OP_CONV, case_conv}, {TG_OP_SDPA, case_sdpa},
+    {TG_OP_MAX_POOL, case_pool}, {TG_OP_AVG_POOL, case_pool},
+    {TG_OP_ADAPTIVE_AVG_POOL, case_pool}, {TG_OP_RESHAPE, case_reshape},
+    {TG_OP_PERMUTE, case_permute}, {TG_OP_EXPAND, case_expand}, {TG_OP_SLICE, case_slice},
+    {TG_OP_CONCAT, case_concat}, {TG_OP_PAD, case_pad}, {TG_OP_TILE, case_tile},
+    {TG_OP_GATHER, case_gather}, {TG_OP_INDEX_SELECT, case_index_select},
+    {TG_OP_INDEX_COPY, case_index_copy}, {TG_OP_TRIL, case_tri}, {TG_OP_TRIU, case_tri},
+    {TG_OP_FULL, case_full}, {TG_OP_ARANGE, case_arange}, {TG_OP_QUANTIZE, case_quantize},
+    {TG_OP_DEQUANTIZE, case_quantize}, {TG_OP_QLINEAR, case_qlinear},
+    {TG_OP_QCONV, case_qconv}, {TG_OP_CUMSUM, case_cumsum},
+};
+
+static void cover(tg_op op)
+{
+    tg_infer_fn f = tg_op_table[op].infer;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].op == op) {
+            cases[i].build(op);
+            return;
+        }
+    if (f == tg_infer_unary)
+        family_unary(op, ANY, 5);
+    else if (f == tg_infer_unary_float)
+        family_unary(op, FLOATS, 2);
+    else if (f == tg_infer_unary_bool)
+        family_unary(op, (tg_dtype[]){TG_BOOL}, 1);
+    else if (f == tg_infer_binary)
+        family_binary(op, (tg_dtype[]){TG_F32, TG_F64, TG_I32, TG_I64}, 4);
+    else if (f == tg_infer_compare)     /* the interpreter orders no bools */
+        family_binary(op, (tg_dtype[]){TG_F32, TG_I32, TG_I64, TG_BOOL},
+                      op == TG_OP_EQ || op == TG_OP_NE ? 4 : 3);
+    else if (f == tg_infer_logical)
+        family_binary(op, (tg_dtype[]){TG_BOOL}, 1);
+    else if (f == tg_infer_reduce)
+        family_reduce(op, op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR ? FLOATS : ANY,
+                      op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR ? 2 : 4);
+    else if (f == tg_infer_reduce_bool)
+        family_reduce(op, (tg_dtype[]){TG_BOOL, TG_F32}, 2);
+}
+
+int main(void)
+{
+    if (!cg_start())
+        return 77;
+    int nop = 0, ncov = 0;
+    for (int op = 1; op < TG_OP_COUNT; op++) {
+        cover((tg_op)op);
+        nop++;
+        ncov += covered[op] > 0;
+        if (!covered[op])
+            fprintf(stderr, "op %s has no case: its inference is no family of"
+                    " tests/unit/test_codegen_ops.c, so add a builder to its `cases`\n",
+                    tg_op_name((tg_op)op));
+        CHECK(covered[op] > 0);
+    }
+    printf("%d of %d ops of ops.def compiled and compared\n", ncov, nop);
+    return unit_report();
+}
