@@ -168,3 +168,10 @@ check_model() {
 @test "onnx ops: SoftmaxCrossEntropyLoss (weights, ignore_index, log_prob) and NegativeLogLikelihoodLoss (none, sum)" {
     check_model "$ONNX" losses
 }
+
+@test "onnx: shape arithmetic through Mod, Equal, Where on constants is run at import (Reshape gets a constant)" {
+    check_model "$ONNX" constfold
+    run_ok "$TLOG" "$TMP/constfold.tg"
+    [[ "$stderr" =~ ops:\ 2\ kinds ]]
+    [[ "$stderr" =~ y\ +f32\[N,\ 2,\ 12\] ]]
+}

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../error.h"
+#include "../exec/exec.h"
 #include "../log.h"
 #include "import.h"
 #include "onnx_internal.h"
@@ -20,6 +21,12 @@
  * texport(1)). */
 #define ONNX_SYM_MIN 1
 #define ONNX_SYM_MAX INT32_MAX
+/* A node whose inputs are all constants of at most this many bytes together is
+ * run at import (every tensor it makes static and at most ONNX_FOLD_OUT bytes,
+ * checked before it runs), so that shape arithmetic through any op (Equal,
+ * Where, Mod, ...) stays a constant. */
+#define ONNX_FOLD_IN (1 << 16)
+#define ONNX_FOLD_OUT (1 << 16)
 
 /* ---- the name table --------------------------------------------------------- */
 
@@ -494,6 +501,66 @@ static void ctx_free(onnx_ctx *c)
     free(c->hash);
 }
 
+/* Map node n into a scratch graph and run it there when all its inputs are
+ * small constants: its results become constants. 0 when folded, 1 when not
+ * (then the caller maps it into the model's graph). */
+static int map_folded(onnx_ctx *c, const Onnx__NodeProto *n)
+{
+    size_t bytes = 0;
+    int nin = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !*n->input[i]) continue;
+        int e = hash_find(c, n->input[i]);
+        if (e < 0 || c->ents[e].kind != ONNX_ENT_CONST || (bytes += c->ents[e].nbytes) > ONNX_FOLD_IN) return 1;
+        nin++;
+    }
+    if (!nin || n->n_input > 64) return 1;
+    int saved[64];
+    for (size_t i = 0; i < n->n_input; i++)       /* the scratch graph gets its own copies */
+        if (n->input[i] && *n->input[i]) {
+            onnx_ent *e = &c->ents[hash_find(c, n->input[i])];
+            saved[i] = e->value;
+            e->value = -1;
+        }
+    tg_graph *g = c->g, *t = tg_graph_new();
+    int rc = 1;
+    if (t) {
+        c->g = t;
+        rc = onnx_map_node(c, n) ? 1 : 0;
+        c->g = g;
+    }
+    for (size_t i = 0; i < n->n_input; i++)
+        if (n->input[i] && *n->input[i]) c->ents[hash_find(c, n->input[i])].value = saved[i];
+    tg_tensor out[16];
+    int outk[16], nout = 0;
+    for (size_t k = 0; !rc && k < n->n_output; k++) {
+        int e = n->output[k] && *n->output[k] ? hash_find(c, n->output[k]) : -1;
+        if (e < 0 || c->ents[e].kind != ONNX_ENT_VALUE) continue;
+        if (nout == 16 || c->ents[e].value < 0 || tg_graph_add_output(t, c->ents[e].value) < 0) rc = 1;
+        else outk[nout++] = (int)k;
+    }
+    for (int v = 0; !rc && v < t->nvalue; v++) {  /* every tensor it makes is small and static */
+        int64_t dims[TG_MAX_RANK], numel;
+        const tg_value *tv = &t->values[v];
+        if (!tg_shape_is_const(&tv->shape, dims) || (numel = tg_tensor_numel(tv->shape.rank, dims)) < 0 ||
+            (uint64_t)numel * tg_dtype_size(tv->dtype) > ONNX_FOLD_OUT)
+            rc = 1;
+    }
+    tg_exec *x = !rc && nout ? tg_exec_new(t, 1) : NULL;
+    if (x && tg_exec_run(x, NULL, out)) rc = 1;
+    else if (x) {
+        for (int i = 0; i < nout; i++)
+            if (rc) tg_tensor_free(&out[i]);
+            else if (onnx_def_const(c, n->output[outk[i]], out[i].dtype, out[i].rank, out[i].dims, out[i].data))
+                rc = 1;
+    } else if (nout)
+        rc = 1;
+    if (x) tg_exec_free(x);
+    tg_graph_free(t);
+    if (rc) tg_err_clear();
+    return rc;
+}
+
 static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import_opts *opts)
 {
     for (size_t i = 0; i < gp->n_initializer; i++) {
@@ -522,7 +589,7 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
     for (size_t i = 0; i < gp->n_node && rc >= 0; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         c->node = n;
-        rc = onnx_map_node(c, n);
+        rc = map_folded(c, n) ? onnx_map_node(c, n) : 0;
         if (rc == 1) {
             unsupported++;
             fprintf(lf, "\n  %s (domain %s, opset %lld) at node '%s'", n->op_type ? n->op_type : "?",
