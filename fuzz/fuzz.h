@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "graph.h"
 
 /* A refusal says why: the message is not empty. (Importers list every
  * unsupported operator a line each, so more than one line can be right.) */
@@ -18,6 +19,20 @@ static inline void fuzz_refused(const char *target)
         abort();
     }
     tg_err_clear();
+}
+
+/* What an importer gave: a graph that validates (then freed) or a refusal. */
+static inline void fuzz_imported(const char *target, tg_graph *g)
+{
+    if (!g) {
+        fuzz_refused(target);
+        return;
+    }
+    if (tg_graph_validate(g) < 0) {
+        fprintf(stderr, "%s: an imported graph does not validate: %s\n", target, tg_errmsg());
+        abort();
+    }
+    tg_graph_free(g);
 }
 
 /* The input as a read-only stream (fmemopen refuses size 0: /dev/null then). */
