@@ -76,7 +76,7 @@ check_model() {
 @test "onnx: every unsupported operator is listed at once with node and domain/opset" {
     run_fails 1 "3 unsupported operators" "$TEXPORT" "$ONNX/unsupported.onnx"
     [[ "$stderr" =~ Celu\ \(domain\ ai\.onnx,\ opset\ 21\)\ at\ node\ \'celu_node\' ]]
-    [[ "$stderr" =~ Hardmax.*hardmax_node ]]
+    [[ "$stderr" =~ Shrink.*shrink_node ]]
     [[ "$stderr" =~ FancyOp\ \(domain\ com\.example,\ opset\ 1\)\ at\ node\ \'custom_node\' ]]
     [ -z "$output" ]
 }
@@ -174,4 +174,9 @@ check_model() {
     run_ok "$TLOG" "$TMP/constfold.tg"
     [[ "$stderr" =~ ops:\ 2\ kinds ]]
     [[ "$stderr" =~ y\ +f32\[N,\ 2,\ 12\] ]]
+}
+
+@test "onnx ops: Hardmax (opset 13, and opset 11's 2-D form) and Xor" {
+    check_model "$ONNX" hardmax13
+    check_model "$ONNX" hardmax11
 }

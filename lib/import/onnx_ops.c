@@ -496,6 +496,43 @@ static int map_lp_norm(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, isz < 0 ? -1 : onnx_add(c, TG_OP_WHERE, NULL, 3, in, 0, NULL));
 }
 
+/* Hardmax: 1 at the first maximum along axis, 0 elsewhere: the argmax
+ * compared with the positions along the axis (a static size). Before opset 13
+ * the input is seen as 2-D from axis on, as for Softmax. */
+static int map_hardmax(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), axis = 0;
+    if (x < 0) return -1;
+    tg_shape s = shape_of(c, x), w = s;
+    if (axis_norm(onnx_attr_int(N(c), "axis", c->opset >= 13 ? -1 : 1), s.rank, &axis)) return -1;
+    if (c->opset < 13) {                        /* [dims before axis, the rest] */
+        tg_dim d[2] = {tg_dim_const(1), tg_dim_const(1)};
+        for (int i = 0; i < s.rank; i++)
+            if (tg_dim_mul(d[i >= axis], s.d[i], &d[i >= axis])) return -1;
+        tg_attr r = tg_attr_dims("shape", 2, d);
+        if ((x = unary_on(c, TG_OP_RESHAPE, "rows", x, 1, &r)) < 0) return -1;
+        w = shape_of(c, x);
+        axis = 1;
+    }
+    int64_t len;
+    if (!tg_dim_is_const(w.d[axis], &len)) return tg_err("the axis must have a static size");
+    tg_attr a[2] = {tg_attr_int("axis", axis), tg_attr_int("keepdim", 1)};
+    int am = unary_on(c, TG_OP_ARGMAX, "argmax", x, 2, a);
+    tg_dim end = tg_dim_const(len);
+    tg_attr r[4] = {tg_attr_int("start", 0), tg_attr_dims("end", 1, &end), tg_attr_int("step", 1),
+                    tg_attr_dtype("dtype", TG_I64)};
+    int pos = am < 0 ? -1 : onnx_add(c, TG_OP_ARANGE, "positions", 0, NULL, 4, r);
+    tg_dim pd[TG_MAX_RANK];
+    for (int i = 0; i < w.rank; i++) pd[i] = tg_dim_const(i == axis ? len : 1);
+    tg_attr pr = tg_attr_dims("shape", w.rank, pd), ca = tg_attr_dtype("dtype", dtype_of(c, x));
+    pos = pos < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, "positions_axis", pos, 1, &pr);
+    int hit = pos < 0 ? -1 : binary_on(c, TG_OP_EQ, "hit", pos, am);
+    int y = hit < 0 ? -1 : unary_on(c, TG_OP_CAST, c->opset < 13 ? "one_hot" : NULL, hit, 1, &ca);
+    if (y < 0 || c->opset >= 13) return def_out(c, 0, y);
+    tg_attr back = tg_attr_dims("shape", s.rank, s.d);
+    return def_out(c, 0, unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &back));
+}
+
 /* CumSum: the axis a constant; exclusive and reverse as the cumsum op has them. */
 static int map_cumsum(onnx_ctx *c, const onnx_op_map *m)
 {
@@ -1495,7 +1532,7 @@ static const onnx_op_map onnx_ops[] = {
     {"Equal", map_binary, TG_OP_EQ}, {"Less", map_binary, TG_OP_LT},
     {"LessOrEqual", map_binary, TG_OP_LE}, {"Greater", map_binary, TG_OP_GT},
     {"GreaterOrEqual", map_binary, TG_OP_GE}, {"And", map_binary, TG_OP_LOGICAL_AND},
-    {"Or", map_binary, TG_OP_LOGICAL_OR},
+    {"Or", map_binary, TG_OP_LOGICAL_OR}, {"Xor", map_binary, TG_OP_NE},
     {"Min", map_variadic, TG_OP_MINIMUM}, {"Max", map_variadic, TG_OP_MAXIMUM},
     {"Sum", map_variadic, TG_OP_ADD}, {"Mean", map_variadic, TG_OP_DIV}, {"Where", map_where, 0},
     {"Softmax", map_softmax, TG_OP_SOFTMAX}, {"LogSoftmax", map_softmax, TG_OP_LOG_SOFTMAX},
@@ -1505,7 +1542,7 @@ static const onnx_op_map onnx_ops[] = {
     {"ReduceL2", map_reduce, TG_OP_SQRT}, {"ReduceSumSquare", map_reduce, TG_OP_MUL},
     {"ReduceLogSum", map_reduce, TG_OP_LOG}, {"ReduceLogSumExp", map_reduce, TG_OP_EXP},
     {"CumSum", map_cumsum, 0}, {"RMSNormalization", map_rms_norm, 0},
-    {"LpNormalization", map_lp_norm, 0}, {"NegativeLogLikelihoodLoss", map_loss, 0},
+    {"LpNormalization", map_lp_norm, 0}, {"Hardmax", map_hardmax, 0}, {"NegativeLogLikelihoodLoss", map_loss, 0},
     {"SoftmaxCrossEntropyLoss", map_loss, TG_OP_LOG_SOFTMAX},
     {"ArgMax", map_arg_reduce, TG_OP_ARGMAX}, {"ArgMin", map_arg_reduce, TG_OP_ARGMIN},
     {"MatMul", map_matmul, 0}, {"Gemm", map_gemm, 0},
