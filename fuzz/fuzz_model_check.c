@@ -5,7 +5,9 @@
  *   make fuzz && ./fuzz/fuzz_model_check -max_total_time=1800 fuzz/corpus/model_check
  * The corpus seed abi_stub.so is a 4.8 KB shared object defining the ABI's
  * functions as stubs (cc -shared -fPIC -nostdlib -Os -s -Wl,-z,noseparate-code
- * -Wl,--build-id=none), abi_stub_cut.so its first 1000 bytes. */
+ * -Wl,--build-id=none), abi_stub_cut.so its first 1000 bytes;
+ * abi_stub_note.so and abi_stub_note_v2.so the same with the ABI-version note
+ * of <tgraph/model.h> (version 1 and 2) in a PT_NOTE segment. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

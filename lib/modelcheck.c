@@ -11,9 +11,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <tgraph/model.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "modelnote.h"
 
 #if defined(__x86_64__)
 #define HOST_MACHINE EM_X86_64
@@ -129,12 +131,40 @@ static int check_symbols(const uint8_t *p, size_t len, const Elf64_Ehdr *h)
     return 0;
 }
 
+/* The ABI version in the model's tgraph note must be this header's. A .so
+ * without the note (tcompile wrote none before) passes: its version is
+ * compared after dlopen. */
+static int check_version(const uint8_t *p, size_t len, const Elf64_Ehdr *h)
+{
+    for (int i = 0; i < h->e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, p + h->e_phoff + (size_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_NOTE)
+            continue;
+        if (!inside(len, ph.p_offset, ph.p_filesz))
+            return tg_err("truncated ELF file (note segment %d needs bytes %llu..%llu, the "
+                          "file has %zu)", i, (unsigned long long)ph.p_offset,
+                          (unsigned long long)ph.p_offset + ph.p_filesz, len);
+        uint32_t v;
+        int found = tg_model_note_version(p + ph.p_offset, ph.p_filesz,
+                                          ph.p_align == 8 ? 8 : 4, &v);
+        if (found < 0)
+            return -1;
+        if (found && v != TGRAPH_MODEL_ABI_VERSION)
+            return tg_err("model ABI version %u, this tgraph reads version %d: recompile it "
+                          "with tcompile", v, TGRAPH_MODEL_ABI_VERSION);
+        if (found)
+            return 0;
+    }
+    return 0;
+}
+
 int tg_model_check_mem(const void *buf, size_t len)
 {
     const uint8_t *p = buf;
     Elf64_Ehdr h;
     if (check_header(p, len, &h) < 0 || check_segments(p, len, &h) < 0 ||
-        check_symbols(p, len, &h) < 0)
+        check_symbols(p, len, &h) < 0 || check_version(p, len, &h) < 0)
         return -1;
     return 0;
 }

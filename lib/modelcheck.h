@@ -10,10 +10,12 @@
  * program headers and every segment dlopen maps lie inside the file, and whose
  * dynamic symbol table defines every function of <tgraph/model.h>; else -1
  * with tg_err saying what is wrong ("truncated ELF file (segment 3 needs bytes
- * ..."). It reads the file and runs none of it. The ABI version is a function
- * of the model: compare tgraph_abi_version() with TGRAPH_MODEL_ABI_VERSION
- * after dlopen. A check against damaged files, not a sandbox: a .so that
- * passes runs its own code once loaded. */
+ * ..."), and whose tgraph ELF note, when it has one, names this
+ * TGRAPH_MODEL_ABI_VERSION ("model ABI version 2, this tgraph reads version
+ * 1: ..."). It reads the file and runs none of it. A .so without the note
+ * (tcompile before the note) passes: compare its tgraph_abi_version() with
+ * TGRAPH_MODEL_ABI_VERSION after dlopen. A check against damaged files, not a
+ * sandbox: a .so that passes runs its own code once loaded. */
 int tg_model_check(const char *path);
 int tg_model_check_mem(const void *buf, size_t len);
 

@@ -156,6 +156,48 @@ fixture_check() {
     done
 }
 
+# Rewrites the tgraph ABI note of compiled model $1 (<tgraph/model.h>): owner
+# $2, version $3.
+edit_abi_note() {
+    python3 - "$@" <<'PY'
+import struct, sys
+path, owner, version = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3])
+b = open(path, "rb").read()
+note = struct.pack("<III8sI", 7, 4, 1, b"tgraph", 1)
+assert b.count(note) == 1, "one tgraph note"
+new = struct.pack("<III8sI", 7, 4, 1, owner, version)
+open(path, "wb").write(b.replace(note, new))
+PY
+}
+
+@test "a compiled model carries its ABI version as an ELF note (readelf -n)" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    run_ok readelf -n "$TMP/m.so"
+    grep -A2 'Displaying notes found in: .note.tgraph' <<<"$output" | grep -Eq '^ +tgraph +0x00000004'
+    grep -A3 'Displaying notes found in: .note.tgraph' <<<"$output" | grep -q 'description data: 01 00 00 00'
+}
+
+@test "trun refuses a model of another ABI version before dlopen, naming both versions" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    edit_abi_note "$TMP/m.so" tgraph 2
+    # the model's own tgraph_abi_version() still says 1: only the note, read
+    # before dlopen, can refuse it
+    run_fails 1 "^trun: $TMP/m.so: model ABI version 2, this tgraph reads version 1: recompile it with tcompile$" \
+        "$TRUN" "$TMP/m.so" --random -o "$TMP/y.npy"
+    [ ! -e "$TMP/y.npy" ]
+}
+
+@test "trun runs a model without the ABI note (tcompile before it), checking the version after dlopen" {
+    "$UNIT/mkgraph" mlp "$SEED" >"$TMP/g.tg"
+    "$TCOMPILE" "$TMP/g.tg" -o "$TMP/m.so"
+    "$TRUN" "$TMP/m.so" --random --seed 3 -o "$TMP/ref.npy"
+    edit_abi_note "$TMP/m.so" other 2
+    run_ok "$TRUN" "$TMP/m.so" --random --seed 3 -o "$TMP/y.npy"
+    cmp "$TMP/ref.npy" "$TMP/y.npy"
+}
+
 @test "trun refuses a shared object that lacks a function of the model ABI" {
     printf '#include <stdint.h>\nuint32_t tgraph_abi_version(void) { return 1; }\n' >"$TMP/x.c"
     cc -shared -fPIC -o "$TMP/x.so" "$TMP/x.c"

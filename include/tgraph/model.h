@@ -24,6 +24,13 @@ extern "C" {
  * tgraph_abi_version() after dlopen. */
 #define TGRAPH_MODEL_ABI_VERSION 1
 
+/* The .so carries the same number as data, so that it can be read without
+ * running the model (tg_model_check, readelf -n): an ELF note in section
+ * .note.tgraph, owner TGRAPH_NOTE_NAME, type TGRAPH_NOTE_ABI_VERSION, whose
+ * 4-byte description is the version in the file's byte order. */
+#define TGRAPH_NOTE_NAME "tgraph"
+#define TGRAPH_NOTE_ABI_VERSION 1
+
 #define TGRAPH_MAX_RANK 8
 
 #if defined(__GNUC__)

@@ -435,6 +435,11 @@ static int emit_decls(tg_cg *c, FILE *f)
 }
 
 static const char abi_forwarders[] =
+    "/* the version as data, read before dlopen (<tgraph/model.h>) */\n"
+    "__attribute__((section(\".note.tgraph\"), used, aligned(4)))\n"
+    "static const struct { uint32_t namesz, descsz, type; char name[8]; uint32_t desc; }\n"
+    "    tgraph_abi_note = {sizeof TGRAPH_NOTE_NAME, 4, TGRAPH_NOTE_ABI_VERSION,\n"
+    "                       TGRAPH_NOTE_NAME, TGRAPH_MODEL_ABI_VERSION};\n"
     "TGRAPH_API uint32_t tgraph_abi_version(void) { return TGRAPH_MODEL_ABI_VERSION; }\n"
     "TGRAPH_API const char *tgraph_strerror(int s) { return tgrt_strerror(s); }\n"
     "TGRAPH_API const char *tgraph_last_error(void) { return tgrt_last_error(); }\n"
