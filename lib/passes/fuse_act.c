@@ -180,9 +180,11 @@ static int64_t conv_pool(const tg_graph *g, const tg_plan *p, const tg_node *con
 static bool residual(const tg_graph *g, const tg_plan *p, int n, int add)
 {
     const tg_node *a = &g->nodes[add];
+    if (a->op != TG_OP_ADD || a->nin != 2)      /* in[1] exists only then */
+        return false;
     int y = g->nodes[n].out[0], other = a->in[0] == y ? a->in[1] : a->in[0];
     const tg_value *yv = &g->values[y], *ov = &g->values[other];
-    return a->op == TG_OP_ADD && p->root[add] == add && other != y &&
+    return p->root[add] == add && other != y &&
            ov->dtype == TG_F32 && tg_shape_eq(&ov->shape, &yv->shape) &&
            tg_shape_eq(&g->values[a->out[0]].shape, &yv->shape);
 }
