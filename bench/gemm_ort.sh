@@ -27,7 +27,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     [ -f "$build/libtgkernels.a" ] || { echo "gemm_ort: no $build/libtgkernels.a (make it first)" >&2; exit 1; }
     i=$((i + 1))
     ${CC:-cc} -std=gnu11 -O2 -fPIC -shared -I"$src/lib" -o "$tmp/shim$i.so" "$src/bench/gemm_ort.c" \
-        "$build/libtgkernels.a" -lopenblas -lpthread -lm
+        "$build/libtgkernels.a" -lpthread -lm
     shims="$shims $tmp/shim$i.so,$label"
     shift
 done
@@ -35,7 +35,7 @@ if [ -z "$shims" ]; then
     build=$src/.bench/build
     [ -f "$build/libtgkernels.a" ] || { echo "gemm_ort: no $build/libtgkernels.a (run bench/run.sh or name a build)" >&2; exit 1; }
     ${CC:-cc} -std=gnu11 -O2 -fPIC -shared -I"$src/lib" -o "$tmp/shim.so" "$src/bench/gemm_ort.c" \
-        "$build/libtgkernels.a" -lopenblas -lpthread -lm
+        "$build/libtgkernels.a" -lpthread -lm
     shims="$tmp/shim.so,tgraph"
 fi
 [ "${1:-}" = "--" ] && shift

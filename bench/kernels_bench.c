@@ -1,6 +1,6 @@
 /* Throughput of the CPU kernels against what bounds them:
  *   conv (im2col + GEMM) against the GEMM of the same size alone;
- *   the linear layer on pre-packed weights against OpenBLAS's sgemm;
+ *   the linear layer on pre-packed weights against tgk_linear_f32 (packing as it goes);
  *   the tgk_vec_* activations against the scalar libm loop.
  *   usage: kernels_bench        (build and run: kernels_bench.sh) */
 #include <math.h>
@@ -74,7 +74,7 @@ static void bench_linear(int64_t M, int64_t N, int64_t K)
     TIME(tp, tgk_linear_packed_f32(x, wp, b, y, M, N, K));
     TIME(tb, tgk_linear_f32(x, w, b, y, M, N, K));
     double gf = 2.0 * M * N * K * 1e-9;
-    printf("linear M%lld N%lld K%lld\tpacked %.4f ms %.1f GFLOP/s\tOpenBLAS %.4f ms %.1f "
+    printf("linear M%lld N%lld K%lld\tpacked %.4f ms %.1f GFLOP/s\tunpacked %.4f ms %.1f "
            "GFLOP/s\tspeedup %.2fx\n", (long long)M, (long long)N, (long long)K, tp * 1e3,
            gf / tp, tb * 1e3, gf / tb, tb / tp);
     free(x), free(w), free(b), free(y), free(wp);

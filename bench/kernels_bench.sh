@@ -9,5 +9,5 @@ build=${1:-$src/.bench/build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ${CC:-cc} -std=gnu11 -O3 -I"$src/lib" -o "$tmp/kernels_bench" "$src/bench/kernels_bench.c" \
-    "$build/libtgkernels.a" -lopenblas -lpthread -lm
+    "$build/libtgkernels.a" -lpthread -lm
 "$tmp/kernels_bench"

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     }
     tgk_sdpa_desc d = {.batch = 1, .hq = HEADS, .hk = HEADS, .L = S, .S = S, .E = DIM,
                        .Ev = DIM, .scale = 1.0f / sqrtf((float)DIM), .causal = causal};
-    /* warm up the pool and OpenBLAS outside the measurement */
+    /* warm up the pool outside the measurement */
     static float w[4][HEADS * DIM];
     tgk_sdpa_desc wd = d;
     wd.L = wd.S = 1;

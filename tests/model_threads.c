@@ -1,12 +1,18 @@
-/* model_threads MODEL.so IN.npy REF.npy [IN.npy REF.npy]...
+/* model_threads [-t N] MODEL.so IN.npy REF.npy [IN.npy REF.npy]...
  *
  * What an embedder does with a compiled model, from several threads at once:
  * dlopen it, read its introspection, open one handle, then run it from 4
  * threads concurrently (thread t takes input/reference pair t % npairs, so
  * different sizes run side by side), each run many times, with model- and
  * caller-allocated outputs alternately; every output must match its reference
- * within 1e-4 relative (of the reference's largest magnitude). Prints
- * "N passed, N failed". */
+ * within 1e-4 relative (of the reference's largest magnitude). With -t N,
+ * tgraph_set_num_threads(N) first, and the model must be a good guest: the
+ * environment as it was before dlopen, tgraph_num_threads() still N after
+ * open and the runs, and the runs at once each given their own N - 1 workers
+ * (the process keeps a team per run that was in flight at once: at least 2,
+ * at most 4). Prints "N passed, N failed". */
+#define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
@@ -34,6 +40,8 @@ static struct {
     int (*symbol_info)(const tgraph_model *, int, tgraph_symbol_info *);
     int (*run)(tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
     int (*output_dims)(const tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
+    void (*set_num_threads)(int);
+    int (*num_threads)(void);
 } api;
 
 static tgraph_model *model;
@@ -92,6 +100,33 @@ static void *worker(void *arg)
     return NULL;
 }
 
+extern char **environ;
+
+/* The environment as one string, to compare before and after. */
+static char *env_text(void)
+{
+    size_t n = 1;
+    for (char **e = environ; *e; e++)
+        n += strlen(*e) + 1;
+    char *s = malloc(n), *p = s;
+    for (char **e = environ; *e; e++)
+        p = stpcpy(p, *e), *p++ = '\n';
+    *p = 0;
+    return s;
+}
+
+/* Threads of this process: /proc/self/task's entries. */
+static int num_tasks(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
 #define SYM(name) \
     if (!(*(void **)&api.name = dlsym(dl, "tgraph_" #name "")) && \
         !(*(void **)&api.name = dlsym(dl, "tgraph_model_" #name))) { \
@@ -101,10 +136,16 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 4 || argc % 2 || (argc - 2) / 2 > MAX_PAIRS) {
-        fprintf(stderr, "usage: model_threads MODEL.so IN.npy REF.npy [IN.npy REF.npy]...\n");
+    int nthreads = 0;
+    if (argc > 2 && !strcmp(argv[1], "-t")) {
+        nthreads = atoi(argv[2]);
+        argv += 2, argc -= 2;
+    }
+    if (argc < 4 || argc % 2 || (argc - 2) / 2 > MAX_PAIRS || nthreads < 0) {
+        fprintf(stderr, "usage: model_threads [-t N] MODEL.so IN.npy REF.npy [IN.npy REF.npy]...\n");
         return 2;
     }
+    char *env = env_text();
     void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         fprintf(stderr, "model_threads: %s\n", dlerror());
@@ -112,7 +153,9 @@ int main(int argc, char **argv)
     }
     SYM(abi_version) SYM(last_error) SYM(open) SYM(close) SYM(num_inputs) SYM(num_outputs)
     SYM(num_symbols) SYM(input_info) SYM(output_info) SYM(symbol_info) SYM(run)
-    SYM(output_dims)
+    SYM(output_dims) SYM(set_num_threads) SYM(num_threads)
+    if (nthreads)
+        api.set_num_threads(nthreads);
     for (int i = 2; i < argc; i += 2, npairs++)
         if (tg_npy_load(argv[i], &in[npairs]) || tg_npy_load(argv[i + 1], &ref[npairs])) {
             fprintf(stderr, "model_threads: %s: cannot read\n", argv[i]);
@@ -161,6 +204,17 @@ int main(int argc, char **argv)
         pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
     for (int t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
+    if (nthreads) {
+        char *now = env_text();
+        count(!strcmp(env, now), "the environment changed", -1, 0);
+        count(api.num_threads() == nthreads, "the thread count changed", -1, 0);
+        int workers = num_tasks() - 1;  /* all but this thread: the runs' are joined */
+        count(workers >= 2 * (nthreads - 1) && workers <= THREADS * (nthreads - 1),
+              "runs at once did not each get their workers", -1, 0);
+        printf("%d runs at once on %d threads: %d workers\n", THREADS, nthreads, workers);
+        free(now);
+    }
+    free(env);
     api.close(model);
     for (int i = 0; i < npairs; i++) {
         tg_tensor_free(&in[i]);

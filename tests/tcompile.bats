@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # tcompile: TG graph -> standalone .so. Every fixture compiles and matches
 # PyTorch's outputs (trun --check: rtol 1e-4, atol 1e-5) at batch 1 and 3; the
-# .so needs only libc, libm and OpenBLAS, exports only the ABI, is the same
+# .so needs only libc and libm, exports only the ABI, is the same
 # bytes for the same graph, checks its inputs, and runs from several threads.
 # Random inputs come from trun --random with a fresh seed per test.
 
@@ -263,11 +263,11 @@ fixtures() {
     cmp "$TMP/a.so" "$TMP/b.so"
 }
 
-@test "the .so needs only libc, libm and OpenBLAS (linked only where a kernel calls it)" {
+@test "the .so needs only libc and libm" {
     run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
     run_ok readelf -d "$TMP/m.so"
     needed=$(printf '%s\n' "$output" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
-    [[ "$needed" =~ ^(ld-linux[^ ]*\ )?libc\.so\.6\ libm\.so\.6\ (libopenblas\.so\.0\ )?$ ]] ||
+    [[ "$needed" =~ ^(ld-linux[^ ]*\ )?libc\.so\.6\ libm\.so\.6\ $ ]] ||
         { echo "needed: $needed"; false; }
 }
 
@@ -320,7 +320,7 @@ fixtures() {
 @test "the --emit-c source builds a working model with nothing but libtgkernels.a" {
     run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/m.so" --weights "$TMP/m.w" --emit-c "$TMP/m.c"
     cc -shared -fPIC -O1 -o "$TMP/m2.so" "$TMP/m.c" "$TGRAPH_RUNTIME_DIR/libtgkernels.a" \
-        -lopenblas -lm
+        -lm
     run_ok "$TRUN" "$TMP/m2.so" "$FIX/cnn.in0.b3.npy" --check "$FIX/cnn.out0.b3.npy"
 }
 
@@ -355,6 +355,22 @@ fixtures() {
         "$FIX/tinygpt.in0.b1.npy" "$FIX/tinygpt.out0.b1.npy" \
         "$FIX/tinygpt.in0.b3.npy" "$FIX/tinygpt.out0.b3.npy"
     [[ "$output" == *", 0 failed"* ]]
+}
+
+@test "runs at once each get the threads tgraph_set_num_threads gave them, and leave the environment and that count alone" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    run_ok "$TG_TOOLS/../tests/model_threads" -t 3 "$TMP/m.so" \
+        "$FIX/tinygpt.in0.b1.npy" "$FIX/tinygpt.out0.b1.npy" \
+        "$FIX/tinygpt.in0.b3.npy" "$FIX/tinygpt.out0.b3.npy"
+    [[ "$output" == *"4 runs at once on 3 threads: "[2-8]" workers"* ]]
+    [[ "$output" == *", 0 failed"* ]]
+}
+
+@test "the .so calls nothing that changes its host's environment or BLAS settings" {
+    run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/m.so"
+    run_ok nm -D --undefined-only "$TMP/m.so"
+    [[ "$output" == *" U malloc"* ]]
+    ! grep -Ei ' U (setenv|unsetenv|putenv|clearenv|openblas_|cblas_|goto|omp_)' <<<"$output"
 }
 
 @test "TLOG shows the graph after each pass, fusion decisions, the memory plan and the compiler" {

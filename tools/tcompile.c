@@ -15,7 +15,7 @@ static void help(void)
 {
     printf("Usage: tcompile [OPTION]... [GRAPH]\n"
            "Compile the TG graph in GRAPH (or standard input) into a shared object that\n"
-           "runs it on the CPU and needs only libc, libm and OpenBLAS. The .so exports the\n"
+           "runs it on the CPU and needs only libc and libm. The .so exports the\n"
            "C ABI of <tgraph/model.h> (tgraph_model(3)); trun(1) runs it like a graph.\n"
            "\n"
            "  -o, --output=FILE    write the .so to FILE (default: standard output, which\n"

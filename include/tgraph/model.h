@@ -2,7 +2,9 @@
  *
  * Every .so that tcompile writes exports exactly these functions, whatever the
  * model: load it with dlopen(3) and look them up with dlsym(3), or link one
- * model directly with -l. The .so needs only libc, libm and OpenBLAS.
+ * model directly with -l. The .so needs only libc and libm, and leaves its
+ * host's settings alone: no environment variables, no process-wide thread
+ * counts (it uses no BLAS library), threads of its own.
  * See tgraph_model(3) for a complete example.
  *
  * Threads: a model handle is immutable once open; tgraph_model_run may be
@@ -123,8 +125,9 @@ TGRAPH_API int tgraph_model_output_dims(const tgraph_model *m, const tgraph_tens
 TGRAPH_API int tgraph_model_run(tgraph_model *m, const tgraph_tensor *inputs, int ninputs,
                                 tgraph_tensor *outputs, int noutputs);
 
-/* Worker threads this .so uses for one run (process-wide for this .so;
- * n <= 0: all cores). Concurrent runs share the workers. */
+/* Threads each run of this .so uses: the caller and n - 1 workers (n <= 0:
+ * all cores). Concurrent runs each get n: every run in flight has a team of
+ * workers of its own (up to 8 runs at once; more run on their own thread). */
 TGRAPH_API void tgraph_set_num_threads(int n);
 TGRAPH_API int tgraph_num_threads(void);
 

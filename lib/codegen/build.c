@@ -156,7 +156,7 @@ static int compile(tmpdir *t, const tg_build_opts *o, char *ccbuf)
         "-std=gnu11", "-shared", "-fPIC", "-O3", "-fno-trapping-math", march, "-g0",
         "-fvisibility=hidden",
         prefix, "-frandom-seed=tgraph", "-fno-ident", "-o", "model.so", "model.c", lib,
-        "-lopenblas", "-lm", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=exports.map",
+        "-lm", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=exports.map",
         "-Wl,--as-needed", NULL,
     };
     for (int i = 0; fixed[i]; i++)

@@ -3,7 +3,7 @@
  * symbols, outputs, workspace, errors). It is built into libtgkernels.a, and
  * the C file that tcompile writes describes its model to it with a
  * tgrt_model table and one plan function. No libtgraph here: a compiled model
- * needs only libc, libm and OpenBLAS. */
+ * needs only libc and libm. */
 #ifndef TGRT_MODEL_RT_H
 #define TGRT_MODEL_RT_H
 

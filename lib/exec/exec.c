@@ -61,6 +61,7 @@ bool tg_exec_supports_op(tg_op op)
 struct tg_exec {
     const tg_graph *g;
     int *last_use;                  /* per value: index of the last node reading it */
+    int nthreads;                   /* for its runs; 0: the process-wide count */
     tg_exec_hook hook;
     void *hook_ctx;
 };
@@ -88,7 +89,7 @@ tg_exec *tg_exec_new(const tg_graph *g, int nthreads)
                 e->last_use[g->nodes[i].in[j]] = i;
     for (int i = 0; i < g->noutput; i++)
         e->last_use[g->outputs[i]] = g->nnode;  /* kept to the end */
-    tgk_set_num_threads(nthreads);
+    e->nthreads = nthreads > 0 ? nthreads : 0;
     return e;
 }
 
@@ -247,7 +248,7 @@ static int run_node(const tg_exec *e, int i, value_set *vs, const int64_t *sym)
     return 0;
 }
 
-int tg_exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
+static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
 {
     const tg_graph *g = e->g;
     int64_t sym[TG_MAX_SYMS] = { 0 };
@@ -317,4 +318,15 @@ fail:
     free(vs.vals);
     free(vs.owned);
     return -1;
+}
+
+/* The executor's thread count for this run only: the process-wide one, which
+ * the host may have chosen, stays as it is. */
+int tg_exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
+{
+    int caller = tgk_run_threads();
+    tgk_set_run_threads(e->nthreads);
+    int rc = exec_run(e, inputs, outputs);
+    tgk_set_run_threads(caller);
+    return rc;
 }

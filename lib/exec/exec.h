@@ -12,7 +12,9 @@ typedef struct tg_exec tg_exec;
 /* Whether the interpreter has a CPU kernel for op (every op of ops.def). */
 bool tg_exec_supports_op(tg_op op);
 
-/* Prepare to run g (borrowed; must outlive the exec). nthreads <= 0: all cores. */
+/* Prepare to run g (borrowed; must outlive the exec). Its runs use nthreads
+ * threads, or for nthreads <= 0 the process-wide count (tgk_set_num_threads:
+ * all cores unless the host chose); neither changes the process-wide count. */
 tg_exec *tg_exec_new(const tg_graph *g, int nthreads);
 void tg_exec_free(tg_exec *e);
 

@@ -1,9 +1,13 @@
 /* tgk_parallel_for: every index runs exactly once, whatever n, grain and
- * thread count; nested calls run inline; several threads may call at once;
- * tgk_parallel_prime, from any thread at any time, changes none of that. */
+ * thread count; nested calls run inline; several threads may call at once,
+ * and each such caller gets its own thread count's worth of threads (the
+ * process-wide count, or the one it set for itself, which changes nobody
+ * else's); tgk_parallel_prime, from any thread at any time, changes none of
+ * that. */
 #include "kcheck.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -71,6 +75,66 @@ static void *caller(void *arg)
     return NULL;
 }
 
+/* A loop whose every chunk waits until `want` threads are inside the loop at
+ * once: only a loop given `want` threads finishes its chunks before the
+ * deadline (one thread that ran a loop inline would wait in its first chunk). */
+typedef struct {
+    int want;
+    atomic_int inside, met;
+    pthread_barrier_t *start;
+    int ok;
+} meet_job;
+
+static void meet(void *ctx, int64_t begin, int64_t end)
+{
+    meet_job *m = ctx;
+    atomic_fetch_add(&m->inside, 1);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (atomic_load(&m->inside) >= m->want) {
+            atomic_fetch_add(&m->met, 1);
+            return;
+        }
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec - t0.tv_sec < 30);
+}
+
+static void *meet_caller(void *arg)
+{
+    meet_job *m = arg;
+    tgk_set_run_threads(m->want);
+    pthread_barrier_wait(m->start);     /* the two loops run at once */
+    tgk_parallel_for(m->want, 1, meet, m);
+    m->ok = atomic_load(&m->met) == m->want && tgk_num_threads() == m->want;
+    tgk_set_run_threads(0);
+    m->ok &= tgk_num_threads() == 3;
+    return NULL;
+}
+
+/* Two callers at once, on 2 and 4 threads of their own choosing while the
+ * process-wide count is 3: each loop gets its own count of threads. */
+static void test_concurrent_callers_get_their_threads(void)
+{
+    tgk_set_num_threads(3);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    meet_job m[2] = {{.want = 2, .start = &start}, {.want = 4, .start = &start}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, meet_caller, &m[i]) == 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(m[i].ok);
+        if (!m[i].ok)
+            fprintf(stderr, "  a loop on %d threads, at once with another: %d chunks met them\n",
+                    m[i].want, atomic_load(&m[i].met));
+    }
+    CHECK(tgk_num_threads() == 3);
+    pthread_barrier_destroy(&start);
+}
+
 int main(void)
 {
     kc_seed("test_parallel");
@@ -115,5 +179,6 @@ int main(void)
         pthread_join(t[i], NULL);
         CHECK(args[i].ok);
     }
+    test_concurrent_callers_get_their_threads();
     return unit_report();
 }

@@ -181,7 +181,13 @@ static bool find_chunk(const char *isa, chunk_kind *k)
     return false;
 }
 
-static chunk_kind kind;         /* the same for every caller: a benign race */
+static chunk_kind kind;
+
+/* chosen once, before any caller (a test may then pick another) */
+__attribute__((constructor)) static void pick_kind(void)
+{
+    find_chunk(NULL, &kind);
+}
 
 bool tgk_gemm_packed_isa(const char *isa)
 {
@@ -308,8 +314,6 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
                         int64_t y_diag, int64_t x_diag, const float *res, tgk_vec_fn act)
 {
-    if (!kind.fn)
-        find_chunk(NULL, &kind);
     if (M <= 0 || N <= 0)
         return;
     /* chunks of 4 panels (64 columns) x at most 8 register tiles of rows, as
@@ -340,4 +344,171 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
                               float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
 {
     gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, res, act);
+}
+
+/* ---- tgk_gemm_f32: any two operands, op(B) packed as it goes ------------------
+ * A task is a chunk of rows x a block of GB_PANELS panels of columns. It packs
+ * op(B) GB_K rows at a time into a buffer on its stack (32 KiB: in L1 while
+ * the register tiles sweep the chunk's rows) and accumulates into C, so
+ * nothing is allocated and a call never fails. A transposed A is copied into
+ * rows GB_AROWS at a time, as the register tiles read rows of x. Rows are
+ * split only when there are too few column blocks to keep the threads busy:
+ * each row chunk packs the block again. A few rows go without packing
+ * (gemv_tasks). */
+#define GB_K 128
+#define GB_PANELS 4
+#define GB_AROWS 32
+
+typedef struct {
+    bool ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int64_t row_chunk, col_blocks;
+} gemm_job;
+
+TGK_CLONES static void scale_rows(int64_t rows, int64_t n, float s, float *y, int64_t ldy)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < n; c++)
+            y[r * ldy + c] *= s;
+}
+
+/* at[r * kb + k] = A[(k0 + k) * lda + r0 + r]: rows [r0, r0 + rows) of op(A) = A^T */
+static void copy_at(const gemm_job *g, int64_t r0, int64_t rows, int64_t k0, int64_t kb,
+                    float *at)
+{
+    for (int64_t k = 0; k < kb; k++)
+        for (int64_t r = 0; r < rows; r++)
+            at[r * kb + k] = g->A[(k0 + k) * g->lda + r0 + r];
+}
+
+static void gemm_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const gemm_job *g = ctx;
+    float bp[GB_K * GB_PANELS * TGK_PANEL] __attribute__((aligned(64)));
+    float at[GB_AROWS * GB_K] __attribute__((aligned(64)));
+    for (int64_t t = begin; t < end; t++) {
+        int64_t r0 = t / g->col_blocks * g->row_chunk;
+        int64_t n0 = t % g->col_blocks * GB_PANELS * TGK_PANEL;
+        int64_t rows = g->M - r0 < g->row_chunk ? g->M - r0 : g->row_chunk;
+        int64_t cols = g->N - n0 < GB_PANELS * TGK_PANEL ? g->N - n0 : GB_PANELS * TGK_PANEL;
+        int64_t panels = (cols + TGK_PANEL - 1) / TGK_PANEL;
+        float *y = g->C + r0 * g->ldc + n0;
+        if (g->beta != 0.0f && g->beta != 1.0f)
+            scale_rows(rows, cols, g->beta, y, g->ldc);
+        for (int64_t k0 = 0; k0 < g->K; k0 += GB_K) {
+            int64_t kb = g->K - k0 < GB_K ? g->K - k0 : GB_K;
+            /* element (k, n) of op(B) is B[k * ldb + n], or B[n * ldb + k] */
+            if (g->tb)
+                pack(g->B + n0 * g->ldb + k0, g->ldb, 1, cols, kb, bp);
+            else
+                pack(g->B + k0 * g->ldb + n0, 1, g->ldb, cols, kb, bp);
+            if (g->alpha != 1.0f)
+                scale_rows(1, panels * kb * TGK_PANEL, g->alpha, bp, 0);
+            pgemm_job j = {.N = cols, .K = kb, .ldy = g->ldc, .wp = bp,
+                           .accumulate = k0 > 0 || g->beta != 0.0f, .y_diag = TGK_NO_DIAG,
+                           .x_diag = TGK_NO_DIAG};
+            if (!g->ta) {
+                j.M = rows, j.x = g->A + r0 * g->lda + k0, j.ldx = g->lda, j.y = y;
+                kind.fn(&j, 0, rows, 0, panels);
+                continue;
+            }
+            for (int64_t r = 0; r < rows; r += GB_AROWS) {
+                int64_t n = rows - r < GB_AROWS ? rows - r : GB_AROWS;
+                copy_at(g, r0 + r, n, k0, kb, at);
+                j.M = n, j.x = at, j.ldx = kb, j.y = y + r * g->ldc;
+                kind.fn(&j, 0, n, 0, panels);
+            }
+        }
+    }
+}
+
+/* A few rows of A (up to GEMV_ROWS): packing op(B) would cost as much as the
+ * products, so op(B) is read in place, a dot product per element of C (B
+ * transposed: rows of B are columns of op(B)) or a sum of rows of B per row
+ * of C. A task is a block of GB_PANELS panels' columns. */
+#define GEMV_ROWS 4
+
+TGK_CLONES static float dot(const float *a, const float *b, int64_t n)
+{
+    tgk_vf8 acc[2] = {{0}, {0}};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int h = 0; h < 2; h++) {
+            tgk_vf8 x, y;
+            memcpy(&x, a + i + 8 * h, sizeof x);
+            memcpy(&y, b + i + 8 * h, sizeof y);
+            acc[h] += x * y;
+        }
+    float s = 0.0f;
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    acc[0] += acc[1];
+    return s + tgk_hsum8(&acc[0]);
+}
+
+/* y[0, n) = beta y (0: not read) + alpha sum_k a[k] B[k * ldb, + n) */
+TGK_CLONES static void rows_sum(const float *a, const float *B, int64_t ldb, int64_t K,
+                                int64_t n, float alpha, float beta, float *y)
+{
+    for (int64_t c = 0; c < n; c++)
+        y[c] = beta == 0.0f ? 0.0f : beta * y[c];
+    for (int64_t k = 0; k < K; k++) {
+        float f = alpha * a[k];
+        for (int64_t c = 0; c < n; c++)
+            y[c] += f * B[k * ldb + c];
+    }
+}
+
+static void gemv_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const gemm_job *g = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n0 = t * GB_PANELS * TGK_PANEL;
+        int64_t cols = g->N - n0 < GB_PANELS * TGK_PANEL ? g->N - n0 : GB_PANELS * TGK_PANEL;
+        for (int64_t i = 0; i < g->M; i++) {
+            const float *a = g->A + i * g->lda;
+            float *y = g->C + i * g->ldc + n0;
+            if (!g->tb) {
+                rows_sum(a, g->B + n0, g->ldb, g->K, cols, g->alpha, g->beta, y);
+                continue;
+            }
+            for (int64_t c = 0; c < cols; c++) {
+                float s = g->alpha * dot(a, g->B + (n0 + c) * g->ldb, g->K);
+                y[c] = g->beta == 0.0f ? s : s + g->beta * y[c];
+            }
+        }
+    }
+}
+
+void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float beta, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {   /* C = beta C, without reading C when beta is 0 */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t c = 0; c < N; c++)
+                C[i * ldc + c] = beta == 0.0f ? 0.0f : beta * C[i * ldc + c];
+        return;
+    }
+    gemm_job g = {trans_a, trans_b, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, M,
+                  (N + GB_PANELS * TGK_PANEL - 1) / (GB_PANELS * TGK_PANEL)};
+    if (M <= GEMV_ROWS && !trans_a) {
+        double per_task = (double)M * (double)K * GB_PANELS * TGK_PANEL;
+        tgk_parallel_for(g.col_blocks, (int64_t)(TASK_MIN_WORK / per_task) + 1, gemv_tasks, &g);
+        return;
+    }
+    int64_t want = 4 * (int64_t)tgk_num_threads();
+    if (g.col_blocks < want && !tgk_in_task()) {
+        int64_t chunks = (want + g.col_blocks - 1) / g.col_blocks;
+        int64_t tiles = (M + kind.mr - 1) / kind.mr;
+        g.row_chunk = (tiles + chunks - 1) / chunks * kind.mr;
+    }
+    int64_t tasks = (M + g.row_chunk - 1) / g.row_chunk * g.col_blocks;
+    double per_task = (double)M * (double)N * (double)K / (double)tasks;
+    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, gemm_tasks, &g);
 }

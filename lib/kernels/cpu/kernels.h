@@ -12,19 +12,25 @@
 
 /* ---- threads (parallel.c): a persistent pthread pool ---------------------- */
 typedef void (*tgk_task_fn)(void *ctx, int64_t begin, int64_t end);
-/* Split [0, n) into chunks of at least `grain` and run fn on the pool; returns
- * when all are done. Runs inline when n is small or one thread is set. Safe to
- * call from several threads at once (callers then share the pool's workers). */
+/* Split [0, n) into chunks of at least `grain` and run fn on tgk_num_threads()
+ * threads, the caller's and a team of workers; returns when all are done. Runs
+ * inline when n is small or one thread is set. Safe to call from several
+ * threads at once: each concurrent caller gets a team of its own (up to 8 at
+ * once; more run inline). */
 void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx);
-void tgk_set_num_threads(int n);   /* <= 0: all cores (the default) */
-int tgk_num_threads(void);
+void tgk_set_num_threads(int n);   /* process-wide; <= 0: all cores (the default) */
+/* The calling thread's own count for its loops, n <= 0: none (the process-wide
+ * count applies); an executor's run sets it and puts the caller's back. */
+void tgk_set_run_threads(int n);
+int tgk_run_threads(void);
+int tgk_num_threads(void);         /* the calling thread's, else the process-wide */
 /* True on a pool thread running a task: nested parallel work runs inline. */
 bool tgk_in_task(void);
 /* Parallel loops follow soon (a model run starts): wake sleeping workers now,
  * so they are spinning by the first loop instead of waking inside it. */
 void tgk_parallel_prime(void);
 
-/* ---- GEMM (gemm.c, OpenBLAS) ----------------------------------------------- */
+/* ---- GEMM (gemm_packed.c; linear and matmul in gemm.c) --------------------- */
 /* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major. */
 void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,

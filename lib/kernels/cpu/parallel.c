@@ -1,16 +1,19 @@
-/* A persistent pthread pool for tgk_parallel_for.
+/* Persistent pthread teams for tgk_parallel_for.
  *
- * One caller at a time owns the workers (the `use` mutex, taken with trylock):
- * a second thread calling while the pool is busy, or a task calling
- * tgk_parallel_for from inside the pool, runs its loop inline instead of
- * waiting, so concurrent and nested calls never deadlock. The caller works
- * too: with T threads set there are T-1 workers. Chunks are handed out by an
- * atomic counter, so uneven tasks (causal attention) balance themselves. The
- * caller never waits for a worker that has not joined: a worker joins only
- * while the job is open, the caller closes it once the last chunk is handed
- * out and then waits only for the workers inside. A worker whose core is
- * busy elsewhere (a descheduled vCPU) so costs nothing: the others take its
- * share.
+ * A caller takes a free team (its `use` mutex, taken with trylock) and owns
+ * its workers for the loop: with T threads set a team has T-1 workers and
+ * the caller works too. Concurrent callers (two runs of a model at once) each
+ * take a team of their own, started when first needed, so each gets its T
+ * threads; a caller that finds all MAX_TEAMS busy, or a task calling
+ * tgk_parallel_for from inside a team, runs its loop inline instead of
+ * waiting, so concurrent and nested calls never deadlock. T is the calling
+ * thread's (tgk_set_run_threads) or else the process-wide count. Chunks are
+ * handed out by an atomic counter, so uneven tasks (causal attention) balance
+ * themselves. The caller never waits for a worker that has not joined: a
+ * worker joins only while the job is open, the caller closes it once the last
+ * chunk is handed out and then waits only for the workers inside. A worker
+ * whose core is busy elsewhere (a descheduled vCPU) so costs nothing: the
+ * others take its share.
  *
  * Workers spin for a while after each job before they sleep on the condition
  * variable, and the caller spins for the workers to finish: a model runs
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #define MAX_WORKERS 255
+#define MAX_TEAMS 8
 #define CHUNKS_PER_THREAD 4
 /* A late worker adds SPIN_LATE to a score, a prompt one takes 1 off; at
  * SPIN_VAIN the next SPIN_BACKOFF jobs run without spinning (one job in
@@ -49,8 +53,9 @@
  * machine has more threads than cores. */
 #define SPIN_POLLS 4000
 
-static struct {
+typedef struct {
     pthread_mutex_t use;        /* held by the caller that owns the workers */
+    atomic_bool busy;           /* while `use` is held: for tgk_parallel_prime */
     pthread_mutex_t lock;       /* guards the job, sleepers and quit */
     pthread_cond_t wake, done;
     pthread_t tid[MAX_WORKERS];
@@ -72,14 +77,19 @@ static struct {
     void *ctx;
     int64_t n, chunk;
     atomic_int_fast64_t next;   /* next chunk to hand out */
-} pool = {
-    .use = PTHREAD_MUTEX_INITIALIZER,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
+} team;
+
+static team teams[MAX_TEAMS] = {
+    [0 ... MAX_TEAMS - 1] = {
+        .use = PTHREAD_MUTEX_INITIALIZER,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .wake = PTHREAD_COND_INITIALIZER,
+        .done = PTHREAD_COND_INITIALIZER,
+    },
 };
 
 static atomic_int nthreads;     /* 0: not chosen yet */
+static _Thread_local int run_threads;   /* this thread's count, 0: nthreads */
 static _Thread_local bool in_task;
 
 static int cores(void)
@@ -100,8 +110,20 @@ void tgk_set_num_threads(int n)
     atomic_store(&nthreads, n);
 }
 
+void tgk_set_run_threads(int n)
+{
+    run_threads = n < 0 ? 0 : n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : n;
+}
+
+int tgk_run_threads(void)
+{
+    return run_threads;
+}
+
 int tgk_num_threads(void)
 {
+    if (run_threads)
+        return run_threads;
     int n = atomic_load(&nthreads);
     if (n == 0) {
         tgk_set_num_threads(0);
@@ -115,14 +137,14 @@ bool tgk_in_task(void)
     return in_task;
 }
 
-static void run_chunks(void)
+static void run_chunks(team *t)
 {
     for (;;) {
-        int64_t begin = atomic_fetch_add(&pool.next, 1) * pool.chunk;
-        if (begin >= pool.n)
+        int64_t begin = atomic_fetch_add(&t->next, 1) * t->chunk;
+        if (begin >= t->n)
             return;
-        int64_t end = begin + pool.chunk < pool.n ? begin + pool.chunk : pool.n;
-        pool.fn(pool.ctx, begin, end);
+        int64_t end = begin + t->chunk < t->n ? begin + t->chunk : t->n;
+        t->fn(t->ctx, begin, end);
     }
 }
 
@@ -135,84 +157,91 @@ static inline void cpu_relax(void)
 
 /* The job word after `seen` (or `seen` when quitting): spin, then sleep;
  * woken by tgk_parallel_prime, spin again. */
-static uint64_t next_job(uint64_t seen)
+static uint64_t next_job(team *t, uint64_t seen)
 {
     for (;;) {
-        int polls = atomic_load_explicit(&pool.no_spin, memory_order_relaxed) ? 0 : SPIN_POLLS;
+        int polls = atomic_load_explicit(&t->no_spin, memory_order_relaxed) ? 0 : SPIN_POLLS;
         for (int i = 0; i < polls; i++) {
-            uint64_t j = atomic_load_explicit(&pool.job, memory_order_acquire);
-            if (j != seen || atomic_load_explicit(&pool.quit, memory_order_relaxed))
+            uint64_t j = atomic_load_explicit(&t->job, memory_order_acquire);
+            if (j != seen || atomic_load_explicit(&t->quit, memory_order_relaxed))
                 return j;
             cpu_relax();
         }
-        pthread_mutex_lock(&pool.lock);
-        unsigned primes = pool.primes;
-        pool.sleepers++;
-        while (atomic_load(&pool.job) == seen && !atomic_load(&pool.quit) &&
-               pool.primes == primes)
-            pthread_cond_wait(&pool.wake, &pool.lock);
-        pool.sleepers--;
-        uint64_t j = atomic_load(&pool.job);
-        pthread_mutex_unlock(&pool.lock);
-        if (j != seen || atomic_load(&pool.quit))
+        pthread_mutex_lock(&t->lock);
+        unsigned primes = t->primes;
+        t->sleepers++;
+        while (atomic_load(&t->job) == seen && !atomic_load(&t->quit) &&
+               t->primes == primes)
+            pthread_cond_wait(&t->wake, &t->lock);
+        t->sleepers--;
+        uint64_t j = atomic_load(&t->job);
+        pthread_mutex_unlock(&t->lock);
+        if (j != seen || atomic_load(&t->quit))
             return j;
     }
 }
 
+/* The first free team: the one this caller's loops will likely take. */
 void tgk_parallel_prime(void)
 {
-    if (tgk_num_threads() <= 1 || in_task ||
-        atomic_load_explicit(&pool.no_spin, memory_order_relaxed))
+    if (tgk_num_threads() <= 1 || in_task)
         return;
-    pthread_mutex_lock(&pool.lock);
-    if (pool.sleepers) {
-        pool.primes++;
-        pthread_cond_broadcast(&pool.wake);
+    for (team *t = teams; t < teams + MAX_TEAMS; t++) {
+        if (atomic_load_explicit(&t->busy, memory_order_relaxed))
+            continue;
+        pthread_mutex_lock(&t->lock);
+        if (t->sleepers && !atomic_load_explicit(&t->no_spin, memory_order_relaxed)) {
+            t->primes++;
+            pthread_cond_broadcast(&t->wake);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return;
     }
-    pthread_mutex_unlock(&pool.lock);
 }
 
+/* arg: the team's index << 8 | the worker's */
 static void *worker(void *arg)
 {
-    int id = (int)(intptr_t)arg;
+    team *t = &teams[(intptr_t)arg >> 8];
+    int id = (int)((intptr_t)arg & 0xff);
     in_task = true;
     /* Workers are created just before the job that needs them is posted, so
      * every job so far is new to them: start below any generation. */
     uint64_t seen = 0;
     for (;;) {
-        seen = next_job(seen);
-        if (atomic_load(&pool.quit))
+        seen = next_job(t, seen);
+        if (atomic_load(&t->quit))
             break;
         if (id >= (int)(seen & 0xff))
             continue;
         /* seq_cst, against the caller's store of open then load of inside:
          * either it sees us inside and waits, or we see the job closed (or
          * gone: a later generation) and leave without reading it */
-        atomic_fetch_add(&pool.inside, 1);
-        if (atomic_load(&pool.open) && atomic_load(&pool.job) == seen) {
-            atomic_fetch_add_explicit(&pool.joined, 1, memory_order_relaxed);
-            run_chunks();
+        atomic_fetch_add(&t->inside, 1);
+        if (atomic_load(&t->open) && atomic_load(&t->job) == seen) {
+            atomic_fetch_add_explicit(&t->joined, 1, memory_order_relaxed);
+            run_chunks(t);
         }
         /* the same pairing with caller_sleeps: one of the two sees the other */
-        if (atomic_fetch_sub(&pool.inside, 1) == 1 && atomic_load(&pool.caller_sleeps)) {
-            pthread_mutex_lock(&pool.lock);
-            pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.lock);
+        if (atomic_fetch_sub(&t->inside, 1) == 1 && atomic_load(&t->caller_sleeps)) {
+            pthread_mutex_lock(&t->lock);
+            pthread_cond_signal(&t->done);
+            pthread_mutex_unlock(&t->lock);
         }
     }
     return NULL;
 }
 
 /* Start workers up to `want`; returns how many exist (fewer if creation fails). */
-static int ensure_workers(int want)
+static int ensure_workers(team *t, int want)
 {
-    while (pool.nstarted < want) {
-        if (pthread_create(&pool.tid[pool.nstarted], NULL, worker,
-                           (void *)(intptr_t)pool.nstarted) != 0)
+    while (t->nstarted < want) {
+        if (pthread_create(&t->tid[t->nstarted], NULL, worker,
+                           (void *)((t - teams) << 8 | t->nstarted)) != 0)
             break;
-        pool.nstarted++;
+        t->nstarted++;
     }
-    return pool.nstarted < want ? pool.nstarted : want;
+    return t->nstarted < want ? t->nstarted : want;
 }
 
 void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
@@ -225,72 +254,84 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     int64_t nchunks = n / grain;
     if (nchunks > (int64_t)nt * CHUNKS_PER_THREAD)
         nchunks = (int64_t)nt * CHUNKS_PER_THREAD;
-    if (nt <= 1 || nchunks <= 1 || in_task || pthread_mutex_trylock(&pool.use) != 0) {
+    team *t = teams;
+    if (nt > 1 && nchunks > 1 && !in_task)
+        while (t < teams + MAX_TEAMS && pthread_mutex_trylock(&t->use) != 0)
+            t++;
+    if (nt <= 1 || nchunks <= 1 || in_task || t == teams + MAX_TEAMS) {
         fn(ctx, 0, n);
         return;
     }
-    pthread_mutex_lock(&pool.lock);
-    int before = pool.nstarted, nw = ensure_workers(nt - 1);
+    atomic_store_explicit(&t->busy, true, memory_order_relaxed);
+    pthread_mutex_lock(&t->lock);
+    int before = t->nstarted, nw = ensure_workers(t, nt - 1);
     /* the verdict on spinning below needs workers that were spinning: new
      * threads and sleeping ones start late anyway */
-    bool judge = pool.nstarted == before && pool.sleepers == 0;
-    pool.fn = fn;
-    pool.ctx = ctx;
-    pool.n = n;
-    pool.chunk = (n + nchunks - 1) / nchunks;
-    atomic_store(&pool.next, 0);
-    atomic_store(&pool.joined, 0);
-    atomic_store(&pool.open, true);
-    uint64_t gen = (atomic_load(&pool.job) >> 8) + 1;
-    atomic_store_explicit(&pool.job, gen << 8 | (uint64_t)nw, memory_order_release);
-    if (pool.sleepers)
-        pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.lock);
+    bool judge = t->nstarted == before && t->sleepers == 0;
+    t->fn = fn;
+    t->ctx = ctx;
+    t->n = n;
+    t->chunk = (n + nchunks - 1) / nchunks;
+    atomic_store(&t->next, 0);
+    atomic_store(&t->joined, 0);
+    atomic_store(&t->open, true);
+    uint64_t gen = (atomic_load(&t->job) >> 8) + 1;
+    atomic_store_explicit(&t->job, gen << 8 | (uint64_t)nw, memory_order_release);
+    if (t->sleepers)
+        pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
 
     in_task = true;
-    run_chunks();
+    run_chunks(t);
     in_task = false;
-    atomic_store(&pool.open, false);    /* every chunk is handed out */
+    atomic_store(&t->open, false);    /* every chunk is handed out */
 
     /* a worker that did not join by now was late: score it (see SPIN_LATE) */
-    int no_spin = atomic_load_explicit(&pool.no_spin, memory_order_relaxed);
-    int joined = atomic_load_explicit(&pool.joined, memory_order_relaxed);
+    int no_spin = atomic_load_explicit(&t->no_spin, memory_order_relaxed);
+    int joined = atomic_load_explicit(&t->joined, memory_order_relaxed);
     if (no_spin)
-        atomic_store_explicit(&pool.no_spin, no_spin - 1, memory_order_relaxed);
-    else if (judge && joined < nw && (pool.vain += SPIN_LATE) >= SPIN_VAIN) {
-        pool.vain = 0;
-        atomic_store_explicit(&pool.no_spin, SPIN_BACKOFF, memory_order_relaxed);
-    } else if (judge && joined == nw && pool.vain > 0) {
-        pool.vain--;
+        atomic_store_explicit(&t->no_spin, no_spin - 1, memory_order_relaxed);
+    else if (judge && joined < nw && (t->vain += SPIN_LATE) >= SPIN_VAIN) {
+        t->vain = 0;
+        atomic_store_explicit(&t->no_spin, SPIN_BACKOFF, memory_order_relaxed);
+    } else if (judge && joined == nw && t->vain > 0) {
+        t->vain--;
     }
     /* the last chunks of the workers inside are in flight: spin, then sleep */
-    for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&pool.inside, memory_order_acquire);
+    for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&t->inside, memory_order_acquire);
          i++)
         cpu_relax();
-    if (atomic_load(&pool.inside)) {
-        pthread_mutex_lock(&pool.lock);
-        atomic_store(&pool.caller_sleeps, true);
-        while (atomic_load(&pool.inside))
-            pthread_cond_wait(&pool.done, &pool.lock);
-        atomic_store(&pool.caller_sleeps, false);
-        pthread_mutex_unlock(&pool.lock);
+    if (atomic_load(&t->inside)) {
+        pthread_mutex_lock(&t->lock);
+        atomic_store(&t->caller_sleeps, true);
+        while (atomic_load(&t->inside))
+            pthread_cond_wait(&t->done, &t->lock);
+        atomic_store(&t->caller_sleeps, false);
+        pthread_mutex_unlock(&t->lock);
     }
-    pthread_mutex_unlock(&pool.use);
+    atomic_store_explicit(&t->busy, false, memory_order_relaxed);
+    pthread_mutex_unlock(&t->use);
 }
 
 /* Stop the workers when the library is unloaded (a compiled model's .so is
  * dlclose'd), so no thread is left parked in unmapped code. */
+static void team_stop(team *t)
+{
+    if (pthread_mutex_trylock(&t->use) != 0)
+        return;                 /* a job still runs: leave the workers be */
+    pthread_mutex_lock(&t->lock);
+    atomic_store(&t->quit, true);
+    pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    for (int i = 0; i < t->nstarted; i++)
+        pthread_join(t->tid[i], NULL);
+    t->nstarted = 0;
+    atomic_store(&t->quit, false);
+    pthread_mutex_unlock(&t->use);
+}
+
 __attribute__((destructor)) static void pool_stop(void)
 {
-    if (pthread_mutex_trylock(&pool.use) != 0)
-        return;                 /* a job still runs: leave the workers be */
-    pthread_mutex_lock(&pool.lock);
-    atomic_store(&pool.quit, true);
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.lock);
-    for (int i = 0; i < pool.nstarted; i++)
-        pthread_join(pool.tid[i], NULL);
-    pool.nstarted = 0;
-    atomic_store(&pool.quit, false);
-    pthread_mutex_unlock(&pool.use);
+    for (team *t = teams; t < teams + MAX_TEAMS; t++)
+        team_stop(t);
 }
