@@ -417,8 +417,9 @@ static void case_slice(tg_op op)
         int x = cg_input(g, "x", k == 2 ? TG_I64 : TG_F32, DIMS(9, 7));
         tg_attr a[4] = {tg_attr_int("axis", k == 1 ? 0 : -1), tg_attr_int("start", k != 1),
                         tg_attr_int("end", k == 1 ? 1 : 6), tg_attr_int("step", k == 0 ? 2 : 1)};
+        tg_dim batch[] = {tg_dim_sym(0)};  /* the attribute points at it */
         if (k == 1)     /* the batch axis, to its end */
-            a[2] = tg_attr_dims("end", 1, (tg_dim[]){tg_dim_sym(0)});
+            a[2] = tg_attr_dims("end", 1, batch);
         static const char *const what[] = {"step 2", "batch axis", "i64"};
         run(op, what[k], one_node(g, op, 1, &x, 4, a), (cg_case){0});
     }
