@@ -66,7 +66,9 @@ def token_inputs(mask):
 def tv(name, size=128, key=None, **kw):
     def build():
         import torchvision
-        m = getattr(torchvision.models, name)(weights=None, **kw)
+        import torchvision.models.segmentation as seg
+        m = getattr(torchvision.models, name, None) or getattr(seg, name)
+        m = m(weights=None, **kw)
         return (Main(m, key) if key else m), images(size), dyn_batch(1)
     return ("torchvision", build)
 
