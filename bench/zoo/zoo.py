@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -197,9 +198,8 @@ def run_format(tools, work, fmt, outputs, timeout):
 
 def run_model(name, args):
     work = os.path.join(args.work, name.replace("+", "_"))
-    os.makedirs(work, exist_ok=True)
-    for f in os.listdir(work):
-        os.remove(os.path.join(work, f))
+    shutil.rmtree(work, ignore_errors=True)     # a model's earlier run, outputs folder and all
+    os.makedirs(work)
     t0 = time.time()
     st, err, _ = run([sys.executable, os.path.abspath(__file__), "--export-worker", name, work,
                       ",".join(args.formats)], args.export_timeout)
