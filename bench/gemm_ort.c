@@ -1,6 +1,6 @@
 /* The packed GEMM of a build's libtgkernels.a behind a few exported names,
  * for bench/gemm_ort.py (ctypes): the library itself hides its symbols. */
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 static double now(void)
 {

@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 #define HEADS 8
 #define DIM 64

@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 causal=
 if [ "${1:-}" = --causal ]; then causal=--causal; shift; fi
 sizes=${*:-1024 2048 4096 8192 16384}
-k=$src/lib/kernels/cpu
+k=$src/lib/backend/cpu/kernels
 ${CC:-cc} -std=gnu11 -O3 -I"$src/lib" -o "$tmp/sdpa_memory" "$src/bench/sdpa_memory.c" \
     "$k/sdpa.c" "$k/gemm.c" "$k/gemm_packed.c" "$k/parallel.c" "$k/softmax.c" -lpthread -lm
 printf 'S\tflash MiB\tflash s\tflash GFLOP/s\tnaive MiB\tnaive s\tnaive GFLOP/s\n'

@@ -1,7 +1,7 @@
 /* Element types: name tables, and the scalar and buffer conversions of dtype.h
- * (exact: round to nearest even; see lib/kernels/cpu/convert.c). */
+ * (exact: round to nearest even; see lib/elem.c). */
 #include "dtype.h"
-#include "kernels/cpu/tensor_ops.h"
+#include "elem.h"
 
 #include <math.h>
 #include <string.h>
@@ -84,8 +84,7 @@ bool tg_dtype_is_int(tg_dtype t)
 
 /* ---- narrow floats ---- */
 
-/* The conversions themselves live with the kernels (lib/kernels/cpu/convert.c),
- * which number their types like tg_dtype. */
+/* The conversions themselves are elem.c's, which numbers its types like tg_dtype. */
 _Static_assert((int)TGK_F32 == (int)TG_F32 && (int)TGK_BOOL == (int)TG_BOOL &&
                (int)TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype follows tg_dtype");
 
@@ -118,5 +117,8 @@ void tg_convert(tg_dtype dt, void *dst, tg_dtype st, const void *src, size_t n)
             ((uint8_t *)dst)[i] = ((const uint8_t *)src)[i] != 0;
         return;
     }
-    tgk_cast((tgk_dtype)dt, dst, (tgk_dtype)st, src, (int64_t)n);
+    if (dt == st)
+        memmove(dst, src, n * tg_dtype_size(dt));
+    else
+        tgk_cast_range((tgk_dtype)dt, dst, (tgk_dtype)st, src, 0, (int64_t)n);
 }

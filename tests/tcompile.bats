@@ -69,8 +69,8 @@ random_npy() {
 @test "libtgkernels.a, the kernels in every model, builds at -O3 whatever CFLAGS say" {
     for flags in "" "CFLAGS=-g -O1"; do
         run_ok make -C "$TGRAPH_RUNTIME_DIR" -n V=1 ${flags:+"$flags"} \
-            -W lib/kernels/cpu/conv.c lib/kernels/cpu/libtgkernels_a-conv.o
-        cmd=$(grep -- '-o lib/kernels/cpu/libtgkernels_a-conv.o' <<<"$output")
+            -W lib/backend/cpu/kernels/conv.c lib/backend/cpu/kernels/libtgkernels_a-conv.o
+        cmd=$(grep -- '-o lib/backend/cpu/kernels/libtgkernels_a-conv.o' <<<"$output")
         [ "$(grep -oE -- ' -O([0-9s]|fast)' <<<"$cmd" | tail -n 1)" = " -O3" ]
     done
 }

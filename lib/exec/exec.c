@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "../error.h"
-#include "run.h"
+#include "../backend/cpu/run.h"
 
 /* tensor_ops.h numbers its dtypes like dtype.h, so a cast converts. */
 _Static_assert(TGK_F32 == (int)TG_F32 && TGK_F8E5M2 == (int)TG_F8E5M2 &&

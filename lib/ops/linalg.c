@@ -3,8 +3,6 @@
 
 #include <inttypes.h>
 
-#include "../kernels/cpu/kernels.h"     /* TGK_PANEL: linear_packed's layout */
-
 /* Dims [from, to) of s as a shape. */
 static tg_shape sub_shape(const tg_shape *s, int from, int to)
 {
@@ -61,8 +59,9 @@ int tg_infer_linear(tg_graph *g, int node)
     return tg_infer_set(g, node, x->dtype, &s);
 }
 
-/* The weight of a linear, packed in panels of TGK_PANEL (16) output columns
- * (the layout tgk_pack_weight_f32 writes: [ceil(N/16), K, 16], zero past N). */
+/* The weight of a linear, packed by a backend's lowering in panels of P output
+ * columns, P its last dim: [ceil(N/P), K, P], zero past N. P is the backend's
+ * choice (the CPU's GEMM reads 16), so the IR only checks the layout. */
 int tg_infer_linear_packed(tg_graph *g, int node)
 {
     const tg_node *nd = &g->nodes[node];
@@ -76,8 +75,12 @@ int tg_infer_linear_packed(tg_graph *g, int node)
         return tg_err("linear_packed takes float32, not %s", tg_dtype_name(x->dtype));
     if (n <= 0 || n > INT32_MAX)
         return tg_err("attribute n (output features) must be in [1, %d]", INT32_MAX);
-    tg_shape ws = {.rank = 3, .d = {tg_dim_const((n + TGK_PANEL - 1) / TGK_PANEL),
-                                    x->shape.d[x->shape.rank - 1], tg_dim_const(TGK_PANEL)}};
+    int64_t p;
+    if (!tg_dim_is_const(w->shape.d[2], &p) || p <= 0 || p > INT32_MAX)
+        return tg_err("input 1 (weight): the panel width (last dim) must be a constant in "
+                      "[1, %d]", INT32_MAX);
+    tg_shape ws = {.rank = 3, .d = {tg_dim_const((n + p - 1) / p),
+                                    x->shape.d[x->shape.rank - 1], tg_dim_const(p)}};
     tg_shape bs = {.rank = 1, .d = {tg_dim_const(n)}};
     if (tg_check_shape(g, w, 1, &ws) || (b && (tg_check_same_dtype(b, 2, x, 0) ||
                                                tg_check_shape(g, b, 2, &bs))))

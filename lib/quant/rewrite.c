@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../error.h"
-#include "../kernels/cpu/qgemm.h"
+#include "../backend/cpu/kernels/qgemm.h"
 #include "../log.h"
 #include "../passes/passes.h"
 #include "internal.h"

@@ -10,7 +10,7 @@
  * any other op needs a builder in `cases` below, and an op with neither is a
  * failure naming it, so a new op in ops.def is never silently left out. */
 #include "cgcheck.h"
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 static int covered[TG_OP_COUNT];
 

@@ -8,7 +8,7 @@
  * (x 1 + terms/1000). */
 #include "kcheck.h"
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 #define TOL 1e-5
 

@@ -279,6 +279,19 @@ static void test_linear(void)
     free_all(in, 3);
 }
 
+/* The IR takes any constant panel width for linear_packed's weight; the CPU
+ * reads panels of 16 and refuses others with the reason. */
+static void test_linear_packed_panel(void)
+{
+    int64_t xd[2] = { 2, 5 }, wd[3] = { 1, 5, 8 };
+    tg_tensor in[2] = { rand_tensor(TG_F32, 2, xd, -1, 1), rand_tensor(TG_F32, 3, wd, -1, 1) };
+    tg_tensor out;
+    tg_attr n = tg_attr_int("n", 7);
+    CHECK(run_op(TG_OP_LINEAR_PACKED, 2, in, 1, &n, &out) == -1);
+    CHECK(strstr(tg_errmsg(), "panels of 8 columns: the CPU's kernel reads 16") != NULL);
+    free_all(in, 2);
+}
+
 static void test_conv(void)
 {
     /* 2-D, groups 2, stride 2, padding 1, dilation 2, with bias */
@@ -636,6 +649,7 @@ int main(void)
     test_chain_and_errors();
     test_matmul();
     test_linear();
+    test_linear_packed_panel();
     test_conv();
     test_sdpa();
     test_norm_softmax();

@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 #define TOL 1e-5
 

@@ -6,7 +6,7 @@
  * relative; log_softmax 1e-5 relative to |ref| + 1. */
 #include "kcheck.h"
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 /* mean and variance of x[i*stride], i < n, in float64 */
 static void moments(const float *x, int64_t n, double *mean, double *var)

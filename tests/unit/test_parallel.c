@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 typedef struct {
     atomic_int *hits;

@@ -4,7 +4,7 @@
  * Tolerance: |err| <= 1e-6 (|ref| + 1), inputs in [-5, 5) (max is exact). */
 #include "kcheck.h"
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t dil, bool ceil_mode)
 {

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cpu/kernels.h"
-#include "kernels/cpu/qgemm.h"
+#include "backend/cpu/kernels/kernels.h"
+#include "backend/cpu/kernels/qgemm.h"
 #include "unit.h"
 
 static uint64_t rng_state;

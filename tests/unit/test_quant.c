@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "exec/exec.h"
-#include "kernels/cpu/qgemm.h"
+#include "backend/cpu/kernels/qgemm.h"
 #include "quant/quant.h"
 #include "unit.h"
 

@@ -6,7 +6,7 @@
  * Tolerance: normalized max error 1e-5. */
 #include "kcheck.h"
 
-#include "kernels/cpu/kernels.h"
+#include "backend/cpu/kernels/kernels.h"
 
 #define TOL 1e-5
 

@@ -1,4 +1,4 @@
-/* The simple-op kernels (lib/kernels/cpu/tensor_ops.h) against float64
+/* The simple-op kernels (lib/backend/cpu/kernels/tensor_ops.h) against float64
  * references written out index by index, on fresh random inputs (the seed is
  * printed; TG_SEED=N repeats a run). Tolerances: float32 results within
  * 1e-5 relative (+1e-6 absolute) of the double reference; exact for data
@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "dtype.h"
-#include "kernels/cpu/kernels.h"
-#include "kernels/cpu/tensor_ops.h"
+#include "backend/cpu/kernels/kernels.h"
+#include "backend/cpu/kernels/tensor_ops.h"
 #include "unit.h"
 
 static uint64_t rng;

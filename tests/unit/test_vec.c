@@ -13,8 +13,8 @@
 
 #include <float.h>
 
-#include "kernels/cpu/kernels.h"
-#include "kernels/cpu/vecmath.h"
+#include "backend/cpu/kernels/kernels.h"
+#include "backend/cpu/kernels/vecmath.h"
 
 typedef void (*vec_fn)(int64_t, const float *, float *);
 typedef double (*ref_fn)(double);

@@ -8,7 +8,7 @@
  * and on compute capability 9.0 one on wgmma (flash_sm90.cu) for prefill. hk divides
  * hq (GQA, MQA). D is 64, 128 or 256. Causal is upper-left aligned (row i sees
  * keys 0..i, like torch's is_causal and the CPU kernel). A row whose every key
- * is masked gives 0, as lib/kernels/cpu/sdpa.c does. Extra memory: none for
+ * is masked gives 0, as lib/backend/cpu/kernels/sdpa.c does. Extra memory: none for
  * prefill; for decode (L <= 16) the split-K partials, tgf_attn_workspace()
  * bytes, O(splits * hq * L * D). */
 #ifndef TG_BACKEND_CUDA_FLASH_H

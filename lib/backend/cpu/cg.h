@@ -1,0 +1,75 @@
+/* Internal state of the C emitter, shared by its files (emit.c: the file and
+ * the ABI tables; emit_node.c: one kernel call per node; emit_loop.c: fused
+ * loops). */
+#ifndef TG_CG_H
+#define TG_CG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../../codegen/codegen.h"
+
+typedef struct {
+    const tg_graph *g;
+    const tg_plan *p;
+    const tg_weights *w;
+    FILE *f;                /* the plan function's body being written */
+    FILE *fns;              /* functions it calls (fused loops), written before it */
+    int ndim, dim_cap;      /* dim expressions evaluated once per run into D[] */
+    tg_dim *dims;
+    bool *used;             /* per value: its pointer variable is referenced */
+    int nstr, str_cap;      /* strings made while emitting, freed at the end */
+    char **strs;
+} tg_cg;
+
+/* A string that lives until the emitter is done (printf-style). */
+const char *cg_str(tg_cg *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Index of d in D[] (added when new); -1 (tg_err) when out of memory. */
+int cg_dim_index(tg_cg *c, tg_dim d);
+/* A C expression for a dim: a literal when constant, else "D[k]". */
+const char *cg_dim(tg_cg *c, tg_dim d);
+/* Product of dims [from, to) of s as a C expression. */
+const char *cg_prod(tg_cg *c, const tg_shape *s, int from, int to);
+/* Element count and byte size of a value. */
+const char *cg_numel(tg_cg *c, int v);
+const char *cg_bytes(tg_cg *c, int v);
+/* The pointer variable of a value ("v12"), marked used. */
+const char *cg_ptr(tg_cg *c, int v);
+/* Declare `const int64_t name[] = {dims of s};` (one 1 for rank 0). */
+void cg_dims_array(tg_cg *c, const char *name, const tg_shape *s);
+/* "TGK_F32" from prefix "TGK_" and f32. */
+const char *cg_dtype_enum(tg_cg *c, const char *prefix, tg_dtype t);
+/* C literals that read back exactly: cg_float as a float constant (v
+ * rounded to float, suffix f: "6.0f", "1e-05f"), cg_double as a double
+ * ("6.0"); NAN, INFINITY or -INFINITY where v is not finite. */
+const char *cg_float(tg_cg *c, double v);
+const char *cg_double(tg_cg *c, double v);
+/* A C string literal for s, quotes included. */
+const char *cg_quote(tg_cg *c, const char *s);
+
+/* One node as kernel calls into c->f; -1 (tg_err) when the CPU code generator
+ * cannot compile it. */
+int cg_emit_node(tg_cg *c, int n);
+/* qlinear, qconv (emit_qops.c). */
+int cg_emit_qop(tg_cg *c, const tg_node *nd);
+/* A fused loop group (TG_GROUP_LOOP) with root node `root`: a function into
+ * c->fns and its call into c->f. */
+int cg_emit_loop(tg_cg *c, int root);
+/* A VIEW group: one strided copy of the chain's input. */
+int cg_emit_view(tg_cg *c, int root);
+/* A max or avg pool as a function specialized for its geometry: 0, 1 when it
+ * cannot be (the caller then calls the kernel), -1 (tg_err). */
+int cg_emit_pool(tg_cg *c, int n);
+/* An epilogue group: its anchor's kernel, then its activations as a loop over
+ * the result, in place. */
+int cg_emit_epilogue(tg_cg *c, int root);
+/* Whether group `root` is a conv and what its kernel applies itself, no
+ * loop of its own: a relu as it stores (tgk_conv_desc.relu) and/or a max
+ * pool of *pool x *pool windows (tgk_conv_desc.pool; 0: none). */
+bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool);
+/* Likewise a linear_packed's epilogue, which its kernel applies to each
+ * block of its result as it is computed: one activation (*act: the NAME of
+ * tgk_vec_NAME_f32) or the add of a residual (*res: the value; else -1). */
+bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res);
+
+#endif

@@ -1,0 +1,571 @@
+/* The C file of a compiled model: the runtime's declarations, the weights,
+ * the dims and workspace layout (prepare), the plan (exec), the tables that
+ * describe inputs, outputs and symbols, and the exported ABI forwarders. */
+#define _GNU_SOURCE
+#include "cg.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "../../log.h"
+#include "model_rt.h"
+
+/* <tgraph/model.h>, kernels.h, tensor_ops.h and model_rt.h as one string (rt_text.c). */
+extern const char tg_cg_rt_headers[];
+
+#define BYTES_LIMIT ((int64_t)1 << 60)
+
+const char *cg_str(tg_cg *c, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return "";
+    if (c->nstr == c->str_cap) {
+        int cap = c->str_cap ? 2 * c->str_cap : 256;
+        char **p = realloc(c->strs, cap * sizeof *p);
+        if (!p) {
+            free(s);
+            return "";
+        }
+        c->strs = p;
+        c->str_cap = cap;
+    }
+    return c->strs[c->nstr++] = s;
+}
+
+int cg_dim_index(tg_cg *c, tg_dim d)
+{
+    for (int i = 0; i < c->ndim; i++)
+        if (tg_dim_eq(c->dims[i], d))
+            return i;
+    if (c->ndim == c->dim_cap) {
+        int cap = c->dim_cap ? 2 * c->dim_cap : 64;
+        tg_dim *p = realloc(c->dims, cap * sizeof *p);
+        if (!p)
+            return tg_err("out of memory");
+        c->dims = p;
+        c->dim_cap = cap;
+    }
+    c->dims[c->ndim] = d;
+    return c->ndim++;
+}
+
+const char *cg_dim(tg_cg *c, tg_dim d)
+{
+    int64_t v;
+    if (tg_dim_is_const(d, &v))
+        return cg_str(c, "%" PRId64, v);
+    return cg_str(c, "D[%d]", cg_dim_index(c, d));
+}
+
+const char *cg_prod(tg_cg *c, const tg_shape *s, int from, int to)
+{
+    tg_dim p = tg_dim_const(1);
+    for (int i = from; i < to; i++)
+        if (tg_dim_mul(p, s->d[i], &p)) {
+            /* too many terms for one expression: multiply in C */
+            const char *t = cg_dim(c, s->d[from]);
+            for (int k = from + 1; k < to; k++)
+                t = cg_str(c, "%s * %s", t, cg_dim(c, s->d[k]));
+            tg_err_clear();
+            return cg_str(c, "(%s)", t);
+        }
+    return cg_dim(c, p);
+}
+
+const char *cg_numel(tg_cg *c, int v)
+{
+    const tg_shape *s = &c->g->values[v].shape;
+    return cg_prod(c, s, 0, s->rank);
+}
+
+const char *cg_bytes(tg_cg *c, int v)
+{
+    const tg_value *x = &c->g->values[v];
+    tg_dim n;
+    if (tg_shape_numel(&x->shape, &n) || tg_dim_mul(n, tg_dim_const(tg_dtype_size(x->dtype)), &n)) {
+        tg_err_clear();
+        return cg_str(c, "(%s * %zu)", cg_numel(c, v), tg_dtype_size(x->dtype));
+    }
+    return cg_dim(c, n);
+}
+
+const char *cg_ptr(tg_cg *c, int v)
+{
+    c->used[c->p->alias[v]] = true;
+    return cg_str(c, "v%d", c->p->alias[v]);
+}
+
+void cg_dims_array(tg_cg *c, const char *name, const tg_shape *s)
+{
+    fprintf(c->f, "    const int64_t %s[] = {", name);
+    for (int i = 0; i < s->rank; i++)
+        fprintf(c->f, "%s%s", i ? ", " : "", cg_dim(c, s->d[i]));
+    fprintf(c->f, "%s};\n", s->rank ? "" : "1");
+}
+
+const char *cg_dtype_enum(tg_cg *c, const char *prefix, tg_dtype t)
+{
+    char buf[32];
+    const char *n = tg_dtype_name(t);
+    size_t i = 0;
+    for (; n[i] && i < sizeof buf - 1; i++)
+        buf[i] = n[i] >= 'a' && n[i] <= 'z' ? n[i] - 32 : n[i];
+    buf[i] = 0;
+    return cg_str(c, "%s%s", prefix, buf);
+}
+
+/* %.9g of a float and %.17g of a double read back exactly; a '.' where
+ * there is neither one nor an exponent keeps "6" from being an int and
+ * "6f" from being no literal at all. */
+static const char *literal(tg_cg *c, double v, bool single)
+{
+    if (isnan(v))
+        return "NAN";
+    if (isinf(v) || (single && fabs(v) > FLT_MAX))
+        return v > 0 ? "INFINITY" : "-INFINITY";
+    char buf[40];
+    snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", single ? (double)(float)v : v);
+    return cg_str(c, "%s%s%s", buf, strpbrk(buf, ".e") ? "" : ".0", single ? "f" : "");
+}
+
+const char *cg_float(tg_cg *c, double v)
+{
+    return literal(c, v, true);
+}
+
+const char *cg_double(tg_cg *c, double v)
+{
+    return literal(c, v, false);
+}
+
+const char *cg_quote(tg_cg *c, const char *s)
+{
+    size_t n = strlen(s);
+    char *q = malloc(4 * n + 3), *o = q;
+    if (!q)
+        return "\"\"";
+    *o++ = '"';
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\' || ch == '?')   /* '?': no trigraphs */
+            o += sprintf(o, "\\%c", ch);
+        else if (ch < 32 || ch >= 127 || ch == '%')
+            o += ch == '%' ? sprintf(o, "%%%%") : sprintf(o, "\\%03o", ch);
+        else
+            *o++ = (char)ch;
+    }
+    *o++ = '"';
+    *o = 0;
+    const char *r = cg_str(c, "%s", q);
+    free(q);
+    return r;
+}
+
+/* ---- the symbols ------------------------------------------------------------ */
+
+/* Whether d is coef*s + off with coef > 0 (s alone, to the first power). */
+static bool linear_in(tg_dim d, int s, int64_t *coef, int64_t *off)
+{
+    *coef = *off = 0;
+    for (int t = 0; t < d.nterms; t++) {
+        int deg = 0;
+        for (int q = 0; q < TG_MAX_SYMS; q++)
+            deg += d.t[t].pow[q];
+        if (deg == 0)
+            *off = d.t[t].coef;
+        else if (deg == 1 && d.t[t].pow[s] == 1)
+            *coef = d.t[t].coef;
+        else
+            return false;
+    }
+    return *coef > 0;
+}
+
+/* For each symbol, the input dim coef*s + offset to read it from (the
+ * smallest coef, preferring 1). */
+static int bind_symbols(const tg_graph *g, FILE *f)
+{
+    fprintf(f, "static const tgrt_bind BIND[] = {\n");
+    for (int s = 0; s < g->nsym; s++) {
+        int best_i = -1, best_k = 0;
+        int64_t best_coef = 0, best_off = 0, coef, off;
+        for (int i = 0; i < g->ninput; i++) {
+            const tg_shape *sh = &g->values[g->inputs[i]].shape;
+            for (int k = 0; k < sh->rank; k++)
+                if (linear_in(sh->d[k], s, &coef, &off) && (best_i < 0 || coef < best_coef))
+                    best_i = i, best_k = k, best_coef = coef, best_off = off;
+        }
+        if (best_i < 0)
+            return tg_err("symbol %s: no input dim is a multiple of it alone, so its value"
+                          " cannot be read from the inputs", g->sym[s].name);
+        fprintf(f, "    {%d, %d, %" PRId64 ", %" PRId64 "},\n", best_i, best_k, best_coef,
+                best_off);
+    }
+    if (!g->nsym)
+        fprintf(f, "    {0, 0, 1, 0},\n");
+    fprintf(f, "};\n");
+    return 0;
+}
+
+/* Every value's size must fit comfortably in int64 over the symbols' ranges,
+ * so the generated arithmetic never overflows. */
+static int check_sizes(const tg_graph *g)
+{
+    for (int v = 0; v < g->nvalue; v++) {
+        const tg_value *x = &g->values[v];
+        tg_dim n;
+        int64_t lo, hi;
+        if (tg_shape_numel(&x->shape, &n))
+            return tg_err("value '%s': %s", x->name, tg_errmsg());
+        tg_dim_range(n, g->sym, &lo, &hi);
+        if (hi > BYTES_LIMIT / 16) {
+            char buf[256];
+            tg_shape_format(&x->shape, g->sym, buf, sizeof buf);
+            return tg_err("value '%s' %s can have more than 2^56 elements over the symbols'"
+                          " ranges: give the symbols smaller ranges (texport --range)",
+                          x->name, buf);
+        }
+    }
+    return 0;
+}
+
+/* ---- the tables ---------------------------------------------------------------- */
+
+static void tensor_infos(tg_cg *c, FILE *f, const char *name, int n, const int *vals)
+{
+    fprintf(f, "static const tgraph_tensor_info %s[] = {\n", name);
+    for (int i = 0; i < n; i++) {
+        const tg_value *x = &c->g->values[vals[i]];
+        fprintf(f, "    {%s, %s, %d, {", cg_quote(c, x->name),
+                cg_dtype_enum(c, "TGRAPH_", x->dtype), x->shape.rank);
+        for (int k = 0; k < x->shape.rank; k++) {
+            int64_t v;
+            fprintf(f, "%s%" PRId64, k ? ", " : "", tg_dim_is_const(x->shape.d[k], &v) ? v : -1);
+        }
+        fprintf(f, "}, {");
+        for (int k = 0; k < x->shape.rank; k++) {
+            char buf[256];
+            tg_dim_format(x->shape.d[k], c->g->sym, buf, sizeof buf);
+            fprintf(f, "%s%s", k ? ", " : "", cg_quote(c, buf));
+        }
+        fprintf(f, "}},\n");
+    }
+    if (!n)
+        fprintf(f, "    {0},\n");
+    fprintf(f, "};\n");
+}
+
+static int dim_table(tg_cg *c, FILE *f, const char *name, int n, const int *vals)
+{
+    fprintf(f, "static const int %s[] = {\n", name);
+    for (int i = 0; i < n; i++) {
+        const tg_shape *s = &c->g->values[vals[i]].shape;
+        fprintf(f, "   ");
+        for (int k = 0; k < TGRAPH_MAX_RANK; k++) {
+            int idx = k < s->rank ? cg_dim_index(c, s->d[k]) : 0;
+            if (idx < 0)
+                return -1;
+            fprintf(f, " %d,", idx);
+        }
+        fprintf(f, "\n");
+    }
+    if (!n)
+        fprintf(f, "    0,\n");
+    fprintf(f, "};\n");
+    return 0;
+}
+
+/* ---- prepare: D[] and the workspace slots ------------------------------------------ */
+
+static void emit_poly(FILE *f, tg_dim d)
+{
+    if (!d.nterms)
+        fprintf(f, "0");
+    for (int t = 0; t < d.nterms; t++) {
+        int64_t coef = d.t[t].coef;
+        bool first = true;
+        fprintf(f, "%s", t == 0 ? (coef < 0 ? "-" : "") : coef < 0 ? " - " : " + ");
+        if (coef < 0)
+            coef = -coef;
+        if (coef != 1) {
+            fprintf(f, "%" PRId64, coef);
+            first = false;
+        }
+        for (int s = 0; s < TG_MAX_SYMS; s++)
+            for (int k = 0; k < d.t[t].pow[s]; k++) {
+                fprintf(f, "%sS[%d]", first ? "" : "*", s);
+                first = false;
+            }
+        if (first)
+            fprintf(f, "1");
+    }
+}
+
+static int emit_prepare(tg_cg *c, FILE *f)
+{
+    const tg_plan *p = c->p;
+    /* register every slot member's size first: D[] must be complete */
+    const char **sizes = calloc(c->g->nvalue + 1, sizeof *sizes);
+    if (!sizes)
+        return tg_err("out of memory");
+    for (int v = 0; v < c->g->nvalue; v++)
+        if (p->slot[v] >= 0 && p->alias[v] == v)
+            sizes[v] = cg_bytes(c, v);
+    fprintf(f, "static size_t plan_prepare(const int64_t *S, int64_t *D, size_t *slot)\n{\n"
+            "    size_t off = 0, n;\n    (void)S, (void)D, (void)slot, (void)n;\n");
+    for (int i = 0; i < c->ndim; i++) {
+        fprintf(f, "    D[%d] = ", i);
+        emit_poly(f, c->dims[i]);
+        fprintf(f, ";\n");
+    }
+    for (int s = 0; s < p->nslot; s++) {
+        fprintf(f, "    n = 0;   /* slot %d:", s);
+        for (int v = 0; v < c->g->nvalue; v++)
+            if (sizes[v] && p->slot[v] == s)
+                fprintf(f, " v%d", v);
+        fprintf(f, " */\n");
+        for (int v = 0; v < c->g->nvalue; v++)
+            if (sizes[v] && p->slot[v] == s)
+                fprintf(f, "    if ((size_t)(%s) > n)\n        n = (size_t)(%s);\n", sizes[v],
+                        sizes[v]);
+        fprintf(f, "    slot[%d] = off;\n    off += (n + %d) & ~(size_t)%d;\n", s,
+                TGRT_ALIGN - 1, TGRT_ALIGN - 1);
+    }
+    fprintf(f, "    return off;\n}\n\n");
+    free(sizes);
+    return 0;
+}
+
+/* ---- exec: the plan ---------------------------------------------------------------- */
+
+/* A kernel's ops for its timing: "linear+relu". */
+static const char *kernel_ops(tg_cg *c, int root)
+{
+    if (c->p->kind[root] == TG_GROUP_STRIDED)    /* its views cost nothing */
+        return tg_op_name(c->g->nodes[tg_strided_kernel(c->g, root)].op);
+    const char *ops = "";
+    for (int m = 0; m <= root; m++)
+        if (c->p->root[m] == root)
+            ops = cg_str(c, "%s%s%s", ops, *ops ? "+" : "", tg_op_name(c->g->nodes[m].op));
+    return ops;
+}
+
+static int emit_body(tg_cg *c)
+{
+    const tg_graph *g = c->g;
+    const tg_plan *p = c->p;
+    for (int n = 0; n < g->nnode; n++) {
+        if (p->root[n] != n)
+            continue;
+        /* each kernel timed when a profile is set (tgraph_set_profile); views cost nothing */
+        bool timed = !(tg_op_is_view(g->nodes[n].op) && p->kind[n] == TG_GROUP_SINGLE);
+        if (timed)
+            fprintf(c->f, "    TGRT_PROF_BEGIN(T0);\n");
+        if (p->kind[n] == TG_GROUP_LOOP) {
+            if (cg_emit_loop(c, n))
+                return -1;
+        } else if (p->kind[n] == TG_GROUP_VIEW) {
+            if (cg_emit_view(c, n))
+                return -1;
+        } else if (p->kind[n] == TG_GROUP_STRIDED) {
+            /* the members are views it reads in place, or writes through */
+            if (cg_emit_node(c, tg_strided_kernel(g, n)))
+                return -1;
+        } else if (p->kind[n] == TG_GROUP_EPILOGUE) {
+            if (cg_emit_epilogue(c, n))
+                return -1;
+        } else {
+            for (int m = 0; m <= n; m++)   /* members run in order, the root last */
+                if (p->root[m] == n && cg_emit_node(c, m))
+                    return -1;
+        }
+        /* a STRIDED group is named after its kernel, not the permute it may end in */
+        int named = p->kind[n] == TG_GROUP_STRIDED ? tg_strided_kernel(g, n) : n;
+        if (timed)
+            fprintf(c->f, "    TGRT_PROF_END(T0, %s, %s);\n", cg_quote(c, g->nodes[named].name),
+                    cg_quote(c, kernel_ops(c, n)));
+        TG_LOG(CODEGEN, TG_LOG_DEBUG, "kernel %s: %s%s", g->nodes[n].name, kernel_ops(c, n),
+               p->kind[n] == TG_GROUP_LOOP ? " (one fused loop)" : "");
+    }
+    /* outputs that are inputs, weights, views of them, or listed twice: copy */
+    for (int j = 0; j < g->noutput; j++) {
+        int v = g->outputs[j], r = p->alias[v];
+        if (p->output[r] == j)
+            continue;
+        c->used[r] = true;
+        fprintf(c->f, "    memcpy(C->out[%d], v%d, %s);\n", j, r, cg_bytes(c, v));
+    }
+    return 0;
+}
+
+/* `void *vN = ...;` for every value the body uses. */
+static int emit_decls(tg_cg *c, FILE *f)
+{
+    const tg_graph *g = c->g;
+    for (int v = 0; v < g->nvalue; v++) {
+        if (!c->used[v])
+            continue;
+        const tg_value *x = &g->values[v];
+        if (c->p->output[v] >= 0) {
+            fprintf(f, "    void *v%d = C->out[%d];\n", v, c->p->output[v]);
+        } else if (c->p->slot[v] >= 0) {
+            fprintf(f, "    void *v%d = C->arena + C->slot[%d];\n", v, c->p->slot[v]);
+        } else if (x->kind == TG_VALUE_CONST) {
+            fprintf(f, "    void *v%d = (void *)(C->w + %" PRId64 ");\n", v, c->w->offset[v]);
+        } else if (x->kind == TG_VALUE_INPUT) {
+            int i = 0;
+            while (i < g->ninput && g->inputs[i] != v)
+                i++;
+            fprintf(f, "    void *v%d = C->in[%d];\n", v, i);
+        } else {
+            return tg_err("value '%s' has no memory in the plan", x->name);
+        }
+    }
+    return 0;
+}
+
+static const char abi_forwarders[] =
+    "/* the version as data, read before dlopen (<tgraph/model.h>) */\n"
+    "__attribute__((section(\".note.tgraph\"), used, aligned(4)))\n"
+    "static const struct { uint32_t namesz, descsz, type; char name[8]; uint32_t desc; }\n"
+    "    tgraph_abi_note = {sizeof TGRAPH_NOTE_NAME, 4, TGRAPH_NOTE_ABI_VERSION,\n"
+    "                       TGRAPH_NOTE_NAME, TGRAPH_MODEL_ABI_VERSION};\n"
+    "TGRAPH_API uint32_t tgraph_abi_version(void) { return TGRAPH_MODEL_ABI_VERSION; }\n"
+    "TGRAPH_API const char *tgraph_strerror(int s) { return tgrt_strerror(s); }\n"
+    "TGRAPH_API const char *tgraph_last_error(void) { return tgrt_last_error(); }\n"
+    "TGRAPH_API tgraph_model *tgraph_model_open(const char *w) { return tgrt_open(&MODEL, w); }\n"
+    "TGRAPH_API void tgraph_model_close(tgraph_model *m) { tgrt_close(m); }\n"
+    "TGRAPH_API int tgraph_model_num_inputs(const tgraph_model *m) { return tgrt_num(m, 0); }\n"
+    "TGRAPH_API int tgraph_model_num_outputs(const tgraph_model *m) { return tgrt_num(m, 1); }\n"
+    "TGRAPH_API int tgraph_model_num_symbols(const tgraph_model *m) { return tgrt_num(m, 2); }\n"
+    "TGRAPH_API int tgraph_model_input_info(const tgraph_model *m, int i, tgraph_tensor_info *t)\n"
+    "{ return tgrt_tensor_info(m, 0, i, t); }\n"
+    "TGRAPH_API int tgraph_model_output_info(const tgraph_model *m, int i, tgraph_tensor_info *t)\n"
+    "{ return tgrt_tensor_info(m, 1, i, t); }\n"
+    "TGRAPH_API int tgraph_model_symbol_info(const tgraph_model *m, int i, tgraph_symbol_info *s)\n"
+    "{ return tgrt_symbol_info(m, i, s); }\n"
+    "TGRAPH_API int tgraph_model_output_dims(const tgraph_model *m, const tgraph_tensor *in,\n"
+    "                                        int nin, tgraph_tensor *out, int nout)\n"
+    "{ return tgrt_output_dims(m, in, nin, out, nout); }\n"
+    "TGRAPH_API int tgraph_model_run(tgraph_model *m, const tgraph_tensor *in, int nin,\n"
+    "                                tgraph_tensor *out, int nout)\n"
+    "{ return tgrt_run(m, in, nin, out, nout); }\n"
+    "TGRAPH_API void tgraph_set_num_threads(int n) { tgk_set_num_threads(n); }\n"
+    "TGRAPH_API int tgraph_num_threads(void) { return tgk_num_threads(); }\n"
+    "TGRAPH_API void tgraph_set_profile(tgraph_profile_fn f, void *x) { tgrt_set_profile(f, x); }\n";
+
+static int emit_file(tg_cg *c, const char *body, const char *fns,
+                     const tg_codegen_weights *how, FILE *f)
+{
+    const tg_graph *g = c->g;
+    char *tables = NULL, *exec = NULL;
+    size_t tlen = 0, elen = 0;
+    FILE *t = open_memstream(&tables, &tlen), *e = open_memstream(&exec, &elen);
+    int rc = -1;
+    if (!t || !e)
+        goto out;
+    /* exec's declarations, then the tables: both add to D[] before prepare */
+    fprintf(e, "static int plan_exec(const tgrt_call *C)\n{\n    const int64_t *D = C->D;\n"
+            "    double T0 = 0;\n    (void)D, (void)T0;\n");
+    if (emit_decls(c, e))
+        goto out;
+    fprintf(e, "%s    return 0;\n}\n\n", body);
+    fprintf(t, "static const tgraph_symbol_info SYMS[] = {\n");
+    for (int s = 0; s < g->nsym; s++)
+        fprintf(t, "    {%s, %" PRId64 ", %" PRId64 "},\n", cg_quote(c, g->sym[s].name),
+                g->sym[s].min, g->sym[s].max);
+    fprintf(t, "%s};\n", g->nsym ? "" : "    {0},\n");
+    if (bind_symbols(g, t))
+        goto out;
+    tensor_infos(c, t, "INPUTS", g->ninput, g->inputs);
+    tensor_infos(c, t, "OUTPUTS", g->noutput, g->outputs);
+    if (dim_table(c, t, "IN_DIM", g->ninput, g->inputs) ||
+        dim_table(c, t, "OUT_DIM", g->noutput, g->outputs))
+        goto out;
+    fclose(t);
+    fclose(e);
+    t = e = NULL;
+
+    fprintf(f, "/* A tgraph model compiled by tcompile: implements <tgraph/model.h>. */\n"
+            "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n%s\n",
+            tg_cg_rt_headers);
+    if (how->incbin_path)
+        fprintf(f, "__asm__(\".section .rodata.tgraph_weights,\\\"a\\\"\\n\"\n"
+                "        \".balign %d\\n\"\n        \"tgraph_weights:\\n\"\n"
+                "        \".incbin \\\"%s\\\"\\n\"\n        \".previous\\n\");\n"
+                "extern const unsigned char tgraph_weights[] "
+                "__attribute__((visibility(\"hidden\")));\n\n",
+                TGRT_ALIGN, how->incbin_path);
+    if (emit_prepare(c, f))
+        goto out;
+    fprintf(f, "%s%s%s\n", fns, exec, tables);
+    fprintf(f, "static const tgrt_model MODEL = {\n    .nsym = %d, .sym = SYMS, .bind = BIND,\n"
+            "    .nin = %d, .nout = %d, .in = INPUTS, .out = OUTPUTS,\n"
+            "    .in_dim = IN_DIM, .out_dim = OUT_DIM,\n    .ndim = %d, .nslot = %d,\n"
+            "    .prepare = plan_prepare, .exec = plan_exec,\n"
+            "    .weights = %s, .weights_size = %" PRIu64 "u, .weights_hash = 0x%016" PRIx64 "u,\n"
+            "    .weights_file = %s,\n};\n\n%s",
+            g->nsym, g->ninput, g->noutput, c->ndim, c->p->nslot,
+            how->incbin_path ? "tgraph_weights" : "NULL", c->w->size, c->w->hash,
+            how->weights_file ? cg_quote(c, how->weights_file) : "NULL", abi_forwarders);
+    rc = ferror(f) ? tg_err("writing the C file failed") : 0;
+out:
+    if (t)
+        fclose(t);
+    if (e)
+        fclose(e);
+    free(tables);
+    free(exec);
+    return rc;
+}
+
+int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
+                 const tg_codegen_weights *how, FILE *out)
+{
+    tg_cg c = {.g = g, .p = p, .w = w};
+    char *body = NULL, *fns = NULL;
+    size_t blen = 0, flen = 0;
+    int rc = -1;
+    if (p->nnode != g->nnode || p->nvalue != g->nvalue || !p->alias)
+        return tg_err("the plan does not belong to this graph (run the memory plan last)");
+    if (check_sizes(g))
+        return -1;
+    c.used = calloc(g->nvalue + 1, sizeof *c.used);
+    c.f = open_memstream(&body, &blen);
+    c.fns = open_memstream(&fns, &flen);
+    if (!c.used || !c.f || !c.fns) {
+        tg_err("out of memory");
+        goto out;
+    }
+    rc = emit_body(&c);
+    fclose(c.f);
+    fclose(c.fns);
+    c.f = c.fns = NULL;
+    if (!rc)
+        rc = emit_file(&c, body, fns, how, out);
+    TG_LOG(CODEGEN, TG_LOG_INFO, "C file: %d nodes, %d dim expressions, %d workspace slots",
+           g->nnode, c.ndim, p->nslot);
+out:
+    if (c.f)
+        fclose(c.f);
+    if (c.fns)
+        fclose(c.fns);
+    free(body);
+    free(fns);
+    free(c.used);
+    free(c.dims);
+    for (int i = 0; i < c.nstr; i++)
+        free(c.strs[i]);
+    free(c.strs);
+    return rc;
+}

@@ -1,0 +1,397 @@
+/* A fused loop (a LOOP group of the plan, see tg_loop_analyze) as one C
+ * function run over rows by the kernels' thread pool. Each row's inner
+ * elements go in tiles of TILE: every member computes its tile with a plain
+ * loop the compiler vectorizes (or a tgk_vec_ call for exp, tanh, gelu ...),
+ * the root writes the result row, or a reduction root accumulates it. Values
+ * inside the group live only in tiles on the stack. */
+#include "cg.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "../../ops/infer.h"
+
+#define TILE 256
+#define BLOCK 4096      /* elements of a row one task of an elementwise loop takes */
+
+typedef struct {
+    tg_cg *c;
+    FILE *f;
+    const tg_loop *l;
+    int root;
+    const tg_node *rn;
+    bool inplace;       /* an epilogue: every member reads and writes the result row */
+} loop_cx;
+
+static const char *ctype(tg_dtype t)
+{
+    switch (t) {
+    case TG_F32: return "float";
+    case TG_I64: return "int64_t";
+    case TG_I32: return "int32_t";
+    case TG_I16: return "int16_t";
+    case TG_I8: return "int8_t";
+    default: return "uint8_t";   /* u8, bool */
+    }
+}
+
+static int outside_index(const loop_cx *x, int v)
+{
+    for (int k = 0; k < x->l->nin; k++)
+        if (x->l->in[k] == v)
+            return k;
+    return -1;
+}
+
+static bool inner_full(const loop_cx *x, int k)
+{
+    return !tg_dim_is_const(x->l->stride[k][x->l->rank - 1], NULL) ||
+           !tg_dim_eq(x->l->stride[k][x->l->rank - 1], tg_dim_const(0));
+}
+
+/* Element i of value v. */
+static const char *elem(loop_cx *x, int v)
+{
+    if (x->inplace)
+        return "yr[i]";
+    int k = outside_index(x, v);
+    if (k < 0)
+        return cg_str(x->c, "t%d[i]", v);
+    return inner_full(x, k) ? cg_str(x->c, "x%d[o%d + j0 + i]", k, k)
+                            : cg_str(x->c, "x%d[o%d]", k, k);
+}
+
+/* A pointer to the tile of v (broadcast inputs are spread into b<v> first). */
+static const char *tile_ptr(loop_cx *x, int v)
+{
+    if (x->inplace)
+        return "yr";
+    int k = outside_index(x, v);
+    if (k < 0)
+        return cg_str(x->c, "t%d", v);
+    if (inner_full(x, k))
+        return cg_str(x->c, "x%d + o%d + j0", k, k);
+    fprintf(x->f, "            for (int64_t i = 0; i < n; i++)\n                b%d[i] = x%d[o%d];\n",
+            k, k, k);
+    return cg_str(x->c, "b%d", k);
+}
+
+/* The tgk_vec_NAME_f32 that computes node nd (a float activation), or NULL. */
+static const char *vec_name(const tg_node *nd)
+{
+    switch (nd->op) {
+    case TG_OP_EXP: return "exp";
+    case TG_OP_TANH: return "tanh";
+    case TG_OP_SIGMOID: return "sigmoid";
+    case TG_OP_SILU: return "silu";
+    case TG_OP_ERF: return "erf";
+    case TG_OP_GELU:
+        return strcmp(tg_node_string(nd, "approximate", "none"), "tanh") ? "gelu" : "gelu_tanh";
+    default: return NULL;
+    }
+}
+
+/* The expression for one element of node nd, or NULL when it is a vec call. */
+static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
+{
+    tg_cg *c = x->c;
+    const char *a = nd->nin > 0 ? elem(x, nd->in[0]) : NULL;
+    const char *b = nd->nin > 1 ? elem(x, nd->in[1]) : NULL;
+    tg_dtype t = nd->nin ? c->g->values[nd->in[0]].dtype : TG_F32;
+    bool f = t == TG_F32;
+    double alpha = tg_node_float(nd, "alpha", nd->op == TG_OP_ELU ? 1.0 : 0.01);
+    if ((*vec = vec_name(nd)))
+        return NULL;
+    switch (nd->op) {
+    case TG_OP_NEG: return cg_str(c, "-%s", a);
+    case TG_OP_ABS: return f ? cg_str(c, "fabsf(%s)", a) : cg_str(c, "(%s < 0 ? -%s : %s)", a, a, a);
+    case TG_OP_LOG: return cg_str(c, "logf(%s)", a);
+    case TG_OP_SQRT: return cg_str(c, "sqrtf(%s)", a);
+    case TG_OP_RSQRT: return cg_str(c, "1.0f / sqrtf(%s)", a);
+    case TG_OP_RECIPROCAL: return cg_str(c, "1.0f / %s", a);
+    case TG_OP_SIN: return cg_str(c, "sinf(%s)", a);
+    case TG_OP_COS: return cg_str(c, "cosf(%s)", a);
+    case TG_OP_RELU: return cg_str(c, "(%s < 0 ? 0 : %s)", a, a);
+    case TG_OP_HARDSWISH:
+        return cg_str(c, "(%s) * fminf(fmaxf(%s + 3.0f, 0.0f), 6.0f) / 6.0f", a, a);
+    case TG_OP_HARDSIGMOID: return cg_str(c, "fminf(fmaxf(%s / 6.0f + 0.5f, 0.0f), 1.0f)", a);
+    case TG_OP_LEAKY_RELU: return cg_str(c, "(%s < 0 ? %s * %s : %s)", a, a, cg_float(c, alpha), a);
+    case TG_OP_ELU: return cg_str(c, "(%s < 0 ? %s * expm1f(%s) : %s)", a, cg_float(c, alpha), a, a);
+    case TG_OP_FLOOR: return cg_str(c, "floorf(%s)", a);
+    case TG_OP_CEIL: return cg_str(c, "ceilf(%s)", a);
+    case TG_OP_ROUND: return cg_str(c, "nearbyintf(%s)", a);
+    case TG_OP_CLAMP: {
+        const char *lo = cg_float(c, tg_node_float(nd, "min", -INFINITY));
+        const char *hi = cg_float(c, tg_node_float(nd, "max", INFINITY));
+        return cg_str(c, "(%s < %s ? %s : %s > %s ? %s : %s)", a, lo, lo, a, hi, hi, a);
+    }
+    case TG_OP_LOGICAL_NOT: return cg_str(c, "(%s == 0)", a);
+    case TG_OP_IDENTITY: return a;
+    case TG_OP_CAST:
+        return c->g->values[nd->out[0]].dtype == TG_BOOL ? cg_str(c, "(%s != 0)", a)
+                                                          : cg_str(c, "(float)%s", a);
+    case TG_OP_ADD: return cg_str(c, "%s + %s", a, b);
+    case TG_OP_SUB: return cg_str(c, "%s - %s", a, b);
+    case TG_OP_MUL: return cg_str(c, "%s * %s", a, b);
+    case TG_OP_DIV: return cg_str(c, "%s / %s", a, b);
+    case TG_OP_POW: return cg_str(c, "powf(%s, %s)", a, b);
+    case TG_OP_REMAINDER: return cg_str(c, "(float)tgk_floor_mod(%s, %s)", a, b);
+    case TG_OP_FMOD: return cg_str(c, "fmodf(%s, %s)", a, b);
+    /* maximum and minimum propagate NaN, like torch */
+    case TG_OP_MAXIMUM: return cg_str(c, "(%s > %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
+    case TG_OP_MINIMUM: return cg_str(c, "(%s < %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
+    case TG_OP_EQ: return cg_str(c, "(%s == %s)", a, b);
+    case TG_OP_NE: return cg_str(c, "(%s != %s)", a, b);
+    case TG_OP_LT: return cg_str(c, "(%s < %s)", a, b);
+    case TG_OP_LE: return cg_str(c, "(%s <= %s)", a, b);
+    case TG_OP_GT: return cg_str(c, "(%s > %s)", a, b);
+    case TG_OP_GE: return cg_str(c, "(%s >= %s)", a, b);
+    case TG_OP_LOGICAL_AND: return cg_str(c, "(%s != 0 && %s != 0)", a, b);
+    case TG_OP_LOGICAL_OR: return cg_str(c, "(%s != 0 || %s != 0)", a, b);
+    case TG_OP_WHERE: return cg_str(c, "(%s ? %s : %s)", a, b, elem(x, nd->in[2]));
+    default: return NULL;
+    }
+}
+
+/* One member's tile: into t<v>, or the result row for the root. */
+static int emit_member(loop_cx *x, int n)
+{
+    const tg_node *nd = &x->c->g->nodes[n];
+    bool is_root = (n == x->root && !x->l->reduce) || x->inplace;
+    const char *dst = is_root ? "yr" : cg_str(x->c, "t%d", nd->out[0]);
+    const char *vec, *e = expr(x, nd, &vec);
+    if (vec) {
+        const char *src = tile_ptr(x, nd->in[0]);
+        fprintf(x->f, "            tgk_vec_%s_f32(n, %s, %s);\n", vec, src, dst);
+        return 0;
+    }
+    if (!e)
+        return tg_err("node '%s': %s has no loop form", nd->name, tg_op_name(nd->op));
+    fprintf(x->f, "            for (int64_t i = 0; i < n; i++)\n                %s[i] = %s;\n",
+            dst, e);
+    return 0;
+}
+
+/* The reduction of the root: accumulator, per-element step, result. */
+static void reduction(loop_cx *x, const char **init, const char **step, const char **fin)
+{
+    tg_cg *c = x->c;
+    const char *v = elem(x, x->rn->in[0]);
+    switch (x->rn->op) {
+    case TG_OP_REDUCE_MAX: case TG_OP_REDUCE_MIN: {
+        bool mx = x->rn->op == TG_OP_REDUCE_MAX;
+        *init = mx ? "float acc = -INFINITY;" : "float acc = INFINITY;";
+        *step = cg_str(c, "{ const float e = %s; if (e %s acc || e != e) acc = e; }", v,
+                       mx ? ">" : "<");
+        *fin = "y[r] = acc;";
+        return;
+    }
+    case TG_OP_REDUCE_ANY:
+        *init = "uint8_t acc = 0;";
+        *step = cg_str(c, "acc |= %s != 0;", v);
+        *fin = "y[r] = acc;";
+        return;
+    default:    /* sum, mean: in double, like the reduce kernel */
+        *init = "double acc = 0;";
+        *step = cg_str(c, "acc += %s;", v);
+        *fin = x->rn->op == TG_OP_REDUCE_MEAN ? "y[r] = (float)(acc / (double)inner);"
+                                               : "y[r] = (float)acc;";
+    }
+}
+
+/* Members the loop computes: all but an epilogue's anchor, which its kernel
+ * computes before. */
+static bool in_loop(const loop_cx *x, int n)
+{
+    return x->c->p->root[n] == x->root &&
+           !(x->inplace && !tg_op_is_elementwise(x->c->g->nodes[n].op));
+}
+
+/* The function loop_<root>. Inputs and result never overlap (the memory plan
+ * keeps inputs live while the result is written), hence restrict; an
+ * epilogue's result is its only operand. */
+static int emit_function(loop_cx *x)
+{
+    tg_cg *c = x->c;
+    const tg_graph *g = c->g;
+    const tg_loop *l = x->l;
+    int nouter = l->rank - 1;
+    FILE *f = x->f;
+    fprintf(f, "static void loop_%d(void *ctx, int64_t r0, int64_t r1)\n{\n"
+            "    const tgrt_loop *L = ctx;\n    const int64_t inner = L->inner;\n", x->root);
+    for (int k = 0; k < l->nin; k++)
+        fprintf(f, "    const %s *restrict x%d = L->in[%d];\n", ctype(g->values[l->in[k]].dtype),
+                k, k);
+    fprintf(f, "    %s *restrict y = L->out;\n", ctype(g->values[x->rn->out[0]].dtype));
+    for (int n = 0; n < x->root && !x->inplace; n++)
+        if (c->p->root[n] == x->root)
+            fprintf(f, "    %s t%d[%d];\n", ctype(g->values[g->nodes[n].out[0]].dtype),
+                    g->nodes[n].out[0], TILE);
+    bool spread[TG_LOOP_MAX_IN] = {false};  /* tiles for broadcast inputs of vec calls */
+    for (int n = 0; n <= x->root; n++) {
+        const tg_node *nd = &g->nodes[n];
+        const char *vec;
+        int k;
+        if (!in_loop(x, n) || !nd->nin)
+            continue;
+        expr(x, nd, &vec);
+        if (vec && (k = outside_index(x, nd->in[0])) >= 0 && !inner_full(x, k) && !spread[k]) {
+            fprintf(f, "    float b%d[%d];\n", k, TILE);
+            spread[k] = true;
+        }
+    }
+    /* an elementwise loop's tasks are blocks of rows, a reduction's whole rows */
+    if (l->reduce)
+        fprintf(f, "    for (int64_t r = r0; r < r1; r++) {\n"
+                "        const int64_t jb = 0, je = inner;\n");
+    else
+        fprintf(f, "    const int64_t nblk = (inner + %d) / %d;\n"
+                "    for (int64_t t = r0; t < r1; t++) {\n"
+                "        const int64_t r = t / nblk, jb = t %% nblk * %d;\n"
+                "        const int64_t je = inner - jb < %d ? inner : jb + %d;\n",
+                BLOCK - 1, BLOCK, BLOCK, BLOCK, BLOCK);
+    for (int k = 0; k < l->nin; k++)
+        fprintf(f, "        int64_t o%d = 0;\n", k);
+    if (nouter > 0 && l->nin) {
+        fprintf(f, "        for (int64_t q = r, d = %d; d >= 0; d--) {\n"
+                "            const int64_t i = q %% L->od[d];\n            q /= L->od[d];\n",
+                nouter - 1);
+        for (int k = 0; k < l->nin; k++)
+            fprintf(f, "            o%d += i * L->st[%d][d];\n", k, k);
+        fprintf(f, "        }\n");
+    }
+    const char *init = NULL, *step = NULL, *fin = NULL;
+    if (l->reduce) {
+        reduction(x, &init, &step, &fin);
+        fprintf(f, "        %s\n", init);
+    }
+    fprintf(f, "        for (int64_t j0 = jb; j0 < je; j0 += %d) {\n"
+            "            const int64_t n = je - j0 < %d ? je - j0 : %d;\n",
+            TILE, TILE, TILE);
+    if (!l->reduce)
+        fprintf(f, "            %s *yr = y + r * inner + j0;\n",
+                ctype(g->values[x->rn->out[0]].dtype));
+    for (int n = 0; n <= x->root; n++)
+        if (in_loop(x, n) && !(l->reduce && n == x->root) && emit_member(x, n))
+            return -1;
+    if (l->reduce)
+        fprintf(f, "            for (int64_t i = 0; i < n; i++)\n                %s\n", step);
+    fprintf(f, "        }\n");
+    if (l->reduce)
+        fprintf(f, "        %s\n", fin);
+    fprintf(f, "    }\n}\n\n");
+    return 0;
+}
+
+/* The call of loop_<root> from the plan, with the loop's inputs and dims. */
+static void emit_call(tg_cg *c, const tg_loop *lp, int root)
+{
+    tg_loop l = *lp;
+    tg_shape outer = {.rank = l.rank - 1};
+    memcpy(outer.d, l.dims, sizeof(tg_dim) * (l.rank - 1));
+    fprintf(c->f, "    /* loop:");
+    for (int n = 0; n <= root; n++)
+        if (c->p->root[n] == root)
+            fprintf(c->f, " %s", c->g->nodes[n].name);
+    fprintf(c->f, " */\n    {\n        tgrt_loop L;\n");
+    for (int k = 0; k < l.nin; k++)
+        fprintf(c->f, "        L.in[%d] = %s;\n", k, cg_ptr(c, l.in[k]));
+    fprintf(c->f, "        L.out = %s;\n        L.rows = %s;\n        L.inner = %s;\n",
+            cg_ptr(c, c->g->nodes[root].out[0]), cg_prod(c, &outer, 0, outer.rank),
+            cg_dim(c, l.dims[l.rank - 1]));
+    for (int d = 0; d < l.rank - 1; d++) {
+        fprintf(c->f, "        L.od[%d] = %s;\n", d, cg_dim(c, l.dims[d]));
+        for (int k = 0; k < l.nin; k++)
+            fprintf(c->f, "        L.st[%d][%d] = %s;\n", k, d, cg_dim(c, l.stride[k][d]));
+    }
+    /* tasks of at least ~16K elements */
+    if (l.reduce)
+        fprintf(c->f, "        tgk_parallel_for(L.rows, L.inner >= 16384 ? 1 : 16384 / "
+                "(L.inner ? L.inner : 1), loop_%d, &L);\n    }\n", root);
+    else
+        fprintf(c->f, "        const int64_t nblk = (L.inner + %d) / %d;\n"
+                "        const int64_t blk = L.inner < %d ? L.inner : %d;\n"
+                "        tgk_parallel_for(L.rows * nblk, blk >= 16384 ? 1 : 16384 / "
+                "(blk ? blk : 1), loop_%d, &L);\n    }\n",
+                BLOCK - 1, BLOCK, BLOCK, BLOCK, root);
+}
+
+int cg_emit_loop(tg_cg *c, int root)
+{
+    tg_loop l;
+    if (tg_loop_analyze(c->g, c->p, root, &l))
+        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
+    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root], false};
+    if (emit_function(&x))
+        return -1;
+    emit_call(c, &l, root);
+    return 0;
+}
+
+/* Epilogue group `root` as tg_epilogue_analyze sees it, when it is one
+ * whose anchor has op `anchor`. */
+static bool epilogue_of(const tg_cg *c, int root, tg_op anchor, tg_epilogue *e)
+{
+    if (c->p->kind[root] != TG_GROUP_EPILOGUE)
+        return false;
+    if (tg_epilogue_analyze(c->g, c->p, root, e)) {
+        tg_err_clear();     /* cg_emit_epilogue reports it */
+        return false;
+    }
+    return c->g->nodes[e->anchor].op == anchor;
+}
+
+bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool)
+{
+    tg_epilogue e;
+    *relu = false;
+    *pool = 0;
+    if (!epilogue_of(c, root, TG_OP_CONV, &e))
+        return false;
+    *relu = e.nact == 1 && c->g->nodes[e.act[0]].op == TG_OP_RELU;
+    *pool = e.pool;
+    return *pool || *relu;
+}
+
+bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)
+{
+    tg_epilogue e;
+    *act = NULL;
+    *res = -1;
+    if (!epilogue_of(c, root, TG_OP_LINEAR_PACKED, &e))
+        return false;
+    if (e.residual >= 0) {
+        *res = e.residual;
+        return true;
+    }
+    const tg_node *a = e.nact == 1 ? &c->g->nodes[e.act[0]] : NULL;
+    *act = !a ? NULL : a->op == TG_OP_RELU ? "relu" : vec_name(a);
+    return *act != NULL;
+}
+
+int cg_emit_epilogue(tg_cg *c, int root)
+{
+    tg_epilogue e;
+    if (tg_epilogue_analyze(c->g, c->p, root, &e))
+        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
+    /* the anchor's kernel writes the result; the activations then run over it */
+    if (cg_emit_node(c, e.anchor))
+        return -1;
+    bool relu;
+    int64_t pool;
+    const char *act;
+    int res;
+    if (cg_conv_epilogue(c, root, &relu, &pool) || cg_linear_epilogue(c, root, &act, &res))
+        return 0;
+    /* what is left is activations (a pool or a residual is always the kernel's) */
+    tg_loop l = {.rank = 1};
+    if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
+        return -1;
+    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root], true};
+    if (emit_function(&x))
+        return -1;
+    emit_call(c, &l, root);
+    return 0;
+}

@@ -1,0 +1,728 @@
+/* One node as calls into the CPU kernels (kernels.h, tensor_ops.h) with dims
+ * computed from the run's symbol values. Each node is a C block, so its local
+ * arrays can reuse names. */
+#include "cg.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "../../ops/infer.h"
+#include "kernels/kernels.h"     /* TGK_PANEL */
+
+#define OUT(c, n) cg_ptr(c, (c)->g->nodes[n].out[0])
+
+static const tg_value *in_val(tg_cg *c, const tg_node *nd, int i)
+{
+    return tg_node_input(c->g, nd, i);
+}
+
+static const tg_value *out_val(tg_cg *c, const tg_node *nd)
+{
+    return &c->g->values[nd->out[0]];
+}
+
+static const char *dt_enum(tg_cg *c, tg_dtype t)
+{
+    return cg_dtype_enum(c, "TGK_", t);
+}
+
+static int need_f32(const tg_node *nd, const tg_value *x)
+{
+    if (x->dtype != TG_F32)
+        return tg_err("node '%s': %s on %s is not supported by the CPU code generator"
+                      " (f32 only)", nd->name, tg_op_name(nd->op), tg_dtype_name(x->dtype));
+    return 0;
+}
+
+static const char *opt_ptr(tg_cg *c, const tg_node *nd, int i)
+{
+    return i < nd->nin && nd->in[i] >= 0 ? cg_ptr(c, nd->in[i]) : "NULL";
+}
+
+/* Return a kernel's failure as the run's error (status), naming the node. */
+static void check_status(tg_cg *c, const tg_node *nd, const char *call, const char *status,
+                         const char *what)
+{
+    fprintf(c->f, "    if (%s)\n        return tgrt_fail(%s, %s);\n", call, status,
+            cg_quote(c, cg_str(c, "node '%s' (%s): %s", nd->name, tg_op_name(nd->op), what)));
+}
+
+static void check_rc(tg_cg *c, const tg_node *nd, const char *call, const char *what)
+{
+    check_status(c, nd, call, "TGRAPH_E_DATA", what);
+}
+
+static int unary_op(tg_op op, const tg_node *nd, const char **name)
+{
+    switch (op) {
+#define U(o) case TG_OP_##o: *name = "TGK_" #o; return 0;
+    U(NEG) U(ABS) U(EXP) U(LOG) U(SQRT) U(RSQRT) U(RECIPROCAL) U(SIN) U(COS) U(TANH)
+    U(ERF) U(SIGMOID) U(RELU) U(SILU) U(HARDSWISH) U(HARDSIGMOID) U(LEAKY_RELU) U(ELU)
+    U(FLOOR) U(CEIL) U(ROUND) U(CLAMP) U(LOGICAL_NOT)
+#undef U
+    case TG_OP_GELU:
+        *name = strcmp(tg_node_string(nd, "approximate", "none"), "tanh") ? "TGK_GELU"
+                                                                            : "TGK_GELU_TANH";
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int binary_op(tg_op op, const char **name)
+{
+    static const struct { tg_op op; const char *k; } map[] = {
+        {TG_OP_ADD, "TGK_ADD"}, {TG_OP_SUB, "TGK_SUB"}, {TG_OP_MUL, "TGK_MUL"},
+        {TG_OP_DIV, "TGK_DIV"}, {TG_OP_POW, "TGK_POW"},
+        {TG_OP_REMAINDER, "TGK_REM"}, {TG_OP_FMOD, "TGK_FMOD"}, {TG_OP_MAXIMUM, "TGK_MAX"},
+        {TG_OP_MINIMUM, "TGK_MIN"}, {TG_OP_EQ, "TGK_EQ"}, {TG_OP_NE, "TGK_NE"},
+        {TG_OP_LT, "TGK_LT"}, {TG_OP_LE, "TGK_LE"}, {TG_OP_GT, "TGK_GT"},
+        {TG_OP_GE, "TGK_GE"}, {TG_OP_LOGICAL_AND, "TGK_AND"}, {TG_OP_LOGICAL_OR, "TGK_OR"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (map[i].op == op) {
+            *name = map[i].k;
+            return 0;
+        }
+    return -1;
+}
+
+static int emit_unary(tg_cg *c, const tg_node *nd, const char *k)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    double alpha = tg_node_float(nd, "alpha", nd->op == TG_OP_ELU ? 1.0 : 0.01);
+    fprintf(c->f, "    const tgk_unary_param p = {%s, %s, %s};\n", cg_double(c, alpha),
+            cg_double(c, tg_node_float(nd, "min", -INFINITY)),
+            cg_double(c, tg_node_float(nd, "max", INFINITY)));
+    check_rc(c, nd,
+             cg_str(c, "tgk_unary(%s, %s, %s, %s, %s, &p)", k, dt_enum(c, x->dtype),
+                    cg_numel(c, nd->out[0]), cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes)),
+             "not defined for this dtype");
+    return 0;
+}
+
+/* dims/strides of inputs broadcast to the output: arrays y (output dims) and
+ * s<i> for each input i. */
+static void broadcast_arrays(tg_cg *c, const tg_node *nd, int nin)
+{
+    const tg_value *y = out_val(c, nd);
+    int r = y->shape.rank ? y->shape.rank : 1;
+    cg_dims_array(c, "y", &y->shape);
+    for (int i = 0; i < nin; i++) {
+        const tg_value *x = in_val(c, nd, i);
+        cg_dims_array(c, cg_str(c, "x%d", i), &x->shape);
+        fprintf(c->f, "    int64_t s%d[%d];\n    tgk_broadcast_strides(%d, y, %d, x%d, s%d);\n",
+                i, r, y->shape.rank, x->shape.rank, i, i);
+    }
+}
+
+static int emit_binary(tg_cg *c, const tg_node *nd, const char *k)
+{
+    const tg_value *a = in_val(c, nd, 0);
+    broadcast_arrays(c, nd, 2);
+    check_rc(c, nd,
+             cg_str(c, "tgk_binary(%s, %s, %d, y, %s, s0, %s, s1, %s)", k,
+                    dt_enum(c, a->dtype), out_val(c, nd)->shape.rank, cg_ptr(c, nd->in[0]),
+                    cg_ptr(c, nd->in[1]), OUT(c, nd - c->g->nodes)),
+             "integer division by zero");
+    return 0;
+}
+
+static int emit_where(tg_cg *c, const tg_node *nd)
+{
+    broadcast_arrays(c, nd, 3);
+    fprintf(c->f, "    tgk_where(%zu, %d, y, %s, s0, %s, s1, %s, s2, %s);\n",
+            tg_dtype_size(out_val(c, nd)->dtype), out_val(c, nd)->shape.rank,
+            cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]),
+            OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
+static int axis_attr(const tg_node *nd, const char *name, int64_t dflt, int rank, int *ax)
+{
+    int64_t a;
+    if (tg_attr_get_int(nd, name, dflt, &a) || tg_axis_norm(a, rank, ax))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    return 0;
+}
+
+static int emit_reduce(tg_cg *c, const tg_node *nd)
+{
+    static const struct { tg_op op; const char *k; } map[] = {
+        {TG_OP_REDUCE_SUM, "TGK_RSUM"}, {TG_OP_REDUCE_MEAN, "TGK_RMEAN"},
+        {TG_OP_REDUCE_MAX, "TGK_RMAX"}, {TG_OP_REDUCE_MIN, "TGK_RMIN"},
+        {TG_OP_REDUCE_PROD, "TGK_RPROD"}, {TG_OP_REDUCE_VAR, "TGK_RVAR"},
+        {TG_OP_REDUCE_ANY, "TGK_RANY"},
+    };
+    const char *k = NULL;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (map[i].op == nd->op)
+            k = map[i].k;
+    const tg_value *x = in_val(c, nd, 0);
+    const int64_t *axes;
+    int na = tg_node_ints(nd, "axes", &axes);
+    uint32_t mask = 0;
+    if (na < 0) {
+        mask = x->shape.rank ? (uint32_t)((1u << x->shape.rank) - 1) : 0;
+    } else {
+        for (int i = 0; i < na; i++) {
+            int ax;
+            if (tg_axis_norm(axes[i], x->shape.rank, &ax))
+                return tg_err("node '%s': %s", nd->name, tg_errmsg());
+            mask |= 1u << ax;
+        }
+    }
+    cg_dims_array(c, "x", &x->shape);
+    check_rc(c, nd,
+             cg_str(c, "tgk_reduce(%s, %s, %d, x, 0x%" PRIx32 "u, %" PRId64 ", %s, %s)", k,
+                    dt_enum(c, x->dtype), x->shape.rank, mask,
+                    tg_node_int(nd, "correction", 1), cg_ptr(c, nd->in[0]),
+                    OUT(c, nd - c->g->nodes)),
+             "not defined for this dtype");
+    return 0;
+}
+
+static int emit_arg_reduce(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    tg_shape flat = {.rank = 1};
+    int ax = 0, rank = x->shape.rank;
+    const tg_shape *s = &x->shape;
+    if (!tg_node_attr(nd, "axis")) {        /* over everything: the flat index */
+        if (tg_shape_numel(&x->shape, &flat.d[0]))
+            return -1;
+        s = &flat;
+        rank = 1;
+    } else if (axis_attr(nd, "axis", 0, rank, &ax)) {
+        return -1;
+    }
+    cg_dims_array(c, "x", s);
+    fprintf(c->f, "    tgk_arg_reduce(%d, %s, %d, x, %d, %s, %s);\n",
+            nd->op == TG_OP_ARGMAX, dt_enum(c, x->dtype), rank, ax, cg_ptr(c, nd->in[0]),
+            OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
+static int emit_softmax(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    int ax;
+    if (need_f32(nd, x) || axis_attr(nd, "axis", -1, x->shape.rank, &ax))
+        return -1;
+    fprintf(c->f, "    tgk_softmax_f32(%s, %s, %s, %s, %s, %d);\n", cg_ptr(c, nd->in[0]),
+            OUT(c, nd - c->g->nodes), cg_prod(c, &x->shape, 0, ax),
+            cg_dim(c, x->shape.d[ax]), cg_prod(c, &x->shape, ax + 1, x->shape.rank),
+            nd->op == TG_OP_LOG_SOFTMAX);
+    return 0;
+}
+
+static int emit_cumsum(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    int ax = 0, r = x->shape.rank;
+    if (r && axis_attr(nd, "axis", 0, r, &ax))
+        return -1;
+    fprintf(c->f, "    (void)tgk_cumsum(%s, %s, %s, %s, %d, %d, %s, %s);\n",
+            dt_enum(c, x->dtype), cg_prod(c, &x->shape, 0, ax),
+            r ? cg_dim(c, x->shape.d[ax]) : "1", cg_prod(c, &x->shape, ax + 1, r),
+            (int)tg_node_int(nd, "exclusive", 0), (int)tg_node_int(nd, "reverse", 0),
+            cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
+static int emit_norm(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    const tg_shape *s = &x->shape;
+    const char *eps = cg_float(c, tg_node_float(nd, "eps", 1e-5));
+    const char *y = OUT(c, nd - c->g->nodes), *xp = cg_ptr(c, nd->in[0]);
+    int ax;
+    if (need_f32(nd, x))
+        return -1;
+    switch (nd->op) {
+    case TG_OP_LAYER_NORM:
+        if (axis_attr(nd, "axis", -1, s->rank, &ax))
+            return -1;
+        fprintf(c->f, "    tgk_layer_norm_f32(%s, %s, %s, %s, %s, %s, %s);\n", xp,
+                opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_prod(c, s, 0, ax),
+                cg_prod(c, s, ax, s->rank), eps);
+        return 0;
+    case TG_OP_GROUP_NORM:
+        fprintf(c->f, "    tgk_group_norm_f32(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
+                xp, opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_dim(c, s->d[0]),
+                cg_dim(c, s->d[1]), cg_prod(c, s, 2, s->rank), tg_node_int(nd, "groups", 1),
+                eps);
+        return 0;
+    default:    /* batch_norm */
+        fprintf(c->f, "    tgk_batch_norm_f32(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", xp,
+                cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]), opt_ptr(c, nd, 3),
+                opt_ptr(c, nd, 4), y, cg_dim(c, s->d[0]), cg_dim(c, s->d[1]),
+                cg_prod(c, s, 2, s->rank), eps);
+        return 0;
+    }
+}
+
+static int emit_matmul(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *a = in_val(c, nd, 0), *b = in_val(c, nd, 1);
+    if (need_f32(nd, a))
+        return -1;
+    cg_dims_array(c, "a", &a->shape);
+    cg_dims_array(c, "b", &b->shape);
+    fprintf(c->f, "    tgk_matmul_f32(%d, a, %s, %d, b, %s, %s);\n", a->shape.rank,
+            cg_ptr(c, nd->in[0]), b->shape.rank, cg_ptr(c, nd->in[1]),
+            OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
+static int emit_linear(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *w = in_val(c, nd, 1);
+    if (need_f32(nd, x))
+        return -1;
+    fprintf(c->f, "    tgk_linear_f32(%s, %s, %s, %s, %s, %s, %s);\n", cg_ptr(c, nd->in[0]),
+            cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes),
+            cg_prod(c, &x->shape, 0, x->shape.rank - 1), cg_dim(c, w->shape.d[0]),
+            cg_dim(c, w->shape.d[1]));
+    return 0;
+}
+
+static int emit_linear_packed(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    const char *act, *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);
+    const char *K = cg_dim(c, x->shape.d[x->shape.rank - 1]);
+    int res, n = (int)(nd - c->g->nodes);
+    int64_t panel;
+    if (!tg_dim_is_const(in_val(c, nd, 1)->shape.d[2], &panel) || panel != TGK_PANEL)
+        return tg_err("linear_packed: the CPU's kernel reads panels of %d columns", TGK_PANEL);
+    if (!cg_linear_epilogue(c, c->p->root[n], &act, &res)) {
+        fprintf(c->f, "    tgk_linear_packed_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
+                cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, n), M,
+                tg_node_int(nd, "n", 0), K);
+        return 0;
+    }
+    fprintf(c->f, "    tgk_linear_packed_ex_f32(%s, %s, %s, %s, %s, %s, %" PRId64 ", %s, %s);\n",
+            cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2),
+            res >= 0 ? cg_ptr(c, res) : "NULL", OUT(c, n), M, tg_node_int(nd, "n", 0), K,
+            act ? cg_str(c, "tgk_vec_%s_f32", act) : "NULL");
+    return 0;
+}
+
+/* Fill a kernel descriptor's per-spatial-axis array from an attribute. */
+static int per_axis(tg_cg *c, const tg_node *nd, const char *name, int nsp, int64_t dflt,
+                    const char *field)
+{
+    int64_t v[3];
+    if (tg_attr_per_axis(nd, name, nsp, dflt, v))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    for (int i = 0; i < nsp; i++)
+        fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field, i, v[i]);
+    return 0;
+}
+
+static int emit_conv(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *w = in_val(c, nd, 1), *y = out_val(c, nd);
+    int nsp = x->shape.rank - 2;
+    if (need_f32(nd, x))
+        return -1;
+    fprintf(c->f, "    tgk_conv_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
+            "    d.k = %s;\n    d.groups = %" PRId64 ";\n    d.transposed = %d;\n",
+            nsp, cg_dim(c, x->shape.d[0]), cg_dim(c, x->shape.d[1]), cg_dim(c, y->shape.d[1]),
+            tg_node_int(nd, "groups", 1), (int)tg_node_int(nd, "transposed", 0));
+    for (int i = 0; i < nsp; i++)
+        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n    d.kernel[%d] = %s;\n", i,
+                cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]), i,
+                cg_dim(c, w->shape.d[2 + i]));
+    if (per_axis(c, nd, "stride", nsp, 1, "stride") || per_axis(c, nd, "padding", nsp, 0, "pad") ||
+        per_axis(c, nd, "dilation", nsp, 1, "dil"))
+        return -1;
+    bool relu;
+    int64_t pool;
+    if (cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &relu, &pool)) {
+        if (relu)
+            fprintf(c->f, "    d.relu = 1;\n");
+        if (pool)
+            fprintf(c->f, "    d.pool = %" PRId64 ";\n", pool);
+    }
+    check_status(c, nd,
+                 cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
+                        cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
+                 "TGRAPH_E_NOMEM", "out of memory");
+    return 0;
+}
+
+/* sdpa's q, k or v (operand i): its pointer, or where the sdpa's STRIDED
+ * group reads a view chain in place, the chain's base and offset, with the
+ * view's batch, head and row strides set in the descriptor. NULL: tg_err. */
+static const char *sdpa_operand(tg_cg *c, const tg_node *nd, int i)
+{
+    static const char *const field[] = {"q_stride", "k_stride", "v_stride"};
+    int n = (int)(nd - c->g->nodes), v = nd->in[i];
+    const tg_value *x = &c->g->values[v];
+    if (x->kind != TG_VALUE_NODE || x->producer == n ||
+        c->p->root[x->producer] != c->p->root[n])
+        return cg_ptr(c, v);
+    tg_view w;
+    if (tg_view_analyze(c->g, c->p, x->producer, &w))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg()), NULL;
+    for (int k = 0; k < 3; k++)
+        fprintf(c->f, "    d.%s[%d] = %s;\n", field[i], k, cg_dim(c, w.strides[k]));
+    return cg_str(c, "(const float *)%s + (%s)", cg_ptr(c, w.base), cg_dim(c, w.offset));
+}
+
+/* Where the sdpa's STRIDED group ends in permute `root`: the result goes
+ * straight into the permute's, o_stride set to where the permute puts each
+ * batch, head and row. */
+static int sdpa_permuted_out(tg_cg *c, int root)
+{
+    const tg_node *pm = &c->g->nodes[root];
+    const tg_shape *y = &c->g->values[pm->out[0]].shape;
+    const int64_t *perm;
+    int r = tg_node_ints(pm, "perm", &perm);
+    tg_dim st[TG_MAX_RANK], s = tg_dim_const(1);
+    for (int i = r - 1; i >= 0; i--) {
+        st[i] = s;
+        if (tg_dim_mul(s, y->d[i], &s))
+            return -1;
+    }
+    for (int i = 0; i < r; i++) {
+        int k = (int)(perm[i] < 0 ? perm[i] + r : perm[i]);
+        if (k < 3)
+            fprintf(c->f, "    d.o_stride[%d] = %s;\n", k, cg_dim(c, st[i]));
+    }
+    return 0;
+}
+
+static int emit_sdpa(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *q = in_val(c, nd, 0), *k = in_val(c, nd, 1), *v = in_val(c, nd, 2);
+    const tg_value *m = nd->nin > 3 && nd->in[3] >= 0 ? in_val(c, nd, 3) : NULL;
+    int r = q->shape.rank;
+    double scale = tg_node_float(nd, "scale", 0);
+    if (need_f32(nd, q))
+        return -1;
+    fprintf(c->f, "    tgk_sdpa_desc d = {0};\n    d.batch = %s;\n    d.hq = %s;\n"
+            "    d.hk = %s;\n    d.L = %s;\n    d.S = %s;\n    d.E = %s;\n    d.Ev = %s;\n"
+            "    d.causal = %d;\n",
+            cg_prod(c, &q->shape, 0, r - 3), cg_dim(c, q->shape.d[r - 3]),
+            cg_dim(c, k->shape.d[r - 3]), cg_dim(c, q->shape.d[r - 2]),
+            cg_dim(c, k->shape.d[r - 2]), cg_dim(c, q->shape.d[r - 1]),
+            cg_dim(c, v->shape.d[r - 1]), (int)tg_node_int(nd, "causal", 0));
+    if (scale != 0)
+        fprintf(c->f, "    d.scale = %s;\n", cg_float(c, scale));
+    else
+        fprintf(c->f, "    d.scale = 1.0f / sqrtf((float)d.E);\n");
+    if (m) {
+        /* the mask's strides broadcast to the scores [..., hq, L, S]; the
+         * batch dims must fold into one stride */
+        if (m->dtype != TG_F32)
+            return tg_err("node '%s': sdpa with a %s mask is not supported by the CPU code"
+                          " generator (add a float mask)", nd->name, tg_dtype_name(m->dtype));
+        if (r > 4 && m->shape.rank > 3)
+            return tg_err("node '%s': sdpa mask with more than one batch dim is not"
+                          " supported by the CPU code generator", nd->name);
+        tg_shape sc = q->shape;
+        sc.d[r - 1] = k->shape.d[r - 2];
+        cg_dims_array(c, "sc", &sc);
+        cg_dims_array(c, "md", &m->shape);
+        fprintf(c->f, "    int64_t ms[%d];\n    tgk_broadcast_strides(%d, sc, %d, md, ms);\n",
+                r, r, m->shape.rank);
+        fprintf(c->f, "    d.mask = %s;\n", cg_ptr(c, nd->in[3]));
+        fprintf(c->f, "    d.mask_stride[0] = %s;\n", r > 3 ? cg_str(c, "ms[%d]", r - 4) : "0");
+        for (int i = 1; i < 4; i++)
+            fprintf(c->f, "    d.mask_stride[%d] = ms[%d];\n", i, r - 4 + i);
+    }
+    const char *qkv[3];
+    for (int i = 0; i < 3; i++)
+        if (!(qkv[i] = sdpa_operand(c, nd, i)))
+            return -1;
+    int n = (int)(nd - c->g->nodes), root = c->p->root[n];
+    if (root != n && sdpa_permuted_out(c, root))
+        return -1;
+    check_status(c, nd,
+                 cg_str(c, "tgk_sdpa_f32(&d, %s, %s, %s, %s)", qkv[0], qkv[1], qkv[2],
+                        OUT(c, root)),
+                 "TGRAPH_E_NOMEM", "out of memory");
+    return 0;
+}
+
+static int emit_pool(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
+    int nsp = x->shape.rank - 2, r;
+    if (need_f32(nd, x))
+        return -1;
+    if (nd->op != TG_OP_ADAPTIVE_AVG_POOL && (r = cg_emit_pool(c, nd - c->g->nodes)) <= 0)
+        return r;
+    if (nd->op == TG_OP_ADAPTIVE_AVG_POOL) {
+        const char *one = "1";
+        fprintf(c->f, "    tgk_adaptive_avg_pool_f32(%s, %s, %s, %s, %s, %s, %s);\n",
+                cg_prod(c, &x->shape, 0, 2), nsp == 2 ? cg_dim(c, x->shape.d[2]) : one,
+                cg_dim(c, x->shape.d[x->shape.rank - 1]),
+                nsp == 2 ? cg_dim(c, y->shape.d[2]) : one,
+                cg_dim(c, y->shape.d[y->shape.rank - 1]), cg_ptr(c, nd->in[0]),
+                OUT(c, nd - c->g->nodes));
+        return 0;
+    }
+    fprintf(c->f, "    tgk_pool_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
+            "    d.count_include_pad = %d;\n", nsp, cg_dim(c, x->shape.d[0]),
+            cg_dim(c, x->shape.d[1]), (int)tg_node_int(nd, "count_include_pad", 1));
+    for (int i = 0; i < nsp; i++)
+        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n", i,
+                cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]));
+    if (per_axis(c, nd, "kernel", nsp, 0, "kernel") ||
+        per_axis(c, nd, tg_node_attr(nd, "stride") ? "stride" : "kernel", nsp, 0, "stride") ||
+        per_axis(c, nd, "padding", nsp, 0, "pad") || per_axis(c, nd, "dilation", nsp, 1, "dil"))
+        return -1;
+    fprintf(c->f, "    tgk_%s_pool_f32(&d, %s, %s);\n", nd->op == TG_OP_MAX_POOL ? "max" : "avg",
+            cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
+static int emit_movement(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
+    size_t es = tg_dtype_size(x->dtype);
+    const char *xp = cg_ptr(c, nd->in[0]), *yp = OUT(c, nd - c->g->nodes);
+    const int64_t *v;
+    int n, ax;
+    cg_dims_array(c, "x", &x->shape);
+    switch (nd->op) {
+    case TG_OP_PERMUTE:
+        n = tg_node_ints(nd, "perm", &v);
+        fprintf(c->f, "    static const int64_t perm[] = {");
+        for (int i = 0; i < n; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", v[i] < 0 ? v[i] + n : v[i]);
+        fprintf(c->f, "};\n    tgk_permute(%zu, %d, x, perm, %s, %s);\n", es, x->shape.rank,
+                xp, yp);
+        return 0;
+    case TG_OP_EXPAND:
+        cg_dims_array(c, "y", &y->shape);
+        fprintf(c->f, "    tgk_expand(%zu, %d, y, %d, x, %s, %s);\n", es, y->shape.rank,
+                x->shape.rank, xp, yp);
+        return 0;
+    case TG_OP_SLICE: {
+        tg_dim zero = tg_dim_const(0), start;
+        if (axis_attr(nd, "axis", 0, x->shape.rank, &ax) ||
+            tg_attr_get_dim(nd, "start", &zero, &start))
+            return tg_err("node '%s': %s", nd->name, tg_errmsg());
+        fprintf(c->f, "    int64_t start = %s;\n    if (start > x[%d])\n        start = x[%d];\n"
+                "    tgk_slice(%zu, %d, x, %d, start, %" PRId64 ", %s, %s, %s);\n",
+                cg_dim(c, start), ax, ax, es, x->shape.rank, ax, tg_node_int(nd, "step", 1),
+                cg_dim(c, y->shape.d[ax]), xp, yp);
+        return 0;
+    }
+    case TG_OP_CONCAT:
+        if (axis_attr(nd, "axis", 0, x->shape.rank, &ax))
+            return -1;
+        fprintf(c->f, "    const void *const in[] = {");
+        for (int i = 0; i < nd->nin; i++)
+            fprintf(c->f, "%s%s", i ? ", " : "", cg_ptr(c, nd->in[i]));
+        fprintf(c->f, "};\n    const int64_t len[] = {");
+        for (int i = 0; i < nd->nin; i++)
+            fprintf(c->f, "%s%s", i ? ", " : "", cg_dim(c, in_val(c, nd, i)->shape.d[ax]));
+        fprintf(c->f, "};\n    tgk_concat(%zu, %s, %s, %d, in, len, %s);\n", es,
+                cg_prod(c, &x->shape, 0, ax), cg_prod(c, &x->shape, ax + 1, x->shape.rank),
+                nd->nin, yp);
+        return 0;
+    case TG_OP_PAD:
+        n = tg_node_ints(nd, "pads", &v);
+        fprintf(c->f, "    static const int64_t before[] = {");
+        for (int i = 0; i < n / 2; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", v[i]);
+        fprintf(c->f, "};\n    static const int64_t after[] = {");
+        for (int i = n / 2; i < n; i++)
+            fprintf(c->f, "%s%" PRId64, i > n / 2 ? ", " : "", v[i]);
+        fprintf(c->f, "};\n    uint64_t value = 0;\n    tgk_store_f64(%s, &value, 0, %s);\n"
+                "    tgk_pad(%zu, %d, x, before, after, &value, %s, %s);\n",
+                dt_enum(c, x->dtype), cg_double(c, tg_node_float(nd, "value", 0)), es,
+                x->shape.rank, xp, yp);
+        return 0;
+    case TG_OP_TILE:
+        n = tg_node_ints(nd, "repeats", &v);
+        fprintf(c->f, "    static const int64_t reps[] = {");
+        for (int i = 0; i < n; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", v[i]);
+        fprintf(c->f, "};\n    tgk_tile(%zu, %d, x, reps, %s, %s);\n", es, x->shape.rank, xp,
+                yp);
+        return 0;
+    default: {  /* tril, triu */
+        int r = x->shape.rank;
+        fprintf(c->f, "    tgk_tri(%zu, %d, %s, %s, %s, %" PRId64 ", %s, %s);\n", es,
+                nd->op == TG_OP_TRIU, cg_prod(c, &x->shape, 0, r - 2),
+                cg_dim(c, x->shape.d[r - 2]), cg_dim(c, x->shape.d[r - 1]),
+                tg_node_int(nd, "k", 0), xp, yp);
+        return 0;
+    }
+    }
+}
+
+static int emit_index(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *idx = in_val(c, nd, 1);
+    size_t es = tg_dtype_size(x->dtype);
+    int ax;
+    if (idx->dtype != TG_I64)
+        return tg_err("node '%s': %s with %s indices is not supported by the CPU code"
+                      " generator (i64 only)", nd->name, tg_op_name(nd->op),
+                      tg_dtype_name(idx->dtype));
+    if (axis_attr(nd, "axis", 0, x->shape.rank, &ax))
+        return -1;
+    fprintf(c->f, "    int64_t bad = 0;\n");
+    if (nd->op == TG_OP_INDEX_COPY) {
+        check_rc(c, nd,
+                 cg_str(c, "tgk_index_copy(%zu, %s, %s, %s, %s, %s, %s, %s, %s, &bad)", es,
+                        cg_prod(c, &x->shape, 0, ax), cg_dim(c, x->shape.d[ax]),
+                        cg_prod(c, &x->shape, ax + 1, x->shape.rank), cg_ptr(c, nd->in[0]),
+                        cg_numel(c, nd->in[1]), cg_ptr(c, nd->in[1]), cg_ptr(c, nd->in[2]),
+                        OUT(c, nd - c->g->nodes)),
+                 "index out of range");
+    } else if (nd->op == TG_OP_INDEX_SELECT) {
+        check_rc(c, nd,
+                 cg_str(c, "tgk_index_select(%zu, %s, %s, %s, %s, %s, %s, %s, &bad)", es,
+                        cg_prod(c, &x->shape, 0, ax), cg_dim(c, x->shape.d[ax]),
+                        cg_prod(c, &x->shape, ax + 1, x->shape.rank), cg_ptr(c, nd->in[0]),
+                        cg_numel(c, nd->in[1]), cg_ptr(c, nd->in[1]), OUT(c, nd - c->g->nodes)),
+                 "index out of range");
+    } else {
+        cg_dims_array(c, "x", &x->shape);
+        cg_dims_array(c, "ix", &idx->shape);
+        check_rc(c, nd,
+                 cg_str(c, "tgk_gather(%zu, %d, x, ix, %d, %s, %s, %s, &bad)", es,
+                        x->shape.rank, ax, cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]),
+                        OUT(c, nd - c->g->nodes)),
+                 "index out of range");
+    }
+    return 0;
+}
+
+static int emit_quant(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0);
+    bool q = nd->op == TG_OP_QUANTIZE;
+    const tg_attr *sa = tg_node_attr(nd, "scale"), *za = tg_node_attr(nd, "zero_point");
+    tg_dtype qt = q ? out_val(c, nd)->dtype : x->dtype;
+    int nch = sa->kind == TG_ATTR_FLOATS ? sa->n : 1, ax = 0;
+    if (need_f32(nd, q ? x : out_val(c, nd)))
+        return -1;
+    if (nch > 1 && axis_attr(nd, "axis", 0, x->shape.rank, &ax))
+        return -1;
+    fprintf(c->f, "    static const float scale[] = {");
+    for (int i = 0; i < nch; i++)
+        fprintf(c->f, "%s%s", i ? ", " : "",
+                cg_float(c, sa->kind == TG_ATTR_FLOATS ? sa->u.floats[i] : sa->u.f));
+    fprintf(c->f, "};\n    static const int32_t zero[] = {");
+    for (int i = 0; i < nch; i++)
+        fprintf(c->f, "%s%" PRId64, i ? ", " : "",
+                !za ? 0 : za->kind == TG_ATTR_INTS ? za->u.ints[i] : za->u.i);
+    fprintf(c->f, "};\n");
+    check_rc(c, nd,
+             cg_str(c, "tgk_%s_f32(%s, %s, %s, scale, zero, %d, %s, %s)",
+                    q ? "quantize" : "dequantize", cg_numel(c, nd->out[0]),
+                    cg_ptr(c, nd->in[0]), dt_enum(c, qt), nch,
+                    nch > 1 ? cg_prod(c, &x->shape, ax + 1, x->shape.rank) : "1",
+                    OUT(c, nd - c->g->nodes)),
+             "unsupported quantized dtype");
+    return 0;
+}
+
+static int emit_gen(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *y = out_val(c, nd);
+    if (nd->op == TG_OP_FULL) {
+        fprintf(c->f, "    tgk_full(%s, %s, %s, %s);\n", dt_enum(c, y->dtype),
+                cg_numel(c, nd->out[0]), cg_double(c, tg_node_float(nd, "value", 0)),
+                OUT(c, nd - c->g->nodes));
+        return 0;
+    }
+    fprintf(c->f, "    tgk_arange(%s, %s, %" PRId64 ", %" PRId64 ", %s);\n",
+            dt_enum(c, y->dtype), cg_numel(c, nd->out[0]), tg_node_int(nd, "start", 0),
+            tg_node_int(nd, "step", 1), OUT(c, nd - c->g->nodes));
+    return 0;
+}
+
+int cg_emit_node(tg_cg *c, int n)
+{
+    const tg_node *nd = &c->g->nodes[n];
+    const char *k;
+    int rc;
+    if (tg_op_is_view(nd->op))
+        return 0;
+    fprintf(c->f, "    /* %s: %s */\n    {\n", nd->name, tg_op_name(nd->op));
+    if (unary_op(nd->op, nd, &k) == 0) {
+        rc = emit_unary(c, nd, k);
+    } else if (binary_op(nd->op, &k) == 0) {
+        rc = emit_binary(c, nd, k);
+    } else {
+        switch (nd->op) {
+        case TG_OP_WHERE: rc = emit_where(c, nd); break;
+        case TG_OP_CAST:
+            fprintf(c->f, "    tgk_cast(%s, %s, %s, %s, %s);\n",
+                    dt_enum(c, out_val(c, nd)->dtype), OUT(c, n),
+                    dt_enum(c, in_val(c, nd, 0)->dtype), cg_ptr(c, nd->in[0]),
+                    cg_numel(c, nd->out[0]));
+            rc = 0;
+            break;
+        case TG_OP_REDUCE_SUM: case TG_OP_REDUCE_MEAN: case TG_OP_REDUCE_MAX:
+        case TG_OP_REDUCE_MIN: case TG_OP_REDUCE_PROD: case TG_OP_REDUCE_VAR:
+        case TG_OP_REDUCE_ANY:
+            rc = emit_reduce(c, nd);
+            break;
+        case TG_OP_ARGMAX: case TG_OP_ARGMIN: rc = emit_arg_reduce(c, nd); break;
+        case TG_OP_SOFTMAX: case TG_OP_LOG_SOFTMAX: rc = emit_softmax(c, nd); break;
+        case TG_OP_CUMSUM: rc = emit_cumsum(c, nd); break;
+        case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM: case TG_OP_BATCH_NORM:
+            rc = emit_norm(c, nd);
+            break;
+        case TG_OP_MATMUL: rc = emit_matmul(c, nd); break;
+        case TG_OP_LINEAR: rc = emit_linear(c, nd); break;
+        case TG_OP_LINEAR_PACKED: rc = emit_linear_packed(c, nd); break;
+        case TG_OP_CONV: rc = emit_conv(c, nd); break;
+        case TG_OP_SDPA: rc = emit_sdpa(c, nd); break;
+        case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
+            rc = emit_pool(c, nd);
+            break;
+        case TG_OP_PERMUTE: case TG_OP_EXPAND: case TG_OP_SLICE: case TG_OP_CONCAT:
+        case TG_OP_PAD: case TG_OP_TILE: case TG_OP_TRIL: case TG_OP_TRIU:
+            rc = emit_movement(c, nd);
+            break;
+        case TG_OP_GATHER: case TG_OP_INDEX_SELECT: case TG_OP_INDEX_COPY:
+            rc = emit_index(c, nd);
+            break;
+        case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: rc = emit_quant(c, nd); break;
+        case TG_OP_QLINEAR: case TG_OP_QCONV: rc = cg_emit_qop(c, nd); break;
+        case TG_OP_FULL: case TG_OP_ARANGE: rc = emit_gen(c, nd); break;
+        default:
+            rc = tg_err("node '%s': op %s is not supported by the CPU code generator",
+                        nd->name, tg_op_name(nd->op));
+        }
+    }
+    fprintf(c->f, "    }\n");
+    return rc;
+}
+
+int cg_emit_view(tg_cg *c, int root)
+{
+    tg_view w;
+    if (tg_view_analyze(c->g, c->p, root, &w))
+        return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
+    size_t es = tg_dtype_size(c->g->values[w.base].dtype);
+    tg_shape dims = {.rank = w.rank}, st = {.rank = w.rank};
+    memcpy(dims.d, w.dims, sizeof(tg_dim) * w.rank);
+    memcpy(st.d, w.strides, sizeof(tg_dim) * w.rank);
+    fprintf(c->f, "    /* view:");
+    for (int n = 0; n <= root; n++)
+        if (c->p->root[n] == root)
+            fprintf(c->f, " %s", c->g->nodes[n].name);
+    fprintf(c->f, " */\n    {\n");
+    cg_dims_array(c, "dims", &dims);
+    cg_dims_array(c, "st", &st);
+    fprintf(c->f, "    tgk_copy_strided(%zu, %d, dims, (const char *)%s + (%s) * %zu, st, %s, NULL);\n"
+            "    }\n", es, w.rank, cg_ptr(c, w.base), cg_dim(c, w.offset), es,
+            cg_ptr(c, c->g->nodes[root].out[0]));
+    return 0;
+}

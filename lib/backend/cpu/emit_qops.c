@@ -1,0 +1,97 @@
+/* The quantized layers (qlinear, qconv) as calls into the int8 and
+ * weight-only kernels (qgemm.h). int8 weights are packed into the GEMM's
+ * layout at the first run and kept: every instance of a compiled model has
+ * the same weights (the blob's hash is checked at open), so one packed copy
+ * per node serves them all. */
+#include "cg.h"
+
+#include <inttypes.h>
+
+#include "../../error.h"
+#include "../../ops/infer.h"
+#include "../../ops/qops.h"
+
+static const char *bias_ptr(tg_cg *c, const tg_node *nd)
+{
+    return nd->nin > 3 && nd->in[3] >= 0 ? cg_ptr(c, nd->in[3]) : "NULL";
+}
+
+/* `if (call) return tgrt_fail(status, "node 'n' (op): what");` */
+static void fail_if(tg_cg *c, const tg_node *nd, const char *call, const char *status,
+                    const char *what)
+{
+    fprintf(c->f, "    if (%s)\n        return tgrt_fail(%s, %s);\n", call, status,
+            cg_quote(c, cg_str(c, "node '%s' (%s): %s", nd->name, tg_op_name(nd->op), what)));
+}
+
+/* The node's int8 weights packed once (a static slot per node), as `pk`:
+ * `args` are tgk_<kind>_pack_once's arguments after the slot. */
+static void packed_weights(tg_cg *c, const tg_node *nd, const char *kind, const char *args)
+{
+    fprintf(c->f, "    static void *pk_slot;\n"
+            "    const void *pk = tgk_%s_pack_once(&pk_slot, %s, (const int8_t *)%s);\n", kind,
+            args, cg_ptr(c, nd->in[1]));
+    fail_if(c, nd, "!pk", "TGRAPH_E_NOMEM", "out of memory for the packed weights");
+}
+
+static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
+{
+    const tg_value *x = tg_node_input(c->g, nd, 0), *w = tg_node_input(c->g, nd, 1);
+    const char *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);
+    const char *N = cg_dim(c, w->shape.d[0]), *K = cg_dim(c, x->shape.d[x->shape.rank - 1]);
+    const char *y = cg_ptr(c, nd->out[0]);
+    if (q->scheme == TG_QSCHEME_WEIGHT_ONLY) {
+        fail_if(c, nd,
+                cg_str(c, "tgk_wlinear_f32(%s, %s, %s, %s, %s, %d, %" PRId64 ", %s, %s, %s)", M,
+                       N, K, cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), q->bits, q->group,
+                       cg_ptr(c, nd->in[2]), bias_ptr(c, nd), y),
+                "TGRAPH_E_NOMEM", "out of memory");
+        return 0;
+    }
+    packed_weights(c, nd, "qgemm", cg_str(c, "%s, %s", N, K));
+    fail_if(c, nd,
+            cg_str(c, "tgk_qlinear_f32(%s, %s, %s, %s, %s, %d, %d, pk, %s, %s, %s)", M, N, K,
+                   cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
+                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd), y),
+            "TGRAPH_E_NOMEM", "out of memory");
+    return 0;
+}
+
+static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
+{
+    const tg_value *x = tg_node_input(c->g, nd, 0), *w = tg_node_input(c->g, nd, 1);
+    const tg_value *y = &c->g->values[nd->out[0]];
+    int nsp = x->shape.rank - 2;
+    int64_t groups = tg_node_int(nd, "groups", 1), v[3][3];
+    static const char *const attr[3] = {"stride", "padding", "dilation"};
+    static const char *const field[3] = {"stride", "pad", "dil"};
+    for (int a = 0; a < 3; a++)
+        if (tg_attr_per_axis(nd, attr[a], nsp, a == 1 ? 0 : 1, v[a]))
+            return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    fprintf(c->f, "    tgk_conv_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
+            "    d.k = %s;\n    d.groups = %" PRId64 ";\n", nsp, cg_dim(c, x->shape.d[0]),
+            cg_dim(c, x->shape.d[1]), cg_dim(c, y->shape.d[1]), groups);
+    for (int i = 0; i < nsp; i++) {
+        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n    d.kernel[%d] = %s;\n", i,
+                cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]), i,
+                cg_dim(c, w->shape.d[2 + i]));
+        for (int a = 0; a < 3; a++)
+            fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field[a], i, v[a][i]);
+    }
+    packed_weights(c, nd, "qconv", "&d");
+    fail_if(c, nd,
+            cg_str(c, "tgk_qconv_f32(&d, %s, %s, %d, %d, pk, %s, %s, %s)",
+                   cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
+                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd),
+                   cg_ptr(c, nd->out[0])),
+            "TGRAPH_E_NOMEM", "out of memory");
+    return 0;
+}
+
+int cg_emit_qop(tg_cg *c, const tg_node *nd)
+{
+    tg_qlayer q;
+    if (tg_qlayer_read(nd, &q))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    return nd->op == TG_OP_QCONV ? emit_qconv(c, nd, &q) : emit_qlinear(c, nd, &q);
+}

@@ -1,0 +1,646 @@
+/* Convolution, 1-3 spatial dims, as im2col + GEMM per (image, group); its
+ * transpose as GEMM + col2im; depthwise directly; small dense stride-1
+ * convolutions (few input channels x taps) directly with a register-blocked
+ * micro-kernel, where GEMM's packing would cost as much as the products.
+ *
+ * Every case is run as 3-D: missing leading dims have size 1. The im2col
+ * columns are built a slab of output rows at a time, so scratch stays near
+ * COL_BYTES whatever the image size. Work items are (image, group, slab):
+ * with many of them each runs on one pool thread with a single-threaded GEMM;
+ * with few, they run in turn and the GEMM itself is split across threads. */
+#include "backend/cpu/kernels/conv_geom.h"
+#include "backend/cpu/kernels/kernels.h"
+#include "backend/cpu/kernels/vecmath.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COL_BYTES (4 << 20)
+
+
+typedef struct {
+    const tgk_conv_desc *d;
+    tgk_conv_geom g;
+    const float *x, *w, *b;
+    float *y;
+    int64_t cg, kg;             /* channels per group, in and out */
+    int64_t slab;               /* output rows (d, h) per im2col slab */
+    int64_t nslab;
+    atomic_bool failed;
+} conv_job;
+
+
+/* Output positions o in [0, n) whose input position o*str + off lies in
+ * [0, lim): returns them as [*o0, *o1). */
+static void valid_range(int64_t n, int64_t str, int64_t off, int64_t lim, int64_t *o0,
+                        int64_t *o1)
+{
+    int64_t lo = off >= 0 ? 0 : (-off + str - 1) / str;
+    int64_t hi = off < lim ? (lim - off + str - 1) / str : 0;
+    lo = lo < n ? lo : n;
+    hi = hi < n ? hi : n;
+    *o0 = lo;
+    *o1 = hi > lo ? hi : lo;
+}
+
+typedef struct {
+    const tgk_conv_geom *g;
+    const float *xc;
+    int64_t r0, r1;
+    float *col;
+} im2col_job;
+
+/* columns of output rows [r0, r1) (row = (d, h) pair), channels [begin, end):
+ * col[(c, kd, kh, kw), (row - r0) * out_w + ow] */
+static void im2col_channels(void *ctx, int64_t begin, int64_t end)
+{
+    const im2col_job *j = ctx;
+    const tgk_conv_geom *g = j->g;
+    int64_t ow = g->out[2], ncol = (j->r1 - j->r0) * ow;
+    for (int64_t c = begin; c < end; c++)
+        for (int64_t kd = 0; kd < g->ker[0]; kd++)
+            for (int64_t kh = 0; kh < g->ker[1]; kh++)
+                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                    float *dst = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                    int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
+                    valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
+                    for (int64_t r = j->r0; r < j->r1; r++, dst += ow) {
+                        int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
+                        int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
+                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+                            memset(dst, 0, (size_t)ow * sizeof *dst);
+                            continue;
+                        }
+                        const float *src = j->xc + ((c * g->in[0] + id) * g->in[1] + ih) * g->in[2] + woff;
+                        memset(dst, 0, (size_t)w0 * sizeof *dst);
+                        if (g->str[2] == 1)
+                            memcpy(dst + w0, src + w0, (size_t)(w1 - w0) * sizeof *dst);
+                        else
+                            for (int64_t o = w0; o < w1; o++)
+                                dst[o] = src[o * g->str[2]];
+                        memset(dst + w1, 0, (size_t)(ow - w1) * sizeof *dst);
+                    }
+                }
+}
+
+/* On the caller's thread (few work items) the copy is split by channel too:
+ * it is memory-bound work as long as the GEMM's. */
+static void im2col(const tgk_conv_geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
+                   float *col)
+{
+    im2col_job j = {g, xc, r0, r1, col};
+    int64_t per_channel = g->kprod * (r1 - r0) * g->out[2];
+    tgk_parallel_for(cg, 1 + 65536 / per_channel, im2col_channels, &j);
+}
+
+/* y[k, 0..n) = bias[k0 + k] (or 0) for k < nk, rows ld apart */
+static void fill_bias(float *y, const float *b, int64_t k0, int64_t nk, int64_t n, int64_t ld)
+{
+    for (int64_t k = 0; k < nk; k++)
+        for (int64_t i = 0; i < n; i++)
+            y[k * ld + i] = b ? b[k0 + k] : 0.0f;
+}
+
+static bool is_pointwise(const tgk_conv_geom *g)
+{
+    for (int i = 0; i < 3; i++)
+        if (g->ker[i] != 1 || g->str[i] != 1 || g->pad[i] != 0 || g->in[i] != g->out[i])
+            return false;
+    return true;
+}
+
+/* items (image, group, slab) */
+static void conv_items(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const tgk_conv_geom *g = &j->g;
+    int64_t rows = j->cg * g->kprod, ow = g->out[2];
+    bool pointwise = is_pointwise(g);
+    float *col = NULL;
+    if (!pointwise && !(col = malloc((size_t)(rows * j->slab * ow) * sizeof *col))) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    for (int64_t it = begin; it < end; it++) {
+        int64_t s = it % j->nslab, ng = it / j->nslab;
+        int64_t n = ng / j->d->groups, grp = ng % j->d->groups;
+        int64_t r0 = s * j->slab, nrows = g->out[0] * g->out[1];
+        int64_t r1 = r0 + j->slab < nrows ? r0 + j->slab : nrows;
+        const float *xc = j->x + (n * j->d->c + grp * j->cg) * g->in_sp;
+        const float *wg = j->w + grp * j->kg * rows;
+        float *yg = j->y + (n * j->d->k + grp * j->kg) * g->out_sp + r0 * ow;
+        int64_t ncol = (r1 - r0) * ow;
+        fill_bias(yg, j->b, grp * j->kg, j->kg, ncol, g->out_sp);
+        if (pointwise) {
+            tgk_gemm_f32(false, false, j->kg, ncol, rows, 1.0f, wg, rows, xc + r0 * ow,
+                         g->in_sp, 1.0f, yg, g->out_sp);
+        } else {
+            im2col(g, xc, j->cg, r0, r1, col);
+            tgk_gemm_f32(false, false, j->kg, ncol, rows, 1.0f, wg, rows, col, ncol, 1.0f, yg,
+                         g->out_sp);
+        }
+    }
+    free(col);
+}
+
+/* depthwise (groups == c, k a multiple of c), directly: planes (image, out channel) */
+TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const tgk_conv_geom *g = &j->g;
+    int64_t ow = g->out[2];
+    for (int64_t p = begin; p < end; p++) {
+        int64_t n = p / j->d->k, k = p % j->d->k;
+        const float *xc = j->x + (n * j->d->c + k / j->kg) * g->in_sp;
+        const float *wk = j->w + k * g->kprod;
+        float *yk = j->y + p * g->out_sp;
+        fill_bias(yk, j->b, k, 1, g->out_sp, g->out_sp);
+        for (int64_t r = 0; r < g->out[0] * g->out[1]; r++) {
+            float *dst = yk + r * ow;
+            for (int64_t kd = 0; kd < g->ker[0]; kd++) {
+                int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
+                if (id < 0 || id >= g->in[0])
+                    continue;
+                for (int64_t kh = 0; kh < g->ker[1]; kh++) {
+                    int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
+                    if (ih < 0 || ih >= g->in[1])
+                        continue;
+                    const float *src = xc + (id * g->in[1] + ih) * g->in[2];
+                    for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                        float wv = wk[(kd * g->ker[1] + kh) * g->ker[2] + kw];
+                        int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
+                        valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
+                        const float *s = src + woff;
+                        if (g->str[2] == 1)
+                            for (int64_t o = w0; o < w1; o++)
+                                dst[o] += wv * s[o];
+                        else
+                            for (int64_t o = w0; o < w1; o++)
+                                dst[o] += wv * s[o * g->str[2]];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Direct path: DK output channels x NV vectors of DV output pixels held in
+ * DK * NV vector accumulators, updated per (input channel, tap) by NV input
+ * vectors and one weight broadcast per output channel, so FMAs rather than
+ * loads bound the loop. The tile is sized per ISA to fill its register file
+ * without spilling (and GCC splits a vector wider than the ISA's through the
+ * stack): the same source is instantiated for each and one is picked at run
+ * time. A slab's vectors, (output row, block of DV pixels), are taken NV at
+ * a time in raster order, so a tile may span rows and few are left partial. */
+/* c * kernel product; above it GEMM wins on AVX-512 (on AVX2 the direct path
+ * still wins up to ~600: 64 channels 3x3 at 56x56, 3.6 vs 4.4 ms a thread) */
+#define DIRECT_MAX_TAPS 256
+/* Below it a convolution runs on the caller's thread alone. Handing work to
+ * spinning workers costs about a microsecond; 0.5 MFLOP is ~6 us a thread
+ * (the cnn fixture at batch 1, both convolutions parallel: 0.063 -> 0.047 ms
+ * a run on 2 vCPUs; the old 3 MFLOP was set for workers woken by futex). */
+#define DIRECT_PARALLEL_FLOPS (1 << 19)
+
+static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
+{
+    if (d->transposed || d->groups != 1 || d->c * g->kprod > DIRECT_MAX_TAPS)
+        return false;
+    if (g->in[0] != 1 || g->ker[0] != 1 || g->pad[0] != 0)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (g->str[i] != 1 || g->dil[i] != 1)
+            return false;
+    return true;
+}
+
+/* One output vector of a slab: where it reads in the padded rows and writes
+ * in an output channel, and how many of its pixels exist (0 for the repeats
+ * of the slab's last vector that fill its last tile). */
+typedef struct {
+    int64_t in, out, np;
+} direct_vec;
+
+/* One block of output channels over one slab of output rows: the
+ * micro-kernel's arguments. */
+typedef struct {
+    const float *buf;           /* the slab's zero-padded input rows, [c][nr][wp] */
+    const int64_t *tapoff;      /* per (channel, kh, kw): its offset in buf */
+    const direct_vec *vec;      /* the slab's vectors, whole tiles of them */
+    const float *w;             /* the block's weights, taps a channel */
+    const float *b;             /* the block's bias, or NULL */
+    float *y;                   /* output channel 0 of the block */
+    int64_t nvec, taps, nk;     /* nk: channels of the block that exist (<= dk) */
+    int64_t out_sp;
+    bool relu;
+} direct_block;
+
+typedef struct {
+    int64_t dv, dk, nv;         /* pixels a vector, channels a block, vectors a tile */
+    void (*run)(const direct_block *);
+} direct_kernel;
+
+/* a tile's stores where some pixels or channels do not exist; lanes [nv][dk][dv] */
+static void direct_store_part(const direct_block *bl, const direct_vec *vec, const float *lanes,
+                              int nv, int64_t dk, int64_t dv)
+{
+    for (int v = 0; v < nv; v++)
+        for (int64_t i = 0; i < bl->nk; i++)
+            memcpy(bl->y + vec[v].out + i * bl->out_sp, lanes + (v * dk + i) * dv,
+                   (size_t)vec[v].np * sizeof *lanes);
+}
+
+/* Every loop over the tile fully unrolled, so the accumulators stay in registers. */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* NAME_run: the micro-kernel over every tile of a block, for vectors of DV
+ * floats and DK x NV accumulators, compiled with ATTR (a target or nothing);
+ * NAME: its direct_kernel. Channels of the block past K repeat its last
+ * (computed, not stored), so the loop has no tail. */
+#define DIRECT_KERNEL(NAME, ATTR, DV, DK, NV)                                                \
+    typedef float NAME##_vec __attribute__((vector_size((DV) * sizeof(float))));            \
+    typedef int32_t NAME##_ivec __attribute__((vector_size((DV) * sizeof(float))));         \
+    ATTR static void NAME##_run(const direct_block *bl)                                     \
+    {                                                                                       \
+        const int64_t *tapoff = bl->tapoff, taps = bl->taps, out_sp = bl->out_sp;           \
+        const float *wk[DK];                                                                \
+        float bias[DK];                                                                     \
+        UNROLL for (int i = 0; i < (DK); i++) {                                             \
+            int64_t k = i < bl->nk ? i : bl->nk - 1;                                        \
+            wk[i] = bl->w + k * taps;                                                       \
+            bias[i] = bl->b ? bl->b[k] : 0.0f;                                              \
+        }                                                                                   \
+        for (const direct_vec *vec = bl->vec; vec < bl->vec + bl->nvec; vec += (NV)) {      \
+            const float *in[NV];                                                            \
+            float *out[NV];                                                                 \
+            bool whole = bl->nk == (DK);                                                    \
+            UNROLL for (int v = 0; v < (NV); v++) {                                         \
+                in[v] = bl->buf + vec[v].in;                                                \
+                out[v] = bl->y + vec[v].out;                                                \
+                whole &= vec[v].np == (DV);                                                 \
+            }                                                                               \
+            NAME##_vec acc[NV][DK];                                                         \
+            UNROLL for (int i = 0; i < (DK); i++)                                           \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    acc[v][i] = (NAME##_vec){0} + bias[i];                                  \
+            for (int64_t t = 0; t < taps; t++) {                                            \
+                NAME##_vec xv[NV];                                                          \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    memcpy(&xv[v], in[v] + tapoff[t], sizeof xv[v]);                        \
+                UNROLL for (int i = 0; i < (DK); i++)                                       \
+                    UNROLL for (int v = 0; v < (NV); v++)                                   \
+                        acc[v][i] += wk[i][t] * xv[v];                                      \
+            }                                                                               \
+            if (bl->relu) /* clear the lanes < 0: NaN and -0 stay, as relu leaves them */  \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    UNROLL for (int i = 0; i < (DK); i++)                                   \
+                        acc[v][i] = (NAME##_vec)((NAME##_ivec)acc[v][i] &                   \
+                                                 ~(NAME##_ivec)(acc[v][i] < 0));            \
+            if (whole) {                                                                    \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    UNROLL for (int i = 0; i < (DK); i++)                                   \
+                        memcpy(out[v] + i * out_sp, &acc[v][i], sizeof acc[v][i]);          \
+            } else {                                                                        \
+                float lanes[NV][DK][DV];                                                    \
+                UNROLL for (int v = 0; v < (NV); v++)                                       \
+                    UNROLL for (int i = 0; i < (DK); i++)                                   \
+                        memcpy(lanes[v][i], &acc[v][i], sizeof acc[v][i]);                  \
+                direct_store_part(bl, vec, &lanes[0][0][0], (NV), (DK), (DV));              \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
+    static const direct_kernel NAME = {(DV), (DK), (NV), NAME##_run};
+
+/* AVX-512: 16 of 32 zmm; AVX2 and the rest: 12 of 16 ymm or xmm. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+DIRECT_KERNEL(direct_v4, __attribute__((target("arch=x86-64-v4"))), 16, 8, 2)
+DIRECT_KERNEL(direct_v3, __attribute__((target("arch=x86-64-v3"))), 8, 4, 3)
+#endif
+DIRECT_KERNEL(direct_base, , 4, 4, 3)
+
+static const direct_kernel *direct_pick(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return &direct_v4;
+    if (__builtin_cpu_supports("x86-64-v3"))
+        return &direct_v3;
+#endif
+    return &direct_base;
+}
+
+typedef struct {
+    conv_job *j;
+    const direct_kernel *kern;
+    float *pad;                 /* every image padded up front, or NULL: items pad their slab */
+    int64_t nvb, wp, nr;        /* vectors a row; padded row length; padded rows a plane */
+    int64_t nkb, nkg;           /* channel blocks; groups of them, one a work item */
+    int64_t tapoff[DIRECT_MAX_TAPS];
+} direct_job;
+
+/* input rows [r0, r0 + rows) of the zero-padded image, c channels, into
+ * buf [c][nr][wp], whose padding columns are already zero */
+static void direct_pad(const direct_job *dj, const float *xn, int64_t c, int64_t r0,
+                       int64_t rows, float *buf)
+{
+    const tgk_conv_geom *g = &dj->j->g;
+    int64_t ih_n = g->in[1], iw = g->in[2];
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t rr = 0; rr < rows; rr++) {
+            float *dst = buf + (ch * dj->nr + rr) * dj->wp + g->pad[2];
+            int64_t ih = r0 - g->pad[1] + rr;
+            if (ih >= 0 && ih < ih_n)
+                memcpy(dst, xn + (ch * ih_n + ih) * iw, (size_t)iw * sizeof *dst);
+            else
+                memset(dst, 0, (size_t)iw * sizeof *dst);
+        }
+}
+
+/* planes (image, channel) of dj->pad */
+static void direct_pad_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const direct_job *dj = ctx;
+    for (int64_t p = begin; p < end; p++)
+        direct_pad(dj, dj->j->x + p * dj->j->g.in_sp, 1, 0, dj->nr,
+                   dj->pad + p * dj->nr * dj->wp);
+}
+
+/* the vectors of output rows [r0, r0 + rows), in raster order, then repeats
+ * of the last up to whole tiles, writing at row r0 of a plane (0: of a slab's
+ * scratch); returns their count */
+static int64_t direct_vectors(const direct_job *dj, int64_t r0, int64_t rows, direct_vec *vec)
+{
+    int64_t dv = dj->kern->dv, ow = dj->j->g.out[2], m = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t p0 = 0; p0 < ow; p0 += dv)
+            vec[m++] = (direct_vec){r * dj->wp + p0, (r0 + r) * ow + p0,
+                                    ow - p0 < dv ? ow - p0 : dv};
+    for (; m % dj->kern->nv; m++)
+        vec[m] = (direct_vec){vec[m - 1].in, vec[m - 1].out, 0};
+    return m;
+}
+
+/* Max over the pool x pool windows of a block's nk channels of `rows` output
+ * rows in scratch s ([nk][slab][ow]) into y's pooled rows from r0 / pool.
+ * P = 2 as two loops GCC vectorizes, each over a whole row pair (the rows,
+ * then pairs of columns; as one loop it stays scalar, and its selects were
+ * mispredicted branches: 4x the time of the convolution). */
+TGK_CLONES static void pool_block(const conv_job *j, const float *restrict s, int64_t nk,
+                                  int64_t rows, int64_t r0, float *restrict y)
+{
+    int64_t P = j->d->pool, ow = j->g.out[2], pw = ow / P, psp = j->g.out[1] / P * pw;
+    float t[512];
+    for (int64_t i = 0; i < nk; i++)
+        for (int64_t pr = 0; pr < rows / P; pr++) {
+            const float *restrict x = s + (i * j->slab + pr * P) * ow;
+            float *restrict yr = y + i * psp + (r0 / P + pr) * pw;
+            for (int64_t p0 = 0; P == 2 && p0 < pw; p0 += 256) {
+                int64_t n = pw - p0 < 256 ? pw - p0 : 256;
+                for (int64_t c = 0; c < 2 * n; c++)
+                    t[c] = tgk_nan_max(x[2 * p0 + c], x[ow + 2 * p0 + c]);
+                for (int64_t c = 0; c < n; c++)
+                    yr[p0 + c] = tgk_nan_max(t[2 * c], t[2 * c + 1]);
+            }
+            for (int64_t px = 0; P != 2 && px < pw; px++) {
+                float m = x[px * P];
+                for (int64_t a = 0; a < P; a++)
+                    for (int64_t b = 0; b < P; b++)
+                        m = tgk_nan_max(m, x[a * ow + px * P + b]);
+                yr[px] = m;
+            }
+        }
+}
+
+/* items (image, slab of output rows, group of channel blocks) */
+static void direct_items(void *ctx, int64_t begin, int64_t end)
+{
+    const direct_job *dj = ctx;
+    conv_job *j = dj->j;
+    const tgk_conv_geom *g = &j->g;
+    int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1], P = j->d->pool;
+    direct_vec *vec = malloc((size_t)(j->slab * dj->nvb + dj->kern->nv) * sizeof *vec);
+    float *buf = NULL, *sc = NULL;
+    if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf))) ||
+        (P > 1 && !(sc = malloc((size_t)(dk * j->slab * g->out[2]) * sizeof *sc)))) {
+        atomic_store(&j->failed, true);
+        free(vec);
+        free(buf);
+        return;
+    }
+    /* pooling: each block's rows go to the scratch, then pooled into y */
+    direct_block bl = {.tapoff = dj->tapoff, .vec = vec, .taps = c * g->kprod,
+                       .out_sp = P > 1 ? j->slab * g->out[2] : g->out_sp, .relu = j->d->relu};
+    for (int64_t it = begin; it < end; it++) {
+        int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
+        int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
+        if (buf)
+            direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + g->ker[1] - 1, buf);
+        bl.buf = buf ? buf : dj->pad + (n * c * dj->nr + r0) * dj->wp;
+        bl.nvec = direct_vectors(dj, P > 1 ? 0 : r0, rows, vec);
+        for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
+            bl.w = j->w + kb * dk * bl.taps;
+            bl.b = j->b ? j->b + kb * dk : NULL;
+            bl.y = sc ? sc : j->y + (n * k + kb * dk) * g->out_sp;
+            bl.nk = k - kb * dk < dk ? k - kb * dk : dk;
+            dj->kern->run(&bl);
+            if (sc)
+                pool_block(j, sc, bl.nk, rows, r0,
+                           j->y + (n * k + kb * dk) * (oh_n / P) * (g->out[2] / P));
+        }
+    }
+    free(sc);
+    free(buf);
+    free(vec);
+}
+
+/* Work items for the pool, about 4 a thread, or one when the work is too
+ * small to share. With enough images, one image's slabs each pad their own
+ * rows and run every channel block on them. With fewer, each image is split
+ * into groups of channel blocks (a divisor of their count, so groups are
+ * even) before row slabs, and padded once up front for all its groups, as
+ * long as the padded batch fits in COL_BYTES. */
+static int direct_conv(conv_job *j)
+{
+    const tgk_conv_geom *g = &j->g;
+    direct_job dj = {.j = j, .kern = direct_pick()};
+    int64_t n = j->d->n, c = j->d->c, oh_n = g->out[1], kh_n = g->ker[1], dv = dj.kern->dv;
+    bool parallel = tgk_num_threads() > 1 &&
+                    2 * n * j->d->k * g->out_sp * c * g->kprod >= DIRECT_PARALLEL_FLOPS;
+    int64_t want = parallel ? 4 * (int64_t)tgk_num_threads() : 1, per_image = (want + n - 1) / n;
+    dj.nvb = (g->out[2] + dv - 1) / dv;
+    dj.wp = dj.nvb * dv + g->ker[2] - 1;
+    dj.nkb = (j->d->k + dj.kern->dk - 1) / dj.kern->dk;
+    int64_t plane = (oh_n + kh_n - 1) * dj.wp;
+    dj.nkg = 1;
+    if (per_image > 1 && n * c * plane * (int64_t)sizeof(float) <= COL_BYTES)
+        for (dj.nkg = per_image < dj.nkb ? per_image : dj.nkb; dj.nkb % dj.nkg; dj.nkg++)
+            ;
+    int64_t nslab = (per_image + dj.nkg - 1) / dj.nkg, P = j->d->pool > 1 ? j->d->pool : 1;
+    /* a slab is whole pooling windows of rows */
+    j->slab = ((oh_n + nslab - 1) / nslab + P - 1) / P * P;
+    if (dj.nkg > 1) {
+        dj.nr = oh_n + kh_n - 1;
+        if (!(dj.pad = calloc((size_t)(n * c * plane), sizeof *dj.pad)))
+            return -1;
+        tgk_parallel_for(n * c, 1 + 65536 / plane, direct_pad_planes, &dj);
+    } else {
+        int64_t most = (COL_BYTES / (c * dj.wp * (int64_t)sizeof(float)) - (kh_n - 1)) / P * P;
+        j->slab = j->slab < most ? j->slab : most > P ? most : P;
+        dj.nr = j->slab + kh_n - 1;
+    }
+    j->nslab = (oh_n + j->slab - 1) / j->slab;
+    int64_t t = 0;
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t kh = 0; kh < kh_n; kh++)
+            for (int64_t kw = 0; kw < g->ker[2]; kw++)
+                dj.tapoff[t++] = (ch * dj.nr + kh) * dj.wp + kw;
+    if (parallel)
+        tgk_parallel_for(n * j->nslab * dj.nkg, 1, direct_items, &dj);
+    else
+        direct_items(&dj, 0, n * j->nslab * dj.nkg);
+    free(dj.pad);
+    return atomic_load(&j->failed) ? -1 : 0;
+}
+
+/* transposed: per (image, group), col = w_g^T x_g over slabs of input rows,
+ * then scattered (col2im) into y. Items write overlapping outputs only
+ * within one (image, group), so those are the unit of parallel work; within
+ * one, the scatter splits by output channel. */
+typedef struct {
+    const tgk_conv_geom *g;
+    const float *col;
+    int64_t r0, r1;
+    float *y;
+} col2im_job;
+
+static void col2im_channels(void *ctx, int64_t begin, int64_t end)
+{
+    const col2im_job *j = ctx;
+    const tgk_conv_geom *g = j->g;
+    int64_t iw = g->in[2], ncol = (j->r1 - j->r0) * iw;
+    for (int64_t c = begin; c < end; c++)
+        for (int64_t kd = 0; kd < g->ker[0]; kd++)
+            for (int64_t kh = 0; kh < g->ker[1]; kh++)
+                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                    const float *src = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                    int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
+                    valid_range(iw, g->str[2], woff, g->out[2], &w0, &w1);
+                    for (int64_t r = j->r0; r < j->r1; r++, src += iw) {
+                        int64_t od = r / g->in[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
+                        int64_t oh = r % g->in[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
+                        if (od < 0 || od >= g->out[0] || oh < 0 || oh >= g->out[1])
+                            continue;
+                        float *dst = j->y + ((c * g->out[0] + od) * g->out[1] + oh) * g->out[2] + woff;
+                        for (int64_t i = w0; i < w1; i++)
+                            dst[i * g->str[2]] += src[i];
+                    }
+                }
+}
+
+static void col2im(const tgk_conv_geom *g, const float *col, int64_t kg, int64_t r0, int64_t r1,
+                   float *y)
+{
+    col2im_job j = {g, col, r0, r1, y};
+    int64_t per_channel = g->kprod * (r1 - r0) * g->in[2];
+    tgk_parallel_for(kg, 1 + 65536 / per_channel, col2im_channels, &j);
+}
+
+static void transposed_items(void *ctx, int64_t begin, int64_t end)
+{
+    conv_job *j = ctx;
+    const tgk_conv_geom *g = &j->g;
+    int64_t rows = j->kg * g->kprod, iw = g->in[2], nrows = g->in[0] * g->in[1];
+    float *col = malloc((size_t)(rows * j->slab * iw) * sizeof *col);
+    if (!col) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    for (int64_t ng = begin; ng < end; ng++) {
+        int64_t n = ng / j->d->groups, grp = ng % j->d->groups;
+        const float *xc = j->x + (n * j->d->c + grp * j->cg) * g->in_sp;
+        const float *wg = j->w + grp * j->cg * rows;
+        float *yg = j->y + (n * j->d->k + grp * j->kg) * g->out_sp;
+        fill_bias(yg, j->b, grp * j->kg, j->kg, g->out_sp, g->out_sp);
+        for (int64_t r0 = 0; r0 < nrows; r0 += j->slab) {
+            int64_t r1 = r0 + j->slab < nrows ? r0 + j->slab : nrows, ncol = (r1 - r0) * iw;
+            tgk_gemm_f32(true, false, rows, ncol, j->cg, 1.0f, wg, rows, xc + r0 * iw,
+                         g->in_sp, 0.0f, col, ncol);
+            col2im(g, col, j->kg, r0, r1, yg);
+        }
+    }
+    free(col);
+}
+
+/* many items: one per pool thread; few: in turn, each GEMM split instead */
+static void run_items(int64_t items, tgk_task_fn fn, conv_job *j)
+{
+    if (items >= 4 * (int64_t)tgk_num_threads())
+        tgk_parallel_for(items, 1, fn, j);
+    else
+        for (int64_t i = 0; i < items && !atomic_load(&j->failed); i++)
+            fn(j, i, i + 1);
+}
+
+/* relu over the output of the paths that do not apply it as they store */
+TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const conv_job *j = ctx;
+    float *y = j->y + begin * j->g.out_sp;
+    for (int64_t i = 0; i < (end - begin) * j->g.out_sp; i++)
+        y[i] = y[i] < 0 ? 0 : y[i];
+}
+
+/* The convolution into a scratch result, then its max pool into y: the
+ * paths that do not pool as they go. */
+static int conv_then_pool(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
+                          const float *w, const float *b, float *y)
+{
+    tgk_conv_desc full = *d;
+    full.pool = 0;
+    float *t = malloc((size_t)(d->n * d->k * g->out_sp) * sizeof *t);
+    int rc = t ? tgk_conv_f32(&full, x, w, b, t) : -1;
+    if (rc == 0) {
+        tgk_pool_desc p = {.nsp = 2, .n = d->n, .c = d->k, .in = {d->out[0], d->out[1]},
+                           .out = {d->out[0] / d->pool, d->out[1] / d->pool},
+                           .kernel = {d->pool, d->pool}, .stride = {d->pool, d->pool},
+                           .dil = {1, 1}};
+        tgk_max_pool_f32(&p, t, y);
+    }
+    free(t);
+    return rc;
+}
+
+int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y)
+{
+    conv_job j = {.d = d, .x = x, .w = w, .b = b, .y = y};
+    if (d->n <= 0 || d->c <= 0 || d->k <= 0 || d->groups <= 0 || d->c % d->groups ||
+        d->k % d->groups || !tgk_conv_geom_from(d, &j.g) ||
+        (d->pool > 1 && (d->nsp != 2 || d->transposed || d->out[0] < d->pool ||
+                         d->out[1] < d->pool)))
+        return -1;
+    if (d->pool > 1 && !use_direct(d, &j.g))
+        return conv_then_pool(d, &j.g, x, w, b, y);
+    atomic_init(&j.failed, false);
+    const tgk_conv_geom *g = &j.g;
+    j.cg = d->c / d->groups;
+    j.kg = d->k / d->groups;
+    if (d->transposed) {
+        int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
+        j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
+        run_items(d->n * d->groups, transposed_items, &j);
+    } else if (use_direct(d, g)) {
+        return direct_conv(&j);
+    } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
+        tgk_parallel_for(d->n * d->k, 1, depthwise_planes, &j);
+    } else {
+        int64_t nrows = g->out[0] * g->out[1];
+        int64_t per_row = j.cg * g->kprod * g->out[2] * (int64_t)sizeof(float);
+        j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
+        j.slab = j.slab < nrows ? j.slab : nrows;
+        j.nslab = (nrows + j.slab - 1) / j.slab;
+        run_items(d->n * d->groups * j.nslab, conv_items, &j);
+    }
+    if (d->relu && !atomic_load(&j.failed))
+        tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, relu_planes, &j);
+    return atomic_load(&j.failed) ? -1 : 0;
+}

@@ -1,0 +1,514 @@
+/* GEMM on pre-packed weights: y[M,N] = x[M,K] w[N,K]^T + b, the linear layer
+ * with w packed once (tcompile's prepack pass, at compile time) into panels
+ * of TGK_PANEL output columns, [N/16][K][16]. A panel row is one vector
+ * load, so the inner loop is loads of w, broadcasts of x and FMAs into
+ * register accumulators, with no packing at run time (OpenBLAS packs both
+ * operands on every call, which costs as much as the products at the sizes
+ * of small models).
+ *
+ * One source, instantiated per instruction set with a register tile that
+ * fits it, MR rows x NP panels of 16-float accumulators (AVX-512: 8 x 2,
+ * 16 zmm; AVX2: 6 x 1, 12 ymm; baseline SSE: 2 x 1, 8 xmm), chosen once at
+ * run time. A single row (GEMV) runs 4 panels at once so that enough
+ * independent FMA chains hide the latency. */
+#include "backend/cpu/kernels/kernels.h"
+
+#include <string.h>
+
+#include "backend/cpu/kernels/vecmath.h"    /* -O3 and no-trapping-math here too */
+
+#define INLINE static inline __attribute__((always_inline))
+
+typedef struct pgemm_job pgemm_job;
+/* rows [r0, r1) x panels [p0, p1) */
+typedef void (*chunk_fn)(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
+
+struct pgemm_job {
+    int64_t M, N, K, ldx, ldy;
+    const float *x, *wp, *b;
+    bool accumulate;            /* start from y instead of b */
+    float *y;
+    /* causal cuts (TGK_NO_DIAG: none): row r of y is needed only in columns
+     * n < r + y_diag, and row r of x is zero from column r + x_diag on */
+    int64_t y_diag, x_diag;
+    const float *res;           /* then added to each chunk of y, rows ldy apart, or NULL */
+    tgk_vec_fn act;             /* then on each chunk of y, or NULL */
+    int64_t row_chunk, panel_chunk;
+    chunk_fn fn;                /* the one for this CPU */
+};
+
+/* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
+ * starting at row r, panel p, with vectors of VL floats, the instruction
+ * set's own width (GCC splits wider generic vectors through memory). mr and
+ * np are constants at every call site, so with the loops unrolled the
+ * accumulators live in registers. */
+#define TILE(name, vec, VL)                                                         \
+    typedef float vec __attribute__((vector_size(VL * sizeof(float))));            \
+    /* *v = the first min(n, VL) floats of src, zeros after (by pointer: a      \
+     * vector returned by value would change the ABI of the baseline build) */     \
+    INLINE void row_init_##name(vec *v, const float *src, int64_t n)                \
+    {                                                                               \
+        *v = (vec){0};                                                              \
+        if (n >= VL)                                                                \
+            memcpy(v, src, sizeof *v);                                              \
+        else                                                                        \
+            for (int64_t c = 0; c < n; c++)                                         \
+                (*v)[c] = src[c];                                                   \
+    }                                                                               \
+    INLINE void name(const int mr, const int np, const pgemm_job *j, int64_t r,     \
+                     int64_t p)                                                     \
+    {                                                                               \
+        enum { PV = TGK_PANEL / VL };   /* vectors a panel row */                   \
+        int64_t K = j->K, n0 = p * TGK_PANEL;                                       \
+        int64_t kend = r + mr - 1 + j->x_diag < K ? r + mr - 1 + j->x_diag : K;     \
+        int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;    \
+        const float *a = j->x + r * j->ldx, *bp = j->wp + p * K * TGK_PANEL;        \
+        vec acc[8][4 * PV];                                                         \
+        _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {                \
+            int64_t nb = ncols - v * VL;                                            \
+            if (j->accumulate) {                                                    \
+                _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                \
+                    row_init_##name(&acc[i][v], j->y + (r + i) * j->ldy + n0 + v * VL, nb); \
+            } else {    /* the bias, loaded once for all the rows */                \
+                vec bv = {0};                                                       \
+                if (j->b)                                                           \
+                    row_init_##name(&bv, j->b + n0 + v * VL, nb);                   \
+                _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                \
+                    acc[i][v] = bv;                                                 \
+            }                                                                       \
+        }                                                                           \
+        for (int64_t k = 0; k < kend; k++) {                                        \
+            vec w[4 * PV];                                                          \
+            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
+                memcpy(&w[v], bp + (v / PV * K + k) * TGK_PANEL + v % PV * VL,      \
+                       sizeof w[v]);                                                \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
+                float xv = a[i * j->ldx + k];                                       \
+                _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
+                    acc[i][v] += xv * w[v];                                         \
+            }                                                                       \
+        }                                                                           \
+        float *yr = j->y + r * j->ldy + n0;                                         \
+        if (ncols == np * TGK_PANEL) { /* whole vectors, from the registers */      \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++, yr += j->ldy)      \
+                _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
+                    memcpy(yr + v * VL, &acc[i][v], sizeof acc[i][v]);              \
+            return;                                                                 \
+        }                                                                           \
+        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++, yr += j->ldy)          \
+            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
+                for (int64_t c = 0; c < ncols - v * VL && c < VL; c++)              \
+                    yr[v * VL + c] = acc[i][v][c];                                  \
+    }
+
+/* tile T over rows [r, r + mr), mr <= MR, as a constant */
+#define TILE_ROWS(T, MR, NP, j, r, p, mr)                                    \
+    do {                                                                     \
+        switch ((mr)) {                                                      \
+        case 1: T(1, NP, j, r, p); break;                                    \
+        case 2: if (MR > 2) T(2, NP, j, r, p); break;                        \
+        case 3: if (MR > 3) T(3, NP, j, r, p); break;                        \
+        case 4: if (MR > 4) T(4, NP, j, r, p); break;                        \
+        case 5: if (MR > 5) T(5, NP, j, r, p); break;                        \
+        case 6: if (MR > 6) T(6, NP, j, r, p); break;                        \
+        case 7: if (MR > 7) T(7, NP, j, r, p); break;                        \
+        }                                                                    \
+        if ((mr) == MR)                                                      \
+            T(MR, NP, j, r, p);                                              \
+    } while (0)
+
+/* One chunk of rows x panels: rows outer, so a register tile's rows of x stay
+ * in L1 while the tile sweeps the chunk's panels (at most 4 x K x 64 bytes,
+ * in L1 or L2), and each row of y is written 4 panels (256 bytes) at a time.
+ * Panels outer, which kept a panel in L1 across the chunk's rows, wrote y in
+ * 64-byte pieces 6 rows apart: tinygpt's M = 4096 GEMMs ran 1.1-1.2x slower
+ * (timed side by side with ONNX Runtime's MatMul in one process). A lone row
+ * takes 4 panels at a time. A tile whose rows need none of its panels'
+ * columns (y_diag) is skipped. */
+#define CHUNK_FN(name, attr, T, MR, NP)                                                \
+    attr static void name(const pgemm_job *j, int64_t r0, int64_t r1, int64_t p0,      \
+                          int64_t p1)                                                  \
+    {                                                                                  \
+        int64_t p = p0;                                                                \
+        if (r1 - r0 == 1)                                                              \
+            for (; p + 4 <= p1 && p * TGK_PANEL < r0 + j->y_diag; p += 4)              \
+                T(1, 4, j, r0, p);                                                     \
+        int64_t pe = p + (p1 - p) / NP * NP;                                           \
+        for (int64_t r = r0; r < r1; r += MR) {                                        \
+            int64_t mr = r1 - r < MR ? r1 - r : MR;                                    \
+            for (int64_t q = p; q < pe; q += NP)                                       \
+                if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
+                    TILE_ROWS(T, MR, NP, j, r, q, mr);                                 \
+            for (int64_t q = pe; q < p1; q++)                                          \
+                if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
+                    TILE_ROWS(T, MR, 1, j, r, q, mr);                                  \
+        }                                                                              \
+    }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+TILE(tile16, v16, 16)
+TILE(tile8, v8, 8)
+CHUNK_FN(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile16, 8, 2)
+CHUNK_FN(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile8, 6, 1)
+#endif
+TILE(tile4, v4, 4)
+CHUNK_FN(chunk_base, , tile4, 2, 1)
+
+typedef struct {
+    chunk_fn fn;
+    int64_t mr;
+} chunk_kind;
+
+/* The widest this CPU runs, or (isa) the named one if it runs it. */
+static bool find_chunk(const char *isa, chunk_kind *k)
+{
+    bool any = !isa;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    __builtin_cpu_init();
+    if ((any || !strcmp(isa, "avx512")) && __builtin_cpu_supports("x86-64-v4")) {
+        *k = (chunk_kind){chunk_avx512, 8};
+        return true;
+    }
+    if ((any || !strcmp(isa, "avx2")) && __builtin_cpu_supports("x86-64-v3")) {
+        *k = (chunk_kind){chunk_avx2, 6};
+        return true;
+    }
+#endif
+    if (any || !strcmp(isa, "base")) {
+        *k = (chunk_kind){chunk_base, 2};
+        return true;
+    }
+    return false;
+}
+
+static chunk_kind kind;
+
+/* chosen once, before any caller (a test may then pick another) */
+__attribute__((constructor)) static void pick_kind(void)
+{
+    find_chunk(NULL, &kind);
+}
+
+bool tgk_gemm_packed_isa(const char *isa)
+{
+    chunk_kind k;
+    if (!find_chunk(isa, &k))
+        return false;
+    kind = k;
+    return true;
+}
+
+/* y[i] += r[i]: the residual, added to a chunk while it is in cache (in the
+ * tile's accumulator set-up it cost the register tile its registers: 1.6x
+ * the instructions at one row) */
+TGK_CLONES static void add_row(int64_t n, const float *r, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += r[i];
+}
+
+static void run_chunks(void *ctx, int64_t begin, int64_t end)
+{
+    const pgemm_job *j = ctx;
+    int64_t panels = (j->N + TGK_PANEL - 1) / TGK_PANEL;
+    int64_t pchunks = (panels + j->panel_chunk - 1) / j->panel_chunk;
+    /* panel chunks vary fastest: a thread's run of tasks keeps one chunk of
+     * rows in cache and sweeps the weight, which stays in L2 (tinygpt's
+     * largest is 256 KiB), instead of streaming all of x once per chunk of
+     * panels (M = 4096: 1.1-1.5x faster) */
+    for (int64_t t = begin; t < end; t++) {
+        int64_t r0 = t / pchunks * j->row_chunk, p0 = t % pchunks * j->panel_chunk;
+        int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
+        int64_t p1 = p0 + j->panel_chunk < panels ? p0 + j->panel_chunk : panels;
+        j->fn(j, r0, r1, p0, p1);
+        int64_t c0 = p0 * TGK_PANEL, c1 = p1 * TGK_PANEL < j->N ? p1 * TGK_PANEL : j->N;
+        for (int64_t r = r0; (j->res || j->act) && r < r1; r++) {
+            float *y = j->y + r * j->ldy + c0;
+            if (j->res)
+                add_row(c1 - c0, j->res + r * j->ldy + c0, y);
+            if (j->act)
+                j->act(c1 - c0, y, y);
+        }
+    }
+}
+
+int64_t tgk_packed_size(int64_t N, int64_t K)
+{
+    return (N + TGK_PANEL - 1) / TGK_PANEL * K * TGK_PANEL;
+}
+
+/* dst[c * ldd + k] = src[k * lds + c] for c, k < 8: three rounds of
+ * two-vector shuffles (the one-byte constant shuffles of AVX) */
+INLINE void transpose8(const float *src, int64_t lds, float *dst, int64_t ldd)
+{
+    tgk_vf8 r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        memcpy(&r[i], src + i * lds, sizeof r[i]);
+    for (int i = 0; i < 8; i += 2) {        /* pairs of rows interleaved */
+        t[i] = __builtin_shuffle(r[i], r[i + 1], (tgk_vi8){0, 8, 1, 9, 4, 12, 5, 13});
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], (tgk_vi8){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int i = 0; i < 8; i += 4)         /* columns c, c + 4 of four rows */
+        for (int h = 0; h < 2; h++) {
+            u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2],
+                                             (tgk_vi8){0, 1, 8, 9, 4, 5, 12, 13});
+            u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2],
+                                                 (tgk_vi8){2, 3, 10, 11, 6, 7, 14, 15});
+        }
+    for (int c = 0; c < 4; c++) {          /* the halves of rows 0-3 and 4-7 */
+        r[c] = __builtin_shuffle(u[c], u[c + 4], (tgk_vi8){0, 1, 2, 3, 8, 9, 10, 11});
+        r[c + 4] = __builtin_shuffle(u[c], u[c + 4], (tgk_vi8){4, 5, 6, 7, 12, 13, 14, 15});
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        memcpy(dst + i * ldd, &r[i], sizeof r[i]);
+}
+
+/* element (n, k) of the operand at src[n * sn + k * sk], sn or sk 1; columns
+ * past N are zeros. Attention packs a K and a V tile per query block, as
+ * many copies as a quarter of its multiply-adds: a panel row contiguous in
+ * src (sn == 1) is one copy, and a whole panel of rows contiguous in k
+ * (sk == 1, a weight or attention's K) goes in 8 x 8 transposes. */
+TGK_CLONES static void pack(const float *src, int64_t sn, int64_t sk, int64_t N, int64_t K,
+                            float *packed)
+{
+    for (int64_t n0 = 0; n0 < N; n0 += TGK_PANEL, packed += K * TGK_PANEL) {
+        int64_t w = N - n0 < TGK_PANEL ? N - n0 : TGK_PANEL, k0 = 0;
+        const float *s = src + n0 * sn;
+        if (w < TGK_PANEL)
+            memset(packed, 0, sizeof *packed * (size_t)(K * TGK_PANEL));
+        if (sn == 1) {
+            for (int64_t k = 0; k < K; k++)
+                if (w == TGK_PANEL)
+                    memcpy(packed + k * TGK_PANEL, s + k * sk, sizeof *packed * TGK_PANEL);
+                else
+                    memcpy(packed + k * TGK_PANEL, s + k * sk, sizeof *packed * (size_t)w);
+            continue;
+        }
+        if (w == TGK_PANEL)
+            for (; k0 + 8 <= K; k0 += 8)
+                for (int64_t c = 0; c < TGK_PANEL; c += 8)
+                    transpose8(s + c * sn + k0, sn, packed + k0 * TGK_PANEL + c, TGK_PANEL);
+        for (int64_t c = 0; c < w; c++)
+            for (int64_t k = k0; k < K; k++)
+                packed[k * TGK_PANEL + c] = s[c * sn + k * sk];
+    }
+}
+
+void tgk_pack_weight_f32(const float *w, int64_t ldw, int64_t N, int64_t K, float *packed)
+{
+    pack(w, ldw, 1, N, K, packed);
+}
+
+void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *packed)
+{
+    pack(b, 1, ldb, N, K, packed);
+}
+
+/* Below this many multiply-adds a task costs more to hand out than it saves
+ * (a 256 x 784 GEMV runs faster on one thread than split in two). */
+#define TASK_MIN_WORK (1 << 18)
+
+static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                        const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
+                        int64_t y_diag, int64_t x_diag, const float *res, tgk_vec_fn act)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    /* chunks of 4 panels (64 columns) x at most 8 register tiles of rows, as
+     * even as they go in whole tiles, so only the matrix's last tile is partial */
+    int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
+    int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
+    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, y, y_diag, x_diag, res, act,
+                   (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn};
+    int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
+    double per_task = (double)M * (double)N * (double)K / (double)tasks;
+    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
+}
+
+void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
+                         int64_t y_diag, int64_t x_diag)
+{
+    gemm_packed(M, N, K, x, ldx, wp, b, accumulate, y, ldy, y_diag, x_diag, NULL, NULL);
+}
+
+void tgk_linear_packed_f32(const float *x, const float *wp, const float *b, float *y,
+                           int64_t M, int64_t N, int64_t K)
+{
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, NULL, NULL);
+}
+
+void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, const float *res,
+                              float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
+{
+    gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, res, act);
+}
+
+/* ---- tgk_gemm_f32: any two operands, op(B) packed as it goes ------------------
+ * A task is a chunk of rows x a block of GB_PANELS panels of columns. It packs
+ * op(B) GB_K rows at a time into a buffer on its stack (32 KiB: in L1 while
+ * the register tiles sweep the chunk's rows) and accumulates into C, so
+ * nothing is allocated and a call never fails. A transposed A is copied into
+ * rows GB_AROWS at a time, as the register tiles read rows of x. Rows are
+ * split only when there are too few column blocks to keep the threads busy:
+ * each row chunk packs the block again. A few rows go without packing
+ * (gemv_tasks). */
+#define GB_K 128
+#define GB_PANELS 4
+#define GB_AROWS 32
+
+typedef struct {
+    bool ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int64_t row_chunk, col_blocks;
+} gemm_job;
+
+TGK_CLONES static void scale_rows(int64_t rows, int64_t n, float s, float *y, int64_t ldy)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < n; c++)
+            y[r * ldy + c] *= s;
+}
+
+/* at[r * kb + k] = A[(k0 + k) * lda + r0 + r]: rows [r0, r0 + rows) of op(A) = A^T */
+static void copy_at(const gemm_job *g, int64_t r0, int64_t rows, int64_t k0, int64_t kb,
+                    float *at)
+{
+    for (int64_t k = 0; k < kb; k++)
+        for (int64_t r = 0; r < rows; r++)
+            at[r * kb + k] = g->A[(k0 + k) * g->lda + r0 + r];
+}
+
+static void gemm_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const gemm_job *g = ctx;
+    float bp[GB_K * GB_PANELS * TGK_PANEL] __attribute__((aligned(64)));
+    float at[GB_AROWS * GB_K] __attribute__((aligned(64)));
+    for (int64_t t = begin; t < end; t++) {
+        int64_t r0 = t / g->col_blocks * g->row_chunk;
+        int64_t n0 = t % g->col_blocks * GB_PANELS * TGK_PANEL;
+        int64_t rows = g->M - r0 < g->row_chunk ? g->M - r0 : g->row_chunk;
+        int64_t cols = g->N - n0 < GB_PANELS * TGK_PANEL ? g->N - n0 : GB_PANELS * TGK_PANEL;
+        int64_t panels = (cols + TGK_PANEL - 1) / TGK_PANEL;
+        float *y = g->C + r0 * g->ldc + n0;
+        if (g->beta != 0.0f && g->beta != 1.0f)
+            scale_rows(rows, cols, g->beta, y, g->ldc);
+        for (int64_t k0 = 0; k0 < g->K; k0 += GB_K) {
+            int64_t kb = g->K - k0 < GB_K ? g->K - k0 : GB_K;
+            /* element (k, n) of op(B) is B[k * ldb + n], or B[n * ldb + k] */
+            if (g->tb)
+                pack(g->B + n0 * g->ldb + k0, g->ldb, 1, cols, kb, bp);
+            else
+                pack(g->B + k0 * g->ldb + n0, 1, g->ldb, cols, kb, bp);
+            if (g->alpha != 1.0f)
+                scale_rows(1, panels * kb * TGK_PANEL, g->alpha, bp, 0);
+            pgemm_job j = {.N = cols, .K = kb, .ldy = g->ldc, .wp = bp,
+                           .accumulate = k0 > 0 || g->beta != 0.0f, .y_diag = TGK_NO_DIAG,
+                           .x_diag = TGK_NO_DIAG};
+            if (!g->ta) {
+                j.M = rows, j.x = g->A + r0 * g->lda + k0, j.ldx = g->lda, j.y = y;
+                kind.fn(&j, 0, rows, 0, panels);
+                continue;
+            }
+            for (int64_t r = 0; r < rows; r += GB_AROWS) {
+                int64_t n = rows - r < GB_AROWS ? rows - r : GB_AROWS;
+                copy_at(g, r0 + r, n, k0, kb, at);
+                j.M = n, j.x = at, j.ldx = kb, j.y = y + r * g->ldc;
+                kind.fn(&j, 0, n, 0, panels);
+            }
+        }
+    }
+}
+
+/* A few rows of A (up to GEMV_ROWS): packing op(B) would cost as much as the
+ * products, so op(B) is read in place, a dot product per element of C (B
+ * transposed: rows of B are columns of op(B)) or a sum of rows of B per row
+ * of C. A task is a block of GB_PANELS panels' columns. */
+#define GEMV_ROWS 4
+
+TGK_CLONES static float dot(const float *a, const float *b, int64_t n)
+{
+    tgk_vf8 acc[2] = {{0}, {0}};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int h = 0; h < 2; h++) {
+            tgk_vf8 x, y;
+            memcpy(&x, a + i + 8 * h, sizeof x);
+            memcpy(&y, b + i + 8 * h, sizeof y);
+            acc[h] += x * y;
+        }
+    float s = 0.0f;
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    acc[0] += acc[1];
+    return s + tgk_hsum8(&acc[0]);
+}
+
+/* y[0, n) = beta y (0: not read) + alpha sum_k a[k] B[k * ldb, + n) */
+TGK_CLONES static void rows_sum(const float *a, const float *B, int64_t ldb, int64_t K,
+                                int64_t n, float alpha, float beta, float *y)
+{
+    for (int64_t c = 0; c < n; c++)
+        y[c] = beta == 0.0f ? 0.0f : beta * y[c];
+    for (int64_t k = 0; k < K; k++) {
+        float f = alpha * a[k];
+        for (int64_t c = 0; c < n; c++)
+            y[c] += f * B[k * ldb + c];
+    }
+}
+
+static void gemv_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const gemm_job *g = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n0 = t * GB_PANELS * TGK_PANEL;
+        int64_t cols = g->N - n0 < GB_PANELS * TGK_PANEL ? g->N - n0 : GB_PANELS * TGK_PANEL;
+        for (int64_t i = 0; i < g->M; i++) {
+            const float *a = g->A + i * g->lda;
+            float *y = g->C + i * g->ldc + n0;
+            if (!g->tb) {
+                rows_sum(a, g->B + n0, g->ldb, g->K, cols, g->alpha, g->beta, y);
+                continue;
+            }
+            for (int64_t c = 0; c < cols; c++) {
+                float s = g->alpha * dot(a, g->B + (n0 + c) * g->ldb, g->K);
+                y[c] = g->beta == 0.0f ? s : s + g->beta * y[c];
+            }
+        }
+    }
+}
+
+void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float beta, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {   /* C = beta C, without reading C when beta is 0 */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t c = 0; c < N; c++)
+                C[i * ldc + c] = beta == 0.0f ? 0.0f : beta * C[i * ldc + c];
+        return;
+    }
+    gemm_job g = {trans_a, trans_b, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, M,
+                  (N + GB_PANELS * TGK_PANEL - 1) / (GB_PANELS * TGK_PANEL)};
+    if (M <= GEMV_ROWS && !trans_a) {
+        double per_task = (double)M * (double)K * GB_PANELS * TGK_PANEL;
+        tgk_parallel_for(g.col_blocks, (int64_t)(TASK_MIN_WORK / per_task) + 1, gemv_tasks, &g);
+        return;
+    }
+    int64_t want = 4 * (int64_t)tgk_num_threads();
+    if (g.col_blocks < want && !tgk_in_task()) {
+        int64_t chunks = (want + g.col_blocks - 1) / g.col_blocks;
+        int64_t tiles = (M + kind.mr - 1) / kind.mr;
+        g.row_chunk = (tiles + chunks - 1) / chunks * kind.mr;
+    }
+    int64_t tasks = (M + g.row_chunk - 1) / g.row_chunk * g.col_blocks;
+    double per_task = (double)M * (double)N * (double)K / (double)tasks;
+    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, gemm_tasks, &g);
+}

@@ -1,0 +1,78 @@
+/* Inside the interpreter: what exec.c hands the per-family glue (run_*.c)
+ * for one node, and the helpers they share. The glue turns attributes and
+ * concrete shapes into kernel calls (kernels.h, tensor_ops.h); no math here. */
+#ifndef TG_EXEC_RUN_H
+#define TG_EXEC_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../error.h"
+#include "../../graph.h"
+#include "kernels/kernels.h"
+#include "kernels/tensor_ops.h"
+#include "../../tensor.h"
+
+typedef struct {
+    const tg_graph *g;
+    const tg_node *n;
+    const int64_t *sym;             /* the bound symbol values */
+    const tg_tensor *const *in;     /* n->nin inputs, NULL when omitted */
+    tg_tensor *const *out;          /* n->nout outputs: dtype, dims and zeroed data set */
+} tg_run_ctx;
+
+typedef int (*tg_run_fn)(const tg_run_ctx *c);
+
+/* One entry point per op family; each switches on c->n->op. 0 or -1 (tg_err). */
+int tg_run_elementwise(const tg_run_ctx *c);    /* unary, binary, where, cast, identity */
+int tg_run_reduce(const tg_run_ctx *c);         /* reductions, arg reductions, softmax */
+int tg_run_linalg(const tg_run_ctx *c);         /* matmul, linear, conv, sdpa */
+int tg_run_nn(const tg_run_ctx *c);             /* norms, pools */
+int tg_run_movement(const tg_run_ctx *c);       /* reshape ... index_select, tril/triu */
+int tg_run_gen(const tg_run_ctx *c);            /* full, arange */
+int tg_run_quant(const tg_run_ctx *c);          /* quantize, dequantize */
+int tg_run_qops(const tg_run_ctx *c);           /* qlinear, qconv (run_qops.c) */
+
+/* The kernels number dtypes like tg_dtype. */
+static inline tgk_dtype tg_run_kt(tg_dtype t) { return (tgk_dtype)t; }
+
+static inline int64_t tg_run_numel(const tg_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+/* Product of dims [from, to). */
+static inline int64_t tg_run_prod(const int64_t *dims, int from, int to)
+{
+    int64_t n = 1;
+    for (int i = from; i < to; i++)
+        n *= dims[i];
+    return n;
+}
+
+/* An axis attribute normalized to [0, rank) (validated by inference). */
+int tg_run_axis(const tg_run_ctx *c, const char *name, int64_t dflt, int rank);
+/* A dim attribute (INT, or DIMS/INTS of one) evaluated for the bound symbols. */
+int tg_run_dim(const tg_run_ctx *c, const char *name, int64_t dflt, int64_t *out);
+
+/* t's data as float32: its own when f32, else a converted copy in *tmp (to
+ * free). NULL (tg_err) when out of memory. */
+const float *tg_run_in_f32(const tg_tensor *t, float **tmp);
+
+/* float32 views of a node's inputs and first output, for the kernels that
+ * only have a float32 form: the tensors' own data when they are f32, else
+ * converted copies (the output's is converted back by tg_run_f32_close). */
+#define TG_RUN_F32_MAX 5
+typedef struct {
+    const float *in[TG_RUN_F32_MAX];    /* NULL for omitted inputs */
+    float *tmp[TG_RUN_F32_MAX];
+    float *out;
+} tg_run_f32;
+int tg_run_f32_open(const tg_run_ctx *c, tg_run_f32 *io);
+/* Finish (after open, whether it succeeded or not); returns rc. */
+int tg_run_f32_close(const tg_run_ctx *c, tg_run_f32 *io, int rc);
+
+#endif

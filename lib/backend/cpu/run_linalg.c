@@ -1,0 +1,147 @@
+/* Matmul, linear, convolution and attention: shapes to GEMM, conv and
+ * flash-attention kernel calls (kernels.h), in float32. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../ops/infer.h"
+#include "run.h"
+
+static int run_conv(const tg_run_ctx *c, const float *x, const float *w, const float *b, float *y)
+{
+    const tg_tensor *xt = c->in[0], *wt = c->in[1], *yt = c->out[0];
+    const tg_node *n = c->n;
+    int nsp = xt->rank - 2;
+    tgk_conv_desc d = { .nsp = nsp, .n = xt->dims[0], .c = xt->dims[1], .k = yt->dims[1],
+                        .groups = tg_node_int(n, "groups", 1),
+                        .transposed = tg_node_int(n, "transposed", 0) != 0 };
+    if (tg_attr_per_axis(n, "stride", nsp, 1, d.stride) ||
+        tg_attr_per_axis(n, "padding", nsp, 0, d.pad) ||
+        tg_attr_per_axis(n, "dilation", nsp, 1, d.dil))
+        return -1;
+    for (int i = 0; i < nsp; i++) {
+        d.in[i] = xt->dims[2 + i];
+        d.out[i] = yt->dims[2 + i];
+        d.kernel[i] = wt->dims[2 + i];
+    }
+    tgk_conv_f32(&d, x, w, b, y);
+    return 0;
+}
+
+/* The mask as an additive float32 tensor of its own shape (bool: 0 / -inf),
+ * with strides that broadcast it over [batch, hq, L, S]; *owned when made here. */
+static const float *sdpa_mask(const tg_tensor *m, const float *mf, const tg_tensor *q,
+                              tgk_sdpa_desc *d, float **owned)
+{
+    int r = q->rank;
+    int64_t sd[TG_MAX_RANK], st[TG_MAX_RANK];
+    memcpy(sd, q->dims, sizeof sd);
+    sd[r - 1] = d->S;
+    tgk_broadcast_strides(r, sd, m->rank, m->dims, st);
+    int64_t n = tg_run_numel(m);
+    *owned = NULL;
+    const float *base = mf;
+    if (m->dtype == TG_BOOL) {
+        if (!(*owned = malloc(sizeof(float) * (size_t)(n ? n : 1))))
+            return NULL;
+        const uint8_t *b = m->data;
+        for (int64_t i = 0; i < n; i++)
+            (*owned)[i] = b[i] ? 0.0f : -INFINITY;
+        base = *owned;
+    }
+    /* the leading batch dims must fold into one stride; expand them otherwise */
+    bool fold = true;
+    for (int k = 0; k + 1 < r - 3; k++)
+        fold &= st[k] == st[k + 1] * sd[k + 1];
+    if (!fold) {
+        int64_t full = tg_run_prod(sd, 0, r);
+        float *e = malloc(sizeof(float) * (size_t)(full ? full : 1));
+        if (!e) {
+            free(*owned);
+            *owned = NULL;
+            return NULL;
+        }
+        tgk_copy_strided(sizeof(float), r, sd, base, st, e, NULL);
+        free(*owned);
+        *owned = e;
+        base = e;
+        int64_t s = 1;
+        for (int k = r - 1; k >= 0; k--) {
+            st[k] = s;
+            s *= sd[k];
+        }
+    }
+    d->mask_stride[0] = r > 3 ? st[r - 4] : 0;
+    d->mask_stride[1] = st[r - 3];
+    d->mask_stride[2] = st[r - 2];
+    d->mask_stride[3] = st[r - 1];
+    return base;
+}
+
+static int run_sdpa(const tg_run_ctx *c, const tg_run_f32 *io)
+{
+    const tg_tensor *q = c->in[0], *k = c->in[1], *v = c->in[2];
+    const tg_tensor *m = c->n->nin > 3 ? c->in[3] : NULL;
+    int r = q->rank;
+    tgk_sdpa_desc d = {
+        .batch = tg_run_prod(q->dims, 0, r - 3),
+        .hq = q->dims[r - 3], .hk = k->dims[r - 3],
+        .L = q->dims[r - 2], .S = k->dims[r - 2], .E = q->dims[r - 1], .Ev = v->dims[r - 1],
+        .scale = (float)tg_node_float(c->n, "scale", 0),
+        .causal = tg_node_int(c->n, "causal", 0) != 0,
+    };
+    if (d.scale == 0)
+        d.scale = 1.0f / sqrtf((float)d.E);
+    float *owned = NULL;
+    if (m && !(d.mask = sdpa_mask(m, io->in[3], q, &d, &owned)))
+        return tg_err("out of memory");
+    tgk_sdpa_f32(&d, io->in[0], io->in[1], io->in[2], io->out);
+    free(owned);
+    return 0;
+}
+
+int tg_run_linalg(const tg_run_ctx *c)
+{
+    tg_run_f32 io;
+    int rc;
+    if (tg_run_f32_open(c, &io))
+        return tg_run_f32_close(c, &io, -1);
+    switch (c->n->op) {
+    case TG_OP_MATMUL:
+        tgk_matmul_f32(c->in[0]->rank, c->in[0]->dims, io.in[0], c->in[1]->rank,
+                       c->in[1]->dims, io.in[1], io.out);
+        rc = 0;
+        break;
+    case TG_OP_LINEAR: {
+        const tg_tensor *x = c->in[0], *w = c->in[1];
+        int64_t K = x->dims[x->rank - 1];
+        tgk_linear_f32(io.in[0], io.in[1], io.in[2], io.out, tg_run_numel(x) / (K ? K : 1),
+                       w->dims[0], K);
+        rc = 0;
+        break;
+    }
+    case TG_OP_LINEAR_PACKED: {
+        const tg_tensor *x = c->in[0];
+        int64_t K = x->dims[x->rank - 1];
+        if (c->in[1]->dims[2] != TGK_PANEL) {
+            rc = tg_err("panels of %" PRId64 " columns: the CPU's kernel reads %d",
+                        c->in[1]->dims[2], TGK_PANEL);
+            break;
+        }
+        tgk_linear_packed_f32(io.in[0], io.in[1], io.in[2], io.out,
+                              tg_run_numel(x) / (K ? K : 1), tg_node_int(c->n, "n", 0), K);
+        rc = 0;
+        break;
+    }
+    case TG_OP_CONV:
+        rc = run_conv(c, io.in[0], io.in[1], io.in[2], io.out);
+        break;
+    case TG_OP_SDPA:
+        rc = run_sdpa(c, &io);
+        break;
+    default:
+        rc = tg_err("not a linear algebra op");
+    }
+    return tg_run_f32_close(c, &io, rc);
+}

@@ -1,0 +1,73 @@
+/* Quantized layers (qlinear, qconv): attributes and shapes to the int8 and
+ * weight-only kernels (qgemm.h). The interpreter packs int8 weights at each
+ * run; compiled models pack them once. */
+#include <stdlib.h>
+
+#include "kernels/qgemm.h"
+#include "../../ops/infer.h"
+#include "../../ops/qops.h"
+#include "run.h"
+
+static int run_qlinear(const tg_run_ctx *c, const tg_qlayer *q)
+{
+    const tg_tensor *x = c->in[0], *w = c->in[1], *s = c->in[2];
+    const tg_tensor *b = c->n->nin > 3 ? c->in[3] : NULL;
+    int64_t K = x->dims[x->rank - 1], N = w->dims[0], M = tg_run_numel(x) / (K ? K : 1);
+    const float *bias = b ? b->data : NULL;
+    if (q->scheme == TG_QSCHEME_WEIGHT_ONLY) {
+        if (tgk_wlinear_f32(M, N, K, x->data, w->data, q->bits, q->group, s->data, bias,
+                            c->out[0]->data))
+            return tg_err("out of memory");
+        return 0;
+    }
+    void *packed = malloc(tgk_qgemm_packed_size(N, K));
+    if (!packed)
+        return tg_err("out of memory");
+    tgk_qgemm_pack(N, K, w->data, packed);
+    int rc = tgk_qlinear_f32(M, N, K, x->data, q->x_scale, q->x_zero_u8,
+                             q->scheme == TG_QSCHEME_DYNAMIC, packed, s->data, bias,
+                             c->out[0]->data);
+    free(packed);
+    return rc ? tg_err("out of memory") : 0;
+}
+
+static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
+{
+    const tg_tensor *x = c->in[0], *w = c->in[1], *y = c->out[0];
+    const tg_tensor *b = c->n->nin > 3 ? c->in[3] : NULL;
+    const tg_node *n = c->n;
+    int nsp = x->rank - 2;
+    tgk_conv_desc d = { .nsp = nsp, .n = x->dims[0], .c = x->dims[1], .k = y->dims[1],
+                        .groups = tg_node_int(n, "groups", 1) };
+    if (tg_attr_per_axis(n, "stride", nsp, 1, d.stride) ||
+        tg_attr_per_axis(n, "padding", nsp, 0, d.pad) ||
+        tg_attr_per_axis(n, "dilation", nsp, 1, d.dil))
+        return -1;
+    for (int i = 0; i < nsp; i++) {
+        d.in[i] = x->dims[2 + i];
+        d.out[i] = y->dims[2 + i];
+        d.kernel[i] = w->dims[2 + i];
+    }
+    void *packed = malloc(tgk_qconv_packed_size(&d));
+    if (!packed || tgk_qconv_pack(&d, w->data, packed)) {
+        free(packed);
+        return tg_err("out of memory");
+    }
+    int rc = tgk_qconv_f32(&d, x->data, q->x_scale, q->x_zero_u8,
+                           q->scheme == TG_QSCHEME_DYNAMIC, packed, c->in[2]->data,
+                           b ? b->data : NULL, y->data);
+    free(packed);
+    return rc ? tg_err("out of memory for the quantized convolution") : 0;
+}
+
+int tg_run_qops(const tg_run_ctx *c)
+{
+    tg_qlayer q;
+    if (tg_qlayer_read(c->n, &q))
+        return -1;
+    switch (c->n->op) {
+    case TG_OP_QLINEAR: return run_qlinear(c, &q);
+    case TG_OP_QCONV: return run_qconv(c, &q);
+    default: return tg_err("not a quantized layer");
+    }
+}

@@ -1,0 +1,86 @@
+/* Reductions over axes, argmax/argmin, softmax, log_softmax and cumsum. */
+#include "../../ops/infer.h"
+#include "run.h"
+
+static int run_reduce_axes(const tg_run_ctx *c, tgk_reduce_op op)
+{
+    const tg_tensor *x = c->in[0];
+    const int64_t *axes;
+    int k;
+    uint32_t mask = 0;
+    int64_t correction = tg_node_int(c->n, "correction", 1);
+    if (tg_attr_get_ints(c->n, "axes", &axes, &k))
+        return -1;
+    for (int i = 0; i < (k < 0 ? x->rank : k); i++) {
+        int a = i;
+        if (k >= 0 && tg_axis_norm(axes[i], x->rank, &a))
+            return -1;
+        mask |= 1u << a;
+    }
+    if (tgk_reduce(op, tg_run_kt(x->dtype), x->rank, x->dims, mask, correction, x->data,
+                   c->out[0]->data))
+        return tg_err("not defined for dtype %s", tg_dtype_name(x->dtype));
+    return 0;
+}
+
+static int run_arg(const tg_run_ctx *c, bool max)
+{
+    const tg_tensor *x = c->in[0];
+    if (!tg_node_attr(c->n, "axis")) {         /* over the flattened input */
+        int64_t n = tg_run_numel(x);
+        tgk_arg_reduce(max, tg_run_kt(x->dtype), 1, &n, 0, x->data, c->out[0]->data);
+        return 0;
+    }
+    int ax = tg_run_axis(c, "axis", 0, x->rank);
+    if (ax < 0)
+        return -1;
+    tgk_arg_reduce(max, tg_run_kt(x->dtype), x->rank, x->dims, ax, x->data, c->out[0]->data);
+    return 0;
+}
+
+static int run_softmax(const tg_run_ctx *c, bool log)
+{
+    const tg_tensor *x = c->in[0];
+    int ax = x->rank ? tg_run_axis(c, "axis", -1, x->rank) : 0;
+    if (ax < 0)
+        return -1;
+    int64_t len = x->rank ? x->dims[ax] : 1;
+    int64_t outer = tg_run_prod(x->dims, 0, ax), inner = tg_run_prod(x->dims, ax + 1, x->rank);
+    tg_run_f32 io;
+    if (tg_run_f32_open(c, &io))
+        return tg_run_f32_close(c, &io, -1);
+    tgk_softmax_f32(io.in[0], io.out, outer, len, inner, log);
+    return tg_run_f32_close(c, &io, 0);
+}
+
+static int run_cumsum(const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0];
+    int ax = x->rank ? tg_run_axis(c, "axis", 0, x->rank) : 0;
+    if (ax < 0)
+        return -1;
+    if (tgk_cumsum(tg_run_kt(x->dtype), tg_run_prod(x->dims, 0, ax), x->rank ? x->dims[ax] : 1,
+                   tg_run_prod(x->dims, ax + 1, x->rank), tg_node_int(c->n, "exclusive", 0),
+                   tg_node_int(c->n, "reverse", 0), x->data, c->out[0]->data))
+        return tg_err("not defined for dtype %s", tg_dtype_name(x->dtype));
+    return 0;
+}
+
+int tg_run_reduce(const tg_run_ctx *c)
+{
+    switch (c->n->op) {
+    case TG_OP_REDUCE_SUM: return run_reduce_axes(c, TGK_RSUM);
+    case TG_OP_REDUCE_MEAN: return run_reduce_axes(c, TGK_RMEAN);
+    case TG_OP_REDUCE_MAX: return run_reduce_axes(c, TGK_RMAX);
+    case TG_OP_REDUCE_MIN: return run_reduce_axes(c, TGK_RMIN);
+    case TG_OP_REDUCE_PROD: return run_reduce_axes(c, TGK_RPROD);
+    case TG_OP_REDUCE_VAR: return run_reduce_axes(c, TGK_RVAR);
+    case TG_OP_REDUCE_ANY: return run_reduce_axes(c, TGK_RANY);
+    case TG_OP_ARGMAX: return run_arg(c, true);
+    case TG_OP_ARGMIN: return run_arg(c, false);
+    case TG_OP_SOFTMAX: return run_softmax(c, false);
+    case TG_OP_LOG_SOFTMAX: return run_softmax(c, true);
+    case TG_OP_CUMSUM: return run_cumsum(c);
+    default: return tg_err("not a reduction");
+    }
+}
