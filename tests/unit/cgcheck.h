@@ -1,12 +1,24 @@
-/* The C code generator against the interpreter, one small graph at a time
- * (ggml's test-backend-ops, here for compiled models). check_case puts a
- * copy of the graph through the pass pipeline, compiles it to a .so (needs
- * libtgkernels.a: TGRAPH_RUNTIME_DIR, which make check sets), loads it with
- * dlopen and runs it on fresh random inputs at batch 1 and 5; every output
- * must match the interpreter on the original graph:
- *   floats: max |got - ref| - atol <= rtol * max |ref|, NaN where ref has NaN
- *           (f32 rtol 1e-4 atol 1e-5; f64 1e-9, 1e-12; f16 2e-3, 1e-3;
- *           bf16 1.6e-2, 1e-2: a few units in the last place of the dtype)
+/* Every path that runs a graph against a float64 reference, one small graph
+ * at a time (ggml's test-backend-ops). check_case draws fresh random inputs
+ * at batch 1 and 5 and, for every backend (today the CPU), runs the graph
+ *   interpreted: the backend's interpreter on the graph as built;
+ *   compiled:    a copy through the pass pipeline at -O0 and -O1, built into
+ *                a .so (needs libtgkernels.a: TGRAPH_RUNTIME_DIR, which make
+ *                check sets), loaded with dlopen and run into output buffers
+ *                of the test's own, each between sentinel bytes that must
+ *                come back untouched (an out-of-bounds write) and prefilled
+ *                with a poison pattern (an element never written);
+ * and compares each output with the reference: the interpreter on the graph
+ * widened to float64 (every f32 input, constant, result and dtype attribute
+ * made f64, the inputs the same values), or of a graph the case gives that
+ * computes the same in ops that take f64. Where there is neither, the
+ * reference is the interpreter at the graph's own dtypes and the case says
+ * so. A graph with no f32 value (integers, bool, f16, f64) is its own
+ * reference: the compiled paths must match the interpreter. Errors:
+ *   floats: max |got - ref| - atol <= rtol * max |ref|, with the tolerance of
+ *           the dtype under test (f32 rtol 1e-4 atol 1e-5; f64 1e-9, 1e-12;
+ *           f16 2e-3, 1e-3; bf16 1.6e-2, 1e-2: a few units in the last place),
+ *           NaN exactly where ref has NaN, infinities equal;
  *   integers and bool: equal; exact cases: equal bytes. */
 #ifndef TG_CGCHECK_H
 #define TG_CGCHECK_H
@@ -23,6 +35,7 @@
 #include "error.h"
 #include "exec/exec.h"
 #include "passes/passes.h"
+#include "qref.h"
 #include "randgraph.h"
 #include "tensor.h"
 #include "unit.h"
@@ -38,7 +51,35 @@ typedef struct {
     double lo, hi;      /* inputs uniform in [lo, hi) (integers: floored); 0, 0: -3, 3 */
     bool nonzero;       /* no input element is 0 (integer divisors) */
     unsigned levels;    /* bit L: tcompile -O L; 0: -O1 only */
+    tg_graph *reference;    /* where g's ops take no f64, the same computation in
+                             * ops that do, widened as the reference; freed */
 } cg_case;
+
+/* Cases whose reference ran at the graph's own dtypes: an op takes no f64,
+ * or the graph holds no f32 to widen. */
+static int cg_own_reference, cg_no_f32;
+
+/* The cases a path refused, with its reason (printed by cg_report). */
+static int cg_nrefused;
+
+static inline void cg_refuse(const char *what, const char *path, const char *why)
+{
+    printf("unsupported: %s, %s: %s\n", what, path, why);
+    cg_nrefused++;
+}
+
+/* Whether the interpreter runs every node of g; false after cg_refuse. */
+static inline bool cg_interpretable(const char *what, const tg_graph *g)
+{
+    for (int i = 0; i < g->nnode; i++)
+        if (!tg_exec_supports_op(g->nodes[i].op)) {
+            char why[96];
+            snprintf(why, sizeof why, "no interpreter kernel for %s", tg_op_name(g->nodes[i].op));
+            cg_refuse(what, "interpreted", why);
+            return false;
+        }
+    return true;
+}
 
 /* Whether the cases can run (TGRAPH_RUNTIME_DIR set: make check sets it);
  * seeds the generator from the clock and prints the seed. */
@@ -88,6 +129,78 @@ static inline int cg_const(tg_graph *g, const char *name, tg_dtype dt, const int
     return v;
 }
 
+static inline tg_dtype cg_wide(tg_dtype t)
+{
+    return t == TG_F32 ? TG_F64 : t;
+}
+
+/* The data of n elements of dtype t widened (cg_wide); caller frees. */
+static inline void *cg_widen_data(tg_dtype t, const void *data, size_t n)
+{
+    if (t != TG_F32)
+        return n ? memcpy(malloc(n * tg_dtype_size(t)), data, n * tg_dtype_size(t)) : NULL;
+    double *w = malloc(sizeof *w * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        w[i] = ((const float *)data)[i];
+    return w;
+}
+
+/* g with every f32 value and dtype attribute made f64, values keeping their
+ * names and order, the quantized layers as f64 ops (qref.h); NULL (why: the
+ * node that refused) where an op takes no f64. */
+static inline tg_graph *cg_widen(const tg_graph *g, char *why, size_t nwhy)
+{
+    *why = 0;
+    tg_graph *w = tg_graph_new();
+    int *map = malloc(sizeof *map * (g->nvalue ? g->nvalue : 1));
+    bool ok = w && map;
+    for (int i = 0; ok && i < g->nsym; i++)
+        ok = tg_graph_add_symbol(w, g->sym[i].name, g->sym[i].min, g->sym[i].max) == i;
+    for (int i = 0; ok && i < g->ninput; i++) {
+        const tg_value *v = &g->values[g->inputs[i]];
+        ok = (map[g->inputs[i]] = tg_graph_add_input(w, v->name, cg_wide(v->dtype), &v->shape))
+             >= 0;
+    }
+    for (int i = 0; ok && i < g->nvalue; i++) {
+        const tg_value *v = &g->values[i];
+        if (v->kind != TG_VALUE_CONST)
+            continue;
+        size_t n = v->nbytes / tg_dtype_size(v->dtype);
+        void *data = cg_widen_data(v->dtype, v->data, n);
+        ok = (map[i] = tg_graph_add_const(w, v->name, cg_wide(v->dtype), &v->shape, data,
+                                          n * tg_dtype_size(cg_wide(v->dtype)))) >= 0;
+    }
+    for (int i = 0; ok && i < g->nnode; i++) {
+        const tg_node *nd = &g->nodes[i];
+        int in[16];
+        tg_attr at[16];
+        for (int k = 0; k < nd->nin && k < 16; k++)
+            in[k] = nd->in[k] < 0 ? -1 : map[nd->in[k]];
+        for (int k = 0; k < nd->nattr && k < 16; k++) {
+            at[k] = nd->attr[k];
+            if (at[k].kind == TG_ATTR_DTYPE)
+                at[k].u.i = cg_wide((tg_dtype)at[k].u.i);
+        }
+        ok = nd->nin <= 16 && nd->nattr <= 16;
+        bool q = nd->op == TG_OP_QLINEAR || nd->op == TG_OP_QCONV;
+        int y = !ok ? -1 : q ? qref_layer(w, g, nd, in, why, nwhy)
+                    : tg_graph_add_node(w, nd->op, nd->name, nd->nin, in, nd->nattr, at);
+        if (y < 0 && !*why)     /* qref_layer's own reason, or the refusal */
+            snprintf(why, nwhy, "%s", tg_errmsg());
+        ok = ok && y >= 0;
+        if (ok)
+            map[nd->out[0]] = y;
+    }
+    for (int i = 0; ok && i < g->noutput; i++)
+        ok = tg_graph_add_output(w, map[g->outputs[i]]) >= 0;
+    free(map);
+    if (!ok) {
+        tg_graph_free(w);
+        return NULL;
+    }
+    return w;
+}
+
 /* Compile g (a copy goes through the passes at `level`) into path. */
 static inline int cg_compile(const tg_graph *g, int level, const char *path)
 {
@@ -106,18 +219,40 @@ static inline int cg_compile(const tg_graph *g, int level, const char *path)
     return rc;
 }
 
-/* The error of got against ref (see the top), as a multiple of the
- * tolerance: <= 1 passes. */
-static inline double cg_compare(const tg_tensor *ref, const tgraph_tensor *got)
+/* A result to check: its dtype, dims and bytes. */
+typedef struct {
+    tg_dtype dtype;
+    int rank;
+    const int64_t *dims;
+    const void *data;
+    size_t nbytes;
+} cg_result;
+
+/* The error of got against the reference ref (see the top: ref may be the
+ * f64 widening of got's f32), as a multiple of the tolerance: <= 1 passes.
+ * exact: got's bytes must be ref's converted to got's dtype. */
+static inline double cg_compare(const tg_tensor *ref, const cg_result *got, bool exact)
 {
-    if (got->rank != ref->rank || got->nbytes != ref->nbytes ||
-        (int)got->dtype != (int)ref->dtype)
+    size_t n = got->nbytes / (got->nbytes ? tg_dtype_size(got->dtype) : 1);
+    if (got->rank != ref->rank || (ref->dtype != got->dtype && ref->dtype != cg_wide(got->dtype)) ||
+        memcmp(got->dims, ref->dims, sizeof(int64_t) * ref->rank) ||
+        ref->nbytes != n * tg_dtype_size(ref->dtype))
         return INFINITY;
-    size_t n = ref->nbytes / (ref->nbytes ? tg_dtype_size(ref->dtype) : 1);
-    if (!tg_dtype_is_float(ref->dtype))
-        return memcmp(ref->data, got->data, ref->nbytes) ? INFINITY : 0;
+    if (!tg_dtype_is_float(got->dtype) || exact) {
+        unsigned char e[8];
+        size_t es = tg_dtype_size(got->dtype);
+        for (size_t i = 0; i < n; i++) {
+            if (ref->dtype == got->dtype)
+                memcpy(e, (const char *)ref->data + i * es, es);
+            else
+                tg_store_f64(got->dtype, e, 0, tg_load_f64(ref->dtype, ref->data, i));
+            if (memcmp(e, (const char *)got->data + i * es, es))
+                return INFINITY;
+        }
+        return 0;
+    }
     double rtol = 1e-4, atol = 1e-5;
-    switch (ref->dtype) {
+    switch (got->dtype) {
     case TG_F64: rtol = 1e-9, atol = 1e-12; break;
     case TG_F16: rtol = 2e-3, atol = 1e-3; break;
     case TG_BF16: rtol = 1.6e-2, atol = 1e-2; break;
@@ -126,7 +261,7 @@ static inline double cg_compare(const tg_tensor *ref, const tgraph_tensor *got)
     double big = 0, err = 0;
     for (size_t i = 0; i < n; i++) {
         double a = tg_load_f64(ref->dtype, ref->data, i);
-        double b = tg_load_f64(ref->dtype, got->data, i);
+        double b = tg_load_f64(got->dtype, got->data, i);
         if (isnan(a) != isnan(b) || (isinf(a) && a != b))
             return INFINITY;
         if (isnan(a) || isinf(a))
@@ -164,6 +299,7 @@ typedef struct {
     void *dl;
     tgraph_model *m;
     int (*run)(tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
+    int (*dims)(const tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
     void (*close)(tgraph_model *);
 } cg_model;
 
@@ -182,22 +318,98 @@ static inline bool cg_load(const char *what, const tg_graph *g, int level, cg_mo
     unlink(path);
     tgraph_model *(*open)(const char *) = cm->dl ? dlsym(cm->dl, "tgraph_model_open") : NULL;
     cm->run = cm->dl ? dlsym(cm->dl, "tgraph_model_run") : NULL;
+    cm->dims = cm->dl ? dlsym(cm->dl, "tgraph_model_output_dims") : NULL;
     cm->close = cm->dl ? dlsym(cm->dl, "tgraph_model_close") : NULL;
-    cm->m = open && cm->run && cm->close ? open(NULL) : NULL;
+    cm->m = open && cm->run && cm->dims && cm->close ? open(NULL) : NULL;
     if (!cm->m)
         fprintf(stderr, "%s, -O%d: the .so does not load: %s\n", what, level,
                 cm->dl ? "tgraph_model_open failed" : dlerror());
     return cm->m != NULL;
 }
 
-#define CG_MAX_IO 32     /* inputs and outputs of a case */
-
-/* Run the model and the interpreter at one batch size; false on a mismatch. */
-static inline bool cg_run_batch(const char *what, const tg_graph *g, int level,
-                                const cg_model *cm, int b, const cg_case *o)
+static inline void cg_unload(cg_model *cm)
 {
-    tg_tensor in[CG_MAX_IO] = {{0}}, ref[CG_MAX_IO] = {{0}};
-    tgraph_tensor tin[CG_MAX_IO], tout[CG_MAX_IO] = {{0}};
+    if (cm->m)
+        cm->close(cm->m);
+    if (cm->dl)         /* its thread pool stops in its destructor */
+        dlclose(cm->dl);
+}
+
+#define CG_MAX_IO 32     /* inputs and outputs of a case */
+#define CG_GUARD 64      /* sentinel bytes on each side of a compiled output */
+#define CG_SENTINEL 0xa5 /* their value, and the poison an output starts as */
+
+/* Check each output of a run against the reference; false on a mismatch. */
+static inline bool cg_check_outputs(const char *what, const char *path, int b,
+                                    const tg_tensor *ref, const cg_result *got, int n,
+                                    const cg_case *o)
+{
+    bool ok = true;
+    for (int k = 0; k < n; k++) {
+        double err = cg_compare(&ref[k], &got[k], o->exact);
+        if (!(err <= 1)) {
+            fprintf(stderr, "%s, %s, batch %d, output %d: error %g times the tolerance\n",
+                    what, path, b, k, err);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* Run the compiled model into guarded buffers and check them. */
+static inline bool cg_run_compiled(const char *what, const char *path, const cg_model *cm,
+                                   const tgraph_tensor *tin, int nin, const tg_tensor *ref,
+                                   int nout, int b, const cg_case *o)
+{
+    tgraph_tensor tout[CG_MAX_IO] = {{0}};
+    unsigned char *buf[CG_MAX_IO] = {0};
+    cg_result got[CG_MAX_IO];
+    int rc = cm->dims(cm->m, tin, nin, tout, nout);
+    for (int k = 0; !rc && k < nout; k++) {
+        buf[k] = malloc(tout[k].nbytes + 2 * CG_GUARD);
+        memset(buf[k], CG_SENTINEL, tout[k].nbytes + 2 * CG_GUARD);
+        tout[k].data = buf[k] + CG_GUARD;
+    }
+    rc = rc ? rc : cm->run(cm->m, tin, nin, tout, nout);
+    bool ok = rc == 0;
+    if (!ok)
+        fprintf(stderr, "%s, %s, batch %d: the .so fails: %d\n", what, path, b, rc);
+    for (int k = 0; ok && k < nout; k++) {
+        got[k] = (cg_result){(tg_dtype)tout[k].dtype, tout[k].rank, tout[k].dims,
+                             tout[k].data, tout[k].nbytes};
+        for (size_t i = 0; i < CG_GUARD; i++)
+            if (buf[k][i] != CG_SENTINEL || buf[k][CG_GUARD + tout[k].nbytes + i] != CG_SENTINEL) {
+                fprintf(stderr, "%s, %s, batch %d, output %d: a write %s its buffer\n",
+                        what, path, b, k, buf[k][i] != CG_SENTINEL ? "before" : "past");
+                ok = false;
+                break;
+            }
+    }
+    ok = ok && cg_check_outputs(what, path, b, ref, got, nout, o);
+    for (int k = 0; k < nout; k++)
+        free(buf[k]);
+    return ok;
+}
+
+/* Run the interpreter on g; its outputs (caller frees) or false. */
+static inline bool cg_interpret(const tg_graph *g, const tg_tensor *in, tg_tensor *out)
+{
+    tg_exec *e = tg_exec_new(g, 1);
+    bool ok = e && !tg_exec_run(e, in, out);
+    tg_exec_free(e);
+    return ok;
+}
+
+/* Fresh inputs at batch b, the reference (wide, or g itself when wide is
+ * NULL), then every path (the interpreter on g if interp, each model of
+ * cm); false on a mismatch. */
+static inline bool cg_run_batch(const char *what, const tg_graph *g, const tg_graph *wide,
+                                bool interp, const cg_model *cm, int ncm, const int *levels,
+                                int b, const cg_case *o)
+{
+    tg_tensor in[CG_MAX_IO] = {{0}}, win[CG_MAX_IO] = {{0}}, ref[CG_MAX_IO] = {{0}},
+              out[CG_MAX_IO] = {{0}};
+    tgraph_tensor tin[CG_MAX_IO];
     bool ok = g->ninput <= CG_MAX_IO && g->noutput <= CG_MAX_IO;
     for (int i = 0; ok && i < g->ninput; i++) {
         const tg_value *v = &g->values[g->inputs[i]];
@@ -207,58 +419,82 @@ static inline bool cg_run_batch(const char *what, const tg_graph *g, int level,
         tg_shape_eval(&v->shape, sym, in[i].dims);
         tg_tensor_alloc(&in[i]);
         cg_fill(&in[i], o);
+        win[i] = in[i];
+        win[i].dtype = cg_wide(in[i].dtype);
+        win[i].nbytes = in[i].nbytes / tg_dtype_size(in[i].dtype) * tg_dtype_size(win[i].dtype);
+        win[i].data = cg_widen_data(in[i].dtype, in[i].data, in[i].nbytes / tg_dtype_size(in[i].dtype));
         tin[i] = (tgraph_tensor){.data = in[i].data, .dtype = (tgraph_dtype)in[i].dtype,
                                  .rank = in[i].rank, .nbytes = in[i].nbytes};
         memcpy(tin[i].dims, in[i].dims, sizeof tin[i].dims);
     }
-    tg_exec *e = ok ? tg_exec_new(g, 1) : NULL;
-    if (!e || tg_exec_run(e, in, ref)) {
-        fprintf(stderr, "%s: the interpreter fails: %s\n", what, tg_errmsg());
+    if (ok && !cg_interpret(wide ? wide : g, wide ? win : in, ref)) {
+        fprintf(stderr, "%s, batch %d: the reference fails: %s\n", what, b, tg_errmsg());
         ok = false;
     }
-    tg_exec_free(e);
-    int rc = ok ? cm->run(cm->m, tin, g->ninput, tout, g->noutput) : 0;
-    if (rc) {
-        fprintf(stderr, "%s, -O%d, batch %d: the .so fails: %d\n", what, level, b, rc);
-        ok = false;
-    }
-    for (int k = 0; ok && k < g->noutput; k++) {
-        double err = cg_compare(&ref[k], &tout[k]);
-        if (o->exact && err <= 1 && memcmp(ref[k].data, tout[k].data, ref[k].nbytes))
-            err = INFINITY;
-        if (!(err <= 1)) {
-            fprintf(stderr, "%s, -O%d, batch %d, output %d: error %g times the tolerance\n",
-                    what, level, b, k, err);
+    if (ok && interp) {
+        if (!cg_interpret(g, in, out)) {
+            fprintf(stderr, "%s, interpreted, batch %d: %s\n", what, b, tg_errmsg());
             ok = false;
         }
+        cg_result got[CG_MAX_IO];
+        for (int k = 0; ok && k < g->noutput; k++)
+            got[k] = (cg_result){out[k].dtype, out[k].rank, out[k].dims, out[k].data,
+                                 out[k].nbytes};
+        ok = ok && cg_check_outputs(what, "interpreted", b, ref, got, g->noutput, o);
+    }
+    for (int m = 0; m < ncm; m++) {
+        char path[32];
+        snprintf(path, sizeof path, "compiled -O%d", levels[m]);
+        if (ok && !cg_run_compiled(what, path, &cm[m], tin, g->ninput, ref, g->noutput, b, o))
+            ok = false;
     }
     for (int k = 0; k < g->noutput && k < CG_MAX_IO; k++) {
         tg_tensor_free(&ref[k]);
-        free(tout[k].data);
+        tg_tensor_free(&out[k]);
     }
-    for (int i = 0; i < g->ninput && i < CG_MAX_IO; i++)
+    for (int i = 0; i < g->ninput && i < CG_MAX_IO; i++) {
         tg_tensor_free(&in[i]);
+        tg_tensor_free(&win[i]);
+    }
     return ok;
 }
 
-/* Compile g at each level of o, run it and the interpreter at batch 1 and
- * 5, compare; frees g. */
+/* Compile g at each level of o, run every path at batch 1 and 5 against
+ * the float64 reference; frees g. */
 static inline void check_case_with(const char *what, tg_graph *g, const cg_case *o)
 {
     CHECK(g != NULL);
-    for (int level = 0; g && level < 2; level++) {
+    if (!g)
+        return;
+    char why[256] = "";
+    bool f32 = false;
+    for (int i = 0; i < g->nvalue; i++)
+        f32 = f32 || g->values[i].dtype == TG_F32;
+    tg_graph *wide = f32 ? cg_widen(o->reference ? o->reference : g, why, sizeof why) : NULL;
+    tg_graph_free(o->reference);
+    cg_no_f32 += !f32;
+    if (f32 && !wide) {
+        printf("%s: reference at the graph's own dtypes: %s\n", what, why);
+        cg_own_reference++;
+    }
+    /* the interpreter on the graph as built: against itself when the
+     * reference is not wider, so only then */
+    bool interp = wide && cg_interpretable(what, g);
+    cg_model cm[2];
+    int levels[2], ncm = 0;
+    bool ok = true;
+    for (int level = 0; level < 2; level++) {
         if (!((o->levels ? o->levels : 2u) & (1u << level)))
             continue;
-        cg_model cm;
-        bool ok = cg_load(what, g, level, &cm);
-        for (int b = 1; ok && b <= 5; b += 4)
-            ok = cg_run_batch(what, g, level, &cm, b, o);
-        CHECK(ok);
-        if (cm.m)
-            cm.close(cm.m);
-        if (cm.dl)      /* its thread pool stops in its destructor */
-            dlclose(cm.dl);
+        levels[ncm] = level;
+        ok = cg_load(what, g, level, &cm[ncm++]) && ok;
     }
+    for (int b = 1; ok && b <= 5; b += 4)
+        ok = cg_run_batch(what, g, wide, interp, cm, ncm, levels, b, o);
+    CHECK(ok);
+    for (int m = 0; m < ncm; m++)
+        cg_unload(&cm[m]);
+    tg_graph_free(wide);
     tg_graph_free(g);
 }
 

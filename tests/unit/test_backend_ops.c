@@ -1,14 +1,17 @@
-/* Every op of ops.def through the C code generator: for each op, small
- * graphs (per attribute family, integral float constants among them, and
- * per dtype where the op takes several) compiled at -O0 (one kernel call per
- * node) and -O1 (fused loops, epilogues, pre-packing) and compared with the
- * interpreter on fresh random inputs (cgcheck.h: tolerances per dtype).
+/* Every op of ops.def on every path that runs a graph (cgcheck.h): for
+ * each op, small graphs per attribute family, per shape family (same shape,
+ * broadcasting, a symbolic batch dim, non-contiguous views that -O1 reads in
+ * place, empty tensors) and per dtype the op takes, run interpreted and
+ * compiled at -O0 (one kernel call per node) and -O1 (fused loops,
+ * epilogues, pre-packing) on fresh random inputs and compared with the
+ * float64 reference, compiled outputs between sentinel bytes.
  *
  * The list of ops comes from ops.def itself. An op whose shape inference is
  * one of the elementwise or reduction families (tg_infer_unary, _binary,
  * _compare, _reduce ...) gets its cases from the family with nothing to add;
  * any other op needs a builder in `cases` below, and an op with neither is a
- * failure naming it, so a new op in ops.def is never silently left out. */
+ * failure naming it, so a new op in ops.def is never silently left out. The
+ * program ends with that coverage report and the cases a path refused. */
 #include "cgcheck.h"
 #include "backend/cpu/kernels/kernels.h"
 
@@ -67,6 +70,32 @@ static void unary_out(tg_graph *g, tg_op op, int x, int na, const tg_attr *a)
     tg_graph_add_output(g, y);
 }
 
+/* x [batch,4,37] read through a view: a transpose, and every other column */
+static int transposed(tg_graph *g, const char *name, tg_dtype t)
+{
+    int x = cg_input(g, name, t, DIMS(37, 4));
+    tg_attr p = tg_attr_ints("perm", 3, (int64_t[]){0, 2, 1});
+    return node(g, TG_OP_PERMUTE, 1, &x, 1, &p);
+}
+
+static int strided(tg_graph *g, const char *name, tg_dtype t)
+{
+    int x = cg_input(g, name, t, DIMS(4, 74));
+    tg_attr a[4] = {tg_attr_int("axis", -1), tg_attr_int("start", 1), tg_attr_int("end", 74),
+                    tg_attr_int("step", 2)};
+    return node(g, TG_OP_SLICE, 1, &x, 4, a);
+}
+
+/* the shape families of an elementwise op on dtype t: its input a
+ * transposed and a strided view (non-contiguous: -O1 reads them in place),
+ * and an empty tensor [batch,0,37] */
+static void views_unary(tg_graph *g, tg_op op, tg_dtype t)
+{
+    unary_out(g, op, transposed(g, "x_t", t), 0, NULL);
+    unary_out(g, op, strided(g, "x_s", t), 0, NULL);
+    unary_out(g, op, cg_input(g, "x_e", t, DIMS(0, 37)), 0, NULL);
+}
+
 /* one graph: an input per dtype, the op and each of its attribute families
  * on it (integral float constants among them) */
 static void family_unary(tg_op op, const tg_dtype *types, int nt)
@@ -96,7 +125,26 @@ static void family_unary(tg_op op, const tg_dtype *types, int nt)
             unary_out(g, op, x, 1, &hi);
         }
     }
-    run(op, "every dtype and attribute family", g, unary_range(op));
+    views_unary(g, op, types[0]);
+    run(op, "every dtype and attribute family, views, empty", g, unary_range(op));
+}
+
+/* the shape families of a binary op on dtype t, a [batch,4,37] and r
+ * [batch,1,37]: a op a transposed and a strided view, r made [batch,4,37]
+ * by an expand (a broadcast read in place), a column [batch,4,1] and a
+ * rank-0 constant broadcast, and an empty [batch,0,37] op r */
+static void views_binary(tg_graph *g, tg_op op, tg_dtype t, int a, int r, const cg_case *o)
+{
+    int b[5] = {transposed(g, "b_t", t), strided(g, "b_s", t)};
+    tg_attr e = tg_attr_dims("shape", 3, (tg_dim[]){tg_dim_sym(0), tg_dim_const(4),
+                                                   tg_dim_const(37)});
+    b[2] = node(g, TG_OP_EXPAND, 1, &r, 1, &e);
+    b[3] = cg_input(g, "b_c", t, DIMS(4, 1));
+    b[4] = cg_const(g, "b_0", t, (int64_t[]){0}, 0, o);
+    for (int k = 0; k < 5; k++)
+        tg_graph_add_output(g, node(g, op, 2, (int[]){a, b[k]}, 0, NULL));
+    int empty = cg_input(g, "a_e", t, DIMS(0, 37));
+    tg_graph_add_output(g, node(g, op, 2, (int[]){empty, r}, 0, NULL));
 }
 
 /* one graph: per dtype, a [batch,4,37] op b for b of the same shape,
@@ -121,6 +169,8 @@ static void family_binary(tg_op op, const tg_dtype *types, int nt)
                     cg_const(g, cn, t, DIMS(37), &o)};
         for (int k = 0; k < 3; k++)
             tg_graph_add_output(g, node(g, op, 2, (int[]){a, b[k]}, 0, NULL));
+        if (i == 0)
+            views_binary(g, op, t, a, b[1], &o);
     }
     /* pow: positive bases; integer pow: small exponents; integer div, remainder: no 0 */
     cg_case o = {0};
@@ -131,7 +181,8 @@ static void family_binary(tg_op op, const tg_dtype *types, int nt)
 }
 
 /* one graph per dtype: the trailing axis, middle axes, the last two kept,
- * everything; keepdim 0 and 1 (reduce_var: correction 0 and 1) */
+ * everything; keepdim 0 and 1 (reduce_var: correction 0 and 1); an empty
+ * tensor */
 static void family_reduce(tg_op op, const tg_dtype *types, int nt)
 {
     static const int64_t axes[][3] = {{1, -1}, {2, 1, 2}, {2, 2, 3}, {0}};
@@ -150,6 +201,10 @@ static void family_reduce(tg_op op, const tg_dtype *types, int nt)
                     a[na++] = tg_attr_int("correction", keep);
                 unary_out(g, op, x, na, a);
             }
+        /* an empty tensor, reduced along an axis that is not empty */
+        int e = cg_input(g, "x_e", t, DIMS(0, 6));
+        tg_attr a[2] = {tg_attr_ints("axes", 1, (int64_t[]){2}), tg_attr_int("correction", 0)};
+        unary_out(g, op, e, op == TG_OP_REDUCE_VAR ? 2 : 1, a);
         cg_case o = op != TG_OP_REDUCE_PROD ? (cg_case){0}
                     : tg_dtype_is_float(t) ? (cg_case){.lo = 0.6, .hi = 1.4}
                                            : (cg_case){.lo = -1, .hi = 2};
@@ -292,7 +347,8 @@ static void case_linear(tg_op op)
         }
 }
 
-/* linear_packed as tcompile's prepack makes it: a linear, packed here */
+/* linear_packed as tcompile's prepack makes it: a linear, packed here; the
+ * linear is the reference */
 static void case_linear_packed(tg_op op)
 {
     for (int bias = 0; bias < 2; bias++) {
@@ -300,8 +356,9 @@ static void case_linear_packed(tg_op op)
         int x = cg_input(g, "x", TG_F32, DIMS(5, 19));
         int in[3] = {x, W(g, "w", 37, 19), bias ? W(g, "b", 37) : -1};
         one_node(g, TG_OP_LINEAR, bias ? 3 : 2, in, 0, NULL);
+        tg_graph *linear = tg_graph_clone(g);   /* the reference */
         CHECK(tg_pass_prepack(g) == 1 && tg_pass_dce(g) >= 0);
-        run(op, bias ? "bias" : "no bias", g, (cg_case){0});
+        run(op, bias ? "bias" : "no bias", g, (cg_case){.reference = linear});
     }
 }
 
@@ -697,12 +754,18 @@ int main(void)
         cover((tg_op)op);
         nop++;
         ncov += covered[op] > 0;
-        if (!covered[op])
-            fprintf(stderr, "op %s has no case: its inference is no family of"
-                    " tests/unit/test_codegen_ops.c, so add a builder to its `cases`\n",
-                    tg_op_name((tg_op)op));
-        CHECK(covered[op] > 0);
     }
-    printf("%d of %d ops of ops.def compiled and compared\n", ncov, nop);
+    printf("coverage: %d of %d ops of ops.def run on every path; ops with no case:", ncov, nop);
+    for (int op = 1; op < TG_OP_COUNT; op++)
+        if (!covered[op])
+            printf(" %s", tg_op_name((tg_op)op));
+    printf("%s\n", ncov == nop ? " none" : " (their inference is no family of"
+           " tests/unit/test_backend_ops.c: add a builder to its `cases`)");
+    CHECK(ncov == nop);
+    printf("unsupported: %d cases refused by a path%s\n", cg_nrefused,
+           cg_nrefused ? " (listed above)" : "");
+    printf("reference: float64 but for %d cases whose ops take no f64 (listed above) and %d"
+           " with no f32 value (integers, bool, f16, f64: the interpreter, which is not"
+           " compared with itself)\n", cg_own_reference, cg_no_f32);
     return unit_report();
 }
