@@ -5,8 +5,9 @@
  * compares every element: max |o - ref|, and ||o - ref|| / ||ref||. Rows with
  * every key masked must be exactly 0, as the CPU kernel gives. Tolerances:
  * bf16 max 1.6e-2, rel 1e-2; fp16 max 4e-3, rel 2.5e-3 (P and o are rounded
- * to the input type, 2^-8 and 2^-11 relative). Every case runs twice: on
- * the kernel the device picks (wgmma on Hopper) and on the portable one.
+ * to the input type, 2^-8 and 2^-11 relative). Every case runs three times:
+ * on the kernel the device picks (FA3 on Hopper), on the portable one and on
+ * the first wgmma kernel (the portable one again where there is no Hopper).
  * Then the refusals: one line each. Exit status 0 when every case passes. */
 #include "backend/cuda/flash.h"
 
@@ -74,7 +75,7 @@ static float float_of(int dtype, uint16_t u)
     return __half2float(__half(r));
 }
 
-static int run_case(const Case *c, int portable)
+static int run_case(const Case *c, int kernel)
 {
     const int64_t B = c->batch, HQ = c->hq, HK = c->hk, L = c->L, S = c->S, D = c->D;
     const double scale = c->scale ? c->scale : 1.0 / sqrt((double)D);
@@ -185,7 +186,7 @@ static int run_case(const Case *c, int portable)
     d.scale = (float)scale;
     d.causal = c->causal;
     d.mask_kind = c->mask_kind;
-    d.portable = portable;
+    d.kernel = kernel;
     if (c->mask_kind) {
         size_t mbytes = m_elems * (c->mask_kind == TGF_MASK_BOOL ? 1 : 4);
         CUDA_OK(cudaMalloc(&d_mask, mbytes ? mbytes : 1));
@@ -265,7 +266,9 @@ static int refusals(void)
         {"mask kind without mask", {0, TGF_MASK_BOOL, 1, 2, 2, 8, 8, 64, 0.1f}, p},
         {"dtype 7", {7, 0, 1, 2, 2, 8, 8, 64, 0.1f}, p},
         {"infinite scale", {0, 0, 1, 2, 2, 8, 8, 64, INFINITY}, p},
+        {"kernel 3", {0, 0, 1, 2, 2, 8, 8, 64, 0.1f}, p},
     };
+    r[sizeof r / sizeof r[0] - 1].d.kernel = 3;
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
         const char *why = tgf_attn_check(&r[i].d, r[i].q, p, p, p);
         const char *fwhy = NULL;
@@ -304,6 +307,10 @@ int main(void)
         {"d128 qkv packed",           TGF_BF16, 2, 4, 4, 96, 96, 128, 0, 1, 0, 0, 0, 1},
         {"d128 one key",              TGF_BF16, 1, 2, 2, 33, 1, 128, 0, 0, 0, 0, 0, 0},
         {"d64 no keys",               TGF_F16, 1, 2, 2, 20, 0, 64, 0, 0, 0, 0, 0, 0},
+        /* many key tiles: the copy ring wraps several times */
+        {"d128 long keys",            TGF_BF16, 1, 2, 2, 300, 1500, 128, 0, 0, 0, 0, 0, 0},
+        {"d64 long causal fp16",      TGF_F16, 1, 2, 1, 1100, 1100, 64, 0, 1, 0, 0, 0, 0},
+        {"d256 long keys bool",       TGF_BF16, 1, 1, 1, 200, 700, 256, 0, 0, TGF_MASK_BOOL, 1, 1, 0},
         {"decode d128 L1 gqa",        TGF_BF16, 2, 32, 8, 1, 20000, 128, 0, 0, 0, 0, 0, 0},
         {"decode d128 L16 bool",      TGF_F16, 1, 8, 2, 16, 3001, 128, 0, 0, TGF_MASK_BOOL, 1, 1, 0},
         {"decode d64 L4 causal mqa",  TGF_BF16, 2, 8, 1, 4, 5000, 64, 0, 1, 0, 0, 0, 0},
@@ -312,12 +319,12 @@ int main(void)
     };
     int fails = 0;
     int n = sizeof cases / sizeof cases[0];
-    /* each case on the kernel the device picks, then on the portable one
-     * (the same on a GPU without the Hopper kernel: both runs must pass) */
-    for (int portable = 0; portable < 2; portable++)
+    /* each case on the kernel the device picks, the portable one and the
+     * first wgmma kernel (all three run and pass on a GPU without Hopper) */
+    for (int kernel = TGF_KERNEL_AUTO; kernel <= TGF_KERNEL_WGMMA; kernel++)
         for (int i = 0; i < n; i++)
-            fails += run_case(&cases[i], portable);
+            fails += run_case(&cases[i], kernel);
     fails += refusals();
-    printf("%d of %d checks failed\n", fails, 2 * n + 7);
+    printf("%d of %d checks failed\n", fails, 3 * n + 8);
     return fails ? 1 : 0;
 }

@@ -3,8 +3,8 @@
 Run on the GPU machine: python3 bench.py LIBTGFLASH.so [--quick]
 [--ours-only] [--profile]. The same
 q, k, v (bf16, [b, h, s, d], random normal) go to tgf_attn_forward through
-ctypes ("ours": the kernel the device picks, wgmma on Hopper; "ours fa2": the
-portable mma.sync kernel) and to torch.nn.functional.scaled_dot_product_attention under each
+ctypes ("ours": the kernel the device picks, FA3 on Hopper; "ours fa2": the
+portable mma.sync kernel; "ours wgmma": the first Hopper kernel) and to torch.nn.functional.scaled_dot_product_attention under each
 backend (default, CUDNN_ATTENTION, FLASH_ATTENTION, EFFICIENT_ATTENTION).
 Time: CUDA events, median of the repeats after warm-up, two or three input sets
 rotated so that nothing is timed out of L2. TFLOP/s = 4 b h s^2 d, half for
@@ -28,7 +28,7 @@ class Desc(ctypes.Structure):
                 ("mask", ctypes.c_void_p), ("mask_stride", ctypes.c_int64 * 4),
                 ("q_stride", ctypes.c_int64 * 3), ("k_stride", ctypes.c_int64 * 3),
                 ("v_stride", ctypes.c_int64 * 3), ("o_stride", ctypes.c_int64 * 3),
-                ("portable", ctypes.c_int32)]
+                ("kernel", ctypes.c_int32)]
 
 
 lib = ctypes.CDLL(sys.argv[1])
@@ -44,10 +44,10 @@ OURS_ONLY = "--ours-only" in sys.argv    # no torch rows: compare builds of ours
 PROFILE = "--profile" in sys.argv        # one call of ours, d128 s=4096, for ncu
 
 
-def ours(q, k, v, causal, portable=0):
+def ours(q, k, v, causal, kernel=0):
     b, hq, L, d = q.shape
     desc = Desc(dtype=0 if q.dtype == torch.bfloat16 else 1, batch=b, hq=hq, hk=k.shape[1],
-                L=L, S=k.shape[2], D=d, scale=d ** -0.5, causal=int(causal), portable=portable)
+                L=L, S=k.shape[2], D=d, scale=d ** -0.5, causal=int(causal), kernel=kernel)
     o = torch.empty_like(q)
     ws = torch.empty(max(1, lib.tgf_attn_workspace(ctypes.byref(desc))), dtype=torch.uint8,
                      device=q.device)
@@ -120,6 +120,8 @@ def prefill_rows():
                 row["ours"] = flops / median_ms(runs, reps) / 1e9
                 runs = [ours(*x, causal, 1)[0] for x in sets]
                 row["fa2"] = flops / median_ms(runs, reps) / 1e9
+                runs = [ours(*x, causal, 2)[0] for x in sets]
+                row["wgmma"] = flops / median_ms(runs, reps) / 1e9
                 for bn, be in BACKENDS:
                     try:
                         if OURS_ONLY:
@@ -141,7 +143,7 @@ def fmt(x):
 def fmt_prefill(r):
     best = max([r[k] for k in ("default", "cudnn", "flash", "efficient") if r[k]] or [r["ours"]])
     return (f"| {r['d']} | {r['s']} | {r['b']}x{r['h']} | {'yes' if r['causal'] else 'no'} | "
-            f"{fmt(r['ours'])} | {fmt(r['fa2'])} | {fmt(r['default'])} | {fmt(r['cudnn'])} | {fmt(r['flash'])} | "
+            f"{fmt(r['ours'])} | {fmt(r['fa2'])} | {fmt(r['wgmma'])} | {fmt(r['default'])} | {fmt(r['cudnn'])} | {fmt(r['flash'])} | "
             f"{fmt(r['efficient'])} | {r['ours'] / best:.2f} | {r['diff']:.1e} | {r['kernel']} |")
 
 
@@ -181,9 +183,9 @@ if __name__ == "__main__":
         sys.exit(0)
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     print("\nprefill, bf16, TFLOP/s (ours / best torch: the ratio column)")
-    print("| d | seq | b x h | causal | ours | ours fa2 | default | cudnn | flash | efficient "
-          "| ratio | max diff | kernel |")
-    print("|--:|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+    print("| d | seq | b x h | causal | ours | ours fa2 | ours wgmma | default | cudnn | flash "
+          "| efficient | ratio | max diff | kernel |")
+    print("|--:|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
     prefill_rows()
     print("\ndecode, bf16, GB/s of K and V read")
     print("| d | L | S | b x hq/hk | ours | default | cudnn | flash | efficient | max diff | kernel |")

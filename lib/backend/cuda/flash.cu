@@ -37,8 +37,12 @@ constexpr Shape decode_shape(int64_t D, int64_t rows)
 }
 constexpr int DECODE_MAX_L = 16;    /* queries up to which decode splits the keys */
 
+enum Kernel { FA2, WGMMA, FA3 };
+const char *const kernel_names[] = {"fa2", "wgmma", "fa3"};
+
 struct Plan {
-    bool decode, hopper;
+    bool decode;
+    Kernel kernel;
     Shape shape;
     int pack, row_blocks, heads, splits, tiles_per_split;
 };
@@ -67,8 +71,13 @@ Plan plan(const tgf_attn_desc *d)
     pl.decode = d->L <= DECODE_MAX_L;
     pl.pack = pl.decode ? (int)(d->hq / d->hk) : 1;
     int64_t rows = pl.pack * d->L;
-    pl.hopper = !pl.decode && !d->portable && hopper_device();
-    pl.shape = pl.decode ? decode_shape(d->D, rows) : pl.hopper ? hopper_shape(d->D) : prefill_shape(d->D);
+    pl.kernel = pl.decode || d->kernel == TGF_KERNEL_FA2 || !hopper_device() ? FA2
+                : d->kernel == TGF_KERNEL_WGMMA                              ? WGMMA
+                                                                             : FA3;
+    pl.shape = pl.decode                ? decode_shape(d->D, rows)
+               : pl.kernel == FA3       ? Shape{8, 1, tgf::fa3_bn((int)d->D)}
+               : pl.kernel == WGMMA     ? hopper_shape(d->D)
+                                        : prefill_shape(d->D);
     int bm = 16 * pl.shape.mt * pl.shape.warps;
     pl.row_blocks = (int)((rows + bm - 1) / bm);
     pl.heads = (int)(d->hq / pl.pack);
@@ -141,8 +150,14 @@ template <typename T, int D>
 cudaError_t launch_dim(const Params &p, const Plan &pl, int64_t batch, cudaStream_t stream)
 {
     constexpr Shape one = decode_shape(D, 16), four = decode_shape(D, 17), pre = prefill_shape(D);
-    if (pl.hopper)
-        return tgf::launch_sm90<T, D>(p, dim3(pl.row_blocks, (unsigned)(batch * pl.heads), 1), stream);
+    const dim3 grid(pl.row_blocks, (unsigned)(batch * pl.heads), 1);
+    if (pl.kernel == FA3) {
+        cudaError_t e = tgf::launch_fa3<T, D>(p, grid, stream);
+        if (e != cudaErrorNotSupported)
+            return e;
+    }
+    if (pl.kernel != FA2)   /* strides the tensor maps cannot describe: the first wgmma kernel */
+        return tgf::launch_sm90<T, D>(p, grid, stream);
     if (!pl.decode)
         return launch_tiles<T, D, pre.warps, pre.mt, pre.bn>(p, pl, batch, stream);
     if (pl.shape.warps == one.warps)
@@ -179,6 +194,8 @@ const char *desc_problem(const tgf_attn_desc *d)
         return "the scale is not finite";
     if (d->mask_kind < TGF_MASK_NONE || d->mask_kind > TGF_MASK_ADD)
         return say("mask kind %lld: none (0), bool (1) or additive float32 (2)", d->mask_kind);
+    if (d->kernel < TGF_KERNEL_AUTO || d->kernel > TGF_KERNEL_WGMMA)
+        return say("kernel %lld: auto (0), fa2 (1) or wgmma (2)", d->kernel);
     if (d->mask_kind != TGF_MASK_NONE && !d->mask)
         return "a mask kind but no mask";
     if (d->batch > 0 && d->L > 0 && d->batch * plan(d).heads > 65535)
@@ -214,7 +231,7 @@ extern "C" const char *tgf_attn_kernel(const tgf_attn_desc *d)
     if (!d || d->L <= 0 || d->hk <= 0 || d->hq % d->hk)
         return "none";
     Plan pl = plan(d);
-    snprintf(why_buf, sizeof why_buf, "%s %s d%lld bm%d bn%d splits %d", pl.hopper ? "wgmma" : "fa2", pl.decode ? "decode" : "prefill",
+    snprintf(why_buf, sizeof why_buf, "%s %s d%lld bm%d bn%d splits %d", kernel_names[pl.kernel], pl.decode ? "decode" : "prefill",
              (long long)d->D, 16 * pl.shape.mt * pl.shape.warps, pl.shape.bn, pl.splits);
     return why_buf;
 }

@@ -3,9 +3,10 @@
  * backend exists; tests/cuda and bench/cuda/attention drive it directly.
  *
  * q [batch, hq, L, D], k and v [batch, hk, S, D], o [batch, hq, L, D], all
- * bf16 or all fp16, on the device; fp32 accumulation and softmax. Two
+ * bf16 or all fp16, on the device; fp32 accumulation and softmax. The
  * kernels, chosen at run time: FlashAttention-2 on mma.sync (sm_80 and up),
- * and on compute capability 9.0 one on wgmma (flash_sm90.cu) for prefill. hk divides
+ * and on compute capability 9.0 for prefill the FA3 design (flash_fa3.cu:
+ * bulk tensor copies, a producer warpgroup, wgmma; tgf_kernel). hk divides
  * hq (GQA, MQA). D is 64, 128 or 256. Causal is upper-left aligned (row i sees
  * keys 0..i, like torch's is_causal and the CPU kernel). A row whose every key
  * is masked gives 0, as lib/backend/cpu/kernels/sdpa.c does. Extra memory: none for
@@ -31,6 +32,14 @@ typedef enum {
     TGF_MASK_ADD = 2,           /* float32 added to the scaled scores */
 } tgf_mask_kind;
 
+/* The prefill kernel (more than 16 queries) on compute capability 9.0; other
+ * devices run the portable one whatever is asked. */
+typedef enum {
+    TGF_KERNEL_AUTO = 0,        /* the fastest: FA3 (flash_fa3.cu) */
+    TGF_KERNEL_FA2 = 1,         /* the portable mma.sync kernel */
+    TGF_KERNEL_WGMMA = 2,       /* the first Hopper kernel: wgmma, no TMA or producer warp */
+} tgf_kernel;
+
 typedef struct {
     int32_t dtype;              /* tgf_dtype */
     int32_t mask_kind;          /* tgf_mask_kind */
@@ -43,9 +52,7 @@ typedef struct {
      * 0: the tensor is contiguous. Multiples of 8, like the pointers' 16-byte
      * alignment, for the 16-byte loads. */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-    /* nonzero: the portable mma.sync kernel even where the Hopper one would
-     * run (compute capability 9.0, more than 16 queries) */
-    int32_t portable;
+    int32_t kernel;             /* tgf_kernel: which prefill kernel */
 } tgf_attn_desc;
 
 /* NULL when the descriptor and pointers can run, else why not (one line). */

@@ -11,9 +11,10 @@ CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=s
 	-gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -Wall
 FLASH_DEFS ?=
-FLASH_HDRS = $(srcdir)/lib/backend/cuda/flash.h $(srcdir)/lib/backend/cuda/flash_fwd.cuh
-# the Hopper kernel: wgmma needs the sm_90a target
-FLASH_OBJS = $(CUDA_BUILD)/flash.o $(CUDA_BUILD)/flash_sm90.o
+FLASH_HDRS = $(srcdir)/lib/backend/cuda/flash.h $(srcdir)/lib/backend/cuda/flash_fwd.cuh \
+	$(srcdir)/lib/backend/cuda/wgmma.cuh
+# the Hopper kernels: wgmma and setmaxnreg need the sm_90a target
+FLASH_OBJS = $(CUDA_BUILD)/flash.o $(CUDA_BUILD)/flash_sm90.o $(CUDA_BUILD)/flash_fa3.o
 
 cuda: $(CUDA_BUILD)/libtgflash.so $(CUDA_BUILD)/test_flash
 
@@ -22,6 +23,10 @@ $(CUDA_BUILD)/flash.o: $(srcdir)/lib/backend/cuda/flash.cu $(FLASH_HDRS)
 	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) $(FLASH_DEFS) -I$(srcdir)/lib -c -o $@ $<
 
 $(CUDA_BUILD)/flash_sm90.o: $(srcdir)/lib/backend/cuda/flash_sm90.cu $(FLASH_HDRS)
+	@mkdir -p $(CUDA_BUILD)
+	$(NVCC) $(NVCCFLAGS) -gencode arch=compute_90a,code=sm_90a $(FLASH_DEFS) -I$(srcdir)/lib -c -o $@ $<
+
+$(CUDA_BUILD)/flash_fa3.o: $(srcdir)/lib/backend/cuda/flash_fa3.cu $(FLASH_HDRS)
 	@mkdir -p $(CUDA_BUILD)
 	$(NVCC) $(NVCCFLAGS) -gencode arch=compute_90a,code=sm_90a $(FLASH_DEFS) -I$(srcdir)/lib -c -o $@ $<
 

@@ -44,6 +44,7 @@ struct Params {
 template <typename T> struct Mma;
 #define TGF_MMA(CT, PT, P2, CVT)                                                              \
     template <> struct Mma<CT> {                                                              \
+        static constexpr bool is_half = sizeof(PT) == sizeof("f16");                          \
         static __device__ __forceinline__ void run(float c[4], const uint32_t a[4],           \
                                                    uint32_t b0, uint32_t b1)                  \
         {                                                                                     \
@@ -158,33 +159,36 @@ __device__ __forceinline__ void scale_and_mask(float *s, const Params &p, const 
             }
 }
 
-/* online softmax step: s -> exp2(s - m_new), l rescaled and summed, alpha =
+/* online softmax step: s -> exp2(c s - m_new), l rescaled and summed, alpha =
  * exp2(m_old - m_new) for the accumulator (rescale, once nothing writes it).
+ * c > 0 multiplies the scores first: 1 when scale_and_mask already did, the
+ * scale itself where the exp2's FFMA takes it. m is in the scaled domain.
  * A row with no visible key so far keeps m = -inf and takes 0 as its
  * reference, so exp2 gives 0, never NaN. l stays a per-thread partial sum. */
 template <int MT, int NB>
 __device__ __forceinline__ void softmax_step(float *s, float (*m)[2], float (*l)[2],
-                                             float (*alpha)[2])
+                                             float (*alpha)[2], float c)
 {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
             float *sr = s + mt * NB * 4 + 2 * hf;
-            float mx = m[mt][hf];
+            float mx = -INFINITY;
 #pragma unroll
             for (int j = 0; j < NB; j++)
                 mx = fmaxf(mx, fmaxf(sr[j * 4], sr[j * 4 + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+            mx = fmaxf(m[mt][hf], mx * c);
             const float ref = mx == -INFINITY ? 0.f : mx;
             alpha[mt][hf] = ex2(m[mt][hf] - ref);
             m[mt][hf] = mx;
             float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < NB; j++) {
-                sr[j * 4] = ex2(sr[j * 4] - ref);
-                sr[j * 4 + 1] = ex2(sr[j * 4 + 1] - ref);
+                sr[j * 4] = ex2(fmaf(sr[j * 4], c, -ref));
+                sr[j * 4 + 1] = ex2(fmaf(sr[j * 4 + 1], c, -ref));
                 sum += sr[j * 4] + sr[j * 4 + 1];
             }
             l[mt][hf] = l[mt][hf] * alpha[mt][hf] + sum;
@@ -261,18 +265,19 @@ __device__ __forceinline__ void store_partials(const Params &p, const float *acc
         }
 }
 
-/* the block's place: batch, first head of its group, kv head, its key tiles */
+/* the block's place: batch, first head of its group, kv head, its key
+ * tiles; rb: its block of bm rows (blockIdx.x, or another order of them) */
 struct Place {
     int b, h_base, kvh, rows, r0, t_begin, t_end, l_min;
 
-    __device__ __forceinline__ Place(const Params &p, int bm, int bn)
+    __device__ __forceinline__ Place(const Params &p, int bm, int bn, int rb)
     {
         const int heads = p.hq / p.pack;
         b = blockIdx.y / heads;
         h_base = (blockIdx.y % heads) * p.pack;
         kvh = h_base / p.group;
         rows = p.pack * p.L;
-        r0 = blockIdx.x * bm;
+        r0 = rb * bm;
         const int ntiles = (p.S + bn - 1) / bn;
         t_begin = blockIdx.z * p.tiles_per_split;
         t_end = min(t_begin + p.tiles_per_split, ntiles);
@@ -341,7 +346,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, tg = lane & 3;
-    const Place pc(p, BM, BN);
+    const Place pc(p, BM, BN, blockIdx.x);
     const T *K = static_cast<const T *>(p.k) + pc.b * p.ks[0] + pc.kvh * p.ks[1];
     const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
 
@@ -403,7 +408,7 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
         }
         scale_and_mask<MT, NB>(s, p, rw, t * BN, pc.edge(p, t * BN, BN), tg);
         float alpha[MT][2];
-        softmax_step<MT, NB>(s, m, l, alpha);
+        softmax_step<MT, NB>(s, m, l, alpha, 1.f);
         scale_rows<MT, ND>(acc, alpha);
 
         /* O += P V, P from the score registers */
@@ -498,4 +503,22 @@ __host__ __device__ constexpr int sm90_bn(int D) { return D == 256 ? 64 : TGF_SM
 /* the Hopper kernel's launch (flash_sm90.cu, built for sm_90a): grid as the
  * FA2 kernel's with BM = 128, BN = sm90_bn(D) */
 template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid, cudaStream_t stream);
+
+/* the FA3 kernel's key tile and pipeline depth (settable at build time) */
+#ifndef TGF_FA3_BN128
+#define TGF_FA3_BN128 128
+#endif
+#ifndef TGF_FA3_STAGES
+#define TGF_FA3_STAGES 2
+#endif
+#ifndef TGF_FA3_PINGPONG
+#define TGF_FA3_PINGPONG true
+#endif
+__host__ __device__ constexpr int fa3_bn(int D) { return D == 256 ? 64 : D == 128 ? TGF_FA3_BN128 : 128; }
+/* d256: two stages of K and V is all shared memory holds beside Q */
+__host__ __device__ constexpr int fa3_stages(int D) { return D == 256 ? 2 : TGF_FA3_STAGES; }
+/* the FA3 kernel's launch (flash_fa3.cu, sm_90a): grid as the FA2 kernel's
+ * with BM = 128, pack 1; cudaErrorNotSupported when the bulk tensor copy
+ * cannot describe q, k or v */
+template <typename T, int D> cudaError_t launch_fa3(const Params &p, dim3 grid, cudaStream_t stream);
 }

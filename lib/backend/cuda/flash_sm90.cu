@@ -15,7 +15,7 @@
  * K and V are double-buffered through cp.async, made visible to the tensor
  * cores' async proxy by a proxy fence before the block barrier. Each tile's
  * softmax overlaps the previous tile's P V on the tensor cores. */
-#include "backend/cuda/flash_fwd.cuh"
+#include "backend/cuda/wgmma.cuh"
 
 namespace tgf {
 
@@ -26,62 +26,6 @@ template <int R> struct WgmmaSwizzle {
         return (chunk >> 3) * R * 64 + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
     }
 };
-
-/* a shared-memory matrix descriptor, 128-byte swizzle; offsets in bytes */
-__device__ __forceinline__ uint64_t gmma_desc(const void *p, uint32_t lbo, uint32_t sbo)
-{
-    uint64_t a = smem_addr(p);
-    return ((a & 0x3ffff) >> 4) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 |
-           (uint64_t)((sbo >> 4) & 0x3fff) << 32 | (uint64_t)1 << 62;
-}
-
-#define TGF_ACC8(d, i)                                                                        \
-    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-        "+f"(d[i + 6]), "+f"(d[i + 7])
-#define TGF_ACC32(d) TGF_ACC8(d, 0), TGF_ACC8(d, 8), TGF_ACC8(d, 16), TGF_ACC8(d, 24)
-#define TGF_REGS32                                                                            \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "    \
-    "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-
-template <typename T> struct Wgmma;
-#define TGF_WGMMA(CT, PT)                                                                     \
-    template <> struct Wgmma<CT> {                                                            \
-        /* d (+)= A B, A and B K-major in shared memory; d zeroed first when !accumulate */   \
-        static __device__ __forceinline__ void ss(float *d, uint64_t a, uint64_t b,           \
-                                                  int accumulate)                             \
-        {                                                                                     \
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                         \
-                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " " TGF_REGS32 \
-                         ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                    \
-                         : TGF_ACC32(d)                                                       \
-                         : "l"(a), "l"(b), "r"(accumulate));                                  \
-        }                                                                                     \
-        /* d += A B, A in registers, B N-major in shared memory (transposed) */               \
-        static __device__ __forceinline__ void rs(float *d, const uint32_t a[4], uint64_t b)  \
-        {                                                                                     \
-            asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " " TGF_REGS32 \
-                         ", {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"                         \
-                         : TGF_ACC32(d)                                                       \
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));               \
-        }                                                                                     \
-    };
-TGF_WGMMA(__nv_bfloat16, "bf16")
-TGF_WGMMA(__half, "f16")
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-/* until at most N committed groups are still running */
-template <int N> __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-/* registers the wgmmas in flight write: not to be read or moved before the wait */
-template <int N> __device__ __forceinline__ void fence_regs(float *r)
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(r[i])::"memory");
-}
 
 /* O += P V, committed: V N-major (d contiguous); 16 keys are two 8-row
  * groups 1024 bytes apart; each 64 columns of D is one wgmma */
@@ -94,7 +38,7 @@ __device__ __forceinline__ void issue_pv(float *acc, const uint32_t (*a)[4], con
     for (int kk = 0; kk < BN / 16; kk++)
 #pragma unroll
         for (int nd = 0; nd < D / 64; nd++)
-            Wgmma<T>::rs(acc + nd * 32, a[kk], gmma_desc(tV + nd * BN * 64 + kk * 16 * 64, BN * 128, 1024));
+            Wgmma<T, 64>::rs(acc + nd * 32, a[kk], gmma_desc(tV + nd * BN * 64 + kk * 16 * 64, BN * 128, 1024));
     wgmma_commit();
 }
 
@@ -113,7 +57,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
     const int g = lane >> 2, tg = lane & 3;
-    const Place pc(p, BM, BN);
+    const Place pc(p, BM, BN, blockIdx.x);
     const T *K = static_cast<const T *>(p.k) + pc.b * p.ks[0] + pc.kvh * p.ks[1];
     const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
 
@@ -158,7 +102,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
         for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
             for (int nc = 0; nc < BN / 64; nc++)
-                Wgmma<T>::ss(s + nc * 32, gmma_desc(wQ + (kk >> 2) * BM * 64 + (kk & 3) * 16, 16, 1024),
+                Wgmma<T, 64>::ss(s + nc * 32, gmma_desc(wQ + (kk >> 2) * BM * 64 + (kk & 3) * 16, 16, 1024),
                              gmma_desc(tK + (kk >> 2) * BN * 64 + nc * 64 * 64 + (kk & 3) * 16, 16, 1024),
                              kk > 0);
         wgmma_commit();
@@ -172,7 +116,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
 
         scale_and_mask<1, NB>(s, p, rw, t * BN, pc.edge(p, t * BN, BN), tg);
         float alpha[1][2];
-        softmax_step<1, NB>(s, m, l, alpha);
+        softmax_step<1, NB>(s, m, l, alpha, 1.f);
         wgmma_wait<0>();
         fence_regs<ND * 4>(acc);
         scale_rows<1, ND>(acc, alpha);
