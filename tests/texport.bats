@@ -178,6 +178,7 @@ gen_check() {
 @test "indexing by several index tensors (mask construction, None slices, negatives) matches PyTorch" { gen_check index; }
 @test "cumsum position ids, diff, roll, fill_, reshape_as, weight_norm, as_strided and in-place writes into views match PyTorch" { gen_check positions; }
 @test "a key/value cache written by index_copy, index_put, slice_scatter, select_scatter and index_fill matches PyTorch" { gen_check kvcache; }
+@test "interpolate (bilinear by size and scale, align_corners, nearest, bicubic, linear) matches PyTorch" { gen_check resize; }
 
 @test "Core ATen addmm with a transposed weight becomes linear" {
     "$TEXPORT" -o "$TMP/m.tg" "$FIX/mlp.core.pt2"

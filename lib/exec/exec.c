@@ -39,7 +39,7 @@ static const tg_run_fn run_table[TG_OP_COUNT] = {
 #undef R
     [TG_OP_LAYER_NORM] = tg_run_nn, [TG_OP_GROUP_NORM] = tg_run_nn,
     [TG_OP_BATCH_NORM] = tg_run_nn, [TG_OP_MAX_POOL] = tg_run_nn, [TG_OP_AVG_POOL] = tg_run_nn,
-    [TG_OP_ADAPTIVE_AVG_POOL] = tg_run_nn,
+    [TG_OP_ADAPTIVE_AVG_POOL] = tg_run_nn, [TG_OP_RESIZE] = tg_run_nn,
     [TG_OP_MATMUL] = tg_run_linalg, [TG_OP_LINEAR] = tg_run_linalg,
     [TG_OP_LINEAR_PACKED] = tg_run_linalg,
     [TG_OP_CONV] = tg_run_linalg, [TG_OP_SDPA] = tg_run_linalg,

@@ -128,6 +128,9 @@ int pt2_ints(pt2_ctx *c, const cJSON *node, const char *name, int64_t *out, int 
 /* A SymInt or SymInt[] as dims; returns the count or -1. */
 int pt2_dims(pt2_ctx *c, const cJSON *node, const char *name, tg_dim *out, int max);
 int pt2_dim(pt2_ctx *c, const cJSON *node, const char *name, tg_dim dflt, tg_dim *out);
+/* A float list (a single float is a list of one); returns the count, 0 when
+ * absent or None, or -1. */
+int pt2_floats(const cJSON *node, const char *name, double *out, int max);
 int pt2_dtype_arg(const cJSON *node, const char *name, tg_dtype dflt, tg_dtype *out);
 /* A string argument, or dflt. */
 const char *pt2_string(const cJSON *node, const char *name, const char *dflt);

@@ -230,6 +230,26 @@ int pt2_float(pt2_ctx *c, const cJSON *node, const char *name, double dflt, doub
     return 0;
 }
 
+int pt2_floats(const cJSON *node, const char *name, double *out, int max)
+{
+    const cJSON *a = pt2_arg(node, name), *e;
+    if (!a || is(a, "as_none"))
+        return 0;
+    if (is(a, "as_float"))
+        return max < 1 ? tg_err("argument '%s': too many values", name)
+                       : pt2_json_float(a, out) < 0 ? -1 : 1;
+    if (!is(a, "as_floats"))
+        return bad(name, a, "a list of floats");
+    int n = 0;
+    cJSON_ArrayForEach(e, a) {
+        if (n >= max)
+            return tg_err("argument '%s': more than %d values", name, max);
+        if (pt2_json_float(e, &out[n++]) < 0)
+            return tg_err("argument '%s': %s", name, tg_errmsg());
+    }
+    return n;
+}
+
 int pt2_bool(const cJSON *node, const char *name, bool dflt, bool *out)
 {
     const cJSON *a = pt2_arg(node, name);

@@ -3,6 +3,8 @@
  * export's composites (linear, conv2d, batch_norm, layer_norm ...) and Core
  * ATen's forms (addmm, convolution, _native_batch_norm_legit_no_training,
  * native_layer_norm ...). */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "error.h"
@@ -339,6 +341,67 @@ static int h_adaptive_pool(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_ADAPTIVE_AVG_POOL, 1, &x, 1, &a));
 }
 
+/* ---- resizing ---- */
+
+/* The resize's spatial sizes: output_size, or floor(in * scale) (a symbolic
+ * input dim only for an integral scale). */
+static int upsample_sizes(pt2_ctx *c, const cJSON *node, int x, int nsp, const double *scale,
+                          tg_dim *size)
+{
+    if (!pt2_arg_none(node, "output_size")) {
+        int n = pt2_dims(c, node, "output_size", size, nsp);
+        return n < 0 ? -1 : n != nsp ? tg_err("output_size: %d values for %d spatial"
+                                              " dimensions", n, nsp) : 0;
+    }
+    for (int i = 0; i < nsp; i++) {
+        tg_dim in = pt2_val(c, x)->shape.d[2 + i];
+        int64_t v;
+        if (!(scale[i] > 0) || !isfinite(scale[i]))
+            return tg_err("scale factor %g must be positive and finite", scale[i]);
+        if (tg_dim_is_const(in, &v))
+            size[i] = tg_dim_const((int64_t)((double)v * scale[i]));
+        else if (scale[i] != floor(scale[i]) || scale[i] > INT32_MAX ||
+                 tg_dim_mul(in, tg_dim_const((int64_t)scale[i]), &size[i]))
+            return tg_err("a scale factor of %g on a dynamic size", scale[i]);
+    }
+    return 0;
+}
+
+/* upsample_{nearest,linear,bilinear,bicubic}{1d,2d}[.vec] and
+ * _upsample_nearest_exact{1d,2d}: resize with PyTorch's coordinate rules */
+static int h_upsample(pt2_ctx *c, const cJSON *node)
+{
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    bool vec = pt2_arg(node, "input") != NULL, nearest = strstr(name, "nearest"), align;
+    int x, nsp = name[strlen(name) - 2] - '0';
+    double scale[2] = {0, 0};
+    tg_dim size[2];
+    if (pt2_tensor(c, node, vec ? "input" : "self", &x) < 0 ||
+        pt2_bool(node, "align_corners", false, &align) < 0)
+        return -1;
+    if (pt2_rank(c, x) != nsp + 2)
+        return tg_err("%s of a rank %d tensor", name, pt2_rank(c, x));
+    int ns = vec ? pt2_floats(node, "scale_factors", scale, nsp)
+           : nsp == 1 ? pt2_floats(node, "scales", scale, 1)
+           : pt2_floats(node, "scales_h", scale, 1) < 0 ? -1
+           : pt2_floats(node, "scales_w", scale + 1, 1);
+    if (ns < 0 || upsample_sizes(c, node, x, nsp, scale, size) < 0)
+        return -1;
+    const char *coord = align ? "align_corners" : !nearest ? "half_pixel"
+                      : strstr(name, "exact") ? "tf_half_pixel_for_nn" : "asymmetric";
+    bool scaled = scale[0] > 0 || scale[nsp - 1] > 0;
+    for (int i = 0; i < nsp; i++)    /* a scale left out: in/out, as PyTorch */
+        if (scaled && !(scale[i] > 0))
+            return tg_err("%s with a scale for some spatial dimensions only", name);
+    tg_attr a[5] = {tg_attr_dims("size", nsp, size),
+                    tg_attr_string("mode", nearest ? "nearest" : strstr(name, "bicubic")
+                                                                 ? "cubic" : "linear"),
+                    tg_attr_string("coord", coord), tg_attr_string("nearest_mode", "floor"),
+                    tg_attr_floats("scales", nsp, scale)};
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_RESIZE, 1, &x, scaled ? 5 : 4, a));
+}
+
 static int h_embedding(pt2_ctx *c, const cJSON *node)
 {
     int in[2];
@@ -372,6 +435,15 @@ const pt2_op_entry pt2_ops_nn[] = {
     {"adaptive_avg_pool1d", "default", h_adaptive_pool},
     {"adaptive_avg_pool2d", "default", h_adaptive_pool},
     {"_adaptive_avg_pool2d", "default", h_adaptive_pool},
+    {"upsample_nearest1d", "default", h_upsample}, {"upsample_nearest1d", "vec", h_upsample},
+    {"upsample_nearest2d", "default", h_upsample}, {"upsample_nearest2d", "vec", h_upsample},
+    {"_upsample_nearest_exact1d", "default", h_upsample},
+    {"_upsample_nearest_exact1d", "vec", h_upsample},
+    {"_upsample_nearest_exact2d", "default", h_upsample},
+    {"_upsample_nearest_exact2d", "vec", h_upsample},
+    {"upsample_linear1d", "default", h_upsample}, {"upsample_linear1d", "vec", h_upsample},
+    {"upsample_bilinear2d", "default", h_upsample}, {"upsample_bilinear2d", "vec", h_upsample},
+    {"upsample_bicubic2d", "default", h_upsample}, {"upsample_bicubic2d", "vec", h_upsample},
     {"embedding", "default", h_embedding},
     {NULL, NULL, NULL},
 };

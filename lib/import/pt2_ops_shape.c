@@ -563,7 +563,8 @@ static int merge_indexed(pt2_ctx *c, int x, const int *v, int n, merged_index *m
         if ((m->xp = pt2_permute(c, false, x, m->perm)) < 0)
             return -1;
     }
-    const tg_shape *s = shape_of(c, m->xp);
+    /* a copy: the index arithmetic below adds values, which may move the array */
+    const tg_shape xs = *shape_of(c, m->xp), *s = &xs;
     tg_dim stride = tg_dim_const(1), merged[TG_MAX_RANK];
     m->flat = -1;
     for (int j = k - 1; j >= 0; j--) {

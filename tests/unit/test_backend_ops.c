@@ -437,6 +437,37 @@ static void case_pool(tg_op op)
     }
 }
 
+static void case_resize(tg_op op)
+{
+    static const struct {
+        const char *what, *mode, *coord, *nearest;
+        int nsp;
+        int64_t size[2];
+        double scales[2], a;    /* scales {0}: none */
+    } k[] = {
+        {"2-D linear up, half_pixel", "linear", "half_pixel", "floor", 2, {13, 11}, {0}, -0.75},
+        {"2-D nearest down, asymmetric floor", "nearest", "asymmetric", "floor", 2, {4, 3}, {0},
+         -0.75},
+        {"2-D cubic, align_corners, a -1", "cubic", "align_corners", "floor", 2, {5, 14}, {0}, -1},
+        {"2-D nearest, integral scales 2", "nearest", "half_pixel", "round_prefer_ceil", 2,
+         {18, 16}, {2, 2}, -0.75},
+        {"1-D linear, scale 1.5", "linear", "pytorch_half_pixel", "floor", 1, {15}, {1.5},
+         -0.75},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = k[i].nsp == 2 ? cg_input(g, "x", TG_F32, DIMS(3, 9, 8))
+                              : cg_input(g, "x", TG_F32, DIMS(3, 10));
+        tg_attr a[6] = {tg_attr_ints("size", k[i].nsp, k[i].size),
+                        tg_attr_string("mode", k[i].mode), tg_attr_string("coord", k[i].coord),
+                        tg_attr_string("nearest_mode", k[i].nearest),
+                        tg_attr_float("cubic_a", k[i].a),
+                        tg_attr_floats("scales", k[i].nsp, k[i].scales)};
+        run(op, k[i].what, one_node(g, op, 1, &x, k[i].scales[0] > 0 ? 6 : 5, a),
+            (cg_case){.exact = !strcmp(k[i].mode, "nearest")});
+    }
+}
+
 static void case_reshape(tg_op op)
 {
     tg_graph *g = tg_graph_new();
@@ -707,7 +738,8 @@ static const struct {
     {TG_OP_MATMUL, case_matmul}, {TG_OP_LINEAR, case_linear},
     {TG_OP_LINEAR_PACKED, case_linear_packed}, {TG_OP_CONV, case_conv}, {TG_OP_SDPA, case_sdpa},
     {TG_OP_MAX_POOL, case_pool}, {TG_OP_AVG_POOL, case_pool},
-    {TG_OP_ADAPTIVE_AVG_POOL, case_pool}, {TG_OP_RESHAPE, case_reshape},
+    {TG_OP_ADAPTIVE_AVG_POOL, case_pool}, {TG_OP_RESIZE, case_resize},
+    {TG_OP_RESHAPE, case_reshape},
     {TG_OP_PERMUTE, case_permute}, {TG_OP_EXPAND, case_expand}, {TG_OP_SLICE, case_slice},
     {TG_OP_CONCAT, case_concat}, {TG_OP_PAD, case_pad}, {TG_OP_TILE, case_tile},
     {TG_OP_GATHER, case_gather}, {TG_OP_INDEX_SELECT, case_index_select},

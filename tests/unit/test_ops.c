@@ -452,6 +452,48 @@ static void test_pool(void)
     CHECK(fails(NODE(TG_OP_ADAPTIVE_AVG_POOL, ((int[]){ xr }), os0), "must be positive"));
 }
 
+static void test_resize(void)
+{
+    int x = input(TG_F32, shp(4, S0, C(3), C(7), S1));
+    tg_dim up[2] = { C(14), mul(S1, C(2)) };
+    tg_attr lin[] = { tg_attr_dims("size", 2, up), tg_attr_string("mode", "linear"),
+                      tg_attr_string("coord", "align_corners") };
+    CHECK(has(NODE(TG_OP_RESIZE, ((int[]){ x }), lin), TG_F32, shp(4, S0, C(3), C(14), mul(S1, C(2)))));
+    int x1 = input(TG_F16, shp(3, C(2), C(3), C(5)));
+    tg_attr cub[] = { tg_attr_ints("size", 1, (int64_t[]){ 9 }), tg_attr_string("mode", "cubic"),
+                      tg_attr_floats("scales", 1, (double[]){ 1.8 }),
+                      tg_attr_int("exclude_outside", 1), tg_attr_float("cubic_a", -0.5) };
+    CHECK(has(NODE(TG_OP_RESIZE, ((int[]){ x1 }), cub), TG_F16, shp(3, C(2), C(3), C(9))));
+    tg_attr two[] = { tg_attr_ints("size", 2, (int64_t[]){ 4, 4 }) };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), two), "'size' has 2 values for 1 spatial axes"));
+    tg_attr nosize[] = { tg_attr_string("mode", "linear") };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), nosize), "attribute 'size' is required"));
+    tg_attr badmode[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }), tg_attr_string("mode", "area") };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badmode),
+                "'mode' is \"area\", expected one of \"nearest\", \"linear\", \"cubic\""));
+    tg_attr badcoord[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
+                           tg_attr_string("coord", "tf_crop_and_resize") };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badcoord), "'coord' is \"tf_crop_and_resize\""));
+    tg_attr badnear[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
+                          tg_attr_string("nearest_mode", "round") };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badnear), "'nearest_mode' is \"round\""));
+    tg_attr badscale[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
+                           tg_attr_floats("scales", 1, (double[]){ -2 }) };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badscale), "scale -2 must be positive"));
+    tg_attr scales2[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
+                          tg_attr_floats("scales", 2, (double[]){ 2, 2 }) };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), scales2), "'scales' must be 1 floats"));
+    tg_attr neg[] = { tg_attr_ints("size", 1, (int64_t[]){ -1 }) };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), neg), "negative"));
+    int xe = input(TG_F32, shp(3, C(2), C(3), C(0)));
+    tg_attr some[] = { tg_attr_ints("size", 1, (int64_t[]){ 3 }) };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ xe }), some), "an empty input cannot be resized"));
+    int xi = input(TG_I32, shp(4, C(1), C(1), C(4), C(4)));
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ xi }), two), "expected a floating-point dtype"));
+    int x5 = input(TG_F32, shp(5, C(1), C(1), C(4), C(4), C(4)));
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x5 }), two), "rank 5, expected 3 to 4"));
+}
+
 static void test_reshape(void)
 {
     int x = input(TG_F32, shp(3, S0, C(64), C(128)));
@@ -724,6 +766,7 @@ int main(void)
     test_conv();
     test_sdpa();
     test_pool();
+    test_resize();
     test_reshape();
     test_movement();
     test_index();

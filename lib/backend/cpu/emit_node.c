@@ -10,6 +10,7 @@
 #include "../../error.h"
 #include "../../ops/infer.h"
 #include "kernels/kernels.h"     /* TGK_PANEL */
+#include "run.h"                 /* tg_cpu_resize_desc */
 
 #define OUT(c, n) cg_ptr(c, (c)->g->nodes[n].out[0])
 
@@ -450,6 +451,27 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+static int emit_resize(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
+    tgk_resize_desc d;
+    if (need_f32(nd, x) || tg_cpu_resize_desc(nd, x->shape.rank - 2, &d))
+        return -1;
+    fprintf(c->f, "    tgk_resize_desc d = {0};\n    d.nsp = %d;\n    d.nc = %s;\n"
+            "    d.mode = %d;\n    d.coord = %d;\n    d.nearest = %d;\n    d.cubic_a = %s;\n"
+            "    d.exclude_outside = %d;\n", d.nsp, cg_prod(c, &x->shape, 0, 2), (int)d.mode,
+            (int)d.coord, (int)d.nearest, cg_float(c, d.cubic_a), (int)d.exclude_outside);
+    for (int i = 0; i < d.nsp; i++)
+        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n    d.scale[%d] = %s;\n", i,
+                cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]), i,
+                cg_double(c, d.scale[i]));
+    check_status(c, nd,
+                 cg_str(c, "tgk_resize_f32(&d, %s, %s)", cg_ptr(c, nd->in[0]),
+                        OUT(c, nd - c->g->nodes)),
+                 "TGRAPH_E_NOMEM", "out of memory, or an empty input");
+    return 0;
+}
+
 static int emit_pool(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
@@ -686,6 +708,7 @@ int cg_emit_node(tg_cg *c, int n)
         case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
             rc = emit_pool(c, nd);
             break;
+        case TG_OP_RESIZE: rc = emit_resize(c, nd); break;
         case TG_OP_PERMUTE: case TG_OP_EXPAND: case TG_OP_SLICE: case TG_OP_CONCAT:
         case TG_OP_PAD: case TG_OP_TILE: case TG_OP_TRIL: case TG_OP_TRIU:
             rc = emit_movement(c, nd);

@@ -75,4 +75,8 @@ int tg_run_f32_open(const tg_run_ctx *c, tg_run_f32 *io);
 /* Finish (after open, whether it succeeded or not); returns rc. */
 int tg_run_f32_close(const tg_run_ctx *c, tg_run_f32 *io, int rc);
 
+/* resize node n's attributes as the kernel's descriptor (run_nn.c; the sizes
+ * and plane count left alone); shared with the code generator. */
+int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d);
+
 #endif

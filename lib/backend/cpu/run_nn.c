@@ -1,6 +1,7 @@
-/* Normalizations and pooling: float32 kernels; other float types (and
- * integer max_pool) go through float32 copies. */
+/* Normalizations, pooling and resizing: float32 kernels; other float types
+ * (and integer max_pool) go through float32 copies. */
 #include "../../ops/infer.h"
+#include "../../ops/resize.h"
 #include "run.h"
 
 static int run_norm(const tg_run_ctx *c)
@@ -59,6 +60,51 @@ static int run_pool(const tg_run_ctx *c)
     return tg_run_f32_close(c, &io, 0);
 }
 
+/* the kernel's enums list the choices in the op's order */
+#define SAME(a, b) _Static_assert((int)TG_##a == (int)TGK_##b, #a)
+SAME(RESIZE_CUBIC, RESIZE_CUBIC);
+SAME(COORD_HALF_PIXEL_SYMMETRIC, COORD_HALF_PIXEL_SYMMETRIC);
+SAME(COORD_TF_HALF_PIXEL_FOR_NN, COORD_TF_HALF_PIXEL_FOR_NN);
+SAME(COORD_ALIGN_CORNERS, COORD_ALIGN_CORNERS);
+SAME(NEAREST_CEIL, NEAREST_CEIL);
+SAME(NEAREST_ROUND_PREFER_CEIL, NEAREST_ROUND_PREFER_CEIL);
+#undef SAME
+
+int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d)
+{
+    tg_resize r;
+    if (tg_resize_read(n, nsp, &r))
+        return -1;
+    d->nsp = nsp;
+    d->mode = (tgk_resize_mode)r.mode;
+    d->coord = (tgk_resize_coord)r.coord;
+    d->nearest = (tgk_resize_nearest)r.nearest;
+    d->scale[0] = r.scale[0];
+    d->scale[1] = r.scale[1];
+    d->cubic_a = (float)r.cubic_a;
+    d->exclude_outside = r.exclude_outside;
+    return 0;
+}
+
+static int run_resize(const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *y = c->out[0];
+    tgk_resize_desc d = {.nc = x->dims[0] * x->dims[1]};
+    tg_run_f32 io;
+    if (tg_cpu_resize_desc(c->n, x->rank - 2, &d))
+        return -1;
+    for (int i = 0; i < d.nsp; i++) {
+        d.in[i] = x->dims[2 + i];
+        d.out[i] = y->dims[2 + i];
+        if (d.in[i] == 0 && d.out[i] > 0)
+            return tg_err("spatial axis %d: an empty input cannot be resized", i);
+    }
+    if (tg_run_f32_open(c, &io))
+        return tg_run_f32_close(c, &io, -1);
+    int rc = tgk_resize_f32(&d, io.in[0], io.out) ? tg_err("out of memory") : 0;
+    return tg_run_f32_close(c, &io, rc);
+}
+
 int tg_run_nn(const tg_run_ctx *c)
 {
     switch (c->n->op) {
@@ -66,7 +112,9 @@ int tg_run_nn(const tg_run_ctx *c)
         return run_norm(c);
     case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
         return run_pool(c);
+    case TG_OP_RESIZE:
+        return run_resize(c);
     default:
-        return tg_err("not a normalization or pooling op");
+        return tg_err("not a normalization, pooling or resize op");
     }
 }

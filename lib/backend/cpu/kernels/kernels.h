@@ -127,6 +127,39 @@ void tgk_avg_pool_f32(const tgk_pool_desc *d, const float *x, float *y);
 void tgk_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w,
                                int64_t out_h, int64_t out_w, const float *x, float *y);
 
+/* ---- resizing (resize.c), NC + 1 or 2 spatial dims ------------------------- */
+typedef enum { TGK_RESIZE_NEAREST, TGK_RESIZE_LINEAR, TGK_RESIZE_CUBIC } tgk_resize_mode;
+/* Output coordinate o -> source coordinate, with r = 1/scale rounded to float
+ * (r = in/out when no scale is given) and all arithmetic in float, as PyTorch:
+ * HALF_PIXEL (o + 0.5) r - 0.5; PYTORCH_HALF_PIXEL the same, 0 when out is 1;
+ * ALIGN_CORNERS o (in - 1)/(out - 1), 0 when out is 1; ASYMMETRIC o r;
+ * TF_HALF_PIXEL_FOR_NN (o + 0.5) r; HALF_PIXEL_SYMMETRIC ONNX's: half_pixel
+ * shifted by in/2 (1 - out r / in). */
+typedef enum {
+    TGK_COORD_HALF_PIXEL, TGK_COORD_PYTORCH_HALF_PIXEL, TGK_COORD_ALIGN_CORNERS,
+    TGK_COORD_ASYMMETRIC, TGK_COORD_TF_HALF_PIXEL_FOR_NN, TGK_COORD_HALF_PIXEL_SYMMETRIC,
+} tgk_resize_coord;
+/* nearest: source coordinate -> index (then clamped to [0, in - 1]) */
+typedef enum {
+    TGK_NEAREST_ROUND_PREFER_FLOOR, TGK_NEAREST_ROUND_PREFER_CEIL, TGK_NEAREST_FLOOR,
+    TGK_NEAREST_CEIL,
+} tgk_resize_nearest;
+typedef struct {
+    int nsp;
+    int64_t nc;                 /* planes: batch times channels */
+    int64_t in[2], out[2];
+    double scale[2];            /* out/in of the coordinate mapping; 0: out/in itself */
+    tgk_resize_mode mode;
+    tgk_resize_coord coord;
+    tgk_resize_nearest nearest;
+    float cubic_a;              /* cubic: Keys' a (PyTorch and ONNX: -0.75) */
+    bool exclude_outside;       /* cubic: taps outside the input weigh 0, the rest renormalized */
+} tgk_resize_desc;
+/* x [nc, in...] -> y [nc, out...]. Linear clamps a negative source coordinate
+ * to 0 and cubic reads past the edges as the edge value (both PyTorch's and
+ * ONNX's rules). 0, or -1 when the descriptor is invalid or out of memory. */
+int tgk_resize_f32(const tgk_resize_desc *d, const float *x, float *y);
+
 /* ---- normalization and softmax (norm.c, softmax.c) ---------------------------- */
 /* rows of `cols` elements; w, b [cols] may be NULL. */
 void tgk_layer_norm_f32(const float *x, const float *w, const float *b, float *y,

@@ -1,0 +1,90 @@
+/* Resizing the spatial dims of NCL or NCHW inputs (ONNX Resize, PyTorch's
+ * upsample_* and interpolate). */
+#include "resize.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "infer.h"
+
+/* The index of s in names[0..n), or -1 with tg_err naming the choices. */
+static int choice(const tg_node *n, const char *attr, const char *dflt,
+                  const char *const *names, int count)
+{
+    const char *s;
+    if (tg_attr_get_string(n, attr, dflt, &s))
+        return -1;
+    for (int i = 0; i < count; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    char all[256] = "";
+    for (int i = 0; i < count; i++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s\"%s\"", i ? ", " : "", names[i]);
+    return tg_err("attribute '%s' is \"%s\", expected one of %s", attr, s, all);
+}
+
+/* in the order of resize.h's enums */
+static const char *const modes[] = {"nearest", "linear", "cubic"};
+static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_half_pixel_for_nn",
+                                     "half_pixel_symmetric"};
+static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                       "ceil"};
+
+int tg_resize_read(const tg_node *n, int nsp, tg_resize *r)
+{
+    int mode = choice(n, "mode", "nearest", modes, 3),
+        coord = choice(n, "coord", "half_pixel", coords, 6),
+        near = choice(n, "nearest_mode", "round_prefer_floor", nearests, 4), excl;
+    if (mode < 0 || coord < 0 || near < 0 ||
+        tg_attr_get_float(n, "cubic_a", -0.75, &r->cubic_a) ||
+        tg_attr_get_flag(n, "exclude_outside", 0, &excl))
+        return -1;
+    r->mode = (tg_resize_mode)mode;
+    r->coord = (tg_resize_coord)coord;
+    r->nearest = (tg_resize_nearest)near;
+    r->exclude_outside = excl;
+    r->scale[0] = r->scale[1] = 0;
+    if (!tg_node_attr(n, "scales"))
+        return 0;
+    const double *s;
+    int ns = tg_node_floats(n, "scales", &s);
+    if (ns != nsp)
+        return tg_err("attribute 'scales' must be %d floats, one per spatial axis", nsp);
+    for (int i = 0; i < nsp; i++) {
+        if (!(s[i] > 0) || !isfinite(s[i]))
+            return tg_err("scale %g must be positive and finite (spatial axis %d)", s[i], i);
+        r->scale[i] = s[i];
+    }
+    return 0;
+}
+
+int tg_infer_resize(tg_graph *g, int node)
+{
+    const tg_value *x = tg_infer_in(g, node, 0);
+    const tg_node *n = tg_infer_node(g, node);
+    tg_resize r;
+    tg_dim size[TG_MAX_RANK];
+    int count;
+    if (!x || tg_check_float(x, 0) || tg_check_rank(x, 0, 3, 4))
+        return -1;
+    int nsp = x->shape.rank - 2;
+    if (tg_resize_read(n, nsp, &r) || tg_attr_dim_list(n, "size", TG_MAX_RANK, size, &count))
+        return -1;
+    if (count != nsp)
+        return tg_err("attribute 'size' has %d values for %d spatial axes", count, nsp);
+    tg_shape s = x->shape;
+    for (int i = 0; i < nsp; i++) {
+        int64_t in, out;
+        if (tg_dim_check_nonneg(size[i], "an output size"))
+            return -1;
+        if (tg_dim_is_const(size[i], &out) && out > 0 && tg_dim_is_const(s.d[2 + i], &in) &&
+            in == 0)
+            return tg_err("spatial axis %d: an empty input cannot be resized to %" PRId64,
+                          i, out);
+        s.d[2 + i] = size[i];
+    }
+    return tg_infer_set(g, node, x->dtype, &s);
+}

@@ -1,0 +1,34 @@
+/* resize's attributes (ops.def), read once for inference, the interpreter
+ * and the code generators alike. The enums list each string attribute's
+ * choices in tgraph-ops(7)'s order; a backend maps them onto its kernels. */
+#ifndef TG_OPS_RESIZE_H
+#define TG_OPS_RESIZE_H
+
+#include <stdbool.h>
+
+#include "../graph.h"
+
+typedef enum { TG_RESIZE_NEAREST, TG_RESIZE_LINEAR, TG_RESIZE_CUBIC } tg_resize_mode;
+typedef enum {
+    TG_COORD_HALF_PIXEL, TG_COORD_PYTORCH_HALF_PIXEL, TG_COORD_ALIGN_CORNERS,
+    TG_COORD_ASYMMETRIC, TG_COORD_TF_HALF_PIXEL_FOR_NN, TG_COORD_HALF_PIXEL_SYMMETRIC,
+} tg_resize_coord;
+typedef enum {
+    TG_NEAREST_ROUND_PREFER_FLOOR, TG_NEAREST_ROUND_PREFER_CEIL, TG_NEAREST_FLOOR,
+    TG_NEAREST_CEIL,
+} tg_resize_nearest;
+
+typedef struct {
+    tg_resize_mode mode;
+    tg_resize_coord coord;
+    tg_resize_nearest nearest;
+    double scale[2];            /* per spatial axis; 0: none given */
+    double cubic_a;
+    bool exclude_outside;
+} tg_resize;
+
+/* Read and check resize node n's attributes but size, for nsp spatial axes.
+ * 0, or -1 with tg_err. */
+int tg_resize_read(const tg_node *n, int nsp, tg_resize *r);
+
+#endif
