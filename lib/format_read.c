@@ -351,10 +351,10 @@ static int parse_shape(const cJSON *j, const tg_graph *g, tg_shape *s, const cha
 
 static int parse_symbols(reader *r)
 {
-    static const char *const keys[] = {"name", "min", "max", NULL};
+    static const char *const keys[] = {"name", "min", "max", "data", NULL};
     int i = 0;
     for (const cJSON *s = r->gtop[G_SYMBOLS]->child; s; s = s->next, i++) {
-        const cJSON *f[3];
+        const cJSON *f[4];
         char what[48];
         snprintf(what, sizeof what, "graph: symbols[%d]", i);
         if (tg_json_fields(s, keys, f, what) < 0)
@@ -369,8 +369,11 @@ static int parse_symbols(reader *r)
             return tg_err("%s: min: %s", what, tg_errmsg());
         if (tg_json_get_int(f[2], &hi) < 0)
             return tg_err("%s: max: %s", what, tg_errmsg());
+        if (f[3] && !cJSON_IsBool(f[3]))
+            return tg_err("%s: data must be true or false", what);
         if (tg_graph_add_symbol(r->g, f[0]->valuestring, lo, hi) < 0)
             return tg_err("%s: %s", what, tg_errmsg());
+        r->g->sym[r->g->nsym - 1].data = f[3] && cJSON_IsTrue(f[3]);
     }
     return 0;
 }
@@ -515,12 +518,12 @@ static int parse_attr(reader *r, const cJSON *j, tg_attr *a, const char *what)
         if (f[k]) {
             if (kind)
                 return tg_err("%s: must have exactly one of int, float, string, ints, floats, "
-                              "dims, dtype", what);
+                              "dims, dtype, input", what);
             kind = k;
         }
     if (!kind)
         return tg_err("%s: must have exactly one of int, float, string, ints, floats, dims, "
-                      "dtype", what);
+                      "dtype, input", what);
     const cJSON *v = f[kind];
     memset(a, 0, sizeof *a);
     a->name = j->string;
@@ -543,6 +546,14 @@ static int parse_attr(reader *r, const cJSON *j, tg_attr *a, const char *what)
         if (!cJSON_IsString(v) || !(a->u.i = tg_dtype_from_name(v->valuestring)))
             return tg_err("%s: unknown dtype", what);
         return 0;
+    case TG_ATTR_INPUT:
+        if (cJSON_GetArraySize(v) != 2 || tg_json_get_int(v->child, &a->u.i) < 0 ||
+            !cJSON_IsString(v->child->next))
+            return tg_err("%s: input must be [input index, kind]", what);
+        for (int k = TG_ATTR_INT; k <= TG_ATTR_DIMS; k++)
+            if (strcmp(v->child->next->valuestring, tg_fmt_attr_keys[k]) == 0)
+                a->n = k;
+        return 0;           /* tg_attr_check refuses other kinds */
     default:
         break;
     }
@@ -561,6 +572,14 @@ static int parse_attr(reader *r, const cJSON *j, tg_attr *a, const char *what)
             return tg_err("%s: element %d: %s", what, a->n, tg_errmsg());
     }
     return 0;
+}
+
+static bool runtime_attrs(const tg_attr *a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].kind == TG_ATTR_INPUT)
+            return true;
+    return false;
 }
 
 static int check_output(reader *r, const cJSON *j, int id, const char *what)
@@ -644,7 +663,15 @@ static int parse_node(reader *r, const cJSON *j, int idx)
             goto done;
         }
     }
-    int first = tg_graph_add_node(r->g, op, name, nin, in, nattr, attr);
+    int first;
+    if (runtime_attrs(attr, nattr)) {       /* the output is declared, not inferred */
+        const cJSON *o = f[N_OUTPUTS]->child;
+        int vi = o && cJSON_IsString(o) ? find_val(r, o->valuestring) : -1;
+        first = vi < 0 ? tg_err("%s: its output must be a declared value", what)
+                       : tg_graph_add_dynamic_node(r->g, op, name, nin, in, nattr, attr,
+                                                   r->vals[vi].dtype, &r->vals[vi].shape);
+    } else
+        first = tg_graph_add_node(r->g, op, name, nin, in, nattr, attr);
     if (first < 0) {
         tg_err("graph: %s", tg_errmsg());
         goto done;

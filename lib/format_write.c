@@ -93,6 +93,14 @@ static cJSON *attr_value_json(const tg_attr *a, const tg_graph *g)
             return tg_err("attribute '%s': invalid dtype %lld", a->name, (long long)a->u.i),
                    NULL;
         return cJSON_CreateString(tg_dtype_name((tg_dtype)a->u.i));
+    case TG_ATTR_INPUT:     /* [input index, kind it becomes] */
+        v = cJSON_CreateArray();
+        if (!put(v, NULL, tg_json_int(a->u.i)) ||
+            !put(v, NULL, cJSON_CreateString(tg_fmt_attr_keys[a->n]))) {
+            cJSON_Delete(v);
+            return NULL;
+        }
+        return v;
     case TG_ATTR_INTS:
     case TG_ATTR_FLOATS:
     case TG_ATTR_DIMS:
@@ -179,7 +187,8 @@ static cJSON *graph_json(const tg_graph *g, const int *order, int norder)
     for (int i = 0; i < g->nsym; i++) {
         cJSON *s = cJSON_CreateObject();
         if (!put(a, NULL, s) || !put(s, "name", cJSON_CreateString(g->sym[i].name ? g->sym[i].name : "")) ||
-            !put(s, "min", tg_json_int(g->sym[i].min)) || !put(s, "max", tg_json_int(g->sym[i].max)))
+            !put(s, "min", tg_json_int(g->sym[i].min)) || !put(s, "max", tg_json_int(g->sym[i].max)) ||
+            (g->sym[i].data && !put(s, "data", cJSON_CreateTrue())))
             goto fail;
     }
     if (!put(o, "inputs", names_json(g, g->ninput, g->inputs)) ||

@@ -143,7 +143,31 @@ int tg_graph_add_symbol(tg_graph *g, const char *name, int64_t min, int64_t max)
     s->name = copy;
     s->min = min;
     s->max = max;
+    s->data = false;
     return g->nsym++;
+}
+
+int tg_graph_add_data_symbol(tg_graph *g, int64_t min, int64_t max)
+{
+    char name[32];
+    for (int k = 0;; k++) {
+        snprintf(name, sizeof name, "_d%d", k);
+        if (tg_graph_find_symbol(g, name) < 0)
+            break;
+    }
+    int s = tg_graph_add_symbol(g, name, min, max);
+    if (s >= 0)
+        g->sym[s].data = true;
+    return s;
+}
+
+bool tg_shape_uses_data(const tg_graph *g, const tg_shape *s)
+{
+    for (int k = 0; k < s->rank; k++)
+        for (int j = 0; j < g->nsym; j++)
+            if (g->sym[j].data && tg_dim_uses_sym(s->d[k], j))
+                return true;
+    return false;
 }
 
 /* ---- values ---- */
@@ -202,6 +226,9 @@ static int check_decl(const tg_graph *g, const char *name, tg_dtype dt, const tg
         return tg_err("value '%s': no shape", name ? name : "(null)");
     if (tg_shape_check(g, shape) < 0)
         return tg_err("value '%s': %s", name ? name : "(null)", tg_errmsg());
+    if (tg_shape_uses_data(g, shape))
+        return tg_err("value '%s': only a node's output may use a data symbol",
+                      name ? name : "(null)");
     return 0;
 }
 
@@ -326,6 +353,11 @@ tg_attr tg_attr_dtype(const char *name, tg_dtype t)
     return (tg_attr){.name = (char *)name, .kind = TG_ATTR_DTYPE, .u.i = t};
 }
 
+tg_attr tg_attr_input(const char *name, int i, tg_attr_kind as)
+{
+    return (tg_attr){.name = (char *)name, .kind = TG_ATTR_INPUT, .n = (int)as, .u.i = i};
+}
+
 /* Element size of an attribute's array, 0 for scalar kinds. */
 static size_t attr_elem(tg_attr_kind k)
 {
@@ -341,10 +373,14 @@ int tg_attr_check(const tg_attr *a)
 {
     if (!a->name || !*a->name)
         return tg_err("attribute without a name");
-    if (a->kind < TG_ATTR_INT || a->kind > TG_ATTR_DTYPE)
+    if (a->kind < TG_ATTR_INT || a->kind > TG_ATTR_INPUT)
         return tg_err("attribute '%s' has unknown kind %d", a->name, (int)a->kind);
     if (a->kind == TG_ATTR_STRING && !a->u.s)
         return tg_err("attribute '%s': string missing", a->name);
+    if (a->kind == TG_ATTR_INPUT && a->n != TG_ATTR_INT && a->n != TG_ATTR_INTS &&
+        a->n != TG_ATTR_FLOAT && a->n != TG_ATTR_DIMS)
+        return tg_err("attribute '%s': a run-time attribute is int, ints, float or dims",
+                      a->name);
     if (a->kind == TG_ATTR_DTYPE && !tg_dtype_size((tg_dtype)a->u.i))
         return tg_err("attribute '%s': invalid dtype %lld", a->name, (long long)a->u.i);
     if (attr_elem(a->kind)) {
@@ -463,6 +499,15 @@ static int check_new_node(const tg_graph *g, tg_op op, int nin, const int *in, i
                           const tg_attr *attr)
 {
     const tg_op_info *info = &tg_op_table[op];
+    int nrt = 0;
+    for (int i = 0; i < nattr && attr; i++)
+        nrt += attr[i].kind == TG_ATTR_INPUT;
+    if (nrt && info->max_in < 0)
+        return tg_err("a variadic op takes no run-time attributes");
+    for (int i = 0, k = nin - nrt; i < nattr && attr; i++)
+        if (attr[i].kind == TG_ATTR_INPUT && attr[i].u.i != k++)
+            return tg_err("run-time attribute '%s' must read input %d", attr[i].name, k - 1);
+    nin -= nrt;             /* the op's own inputs */
     if (nin < info->min_in || (info->max_in >= 0 && nin > info->max_in)) {
         if (info->max_in < 0)
             return tg_err("takes at least %d inputs, got %d", info->min_in, nin);
@@ -470,10 +515,10 @@ static int check_new_node(const tg_graph *g, tg_op op, int nin, const int *in, i
             return tg_err("takes %d inputs, got %d", info->min_in, nin);
         return tg_err("takes %d to %d inputs, got %d", info->min_in, info->max_in, nin);
     }
-    if (nin > 0 && !in)
+    if (nin + nrt > 0 && !in)
         return tg_err("inputs missing");
-    for (int i = 0; i < nin; i++) {
-        if (in[i] == -1 && i >= info->min_in)
+    for (int i = 0; i < nin + nrt; i++) {
+        if (in[i] == -1 && i >= info->min_in && i < nin)
             continue;
         if (in[i] < 0 || in[i] >= g->nvalue)
             return tg_err("input %d refers to value %d, which does not exist", i, in[i]);
@@ -483,11 +528,23 @@ static int check_new_node(const tg_graph *g, tg_op op, int nin, const int *in, i
              g->nodes[v->producer].op == TG_OP_NONE))
             return tg_err("input %d ('%s') is the output of a removed node", i, v->name);
     }
+    for (int i = nin; i < nin + nrt; i++) {
+        const tg_value *v = &g->values[in[i]];
+        if (v->shape.rank > 1 || v->dtype == TG_BOOL || (!tg_dtype_is_int(v->dtype) &&
+                                                         !tg_dtype_is_float(v->dtype)))
+            return tg_err("input %d ('%s') holds a run-time attribute: it must be a numeric "
+                          "scalar or vector", i, v->name);
+    }
     if (nattr > 0 && !attr)
         return tg_err("attributes missing");
     for (int i = 0; i < nattr; i++) {
         if (tg_attr_check(&attr[i]) < 0)
             return -1;
+        for (int k = 0; attr[i].kind == TG_ATTR_DIMS && k < attr[i].n; k++)
+            for (int s = 0; s < g->nsym; s++)
+                if (g->sym[s].data && tg_dim_uses_sym(attr[i].u.dims[k], s))
+                    return tg_err("attribute '%s' uses data symbol '%s' (only shapes may)",
+                                  attr[i].name, g->sym[s].name);
         for (int j = 0; j < i; j++)
             if (strcmp(attr[i].name, attr[j].name) == 0)
                 return tg_err("attribute '%s' given twice", attr[i].name);
@@ -504,8 +561,9 @@ static void pop_node(tg_graph *g, int nvalue)
     tg_graph_names_drop(g);
 }
 
-int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
-                      int nattr, const tg_attr *attr)
+/* Add a node; its output inferred, or declared when decl_shape is given. */
+static int add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                    int nattr, const tg_attr *attr, tg_dtype decl_dt, const tg_shape *decl_shape)
 {
     if ((int)op <= TG_OP_NONE || op >= TG_OP_COUNT)
         return tg_err("node %s: unknown op %d", name ? name : "(unnamed)", (int)op);
@@ -553,13 +611,53 @@ int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const in
     g->values[v].producer = idx;
     n->out[0] = v;
     n->nout = 1;
-    if (tg_op_table[op].infer(g, idx) < 0) {
+    if (decl_shape) {
+        g->values[v].dtype = decl_dt;
+        memset(&g->values[v].shape, 0, sizeof g->values[v].shape);
+        g->values[v].shape.rank = decl_shape->rank;
+        for (int k = 0; k < decl_shape->rank; k++)
+            g->values[v].shape.d[k] = decl_shape->d[k];
+    } else if (tg_op_table[op].infer(g, idx) < 0) {
         /* the message names the node, so keep it before the node goes */
         tg_err("node %s (%s): %s", g->nodes[idx].name, opname, tg_errmsg());
         pop_node(g, nvalue0);
         return -1;
     }
     return v;
+}
+
+int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                      int nattr, const tg_attr *attr)
+{
+    for (int i = 0; i < nattr && attr; i++)
+        if (attr[i].kind == TG_ATTR_INPUT)
+            return tg_err("node %s: attribute '%s' is a run-time attribute: the node's "
+                          "output must be declared", name ? name : "(unnamed)", attr[i].name);
+    return add_node(g, op, name, nin, in, nattr, attr, TG_DTYPE_NONE, NULL);
+}
+
+int tg_node_runtime_attrs(const tg_node *n)
+{
+    int k = 0;
+    for (int i = 0; i < n->nattr; i++)
+        k += n->attr[i].kind == TG_ATTR_INPUT;
+    return k;
+}
+
+int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                              int nattr, const tg_attr *attr, tg_dtype dt,
+                              const tg_shape *shape)
+{
+    bool dynamic = false;
+    for (int i = 0; i < nattr && attr; i++)
+        dynamic |= attr[i].kind == TG_ATTR_INPUT;
+    if (!dynamic)
+        return tg_err("node %s: no run-time attribute, so its output is inferred, not "
+                      "declared", name ? name : "(unnamed)");
+    if (!tg_dtype_size(dt) || tg_shape_check(g, shape) < 0)
+        return tg_err("node %s: bad declared output: %s", name ? name : "(unnamed)",
+                      tg_dtype_size(dt) ? tg_errmsg() : "no dtype");
+    return add_node(g, op, name, nin, in, nattr, attr, dt, shape);
 }
 
 void tg_graph_set_source(tg_graph *g, int v, const char *source)

@@ -46,14 +46,16 @@ typedef struct {
 typedef enum {
     TG_ATTR_INT = 1, TG_ATTR_FLOAT, TG_ATTR_STRING, TG_ATTR_INTS, TG_ATTR_FLOATS,
     TG_ATTR_DIMS, TG_ATTR_DTYPE,
+    TG_ATTR_INPUT,          /* a run-time attribute: the value of one of the node's inputs */
 } tg_attr_kind;
 
 typedef struct {
     char *name;
     tg_attr_kind kind;
-    int n;                  /* element count for INTS, FLOATS, DIMS */
+    int n;                  /* element count for INTS, FLOATS, DIMS; for INPUT, the
+                               kind (INT, INTS, FLOAT, DIMS) the input's data becomes */
     union {
-        int64_t i;          /* INT, and DTYPE (a tg_dtype) */
+        int64_t i;          /* INT, DTYPE (a tg_dtype), INPUT (the node input's index) */
         double f;
         char *s;
         int64_t *ints;
@@ -93,6 +95,11 @@ void tg_graph_free(tg_graph *g);
 
 /* Returns the symbol index, or -1 (tg_err). */
 int tg_graph_add_symbol(tg_graph *g, const char *name, int64_t min, int64_t max);
+/* A data symbol: a dimension that a node with run-time attributes makes, bound
+ * by the interpreter when that node runs. A fresh name "_d<k>". */
+int tg_graph_add_data_symbol(tg_graph *g, int64_t min, int64_t max);
+/* Whether shape s uses a data symbol. */
+bool tg_shape_uses_data(const tg_graph *g, const tg_shape *s);
 int tg_graph_find_symbol(const tg_graph *g, const char *name);
 /* Return the new value id, or -1 (tg_err). */
 int tg_graph_add_input(tg_graph *g, const char *name, tg_dtype dt, const tg_shape *shape);
@@ -119,6 +126,20 @@ int tg_graph_rename_value(tg_graph *g, int v, const char *name);
  * (tg_err, naming the node). */
 int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
                       int nattr, const tg_attr *attr);
+/* Add a node with run-time attributes (kind TG_ATTR_INPUT, see tgraph-format(5)):
+ * nin counts the op's own inputs followed by one input per run-time attribute, in
+ * the attributes' order. Its output's dtype and shape are declared, not inferred:
+ * constants and data symbols that the interpreter checks and binds when the node
+ * runs. Returns the output's value id, or -1 (tg_err, naming the node). */
+int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                              int nattr, const tg_attr *attr, tg_dtype dt,
+                              const tg_shape *shape);
+/* The number of a node's run-time attributes; its op's own inputs are the first
+ * nin minus that many. */
+int tg_node_runtime_attrs(const tg_node *n);
+/* A run-time attribute: input i of the node, read as an attribute of kind as. */
+tg_attr tg_attr_input(const char *name, int i, tg_attr_kind as);
+
 /* Source location for the node that produced value v (copied). */
 void tg_graph_set_source(tg_graph *g, int v, const char *source);
 
@@ -174,5 +195,8 @@ tg_graph *tg_graph_clone(const tg_graph *g);
 /* Check every invariant and every node's inference again; report every problem
  * (one line each, with the node name) in the tg_err message. 0 or -1. */
 int tg_graph_validate(const tg_graph *g);
+/* -1 (tg_err naming the node, the attribute and tool) when a node has a run-time
+ * attribute: only the interpreter runs those; 0 otherwise. */
+int tg_graph_check_static(const tg_graph *g, const char *tool);
 
 #endif

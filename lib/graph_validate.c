@@ -187,7 +187,8 @@ static bool check_node(const tg_graph *g, int i, report *r)
     if (!n->name || !*n->name)
         problem(r, "node %d (%s): no name", i, op), ok = false;
     const tg_op_info *info = &tg_op_table[n->op];
-    if (n->nin < info->min_in || (info->max_in >= 0 && n->nin > info->max_in) ||
+    int own = n->nattr > 0 && n->attr ? n->nin - tg_node_runtime_attrs(n) : n->nin;
+    if (own < info->min_in || (info->max_in >= 0 && own > info->max_in) ||
         (n->nin > 0 && !n->in)) {
         problem(r, "node %s (%s): %d inputs, op takes %d..%d", name, op, n->nin, info->min_in,
                 info->max_in);
@@ -195,7 +196,7 @@ static bool check_node(const tg_graph *g, int i, report *r)
     }
     for (int k = 0; k < n->nin; k++) {
         int v = n->in[k];
-        if (v == -1 && k >= info->min_in)
+        if (v == -1 && k >= info->min_in && k < own)
             continue;
         if (v < 0 || v >= g->nvalue) {
             problem(r, "node %s (%s): input %d refers to value %d, which does not exist", name,
@@ -277,6 +278,21 @@ static void check_infer(const tg_graph *g, tg_graph *scratch, int i, report *r)
         scratch->values[n->out[k]] = g->values[n->out[k]];
 }
 
+int tg_graph_check_static(const tg_graph *g, const char *tool)
+{
+    for (int i = 0; i < g->nnode; i++) {
+        const tg_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nattr; k++)
+            if (n->attr[k].kind == TG_ATTR_INPUT) {
+                const tg_value *v = tg_node_input(g, n, (int)n->attr[k].u.i);
+                return tg_err("node '%s' (%s): attribute '%s' is read from '%s' at run time; "
+                              "%s needs it constant (trun runs such a graph)", n->name,
+                              tg_op_name(n->op), n->attr[k].name, v ? v->name : "?", tool);
+            }
+    }
+    return 0;
+}
+
 int tg_graph_validate(const tg_graph *g)
 {
     report r = {0};
@@ -294,7 +310,8 @@ int tg_graph_validate(const tg_graph *g)
     else if (g->nvalue)
         memcpy(scratch.values, g->values, (size_t)g->nvalue * sizeof(tg_value));
     for (int i = 0; i < g->nnode; i++)
-        if (check_node(g, i, &r) && scratch.values)
+        if (check_node(g, i, &r) && scratch.values &&
+            !tg_node_runtime_attrs(&g->nodes[i]))   /* else declared: checked when it runs */
             check_infer(g, &scratch, i, &r);
     free(scratch.values);
     if (r.f)

@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
     char *name;             /* "s0", "batch" ... */
     int64_t min, max;       /* inclusive range */
+    bool data;              /* bound by a node's run-time result, not by an input's shape */
 } tg_symbol;
 
 tg_dim tg_dim_const(int64_t v);

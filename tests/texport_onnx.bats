@@ -180,3 +180,22 @@ check_model() {
     check_model "$ONNX" hardmax13
     check_model "$ONNX" hardmax11
 }
+
+@test "onnx: Reduce axes, Trilu k, Clip bounds and CumSum axis given as graph inputs run" {
+    check_model "$ONNX" runtime_attrs
+}
+
+@test "onnx: a run-time axis out of range is refused when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_attrs.onnx"
+    run_fails 1 "node 'rs' \(reduce_sum\): axis 5 out of range for rank 3" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX/runtime_attrs.in0.b1.npy" \
+        "$ONNX/runtime_attrs_bad_axes.npy" "$ONNX"/runtime_attrs.in[2-5].b1.npy
+}
+
+@test "onnx: tcompile and tquant refuse run-time attributes, naming node and attribute" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_attrs.onnx"
+    run_fails 1 "node 'rs' \(reduce_sum\): attribute 'axes' is read from 'axes' at run time; tcompile needs it constant" \
+        "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
+    run_fails 1 "attribute 'axes' is read from 'axes' at run time; tquant needs it constant" \
+        "$TQUANT" --scheme=dynamic -o "$TMP/q.tg" "$TMP/r.tg"
+}

@@ -12,6 +12,7 @@
 
 #include "../error.h"
 #include "../backend/cpu/run.h"
+#include "exec_dynamic.h"
 
 /* tensor_ops.h numbers its dtypes like dtype.h, so a cast converts. */
 _Static_assert(TGK_F32 == (int)TG_F32 && TGK_F8E5M2 == (int)TG_F8E5M2 &&
@@ -61,6 +62,7 @@ bool tg_exec_supports_op(tg_op op)
 struct tg_exec {
     const tg_graph *g;
     int *last_use;                  /* per value: index of the last node reading it */
+    bool *dynamic;                  /* per node: its shapes are known when it runs */
     int nthreads;                   /* for its runs; 0: the process-wide count */
     tg_exec_hook hook;
     void *hook_ctx;
@@ -75,12 +77,17 @@ tg_exec *tg_exec_new(const tg_graph *g, int nthreads)
             return NULL;
         }
     tg_exec *e = calloc(1, sizeof *e);
-    if (!e || !(e->last_use = malloc(sizeof(int) * (size_t)(g->nvalue ? g->nvalue : 1)))) {
+    if (!e || !(e->last_use = malloc(sizeof(int) * (size_t)(g->nvalue ? g->nvalue : 1))) ||
+        !(e->dynamic = malloc(sizeof(bool) * (size_t)(g->nnode ? g->nnode : 1)))) {
+        if (e)
+            free(e->last_use);
         free(e);
         tg_err("out of memory");
         return NULL;
     }
     e->g = g;
+    for (int i = 0; i < g->nnode; i++)
+        e->dynamic[i] = tg_exec_node_is_dynamic(g, &g->nodes[i]);
     for (int v = 0; v < g->nvalue; v++)
         e->last_use[v] = -1;
     for (int i = 0; i < g->nnode; i++)
@@ -98,6 +105,7 @@ void tg_exec_free(tg_exec *e)
     if (!e)
         return;
     free(e->last_use);
+    free(e->dynamic);
     free(e);
 }
 
@@ -151,10 +159,10 @@ static int input_error(const tg_graph *g, int i, const tg_tensor *t, const char 
                   tg_dtype_name(v->dtype), want);
 }
 
-/* Check inputs against the graph and fill sym[] with the symbols' values. */
-static int bind_inputs(const tg_graph *g, const tg_tensor *in, int64_t *sym)
+/* Check inputs against the graph and fill sym[] with the symbols' values; the
+ * data symbols stay unbound (bound[] false) until their nodes run. */
+static int bind_inputs(const tg_graph *g, const tg_tensor *in, int64_t *sym, bool *bound)
 {
-    bool bound[TG_MAX_SYMS] = { false };
     for (int i = 0; i < g->ninput; i++) {
         const tg_value *v = &g->values[g->inputs[i]];
         if (in[i].dtype != v->dtype)
@@ -174,6 +182,8 @@ static int bind_inputs(const tg_graph *g, const tg_tensor *in, int64_t *sym)
         }
     }
     for (int s = 0; s < g->nsym; s++) {
+        if (g->sym[s].data)
+            continue;
         if (!bound[s]) {
             sym[s] = g->sym[s].min;             /* used by no input: nothing decides it */
             continue;
@@ -220,7 +230,15 @@ static void release(value_set *vs, int v)
     vs->vals[v].data = NULL;
 }
 
-static int run_node(const tg_exec *e, int i, value_set *vs, const int64_t *sym)
+static int node_error(const tg_node *n)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tg_errmsg());
+    return tg_err("node '%s' (%s%s%s): %s", n->name, tg_op_name(n->op), n->source ? ", " : "",
+                  n->source ? n->source : "", msg);
+}
+
+static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *bound)
 {
     const tg_graph *g = e->g;
     const tg_node *n = &g->nodes[i];
@@ -228,32 +246,49 @@ static int run_node(const tg_exec *e, int i, value_set *vs, const int64_t *sym)
     tg_tensor *out[n->nout ? n->nout : 1];
     for (int j = 0; j < n->nin; j++)
         in[j] = n->in[j] >= 0 ? &vs->vals[n->in[j]] : NULL;
+    /* a dynamic node runs as its concrete one-node rebuild */
+    tg_graph *cg = e->dynamic[i] ? tg_exec_concrete_node(g, n, in) : NULL;
+    if (e->dynamic[i] && !cg)
+        return node_error(n);
     for (int j = 0; j < n->nout; j++) {
         const tg_value *v = &g->values[n->out[j]];
         tg_tensor *t = &vs->vals[n->out[j]];
         t->dtype = v->dtype;
         t->rank = v->shape.rank;
-        if (tg_shape_eval(&v->shape, sym, t->dims) || tg_tensor_alloc(t))
+        if (cg) {
+            const tg_value *cv = &cg->values[cg->nodes[0].out[j]];
+            bool same = cv->dtype == v->dtype && cv->shape.rank == v->shape.rank;
+            if (!same || tg_shape_eval(&cv->shape, sym, t->dims) ||
+                tg_exec_bind_output(g, v, t->dims, sym, bound)) {
+                if (!same)
+                    tg_err("output '%s' is %s of rank %d at run time, the graph says %s of "
+                           "rank %d", v->name, tg_dtype_name(cv->dtype), cv->shape.rank,
+                           tg_dtype_name(v->dtype), v->shape.rank);
+                tg_graph_free(cg);
+                return node_error(n);
+            }
+        } else if (tg_shape_eval(&v->shape, sym, t->dims))
             return tg_err_append("(node '%s', output %d)", n->name, j);
+        if (tg_tensor_alloc(t)) {
+            tg_graph_free(cg);
+            return tg_err_append("(node '%s', output %d)", n->name, j);
+        }
         vs->owned[n->out[j]] = true;
         out[j] = t;
     }
-    tg_run_ctx c = { g, n, sym, in, out };
-    if (run_table[n->op](&c)) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", tg_errmsg());
-        return tg_err("node '%s' (%s%s%s): %s", n->name, tg_op_name(n->op),
-                      n->source ? ", " : "", n->source ? n->source : "", msg);
-    }
-    return 0;
+    tg_run_ctx c = { cg ? cg : g, cg ? &cg->nodes[0] : n, sym, in, out };
+    int rc = run_table[n->op](&c);
+    tg_graph_free(cg);
+    return rc ? node_error(n) : 0;
 }
 
 static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
 {
     const tg_graph *g = e->g;
     int64_t sym[TG_MAX_SYMS] = { 0 };
+    bool bound[TG_MAX_SYMS] = { false };
     tgk_parallel_prime();
-    if (bind_inputs(g, inputs, sym))
+    if (bind_inputs(g, inputs, sym, bound))
         return -1;
     value_set vs = { calloc((size_t)g->nvalue + 1, sizeof(tg_tensor)),
                      calloc((size_t)g->nvalue + 1, sizeof(bool)), g->nvalue };
@@ -279,7 +314,7 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
     for (int i = 0; i < g->nnode; i++) {
         const tg_node *n = &g->nodes[i];
         double t0 = e->hook ? now() : 0;
-        if (run_node(e, i, &vs, sym))
+        if (run_node(e, i, &vs, sym, bound))
             goto fail;
         if (e->hook)
             e->hook(e->hook_ctx, i, now() - t0);

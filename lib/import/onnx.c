@@ -445,20 +445,34 @@ static int check_ranges(const tg_graph *g, const tg_import_opts *opts)
     return 0;
 }
 
-int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
-             const tg_attr *attr)
+/* A node name after the ONNX node's, unused in the graph. */
+static void node_name(onnx_ctx *c, const char *suffix, char *name, size_t size)
 {
-    char name[256];
     const char *base = c->node->name && *c->node->name ? c->node->name
                      : c->node->n_output ? c->node->output[0] : "node";
-    snprintf(name, sizeof name, "%s%s%s", base, suffix ? "/" : "", suffix ? suffix : "");
+    snprintf(name, size, "%s%s%s", base, suffix ? "/" : "", suffix ? suffix : "");
     if (tg_graph_find_value(c->g, name) >= 0) {
         /* several tgraph nodes for one ONNX node, or clashing ONNX names */
         size_t len = strlen(name);
         for (int k = 1; tg_graph_find_value(c->g, name) >= 0; k++)
-            snprintf(name + len, sizeof name - len, "_%d", k);
+            snprintf(name + len, size - len, "_%d", k);
     }
+}
+
+int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
+             const tg_attr *attr)
+{
+    char name[256];
+    node_name(c, suffix, name, sizeof name);
     return tg_graph_add_node(c->g, op, name, nin, in, nattr, attr);
+}
+
+int onnx_add_dynamic(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in,
+                     int nattr, const tg_attr *attr, tg_dtype dt, const tg_shape *shape)
+{
+    char name[256];
+    node_name(c, suffix, name, sizeof name);
+    return tg_graph_add_dynamic_node(c->g, op, name, nin, in, nattr, attr, dt, shape);
 }
 
 /* ---- the model ---------------------------------------------------------------------------- */

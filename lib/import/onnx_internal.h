@@ -3,6 +3,7 @@
 #ifndef TG_ONNX_INTERNAL_H
 #define TG_ONNX_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../graph.h"
@@ -32,6 +33,14 @@ typedef struct {
     tg_dim *syms;
 } onnx_ent;
 
+/* The declared outputs of reductions over axes read at run time from value rt,
+ * on inputs of shape xs: reductions that share both share their data symbols. */
+typedef struct {
+    int rt;
+    tg_shape xs, kept, dropped;
+    bool has_kept, has_dropped;
+} onnx_rt_reduce;
+
 typedef struct onnx_ctx {
     tg_graph *g;
     int64_t opset;              /* default domain */
@@ -42,6 +51,8 @@ typedef struct onnx_ctx {
     int hash_cap;
     const char *model_dir;      /* for external data */
     const Onnx__NodeProto *node; /* the node being mapped, for names and messages */
+    onnx_rt_reduce rt_reduce[TG_MAX_SYMS];
+    int nrt_reduce;
 } onnx_ctx;
 
 /* Lookup; NULL with tg_err when the name is unknown. */
@@ -81,5 +92,8 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n);
 /* Add a graph node named after the ONNX node (suffix distinguishes helpers). */
 int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
              const tg_attr *attr);
+/* The same for a node with run-time attributes (its inputs last), output declared. */
+int onnx_add_dynamic(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in,
+                     int nattr, const tg_attr *attr, tg_dtype dt, const tg_shape *shape);
 
 #endif

@@ -199,11 +199,11 @@ static int map_hard_sigmoid(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_CLAMP, NULL, y, 2, a));
 }
 
-/* Clip(x, min?, max?): constant bounds. */
+/* Clip(x, min?, max?): bounds that are not constants are read at run time. */
 static int map_clip(onnx_ctx *c, const onnx_op_map *m)
 {
     tg_attr a[2];
-    int na = 0;
+    int na = 0, in[3] = {in_val(c, 0)}, nin = 1;
     const char *names[2] = {"min", "max"};
     if (c->opset < 11) {                        /* min and max were attributes */
         const Onnx__AttributeProto *lo = onnx_attr(N(c), "min"), *hi = onnx_attr(N(c), "max");
@@ -214,10 +214,24 @@ static int map_clip(onnx_ctx *c, const onnx_op_map *m)
         onnx_ent *e = in_opt(c, i);
         double v;
         if (!e) continue;
+        if (e->kind != ONNX_ENT_CONST) {
+            if ((in[nin] = onnx_value(c, e)) < 0) return -1;
+            a[na++] = tg_attr_input(names[i - 1], nin++, TG_ATTR_FLOAT);
+            continue;
+        }
         if (onnx_scalar_f64(e, &v)) return -1;
         a[na++] = tg_attr_float(names[i - 1], v);
     }
-    return def_out(c, 0, unary_on(c, TG_OP_CLAMP, NULL, in_val(c, 0), na, a));
+    if (in[0] < 0) return -1;
+    if (nin == 1) return def_out(c, 0, unary_on(c, TG_OP_CLAMP, NULL, in[0], na, a));
+    for (int i = 0; i + 1 < na; i++)            /* the run-time ones last, as their inputs */
+        if (a[i].kind == TG_ATTR_INPUT && a[i + 1].kind != TG_ATTR_INPUT) {
+            tg_attr t = a[i];
+            a[i] = a[i + 1];
+            a[i + 1] = t;
+        }
+    tg_shape s = shape_of(c, in[0]);
+    return def_out(c, 0, onnx_add_dynamic(c, TG_OP_CLAMP, NULL, nin, in, na, a, dtype_of(c, in[0]), &s));
 }
 
 /* ONNX's float8 overflow rules on top of cast's own (e4m3fn saturates, e5m2
@@ -395,38 +409,132 @@ static int map_softmax(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &back));
 }
 
-/* A reduction over axes (n < 0: all), keepdim as given. */
+/* The axes of a reduction: constant (n < 0: all), or read at run time from value
+ * rt, n of them; then the reductions declare their outputs, with keepdim 1 and 0,
+ * in data symbols that the interpreter binds (tgraph-format(5)). */
+typedef struct {
+    int n;
+    int64_t axes[TG_MAX_RANK];
+    int rt;
+    tg_shape kept, dropped;
+} reduce_axes;
+
+/* A data symbol for a dim of at most hi. */
+static int data_dim(onnx_ctx *c, int64_t hi, tg_dim *d)
+{
+    int s = tg_graph_add_data_symbol(c->g, 0, hi > 0 ? hi : 1);
+    if (s < 0) return tg_err("its output's shape is only known at run time, and %s", tg_errmsg());
+    *d = tg_dim_sym(s);
+    return 0;
+}
+
+/* The cached declared outputs for axes rt on shape xs, a new entry when none. */
+static onnx_rt_reduce *rt_reduce_entry(onnx_ctx *c, int rt, const tg_shape *xs)
+{
+    for (int i = 0; i < c->nrt_reduce; i++)
+        if (c->rt_reduce[i].rt == rt && tg_shape_eq(&c->rt_reduce[i].xs, xs))
+            return &c->rt_reduce[i];
+    if (c->nrt_reduce == TG_MAX_SYMS)
+        return tg_err("its output's shape is only known at run time, and too many symbols (at "
+                      "most %d)", TG_MAX_SYMS), NULL;
+    onnx_rt_reduce *e = &c->rt_reduce[c->nrt_reduce++];
+    memset(e, 0, sizeof *e);
+    e->rt = rt;
+    e->xs = *xs;
+    return e;
+}
+
+/* Axes from value rt at run time: n is its static length; the declared outputs
+ * keep a constant 1 where x has one and take a data symbol elsewhere. */
+static int runtime_axes(onnx_ctx *c, int x, int rt, bool want_kept, bool want_dropped,
+                        reduce_axes *ra)
+{
+    const tg_value *a = &c->g->values[rt];
+    int64_t n = 1;
+    if (!tg_dtype_is_int(a->dtype) || a->shape.rank > 1 ||
+        (a->shape.rank == 1 && !tg_dim_is_const(a->shape.d[0], &n)))
+        return tg_err("'%s' (the axes) must be a vector of integers of static length", a->name);
+    tg_shape xs = shape_of(c, x);
+    if (n > xs.rank) return tg_err("%lld axes for rank %d", (long long)n, xs.rank);
+    ra->n = (int)n;
+    ra->rt = n ? rt : -1;                   /* no axes: a constant case */
+    if (!n) return 0;
+    onnx_rt_reduce *e = rt_reduce_entry(c, rt, &xs);
+    if (!e) return -1;
+    int64_t lo, hi, top = 1;
+    for (int k = 0; k < xs.rank; k++) {
+        tg_dim_range(xs.d[k], c->g->sym, &lo, &hi);
+        top = hi > top ? hi : top;
+        if (e->has_kept || !want_kept) continue;
+        e->kept.d[k] = tg_dim_const(1);
+        if (!tg_dim_eq(xs.d[k], tg_dim_const(1)) && data_dim(c, hi, &e->kept.d[k])) return -1;
+    }
+    e->kept.rank = xs.rank;
+    e->has_kept |= want_kept;
+    e->dropped.rank = xs.rank - (int)n;
+    for (int k = 0; want_dropped && !e->has_dropped && k < e->dropped.rank; k++)
+        if (data_dim(c, top, &e->dropped.d[k])) return -1;
+    e->has_dropped |= want_dropped;
+    ra->kept = e->kept;
+    ra->dropped = e->dropped;
+    return 0;
+}
+
+/* A reduction over ra's axes, keepdim as given. */
+static int reduce_ax(onnx_ctx *c, tg_op op, const char *sfx, int x, const reduce_axes *ra, int keep)
+{
+    tg_attr a[2] = {tg_attr_int("keepdim", keep), tg_attr_ints("axes", ra->n, ra->axes)};
+    if (ra->rt < 0) return unary_on(c, op, sfx, x, ra->n < 0 ? 1 : 2, a);
+    int in[2] = {x, ra->rt};
+    a[1] = tg_attr_input("axes", 1, TG_ATTR_INTS);
+    return onnx_add_dynamic(c, op, sfx, 2, in, 2, a, dtype_of(c, x), keep ? &ra->kept : &ra->dropped);
+}
+
+/* A reduction over constant axes (n < 0: all). */
 static int reduce_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int n, const int64_t *axes, int keep)
 {
-    tg_attr a[2] = {tg_attr_int("keepdim", keep), tg_attr_ints("axes", n, axes)};
-    return unary_on(c, op, sfx, x, n < 0 ? 1 : 2, a);
+    reduce_axes ra = {.n = n, .rt = -1};
+    for (int k = 0; k < n; k++) ra.axes[k] = axes[k];
+    return reduce_ax(c, op, sfx, x, &ra, keep);
+}
+
+/* Node op on x whose last attribute is run-time input 1 (value rt): its output
+ * has x's dtype and shape (an attribute such as Trilu's k or CumSum's axis). */
+static int same_shape_rt(onnx_ctx *c, tg_op op, int x, int rt, int nattr, const tg_attr *a)
+{
+    int in[2] = {x, rt};
+    tg_shape s = shape_of(c, x);
+    return onnx_add_dynamic(c, op, NULL, 2, in, nattr, a, dtype_of(c, x), &s);
 }
 
 /* The Reduce* family. Those without an op of their own are made of one:
  * L1 = sum |x|, L2 = sqrt(sum x^2), SumSquare = sum x^2, LogSum = log sum x,
  * LogSumExp = log(sum exp(x - max)) + max (the max keeps exp from overflowing).
- * m->op names the extra step: ABS, SQRT, MUL, LOG, EXP. */
+ * m->op names the extra step: ABS, SQRT, MUL, LOG, EXP. Axes from an input that
+ * is not a constant are read at run time. */
 static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
 {
     int x = in_val(c, 0);
     if (x < 0) return -1;
-    int64_t axes[TG_MAX_RANK];
-    int n = -1;
-    onnx_ent *ax = in_opt(c, 1);
-    if (ax) {
-        if (onnx_int_list(ax, TG_MAX_RANK, axes, &n)) return -1;
-    } else if (attr_ints(c, "axes", TG_MAX_RANK, axes, &n))
-        return -1;
-    if (n == 0) n = -1;                 /* empty axes: all, unless noop_with_empty_axes */
+    reduce_axes ra = {.n = -1, .rt = -1};
     int keep = (int)onnx_attr_int(N(c), "keepdims", 1);
     tg_op op = m->op;
+    onnx_ent *ax = in_opt(c, 1);
+    if (ax && ax->kind != ONNX_ENT_CONST) {
+        int rt = onnx_value(c, ax);
+        if (rt < 0 || runtime_axes(c, x, rt, keep || op == TG_OP_EXP, !keep, &ra)) return -1;
+    } else if (ax) {
+        if (onnx_int_list(ax, TG_MAX_RANK, ra.axes, &ra.n)) return -1;
+    } else if (attr_ints(c, "axes", TG_MAX_RANK, ra.axes, &ra.n))
+        return -1;
+    if (ra.n == 0) ra.n = -1;           /* empty axes: all, unless noop_with_empty_axes */
     switch (op) {
     case TG_OP_ABS: case TG_OP_SQRT: case TG_OP_MUL: case TG_OP_LOG: case TG_OP_EXP: break;
     default:
-        if (n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) return def_out(c, 0, x);
-        return def_out(c, 0, reduce_on(c, op, NULL, x, n, axes, keep));
+        if (ra.n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) return def_out(c, 0, x);
+        return def_out(c, 0, reduce_ax(c, op, NULL, x, &ra, keep));
     }
-    if (n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) {
+    if (ra.n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) {
         /* no reduction: the elementwise part alone */
         if (op == TG_OP_ABS || op == TG_OP_LOG) return def_out(c, 0, unary_on(c, op, NULL, x, 0, NULL));
         if (op == TG_OP_MUL) return def_out(c, 0, binary_on(c, TG_OP_MUL, NULL, x, x));
@@ -437,17 +545,17 @@ static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
     if (op == TG_OP_ABS) t = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
     else if (op == TG_OP_SQRT || op == TG_OP_MUL) t = binary_on(c, TG_OP_MUL, "square", x, x);
     else if (op == TG_OP_EXP) {
-        mx = reduce_on(c, TG_OP_REDUCE_MAX, "max", x, n, axes, 1);
+        mx = reduce_ax(c, TG_OP_REDUCE_MAX, "max", x, &ra, 1);
         int d = mx < 0 ? -1 : binary_on(c, TG_OP_SUB, "shifted", x, mx);
         t = d < 0 ? -1 : unary_on(c, TG_OP_EXP, "exp", d, 0, NULL);
     }
     bool last = op == TG_OP_ABS || op == TG_OP_MUL;
-    int r = t < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_SUM, last ? NULL : "sum", t, n, axes, keep);
+    int r = t < 0 ? -1 : reduce_ax(c, TG_OP_REDUCE_SUM, last ? NULL : "sum", t, &ra, keep);
     if (r < 0 || last) return def_out(c, 0, r);
     if (op == TG_OP_SQRT) return def_out(c, 0, unary_on(c, TG_OP_SQRT, NULL, r, 0, NULL));
     if (op == TG_OP_LOG) return def_out(c, 0, unary_on(c, TG_OP_LOG, NULL, r, 0, NULL));
     int lg = unary_on(c, TG_OP_LOG, "log", r, 0, NULL);
-    if (lg >= 0 && !keep) mx = reduce_on(c, TG_OP_REDUCE_MAX, "max_out", x, n, axes, 0);
+    if (lg >= 0 && !keep) mx = reduce_ax(c, TG_OP_REDUCE_MAX, "max_out", x, &ra, 0);
     return def_out(c, 0, lg < 0 || mx < 0 ? -1 : binary_on(c, TG_OP_ADD, NULL, lg, mx));
 }
 
@@ -540,9 +648,15 @@ static int map_cumsum(onnx_ctx *c, const onnx_op_map *m)
     onnx_ent *ax = x < 0 ? NULL : in_req(c, 1);
     int64_t axis;
     int n;
-    if (!ax || onnx_int_list(ax, 1, &axis, &n)) return -1;
-    tg_attr a[3] = {tg_attr_int("axis", axis), tg_attr_int("exclusive", onnx_attr_int(N(c), "exclusive", 0)),
-                    tg_attr_int("reverse", onnx_attr_int(N(c), "reverse", 0))};
+    if (!ax) return -1;
+    tg_attr a[3] = {tg_attr_int("exclusive", onnx_attr_int(N(c), "exclusive", 0)),
+                    tg_attr_int("reverse", onnx_attr_int(N(c), "reverse", 0)), tg_attr_input("axis", 1, TG_ATTR_INT)};
+    if (ax->kind != ONNX_ENT_CONST) {          /* the axis read at run time */
+        int rt = onnx_value(c, ax);
+        return def_out(c, 0, rt < 0 ? -1 : same_shape_rt(c, TG_OP_CUMSUM, x, rt, 3, a));
+    }
+    if (onnx_int_list(ax, 1, &axis, &n)) return -1;
+    a[2] = tg_attr_int("axis", axis);
     return def_out(c, 0, unary_on(c, TG_OP_CUMSUM, NULL, x, 3, a));
 }
 
@@ -1273,11 +1387,17 @@ static int map_trilu(onnx_ctx *c, const onnx_op_map *m)
 {
     int x = in_val(c, 0);
     onnx_ent *ke = x < 0 ? NULL : in_opt(c, 1);
+    tg_op op = onnx_attr_int(N(c), "upper", 1) ? TG_OP_TRIU : TG_OP_TRIL;
+    if (ke && ke->kind != ONNX_ENT_CONST) {     /* k read at run time */
+        int rt = onnx_value(c, ke);
+        tg_attr a = tg_attr_input("k", 1, TG_ATTR_INT);
+        return def_out(c, 0, rt < 0 ? -1 : same_shape_rt(c, op, x, rt, 1, &a));
+    }
     double k = 0;
     if (x < 0 || (ke && onnx_scalar_f64(ke, &k))) return -1;
     if (!(fabs(k) < 1e9)) return tg_err("Trilu k=%g is out of range", k);
     tg_attr a = tg_attr_int("k", (int64_t)k);
-    return def_out(c, 0, unary_on(c, onnx_attr_int(N(c), "upper", 1) ? TG_OP_TRIU : TG_OP_TRIL, NULL, x, 1, &a));
+    return def_out(c, 0, unary_on(c, op, NULL, x, 1, &a));
 }
 
 /* ---- constants and generators ----------------------------------------------------------- */

@@ -8,6 +8,16 @@ static bool dim_is_one(tg_dim d)
     return tg_dim_is_const(d, &v) && v == 1;
 }
 
+/* A dim that is one data symbol: known when its node runs (1 or the other dim then,
+ * which the interpreter checks by inferring the node again on concrete shapes). */
+static bool dim_is_data(const tg_graph *g, tg_dim d)
+{
+    for (int s = 0; s < g->nsym; s++)
+        if (g->sym[s].data && tg_dim_eq(d, tg_dim_sym(s)))
+            return true;
+    return false;
+}
+
 int tg_shape_broadcast(const tg_graph *g, const tg_shape *a, const tg_shape *b, tg_shape *out)
 {
     tg_shape r;
@@ -22,6 +32,8 @@ int tg_shape_broadcast(const tg_graph *g, const tg_shape *a, const tg_shape *b, 
             *o = da;
         else if (dim_is_one(da))
             *o = db;
+        else if (dim_is_data(g, da) != dim_is_data(g, db))
+            *o = dim_is_data(g, da) ? db : da;
         else {
             char sa[TG_INFER_STR], sb[TG_INFER_STR], da_s[TG_INFER_STR], db_s[TG_INFER_STR];
             return tg_err("cannot broadcast %s with %s (%s and %s at axis %d)",

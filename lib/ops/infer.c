@@ -131,6 +131,7 @@ static const char *attr_kind_name(tg_attr_kind k)
     case TG_ATTR_FLOATS: return "floats";
     case TG_ATTR_DIMS: return "dims";
     case TG_ATTR_DTYPE: return "dtype";
+    case TG_ATTR_INPUT: return "a run-time input";
     }
     return "unknown";
 }

@@ -13,7 +13,7 @@ static bool attr_eq(const tg_attr *a, const tg_attr *b)
     if (strcmp(a->name, b->name) || a->kind != b->kind || a->n != b->n)
         return false;
     switch (a->kind) {
-    case TG_ATTR_INT: case TG_ATTR_DTYPE: return a->u.i == b->u.i;
+    case TG_ATTR_INT: case TG_ATTR_DTYPE: case TG_ATTR_INPUT: return a->u.i == b->u.i;
     case TG_ATTR_FLOAT: return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0;
     case TG_ATTR_STRING: return strcmp(a->u.s, b->u.s) == 0;
     case TG_ATTR_INTS: return !a->n || memcmp(a->u.ints, b->u.ints, a->n * sizeof *a->u.ints) == 0;

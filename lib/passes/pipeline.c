@@ -110,6 +110,8 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"memplan", tg_pass_memplan, 0},
     };
     int level = o ? o->level : 1;
+    if (tg_graph_check_static(g, "tcompile"))
+        return NULL;
     tg_graph_log(g, "import");
     for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++)
         if (graph_passes[i].level <= level &&

@@ -96,6 +96,13 @@ static tg_graph *make_graph(void)
     int p = node(g, TG_OP_PAD, "pad", 1, &tu, 2, pad);
     tg_attr lr[] = {tg_attr_float("alpha", NAN)};
     int lk = node(g, TG_OP_LEAKY_RELU, "leaky", 1, &p, 1, lr);
+    /* run-time attributes: axes from an input, the output in a data symbol */
+    int d = tg_graph_add_data_symbol(g, 0, 3);
+    tg_shape dms = {1, {tg_dim_sym(d)}};
+    tg_attr dyn[] = {tg_attr_int("keepdim", 0), tg_attr_input("axes", 1, TG_ATTR_INTS)};
+    int dm = tg_graph_add_dynamic_node(g, TG_OP_REDUCE_MAX, "dynmax", 2, (int[]){h, y}, 2, dyn,
+                                       TG_F32, &dms);
+    CHECK(d >= 0 && dm >= 0);
 
     static const tg_dtype all[] = {TG_F32, TG_F64, TG_F16, TG_BF16, TG_F8E4M3, TG_F8E5M2,
                                    TG_I8, TG_U8, TG_I16, TG_I32, TG_I64, TG_BOOL};
@@ -111,6 +118,7 @@ static tg_graph *make_graph(void)
     tg_graph_add_output(g, lk);
     tg_graph_add_output(g, y);
     tg_graph_add_output(g, hf);     /* the same value twice is allowed */
+    tg_graph_add_output(g, dm);
     return g;
 }
 
@@ -136,6 +144,7 @@ static bool attr_eq(const tg_attr *a, const tg_attr *b)
     switch (a->kind) {
     case TG_ATTR_INT:
     case TG_ATTR_DTYPE:
+    case TG_ATTR_INPUT:
         return a->u.i == b->u.i;
     case TG_ATTR_FLOAT:
         return memcmp(&a->u.f, &b->u.f, sizeof(double)) == 0 || (isnan(a->u.f) && isnan(b->u.f));
@@ -164,7 +173,7 @@ static bool graph_eq(const tg_graph *a, const tg_graph *b)
         return false;
     for (int i = 0; i < a->nsym; i++)
         if (strcmp(a->sym[i].name, b->sym[i].name) || a->sym[i].min != b->sym[i].min ||
-            a->sym[i].max != b->sym[i].max)
+            a->sym[i].max != b->sym[i].max || a->sym[i].data != b->sym[i].data)
             return false;
     for (int i = 0; i < a->nvalue; i++) {
         const tg_value *va = &a->values[i];

@@ -168,6 +168,17 @@ static void test_unary(void)
     uint8_t nb[4];
     CHECK(tgk_unary(TGK_LOGICAL_NOT, TGK_I64, 4, xi, nb, NULL) == 0);
     CHECK(nb[0] == 0 && nb[1] == 1 && nb[2] == 0);
+    /* clamp with min > max is max everywhere (f32, f64, i64) */
+    tgk_unary_param crossed = { 0, uniform(0.5, 2), uniform(-2, 0) };
+    CHECK(tgk_unary(TGK_CLAMP, TGK_F32, n, x, y, &crossed) == 0);
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; i++)
+        off += y[i] != (float)crossed.hi;
+    CHECK(off == 0);
+    CHECK(tgk_unary(TGK_CLAMP, TGK_F64, 4, xd, yd, &crossed) == 0);
+    CHECK(yd[0] == crossed.hi && yd[3] == crossed.hi);
+    CHECK(tgk_unary(TGK_CLAMP, TGK_I64, 4, xi, yi, &crossed) == 0);
+    CHECK(yi[1] == (int64_t)floor(crossed.hi) && yi[2] == (int64_t)floor(crossed.hi));
     free(x);
     free(y);
 }

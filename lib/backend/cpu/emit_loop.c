@@ -125,7 +125,8 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     case TG_OP_CLAMP: {
         const char *lo = cg_float(c, tg_node_float(nd, "min", -INFINITY));
         const char *hi = cg_float(c, tg_node_float(nd, "max", INFINITY));
-        return cg_str(c, "(%s < %s ? %s : %s > %s ? %s : %s)", a, lo, lo, a, hi, hi, a);
+        const char *t = cg_str(c, "(%s < %s ? %s : %s)", a, lo, lo, a);   /* max(x, min) */
+        return cg_str(c, "(%s > %s ? %s : %s)", t, hi, hi, t);
     }
     case TG_OP_LOGICAL_NOT: return cg_str(c, "(%s == 0)", a);
     case TG_OP_IDENTITY: return a;

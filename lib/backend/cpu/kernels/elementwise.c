@@ -51,7 +51,7 @@ static double unary_f64(tgk_unary_op op, double v, const tgk_unary_param *p)
     case TGK_FLOOR: return floor(v);
     case TGK_CEIL: return ceil(v);
     case TGK_ROUND: return nearbyint(v);
-    case TGK_CLAMP: return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+    case TGK_CLAMP: return (v < p->lo ? p->lo : v) > p->hi ? p->hi : (v < p->lo ? p->lo : v);
     case TGK_LOGICAL_NOT: return v == 0;
     default: return NAN;
     }
@@ -64,7 +64,8 @@ static int64_t unary_i64(tgk_unary_op op, int64_t v, const tgk_unary_param *p)
     case TGK_ABS: return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
     case TGK_RELU: return v < 0 ? 0 : v;
     case TGK_CLAMP:
-        return (double)v < p->lo ? (int64_t)ceil(p->lo) : (double)v > p->hi ? (int64_t)floor(p->hi) : v;
+        v = (double)v < p->lo ? (int64_t)ceil(p->lo) : v;  /* then max: min > max gives max */
+        return (double)v > p->hi ? (int64_t)floor(p->hi) : v;
     case TGK_LOGICAL_NOT: return v == 0;
     default: return v;                          /* floor, ceil, round */
     }
@@ -110,7 +111,7 @@ static void unary_f32(tgk_unary_op op, int64_t n, const float *x, float *y,
     case TGK_FLOOR: MAP_F32(floorf(v));
     case TGK_CEIL: MAP_F32(ceilf(v));
     case TGK_ROUND: MAP_F32(nearbyintf(v));
-    case TGK_CLAMP: MAP_F32(v < lo ? lo : v > hi ? hi : v);
+    case TGK_CLAMP: MAP_F32((v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v));
     default: break;
     }
 }

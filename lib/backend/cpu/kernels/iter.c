@@ -47,6 +47,8 @@ void tgk_iter_range(const tgk_iter *it, int64_t begin, int64_t end, tgk_run_fn f
     int r = it->rank, nops = it->nops;
     int64_t idx[TGK_ITER_RANK], off[TGK_ITER_OPS] = { 0 }, inner[TGK_ITER_OPS];
     int64_t rem = begin;
+    if (begin >= end)
+        return;                                 /* nothing, and maybe a 0 dim below */
     for (int k = r - 1; k >= 0; k--) {
         idx[k] = rem % it->dims[k];
         rem /= it->dims[k];
