@@ -71,19 +71,6 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int 
 __device__ __forceinline__ void bar_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 
-/* O += P V, committed: one m64nDk16 a 16 keys; V N-major, its 64-column
- * blocks BN * 128 bytes apart, 8-key groups 1024 */
-template <typename T, int D, int BN>
-__device__ __forceinline__ void fa3_pv(float *acc, const uint32_t (*a)[4], const T *tV)
-{
-    fence_regs<D / 2>(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++)
-        Wgmma<T, D>::rs(acc, a[kk], gmma_desc(tV + kk * 16 * 64, BN * 128, 1024));
-    wgmma_commit();
-}
-
 template <typename T, int D, int BN, int STAGES, bool PINGPONG>
 __global__ void __launch_bounds__(384, 1)
     flash_fwd_fa3(const __grid_constant__ Params p, const __grid_constant__ Fa3Maps maps)
@@ -178,7 +165,7 @@ __global__ void __launch_bounds__(384, 1)
         if (i > 0) {
             const int ps = (i - 1) % STAGES;
             mbar_wait(v_full + ps, ((i - 1) / STAGES) & 1);
-            fa3_pv<T, D, BN>(acc, a, sV + ps * BN * D);
+            issue_pv<T, D, BN, D>(acc, a, sV + ps * BN * D);
             if (pass)
                 bar_arrive(2 - cw);
             wgmma_wait<1>();
@@ -211,23 +198,12 @@ __global__ void __launch_bounds__(384, 1)
     if (n > 0) {                        /* the last tile's P V */
         const int ps = (n - 1) % STAGES;
         mbar_wait(v_full + ps, ((n - 1) / STAGES) & 1);
-        fa3_pv<T, D, BN>(acc, a, sV + ps * BN * D);
+        issue_pv<T, D, BN, D>(acc, a, sV + ps * BN * D);
         wgmma_wait<0>();
         fence_regs<ND * 4>(acc);
     }
     normalize<1, ND>(acc, l);
-#pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-        int r = row0 + g + 8 * hf;
-        if (r >= pc.rows)
-            continue;
-        T *dst = static_cast<T *>(p.o) + pc.b * p.os[0] + rw.h[0][hf] * p.os[1] +
-                 (int64_t)rw.l[0][hf] * p.os[2] + 2 * tg;
-#pragma unroll
-        for (int j = 0; j < ND; j++)
-            *reinterpret_cast<uint32_t *>(dst + j * 8) =
-                Mma<T>::pack(acc[j * 4 + 2 * hf], acc[j * 4 + 2 * hf + 1]);
-    }
+    store_rows<T, ND>(p, acc, rw, row0, pc.rows, pc.b, g, tg);
 #else
     __trap();   /* built for sm_90a only: flash.cu never launches it elsewhere */
 #endif
@@ -286,11 +262,6 @@ template <typename T, int D> cudaError_t launch_fa3(const Params &p, dim3 grid, 
     return cudaGetLastError();
 }
 
-template cudaError_t launch_fa3<__nv_bfloat16, 64>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_fa3<__nv_bfloat16, 128>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_fa3<__nv_bfloat16, 256>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_fa3<__half, 64>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_fa3<__half, 128>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_fa3<__half, 256>(const Params &, dim3, cudaStream_t);
+TGF_LAUNCH_INSTANCES(launch_fa3)
 
 } // namespace tgf

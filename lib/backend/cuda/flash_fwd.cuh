@@ -504,6 +504,15 @@ __host__ __device__ constexpr int sm90_bn(int D) { return D == 256 ? 64 : TGF_SM
  * FA2 kernel's with BM = 128, BN = sm90_bn(D) */
 template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid, cudaStream_t stream);
 
+/* a launch function's instances: both dtypes, the three head dims */
+#define TGF_LAUNCH_INSTANCES(fn)                                                              \
+    template cudaError_t fn<__nv_bfloat16, 64>(const Params &, dim3, cudaStream_t);          \
+    template cudaError_t fn<__nv_bfloat16, 128>(const Params &, dim3, cudaStream_t);         \
+    template cudaError_t fn<__nv_bfloat16, 256>(const Params &, dim3, cudaStream_t);         \
+    template cudaError_t fn<__half, 64>(const Params &, dim3, cudaStream_t);                 \
+    template cudaError_t fn<__half, 128>(const Params &, dim3, cudaStream_t);                \
+    template cudaError_t fn<__half, 256>(const Params &, dim3, cudaStream_t);
+
 /* the FA3 kernel's key tile and pipeline depth (settable at build time) */
 #ifndef TGF_FA3_BN128
 #define TGF_FA3_BN128 128

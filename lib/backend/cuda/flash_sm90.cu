@@ -27,21 +27,6 @@ template <int R> struct WgmmaSwizzle {
     }
 };
 
-/* O += P V, committed: V N-major (d contiguous); 16 keys are two 8-row
- * groups 1024 bytes apart; each 64 columns of D is one wgmma */
-template <typename T, int D, int BN>
-__device__ __forceinline__ void issue_pv(float *acc, const uint32_t (*a)[4], const T *tV)
-{
-    fence_regs<D / 2>(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++)
-#pragma unroll
-        for (int nd = 0; nd < D / 64; nd++)
-            Wgmma<T, 64>::rs(acc + nd * 32, a[kk], gmma_desc(tV + nd * BN * 64 + kk * 16 * 64, BN * 128, 1024));
-    wgmma_commit();
-}
-
 template <typename T, int D>
 __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
 {
@@ -107,7 +92,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
                              kk > 0);
         wgmma_commit();
         if (t > pc.t_begin) {
-            issue_pv<T, D, BN>(acc, a, sV + (kb ^ 1) * BN * D);
+            issue_pv<T, D, BN, 64>(acc, a, sV + (kb ^ 1) * BN * D);
             wgmma_wait<1>();
         } else {
             wgmma_wait<0>();
@@ -128,7 +113,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
     if (pc.t_begin < pc.t_end) {    /* the last tile's P V */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
-        issue_pv<T, D, BN>(acc, a, sV + ((pc.t_end - 1 - pc.t_begin) & 1) * BN * D);
+        issue_pv<T, D, BN, 64>(acc, a, sV + ((pc.t_end - 1 - pc.t_begin) & 1) * BN * D);
         wgmma_wait<0>();
         fence_regs<ND * 4>(acc);
     }
@@ -138,18 +123,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_sm90(const Params p)
                               g, tg);
         return;
     }
-#pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-        int r = row0 + g + 8 * hf;
-        if (r >= pc.rows)
-            continue;
-        T *dst = static_cast<T *>(p.o) + pc.b * p.os[0] + rw.h[0][hf] * p.os[1] +
-                 (int64_t)rw.l[0][hf] * p.os[2] + 2 * tg;
-#pragma unroll
-        for (int j = 0; j < ND; j++)
-            *reinterpret_cast<uint32_t *>(dst + j * 8) =
-                Mma<T>::pack(acc[j * 4 + 2 * hf], acc[j * 4 + 2 * hf + 1]);
-    }
+    store_rows<T, ND>(p, acc, rw, row0, pc.rows, pc.b, g, tg);
 #else
     __trap();   /* built for sm_90a only: flash.cu never launches it elsewhere */
 #endif
@@ -166,11 +140,6 @@ template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid,
     return cudaGetLastError();
 }
 
-template cudaError_t launch_sm90<__nv_bfloat16, 64>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_sm90<__nv_bfloat16, 128>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_sm90<__nv_bfloat16, 256>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_sm90<__half, 64>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_sm90<__half, 128>(const Params &, dim3, cudaStream_t);
-template cudaError_t launch_sm90<__half, 256>(const Params &, dim3, cudaStream_t);
+TGF_LAUNCH_INSTANCES(launch_sm90)
 
 } // namespace tgf

@@ -102,4 +102,41 @@ template <int N> __device__ __forceinline__ void fence_regs(float *r)
         asm volatile("" : "+f"(r[i])::"memory");
 }
 
+/* O += P V, committed: P (keys 16 kk ..) from registers, V N-major in
+ * shared memory (d contiguous), read transposed: its 64-column blocks
+ * BN * 128 bytes apart, 8-key groups 1024; D / N wgmmas of width N a 16 keys */
+template <typename T, int D, int BN, int N>
+__device__ __forceinline__ void issue_pv(float *acc, const uint32_t (*a)[4], const T *tV)
+{
+    fence_regs<D / 2>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+        for (int nd = 0; nd < D / N; nd++)
+            Wgmma<T, N>::rs(acc + nd * N / 2, a[kk],
+                            gmma_desc(tV + nd * (N / 64) * BN * 64 + kk * 16 * 64, BN * 128, 1024));
+    wgmma_commit();
+}
+
+/* a warpgroup kernel's output rows from the accumulators (one 16-row
+ * m-tile a warp, already normalized) into o, in the output type */
+template <typename T, int ND>
+__device__ __forceinline__ void store_rows(const Params &p, const float *acc, const Rows<1> &rw,
+                                           int row0, int rows, int b, int g, int tg)
+{
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+        int r = row0 + g + 8 * hf;
+        if (r >= rows)
+            continue;
+        T *dst = static_cast<T *>(p.o) + b * p.os[0] + rw.h[0][hf] * p.os[1] +
+                 (int64_t)rw.l[0][hf] * p.os[2] + 2 * tg;
+#pragma unroll
+        for (int j = 0; j < ND; j++)
+            *reinterpret_cast<uint32_t *>(dst + j * 8) =
+                Mma<T>::pack(acc[j * 4 + 2 * hf], acc[j * 4 + 2 * hf + 1]);
+    }
+}
+
 } // namespace tgf
