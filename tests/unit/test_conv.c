@@ -1,5 +1,7 @@
 /* tgk_conv_f32 against a float64 direct convolution on fresh random inputs:
- * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise; transposed
+ * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise (strides
+ * 1-3, dilation, multipliers, planes smaller than a vector, with each
+ * instruction set's vectors the CPU runs); transposed
  * with output padding; pointwise; images large enough for several im2col
  * slabs; batches large enough to run images on different threads; the
  * direct path for small dense stride-1 convolutions (c x taps <= 256), in
@@ -222,6 +224,41 @@ int main(void)
     c = fixed(1, 8, 16, 8, 20, 20, 5, 5, 2, 2, false);    /* depthwise, multiplier 2 */
     run_case(&c, true);
     c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
+    run_case(&c, true);
+    /* depthwise (conv_dw.c: phases of the padded input, flat vectors across
+     * rows): MobileNetV3's and EfficientNet's shapes and odd ones, strides 1-3,
+     * dilation, padding up to the kernel's reach and none, a multiplier, relu;
+     * planes from a part of a vector to many vectors and a tail of each count */
+    static const int64_t dw[][12] = {
+        /* n, c, mult, h, w, kh, kw, stride, pad, dil, relu, bias */
+        {1, 672, 1, 8, 8, 5, 5, 2, 2, 1, 0, 1},
+        {1, 960, 1, 4, 4, 5, 5, 1, 2, 1, 1, 1},
+        {1, 32, 1, 7, 7, 3, 3, 1, 1, 1, 1, 0},
+        {2, 24, 1, 13, 9, 3, 3, 2, 1, 1, 0, 1},
+        {1, 16, 1, 64, 64, 3, 3, 1, 1, 1, 1, 1},
+        {3, 5, 1, 17, 23, 3, 5, 3, 2, 1, 1, 1},
+        {1, 7, 1, 19, 11, 3, 3, 1, 2, 2, 0, 1},
+        {1, 6, 3, 9, 14, 3, 3, 2, 0, 2, 1, 1},
+        {2, 9, 2, 1, 37, 1, 5, 1, 2, 1, 0, 0},
+        {1, 4, 1, 3, 2, 5, 5, 1, 3, 1, 0, 1},
+    };
+    static const char *const isas[] = {"base", "avx2", "avx512", NULL};
+    for (size_t i = 0; i < sizeof dw / sizeof *dw * 4; i++) {
+        const int64_t *r = dw[i / 4];
+        if (!tgk_conv_dw_isa(isas[i % 4]))
+            continue;
+        c = (ccase){.d = {.n = r[0], .c = r[1], .k = r[1] * r[2], .groups = r[1],
+                          .relu = r[10]},
+                    .in = {1, r[3], r[4]}, .ker = {1, r[5], r[6]}, .str = {1, r[7], r[7]},
+                    .pad = {0, r[8], r[8]}, .dil = {1, r[9], r[9]}};
+        CHECK(ccase_finish(&c, 2, 0));
+        run_case(&c, r[11]);
+    }
+    CHECK(tgk_conv_dw_isa(NULL));
+    /* 3-D depthwise, stride and dilation per axis */
+    c = (ccase){.d = {.n = 2, .c = 3, .k = 6, .groups = 3}, .in = {5, 7, 6}, .ker = {3, 2, 3},
+                .str = {2, 1, 3}, .pad = {1, 0, 2}, .dil = {1, 2, 1}};
+    CHECK(ccase_finish(&c, 3, 0));
     run_case(&c, true);
     /* direct: the cnn fixture's convs at batch 1 and 3 */
     for (int64_t n = 1; n <= 3; n += 2) {

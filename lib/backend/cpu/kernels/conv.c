@@ -1,5 +1,5 @@
 /* Convolution, 1-3 spatial dims, as im2col + GEMM per (image, group); its
- * transpose as GEMM + col2im; depthwise directly; small dense stride-1
+ * transpose as GEMM + col2im; depthwise directly (conv_dw.c); small dense stride-1
  * convolutions (few input channels x taps) directly with a register-blocked
  * micro-kernel, where GEMM's packing would cost as much as the products.
  *
@@ -31,19 +31,6 @@ typedef struct {
 } conv_job;
 
 
-/* Output positions o in [0, n) whose input position o*str + off lies in
- * [0, lim): returns them as [*o0, *o1). */
-static void valid_range(int64_t n, int64_t str, int64_t off, int64_t lim, int64_t *o0,
-                        int64_t *o1)
-{
-    int64_t lo = off >= 0 ? 0 : (-off + str - 1) / str;
-    int64_t hi = off < lim ? (lim - off + str - 1) / str : 0;
-    lo = lo < n ? lo : n;
-    hi = hi < n ? hi : n;
-    *o0 = lo;
-    *o1 = hi > lo ? hi : lo;
-}
-
 typedef struct {
     const tgk_conv_geom *g;
     const float *xc;
@@ -64,7 +51,7 @@ static void im2col_channels(void *ctx, int64_t begin, int64_t end)
                 for (int64_t kw = 0; kw < g->ker[2]; kw++) {
                     float *dst = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
                     int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
-                    valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
+                    tgk_conv_valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
                     for (int64_t r = j->r0; r < j->r1; r++, dst += ow) {
                         int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
                         int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
@@ -142,47 +129,6 @@ static void conv_items(void *ctx, int64_t begin, int64_t end)
         }
     }
     free(col);
-}
-
-/* depthwise (groups == c, k a multiple of c), directly: planes (image, out channel) */
-TGK_CLONES static void depthwise_planes(void *ctx, int64_t begin, int64_t end)
-{
-    conv_job *j = ctx;
-    const tgk_conv_geom *g = &j->g;
-    int64_t ow = g->out[2];
-    for (int64_t p = begin; p < end; p++) {
-        int64_t n = p / j->d->k, k = p % j->d->k;
-        const float *xc = j->x + (n * j->d->c + k / j->kg) * g->in_sp;
-        const float *wk = j->w + k * g->kprod;
-        float *yk = j->y + p * g->out_sp;
-        fill_bias(yk, j->b, k, 1, g->out_sp, g->out_sp);
-        for (int64_t r = 0; r < g->out[0] * g->out[1]; r++) {
-            float *dst = yk + r * ow;
-            for (int64_t kd = 0; kd < g->ker[0]; kd++) {
-                int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
-                if (id < 0 || id >= g->in[0])
-                    continue;
-                for (int64_t kh = 0; kh < g->ker[1]; kh++) {
-                    int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
-                    if (ih < 0 || ih >= g->in[1])
-                        continue;
-                    const float *src = xc + (id * g->in[1] + ih) * g->in[2];
-                    for (int64_t kw = 0; kw < g->ker[2]; kw++) {
-                        float wv = wk[(kd * g->ker[1] + kh) * g->ker[2] + kw];
-                        int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
-                        valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
-                        const float *s = src + woff;
-                        if (g->str[2] == 1)
-                            for (int64_t o = w0; o < w1; o++)
-                                dst[o] += wv * s[o];
-                        else
-                            for (int64_t o = w0; o < w1; o++)
-                                dst[o] += wv * s[o * g->str[2]];
-                    }
-                }
-            }
-        }
-    }
 }
 
 /* Direct path: DK output channels x NV vectors of DV output pixels held in
@@ -524,7 +470,7 @@ static void col2im_channels(void *ctx, int64_t begin, int64_t end)
                 for (int64_t kw = 0; kw < g->ker[2]; kw++) {
                     const float *src = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
                     int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
-                    valid_range(iw, g->str[2], woff, g->out[2], &w0, &w1);
+                    tgk_conv_valid_range(iw, g->str[2], woff, g->out[2], &w0, &w1);
                     for (int64_t r = j->r0; r < j->r1; r++, src += iw) {
                         int64_t od = r / g->in[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
                         int64_t oh = r % g->in[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
@@ -631,7 +577,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     } else if (use_direct(d, g)) {
         return direct_conv(&j);
     } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
-        tgk_parallel_for(d->n * d->k, 1, depthwise_planes, &j);
+        return tgk_conv_depthwise_f32(d, g, x, w, b, y);
     } else {
         int64_t nrows = g->out[0] * g->out[1];
         int64_t per_row = j.cg * g->kprod * g->out[2] * (int64_t)sizeof(float);

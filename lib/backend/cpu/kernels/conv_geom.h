@@ -1,5 +1,5 @@
 /* The geometry of a convolution, padded to 3 spatial dims (missing leading
- * dims are 1), shared by the float (conv.c) and int8 (qconv.c) kernels. */
+ * dims are 1), shared by the float (conv.c, conv_dw.c) and int8 (qconv.c) kernels. */
 #ifndef TGK_CONV_GEOM_H
 #define TGK_CONV_GEOM_H
 
@@ -38,5 +38,23 @@ static inline bool tgk_conv_geom_from(const tgk_conv_desc *d, tgk_conv_geom *g)
     }
     return true;
 }
+
+/* Output positions o in [0, n) whose input position o*str + off lies in
+ * [0, lim): returns them as [*o0, *o1). */
+static inline void tgk_conv_valid_range(int64_t n, int64_t str, int64_t off, int64_t lim,
+                                        int64_t *o0, int64_t *o1)
+{
+    int64_t lo = off >= 0 ? 0 : (-off + str - 1) / str;
+    int64_t hi = off < lim ? (lim - off + str - 1) / str : 0;
+    lo = lo < n ? lo : n;
+    hi = hi < n ? hi : n;
+    *o0 = lo;
+    *o1 = hi > lo ? hi : lo;
+}
+
+/* Depthwise (groups == c, k a multiple of c), relu included (conv_dw.c);
+ * g from d. Returns 0, or -1 when scratch cannot be allocated. */
+int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
+                           const float *w, const float *b, float *y);
 
 #endif

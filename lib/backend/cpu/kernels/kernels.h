@@ -93,6 +93,10 @@ typedef struct {
  * (a few MiB of im2col columns, whatever the image size). Returns 0, or -1
  * when the descriptor is invalid or scratch cannot be allocated (y undefined). */
 int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y);
+/* Tests: run depthwise convolutions with one instruction set's vectors,
+ * "base" (SSE2), "avx2" or "avx512", instead of the widest the CPU has;
+ * NULL: the widest again. false: the CPU lacks it. */
+bool tgk_conv_dw_isa(const char *isa);
 
 /* ---- attention (sdpa.c): FlashAttention-2 style, tiled, online softmax ------ */
 typedef struct {
