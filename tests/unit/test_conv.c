@@ -217,6 +217,11 @@ int main(void)
     run_case(&c, true);
     c = fixed(1, 288, 24, 1, 20, 20, 1, 1, 1, 0, false);  /* pointwise: no im2col */
     run_case(&c, true);
+    c = fixed(1, 240, 960, 1, 1, 1, 1, 1, 1, 0, false);   /* pointwise, one pixel: a GEMV */
+    run_case(&c, true);
+    c = fixed(3, 37, 21, 1, 1, 1, 1, 1, 1, 0, false);     /* the same over a batch */
+    c.d.relu = true;
+    run_case(&c, false);
     c = fixed(9, 6, 8, 2, 9, 11, 3, 3, 2, 1, false);      /* many images: one per thread */
     run_case(&c, false);
     c = fixed(2, 16, 16, 16, 30, 30, 3, 3, 1, 1, false);  /* depthwise */

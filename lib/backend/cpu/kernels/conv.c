@@ -574,6 +574,13 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
         j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
         run_items(d->n * d->groups, transposed_items, &j);
+    } else if (d->groups == 1 && g->out_sp == 1 && is_pointwise(g)) {
+        /* one pixel an image (squeeze-excite's): the linear layer y = x w^T
+         * over the batch; as a GEMM over pixels its one column filled a
+         * 16-wide panel (16x the work) */
+        for (int64_t i = 0; i < d->n * d->k; i++)
+            y[i] = b ? b[i % d->k] : 0.0f;
+        tgk_gemm_f32(false, true, d->n, d->k, d->c, 1.0f, x, d->c, w, d->c, 1.0f, y, d->k);
     } else if (use_direct(d, g)) {
         return direct_conv(&j);
     } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
