@@ -1,17 +1,23 @@
-"""Time one model in ONNX Runtime (CPU) and PyTorch (eager, torch.compile,
-AOTInductor) on .npy inputs, with a fixed number of threads.
+"""Time one model in ONNX Runtime (CPU), OpenVINO (CPU, f32) and PyTorch
+(eager, torch.compile, AOTInductor) on .npy inputs, with a fixed number of
+threads.
 
     python3 frameworks.py --pt2 M.pt2 --onnx M.onnx --threads 2 --aoti-dir DIR \
-        [--engines ort,eager,compile,aoti] [--runs 20 --warmup 10 | --serve] in_b1.npy ...
+        [--engines ort,ov,eager,compile,aoti] [--runs 20 --warmup 10 | --serve] in_b1.npy ...
 
 Sets every engine up once and runs each once on every input (torch.compile
-compiles lazily, per input shape), then answers timing requests
-"ENGINE FILE RUNS WARMUP" (WARMUP untimed runs, then the median of RUNS timed
-ones) with one line "ENGINE FILE MEDIAN_MS", or "ENGINE FILE - REASON" when
-the engine cannot run it. With --serve it first prints "ready ENGINE..." (the
-engines' names) and reads requests from stdin, one a line, until EOF
-(bench/run.sh drives it so, interleaving it with its own engines); without,
-it times every engine on every input.
+compiles lazily, per input shape; OpenVINO compiles the model for each input
+shape), then answers timing requests "ENGINE FILE RUNS WARMUP" (WARMUP
+untimed runs, then RUNS timed ones) with one line "ENGINE FILE MEDIAN_MS
+P90_MS", or "ENGINE FILE - REASON" when the engine cannot run it. Two more
+requests: "save ENGINE FILE OUT" runs the engine once on FILE and writes its
+(first) output to OUT.npy, answering "saved ENGINE FILE OUT"; "stats ENGINE"
+answers "stats ENGINE SETUP_S RSS_MB", the seconds its set-up took (sessions,
+compilations: its first run on each input included) and this process's peak
+resident memory. With --serve it first prints "ready ENGINE..." (the engines'
+names) and reads requests from stdin, one a line, until EOF (bench/run.sh
+and bench/zoo/speed.py drive it so, interleaving it with other engines);
+without, it times every engine on every input.
 """
 import argparse
 import os
@@ -51,7 +57,9 @@ def makers(a):
         so.add_session_config_entry("session.intra_op.allow_spinning", "1")
         sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
         name = sess.get_inputs()[0].name
-        made["onnxruntime"] = lambda x: lambda: sess.run(None, {name: x})
+        made["onnxruntime"] = lambda x: lambda: sess.run(None, {name: x})[0]
+    if "ov" in want:
+        made["openvino"] = openvino_maker(a)
     if not set(want) & {"eager", "compile", "aoti"}:
         return made
 
@@ -66,7 +74,8 @@ def makers(a):
             t = torch.from_numpy(x)
             def run():
                 with torch.inference_mode():
-                    f(t)
+                    out = f(t)
+                return (out if torch.is_tensor(out) else out[0]).numpy()
             return run
         return make
 
@@ -86,11 +95,28 @@ def makers(a):
     return made
 
 
+def openvino_maker(a):
+    """OpenVINO on the CPU, f32 precision hint, the model compiled for each
+    input's shape (static shapes: OpenVINO's fastest)."""
+    import openvino as ov
+    core = ov.Core()
+    config = {"INFERENCE_NUM_THREADS": a.threads, "INFERENCE_PRECISION_HINT": "f32",
+              "PERFORMANCE_HINT": "LATENCY"}
+
+    def make(x):
+        model = core.read_model(a.onnx)
+        model.reshape({model.inputs[0].any_name: list(x.shape)})
+        req = core.compile_model(model, "CPU", config).create_infer_request()
+        return lambda: req.infer({0: x})[0]
+    return make
+
+
 def reason(e):
     return f"- {type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}"
 
 
-def median_ms(fn, runs, warmup):
+def timed_ms(fn, runs, warmup):
+    """median and 90th percentile of runs timed runs, in ms"""
     for _ in range(warmup):
         fn()
     times = []
@@ -98,7 +124,8 @@ def median_ms(fn, runs, warmup):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+    times.sort()
+    return statistics.median(times) * 1e3, times[min(len(times) - 1, int(0.9 * len(times)))] * 1e3
 
 
 def main():
@@ -109,24 +136,29 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--aoti-dir", required=True)
-    ap.add_argument("--engines", default="ort,eager,compile,aoti")
+    ap.add_argument("--engines", default="ort,eager,compile,aoti",
+                    help="comma list of ort, ov, eager, compile, aoti")
     ap.add_argument("--serve", action="store_true")
     ap.add_argument("inputs", nargs="+")
     a = ap.parse_args()
 
     # (engine, file) -> its run function, or why it has none; the first run
     # (a compilation for torch.compile) happens here, not in a timed request
-    prepared = {}
+    prepared, setup = {}, {}
+    t0 = time.perf_counter()
     made = makers(a)
+    shared = time.perf_counter() - t0   # loading the model, AOTInductor's compilation
     for path in a.inputs:
         x = np.load(path)
         for engine, make in made.items():
+            t0 = time.perf_counter()
             try:
                 fn = make(x)
                 fn()
                 prepared[engine, path] = fn
             except Exception as e:  # an engine that cannot run a case says why
                 prepared[engine, path] = reason(e)
+            setup[engine] = setup.get(engine, shared) + time.perf_counter() - t0
     time.sleep(SETTLE_S)
 
     if a.serve:
@@ -134,17 +166,27 @@ def main():
         requests = (line.split() for line in sys.stdin)
     else:
         requests = ([e, p, a.runs, a.warmup] for e in made for p in a.inputs)
-    for engine, path, n, warmup in requests:
+    for req in requests:
+        if req[0] == "stats":
+            with open("/proc/self/status") as f:    # VmHWM: ru_maxrss starts from the parent's
+                rss = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM")) / 1024
+            print("stats", req[1], f"{setup.get(req[1], 0):.2f}", f"{rss:.0f}", flush=True)
+            continue
+        save = req[0] == "save"
+        engine, path = req[1:3] if save else req[:2]
         fn = prepared.get((engine, path), "- no such engine or file here")
         if isinstance(fn, str):
             answer = fn
+        elif save:
+            np.save(req[3], fn())
+            answer = req[3]
         else:
             try:
-                answer = f"{median_ms(fn, int(n), int(warmup)):.4f}"
+                answer = "%.4f %.4f" % timed_ms(fn, int(req[2]), int(req[3]))
             except Exception as e:
                 answer = reason(e)
             time.sleep(SETTLE_S)
-        print(engine, path, answer, flush=True)
+        print(*(["saved"] if save else []), engine, path, answer, flush=True)
 
 
 if __name__ == "__main__":
