@@ -179,6 +179,8 @@ gen_check() {
 @test "cumsum position ids, diff, roll, fill_, reshape_as, weight_norm, as_strided and in-place writes into views match PyTorch" { gen_check positions; }
 @test "a key/value cache written by index_copy, index_put, slice_scatter, select_scatter and index_fill matches PyTorch" { gen_check kvcache; }
 @test "interpolate (bilinear by size and scale, align_corners, nearest, bicubic, linear) matches PyTorch" { gen_check resize; }
+@test "a tiny transformers LLaMA with an attention mask (its mask construction, RoPE, GQA) matches PyTorch" { gen_check hf_llama; }
+@test "a tiny transformers RoBERTa with an attention mask (cumsum position ids) matches PyTorch" { gen_check hf_roberta; }
 
 @test "Core ATen addmm with a transposed weight becomes linear" {
     "$TEXPORT" -o "$TMP/m.tg" "$FIX/mlp.core.pt2"
