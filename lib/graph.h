@@ -186,6 +186,10 @@ void tg_graph_replace_uses(tg_graph *g, int from, int to);
  * rewire earlier ones. -1 (tg_err, graph unchanged) when a live node or a graph
  * output still reads a dead node's output, or on a cycle. */
 void tg_graph_kill_node(tg_graph *g, int i);
+/* Node ni is replaced by value y: y takes the name of ni's output (so graph
+ * outputs keep theirs; the old one gets `suffix` appended), every use moves
+ * to y, ni dies. 0 or -1 (tg_err). */
+int tg_graph_replace_node(tg_graph *g, int ni, int y, const char *suffix);
 int tg_graph_compact(tg_graph *g);
 /* Number of uses of each value (node inputs + graph outputs); caller frees. */
 int *tg_graph_use_counts(const tg_graph *g);

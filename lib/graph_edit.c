@@ -43,6 +43,19 @@ void tg_graph_kill_node(tg_graph *g, int i)
         g->nodes[i].op = TG_OP_NONE;
 }
 
+int tg_graph_replace_node(tg_graph *g, int ni, int y, const char *suffix)
+{
+    int old_out = g->nodes[ni].out[0];
+    char old[512], name[512];
+    snprintf(old, sizeof old, "%s%s", g->values[old_out].name, suffix);
+    snprintf(name, sizeof name, "%s", g->values[old_out].name);
+    if (tg_graph_rename_value(g, old_out, old) || tg_graph_rename_value(g, y, name))
+        return -1;
+    tg_graph_replace_uses(g, old_out, y);
+    tg_graph_kill_node(g, ni);
+    return 0;
+}
+
 int *tg_graph_use_counts(const tg_graph *g)
 {
     int *c = calloc((size_t)(g->nvalue ? g->nvalue : 1), sizeof(int));

@@ -52,7 +52,7 @@ man_of() {
 
 @test "every tgraph page that a page refers to is installed" {
     refs=$(cat "$MANDIR"/man*/* | sed 's/\\-/-/g' |
-        grep -oE '\b(tgraph[a-z_-]*|texport|trun|tcompile|tquant|tlog) \([1-8]\)' | sort -u)
+        grep -oE '\b(tgraph[a-z_-]*|texport|trun|tcompile|tquant|tsparse|tlog) \([1-8]\)' | sort -u)
     [ "$(wc -l <<<"$refs")" -ge 8 ]
     while read -r name sect; do
         sect=${sect//[()]/}

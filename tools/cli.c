@@ -171,6 +171,16 @@ int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max)
     return v;
 }
 
+void cli_split_list(const char *opt, char *s, const char **list, int *n, int max)
+{
+    for (char *t = strtok(s, ","); t; t = strtok(NULL, ","))
+        if (*t) {
+            if (*n == max)
+                cli_usage("%s: more than %d entries", opt, max);
+            list[(*n)++] = t;
+        }
+}
+
 int64_t cli_assign(const char *opt, const char *s, char *name, size_t n, int64_t min, int64_t max)
 {
     const char *eq = strchr(s, '=');

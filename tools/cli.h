@@ -49,6 +49,10 @@ void cli_refuse_tty_out(const char *out, const char *what);
 
 /* Option values. Both print a usage error (exit 2) naming opt when s is bad. */
 int64_t cli_int(const char *opt, const char *s, int64_t min, int64_t max);
+/* A comma list (--skip a,b) appended to list[*n] (pointers into s, which is
+ * modified; empty entries skipped); more than max entries in all is a usage
+ * error naming opt. */
+void cli_split_list(const char *opt, char *s, const char **list, int *n, int max);
 /* "NAME=N" (--dim batch=4): the name is copied into name[n]. */
 int64_t cli_assign(const char *opt, const char *s, char *name, size_t n, int64_t min, int64_t max);
 

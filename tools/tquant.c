@@ -98,17 +98,6 @@ static double parse_num(const char *opt, const char *s, double lo, double hi)
     return v;
 }
 
-/* Split a comma list into list[*n] (pointers into s, which is modified). */
-static void split_list(char *s, const char **list, int *n)
-{
-    for (char *t = strtok(s, ","); t; t = strtok(NULL, ","))
-        if (*t) {
-            if (*n == MAX_LIST)
-                cli_usage("--skip: more than %d entries", MAX_LIST);
-            list[(*n)++] = t;
-        }
-}
-
 /* Run the float graph (through the calibration, for static) and then the
  * quantized one on every sample; gather the report. */
 typedef struct {
@@ -188,7 +177,7 @@ int main(int argc, char **argv)
         case OPT_PERCENTILE: qo.percentile = parse_num("--percentile", optarg, 50, 100); break;
         case OPT_AVERAGING: qo.averaging = parse_num("--averaging", optarg, 1e-6, 1); break;
         case OPT_GROUP: group = cli_int("--group", optarg, 0, INT32_MAX); break;
-        case OPT_SKIP: split_list(optarg, skip, &nskip); break;
+        case OPT_SKIP: cli_split_list("--skip", optarg, skip, &nskip, MAX_LIST); break;
         case OPT_ACT:
             if (strcmp(optarg, "u8") && strcmp(optarg, "i8"))
                 cli_usage("--act: '%s' is not u8 or i8", optarg);
@@ -280,7 +269,7 @@ int main(int argc, char **argv)
         if (!quiet)
             fprintf(stderr, "tquant: accuracy against the float graph on %d calibration"
                     " sample%s:\n", w.nsample, w.nsample == 1 ? "" : "s");
-        tg_quant_report_print(&rep, "tquant:   ", quiet ? NULL : stderr);
+        tg_quant_report_print(&rep, TG_LOG_QUANT, "tquant:   ", quiet ? NULL : stderr);
     }
     tg_outfile o;
     if (cli_open_out(&o, out, true) < 0)

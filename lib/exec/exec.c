@@ -52,6 +52,7 @@ static const tg_run_fn run_table[TG_OP_COUNT] = {
     [TG_OP_FULL] = tg_run_gen, [TG_OP_ARANGE] = tg_run_gen,
     [TG_OP_QUANTIZE] = tg_run_quant, [TG_OP_DEQUANTIZE] = tg_run_quant,
     [TG_OP_QLINEAR] = tg_run_qops, [TG_OP_QCONV] = tg_run_qops,
+    [TG_OP_LINEAR_24] = tg_run_sparse,
 };
 
 bool tg_exec_supports_op(tg_op op)

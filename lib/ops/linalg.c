@@ -1,4 +1,4 @@
-/* Linear algebra and convolution: matmul, linear, linear_packed, conv, sdpa. */
+/* Linear algebra and convolution: matmul, linear, linear_packed, linear_24, conv, sdpa. */
 #include "infer.h"
 
 #include <inttypes.h>
@@ -87,6 +87,33 @@ int tg_infer_linear_packed(tg_graph *g, int node)
         return -1;
     tg_shape s = x->shape;
     s.d[s.rank - 1] = tg_dim_const(n);
+    return tg_infer_set(g, node, x->dtype, &s);
+}
+
+/* The linear layer on a 2:4 sparse weight, compressed: values [N, K/2] and
+ * 2-bit indices meta [N, ceil(K/8)] (tgraph-format(5)); float32. */
+int tg_infer_linear_24(tg_graph *g, int node)
+{
+    const tg_value *x = tg_infer_in(g, node, 0), *v = tg_infer_in(g, node, 1);
+    const tg_value *m = tg_infer_in(g, node, 2), *b = tg_infer_opt(g, node, 3);
+    if (!x || !v || !m || tg_check_rank(x, 0, 1, TG_MAX_RANK) || tg_check_rank(v, 1, 2, 2) ||
+        tg_check_rank(m, 2, 2, 2))
+        return -1;
+    if (x->dtype != TG_F32 || v->dtype != TG_F32 || m->dtype != TG_U8)
+        return tg_err("linear_24 takes x and values float32 and meta uint8, not %s, %s, %s",
+                      tg_dtype_name(x->dtype), tg_dtype_name(v->dtype),
+                      tg_dtype_name(m->dtype));
+    int64_t K;
+    if (!tg_dim_is_const(x->shape.d[x->shape.rank - 1], &K) || K % 4 != 0)
+        return tg_err("linear_24's input features must be a constant multiple of 4");
+    tg_shape vs = {.rank = 2, .d = {v->shape.d[0], tg_dim_const(K / 2)}};
+    tg_shape ms = {.rank = 2, .d = {v->shape.d[0], tg_dim_const((K / 4 + 1) / 2)}};
+    tg_shape bs = {.rank = 1, .d = {v->shape.d[0]}};
+    if (tg_check_shape(g, v, 1, &vs) || tg_check_shape(g, m, 2, &ms) ||
+        (b && (tg_check_same_dtype(b, 3, x, 0) || tg_check_shape(g, b, 3, &bs))))
+        return -1;
+    tg_shape s = x->shape;
+    s.d[s.rank - 1] = v->shape.d[0];
     return tg_infer_set(g, node, x->dtype, &s);
 }
 

@@ -4,10 +4,6 @@
 
 #include "../graph.h"
 
-/* Layer node ni is replaced by value y: y takes the name of ni's output (so
- * graph outputs keep theirs), every use moves to y, ni dies. 0 or -1. */
-int tg_quant_replace_layer(tg_graph *g, int ni, int y);
-
 /* The quantize/dequantize form of static layer ni: dequantize(quantize(x;
  * xs, xz, xdt)) and dequantize(wq; per-channel scales of constant ws) into a
  * copy of the float layer (bias: value or -1). Its output value, or -1. */

@@ -13,19 +13,6 @@
 #include "internal.h"
 #include "quant.h"
 
-int tg_quant_replace_layer(tg_graph *g, int ni, int y)
-{
-    int old_out = g->nodes[ni].out[0];
-    char old[512], name[512];
-    snprintf(old, sizeof old, "%s.float", g->values[old_out].name);
-    snprintf(name, sizeof name, "%s", g->values[old_out].name);
-    if (tg_graph_rename_value(g, old_out, old) || tg_graph_rename_value(g, y, name))
-        return -1;
-    tg_graph_replace_uses(g, old_out, y);
-    tg_graph_kill_node(g, ni);
-    return 0;
-}
-
 int tg_quant_emit_qdq(tg_graph *g, int ni, float xs, int32_t xz, tg_dtype xdt, int wq, int ws,
                       int bias)
 {
@@ -166,7 +153,7 @@ static int fold_layer(tg_graph *g, int ni)
     snprintf(name, sizeof name, "%s.q", n->name);
     int y = tg_graph_add_node(g, conv ? TG_OP_QCONV : TG_OP_QLINEAR, name, in[3] >= 0 ? 4 : 3,
                               in, na, attrs);
-    if (y < 0 || tg_quant_replace_layer(g, ni, y))
+    if (y < 0 || tg_graph_replace_node(g, ni, y, ".float"))
         return -1;
     TG_LOG(QUANT, TG_LOG_INFO, "%s: quantize/dequantize pairs folded into %s", g->nodes[ni].name,
            conv ? "qconv" : "qlinear");

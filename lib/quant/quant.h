@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "../graph.h"
+#include "../log.h"
 #include "../tensor.h"
 
 typedef enum {
@@ -137,8 +138,10 @@ void tg_quant_report_free(tg_quant_report *r);
 /* Compare one sample's quantized outputs with the float ones. */
 int tg_quant_report_add(tg_quant_report *r, const tg_tensor *ref, const tg_tensor *got);
 /* Lines "output 'y': max abs err ..., mean abs err ..., top-1 agreement ..."
- * to f (NULL: none), each prefixed; also TLOG quant records. */
-void tg_quant_report_print(const tg_quant_report *r, const char *prefix, FILE *f);
+ * to f (NULL: none), each prefixed; also TLOG records of component comp
+ * (quant; tsparse's report: sparse). */
+void tg_quant_report_print(const tg_quant_report *r, tg_log_comp comp, const char *prefix,
+                           FILE *f);
 
 /* ---- calibration data (dataset.c) --------------------------------------------------- */
 /* Samples for g's inputs from .npy files. Each path is a file or a folder

@@ -50,7 +50,7 @@ int tg_quant_report_add(tg_quant_report *r, const tg_tensor *ref, const tg_tenso
         tg_quant_err *e = &r->out[i];
         int64_t n = tg_tensor_numel(a->rank, a->dims);
         if (a->dtype != b->dtype || a->rank != b->rank || n != tg_tensor_numel(b->rank, b->dims))
-            return tg_err("output '%s': the quantized graph's output differs in type or shape",
+            return tg_err("output '%s': the new graph's output differs in type or shape",
                           e->name);
         if (a->dtype != TG_F32)
             continue;               /* only float outputs carry quantization error */
@@ -73,7 +73,8 @@ int tg_quant_report_add(tg_quant_report *r, const tg_tensor *ref, const tg_tenso
     return 0;
 }
 
-void tg_quant_report_print(const tg_quant_report *r, const char *prefix, FILE *f)
+void tg_quant_report_print(const tg_quant_report *r, tg_log_comp comp, const char *prefix,
+                           FILE *f)
 {
     for (int i = 0; i < r->noutput; i++) {
         const tg_quant_err *e = &r->out[i];
@@ -88,7 +89,9 @@ void tg_quant_report_print(const tg_quant_report *r, const char *prefix, FILE *f
         if (f)
             fprintf(f, "%soutput '%s': max abs err %.4g, mean abs err %.4g%s\n", prefix, e->name,
                     e->max_abs, mean, top1);
-        if (!tg_log_on(QUANT, TG_LOG_INFO))
+#ifndef TG_LOG_DISABLE
+        if (tg_log_levels[comp] < TG_LOG_INFO)
+#endif
             continue;
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "output", e->name);
@@ -98,7 +101,7 @@ void tg_quant_report_print(const tg_quant_report *r, const char *prefix, FILE *f
         cJSON_AddNumberToObject(j, "top1_same", (double)e->top1_same);
         cJSON_AddNumberToObject(j, "top1_rows", (double)e->top1_rows);
         char *fields = cJSON_PrintUnformatted(j);
-        TG_LOGF(QUANT, TG_LOG_INFO, fields, "accuracy of output '%s' over %d samples: max abs"
+        tg_log_emit(comp, TG_LOG_INFO, fields, "accuracy of output '%s' over %d samples: max abs"
                 " err %.4g, mean abs err %.4g%s", e->name, r->nsample, e->max_abs, mean, top1);
         cJSON_free(fields);
         cJSON_Delete(j);

@@ -250,7 +250,7 @@ static int rewrite_layer(tg_graph *g, int ni, const tg_quant_opts *o, const tg_c
     else
         TG_LOG(QUANT, TG_LOG_INFO, "%s: %s %s", n->name, conv ? "qconv" : "qlinear",
                tg_quant_scheme_name(o->scheme));
-    if (tg_quant_replace_layer(g, ni, y))
+    if (tg_graph_replace_node(g, ni, y, ".float"))
         return -1;
     return 1;
 }

@@ -5,7 +5,8 @@
 #
 # model.so is then made from model.tg, itself made from model.pt2 (a
 # torch.export.save archive) or model.onnx; model.q8.so from model.q8.tg, the
-# int8 quantization of model.tg. Set the tools and their flags as usual:
+# int8 quantization of model.tg, model.s24.so from model.s24.tg, its 2:4
+# pruning. Set the tools and their flags as usual:
 #
 #   TEXPORT_FLAGS = --range batch=1:64
 #   TQUANT_FLAGS = --calib calib/
@@ -13,9 +14,11 @@
 
 TEXPORT ?= texport
 TQUANT ?= tquant
+TSPARSE ?= tsparse
 TCOMPILE ?= tcompile
 TEXPORT_FLAGS ?=
 TQUANT_FLAGS ?=
+TSPARSE_FLAGS ?=
 TCOMPILE_FLAGS ?=
 
 %.tg: %.pt2
@@ -27,6 +30,9 @@ TCOMPILE_FLAGS ?=
 # the shorter stem wins, so model.q8.tg comes from model.tg, not model.q8.pt2
 %.q8.tg: %.tg
 	$(TQUANT) $(TQUANT_FLAGS) -o $@ $<
+
+%.s24.tg: %.tg
+	$(TSPARSE) $(TSPARSE_FLAGS) -o $@ $<
 
 %.so: %.tg
 	$(TCOMPILE) $(TCOMPILE_FLAGS) -o $@ $<

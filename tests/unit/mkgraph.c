@@ -1,7 +1,11 @@
-/* mkgraph KIND SEED: write a small TG graph on stdout, for the tlog tests.
+/* mkgraph KIND SEED: write a small TG graph on stdout, for the tlog, tcompile
+ * and tsparse tests.
  *   mlp       x f32[batch,8] -> linear 16 -> relu -> linear 4 -> mul by a scalar
  *   mlp-gelu  the same with gelu instead of relu
  *   mlp-wide  hidden width 32 instead of 16
+ *   mlp-24    mlp with fc1's weight 2:4 sparse already (pruned by magnitude)
+ *   conv1x1   x f32[batch,8,6,6] -> 1x1 conv 16 (c1) -> batch norm -> relu ->
+ *             1x1 conv 12 stride 2 (c2) -> 1x1 conv 6 (c3) -> 1x1 conv 4 (c4)
  * Weights are uniform in [-1, 1) from SEED; the same KIND and SEED give the
  * same bytes. */
 #include <stdint.h>
@@ -12,10 +16,62 @@
 #include "error.h"
 #include "format.h"
 #include "randgraph.h"
+#include "sparse/sparse.h"
 
+
+/* Value v (a constant [N, K]) pruned to 2:4 in place. */
+static void prune_24(tg_graph *g, int v)
+{
+    int64_t N = g->values[v].shape.d[0].t[0].coef, K = g->values[v].shape.d[1].t[0].coef;
+    float *w = g->values[v].data, values[64];
+    uint8_t meta[16];
+    for (int64_t n = 0; n < N; n++) {   /* a row at a time: K <= 128 */
+        tg_sparse24_compress(w + n * K, 1, K, values, meta);
+        tg_sparse24_expand(values, meta, 1, K, w + n * K);
+    }
+}
+
+static int conv1x1(tg_graph *g, const char *name, int x, int64_t c, int64_t k, int64_t stride)
+{
+    char wn[64], bn[64];
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    int w = W(g, wn, k, c, 1, 1), b = W(g, bn, k);
+    tg_attr a = tg_attr_ints("stride", 1, &stride);
+    return tg_graph_add_node(g, TG_OP_CONV, name, 3, (int[]){x, w, b}, 1, &a);
+}
+
+static tg_graph *build_conv(void)
+{
+    tg_graph *g = tg_graph_new();
+    int b = tg_graph_add_symbol(g, "batch", 1, 64);
+    tg_shape xs = {.rank = 4, .d = {tg_dim_sym(b), tg_dim_const(8), tg_dim_const(6),
+                                    tg_dim_const(6)}};
+    int x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    int c1 = conv1x1(g, "c1", x, 8, 16, 1);
+    int mean = W(g, "bn.mean", 16), var = W(g, "bn.var", 16);
+    for (int i = 0; var >= 0 && i < 16; i++) {
+        float *v = g->values[var].data;
+        v[i] = v[i] * v[i] + 0.5f;
+    }
+    int bn = tg_graph_add_node(g, TG_OP_BATCH_NORM, "bn", 5,
+                               (int[]){c1, mean, var, W(g, "bn.weight", 16), W(g, "bn.bias", 16)},
+                               0, NULL);
+    int r = tg_graph_add_node(g, TG_OP_RELU, "act", 1, &bn, 0, NULL);
+    int c2 = conv1x1(g, "c2", r, 16, 12, 2);
+    int c3 = conv1x1(g, "c3", c2, 12, 6, 1);
+    int c4 = conv1x1(g, "c4", c3, 6, 4, 1);
+    if (x < 0 || c4 < 0 || tg_graph_add_output(g, c4) < 0) {
+        tg_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
 
 static tg_graph *build(const char *kind)
 {
+    if (!strcmp(kind, "conv1x1"))
+        return build_conv();
     int64_t hidden = strcmp(kind, "mlp-wide") ? 16 : 32;
     tg_op act = strcmp(kind, "mlp-gelu") ? TG_OP_RELU : TG_OP_GELU;
     tg_graph *g = tg_graph_new();
@@ -36,13 +92,15 @@ static tg_graph *build(const char *kind)
         tg_graph_free(g);
         return NULL;
     }
+    if (!strcmp(kind, "mlp-24"))
+        prune_24(g, w1);
     return g;
 }
 
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide SEED\n");
+        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|conv1x1 SEED\n");
         return 2;
     }
     rng = strtoull(argv[2], NULL, 10);

@@ -693,6 +693,23 @@ static void case_qlinear(tg_op op)
     }
 }
 
+/* any metadata byte is a valid set of indices; K / 4 odd leaves half a byte */
+static void case_linear_24(tg_op op)
+{
+    static const int64_t Ks[2] = {20, 32};
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int64_t K = Ks[k];
+        int x = cg_input(g, "x", TG_F32, DIMS(3, 2, K));
+        int v = cg_const(g, "values", TG_F32, DIMS(17, K / 2), NULL);
+        int m = cg_const(g, "meta", TG_U8, DIMS(17, (K / 4 + 1) / 2),
+                         &(cg_case){.lo = 0, .hi = 256});
+        run(op, k ? "K 32, no bias" : "K 20, bias",
+            one_node(g, op, k ? 3 : 4, (int[]){x, v, m, k ? -1 : W(g, "b", 17)}, 0, NULL),
+            (cg_case){0});
+    }
+}
+
 static void case_qconv(tg_op op)
 {
     for (int k = 0; k < 2; k++) {
@@ -747,6 +764,7 @@ static const struct {
     {TG_OP_FULL, case_full}, {TG_OP_ARANGE, case_arange}, {TG_OP_QUANTIZE, case_quantize},
     {TG_OP_DEQUANTIZE, case_quantize}, {TG_OP_QLINEAR, case_qlinear},
     {TG_OP_QCONV, case_qconv}, {TG_OP_CUMSUM, case_cumsum},
+    {TG_OP_LINEAR_24, case_linear_24},
 };
 
 static void cover(tg_op op)

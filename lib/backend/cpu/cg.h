@@ -52,6 +52,8 @@ const char *cg_quote(tg_cg *c, const char *s);
 int cg_emit_node(tg_cg *c, int n);
 /* qlinear, qconv (emit_qops.c). */
 int cg_emit_qop(tg_cg *c, const tg_node *nd);
+/* linear_24 (emit_sparse.c) */
+int cg_emit_sparse(tg_cg *c, const tg_node *nd);
 /* A fused loop group (TG_GROUP_LOOP) with root node `root`: a function into
  * c->fns and its call into c->f. */
 int cg_emit_loop(tg_cg *c, int root);

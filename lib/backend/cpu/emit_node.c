@@ -718,6 +718,7 @@ int cg_emit_node(tg_cg *c, int n)
             break;
         case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: rc = emit_quant(c, nd); break;
         case TG_OP_QLINEAR: case TG_OP_QCONV: rc = cg_emit_qop(c, nd); break;
+        case TG_OP_LINEAR_24: rc = cg_emit_sparse(c, nd); break;
         case TG_OP_FULL: case TG_OP_ARANGE: rc = emit_gen(c, nd); break;
         default:
             rc = tg_err("node '%s': op %s is not supported by the CPU code generator",

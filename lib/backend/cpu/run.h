@@ -32,6 +32,7 @@ int tg_run_movement(const tg_run_ctx *c);       /* reshape ... index_select, tri
 int tg_run_gen(const tg_run_ctx *c);            /* full, arange */
 int tg_run_quant(const tg_run_ctx *c);          /* quantize, dequantize */
 int tg_run_qops(const tg_run_ctx *c);           /* qlinear, qconv (run_qops.c) */
+int tg_run_sparse(const tg_run_ctx *c);         /* linear_24 (run_sparse.c) */
 
 /* The kernels number dtypes like tg_dtype. */
 static inline tgk_dtype tg_run_kt(tg_dtype t) { return (tgk_dtype)t; }

@@ -101,22 +101,6 @@ struct pgemm_job {
                     yr[v * VL + c] = acc[i][v][c];                                  \
     }
 
-/* tile T over rows [r, r + mr), mr <= MR, as a constant */
-#define TILE_ROWS(T, MR, NP, j, r, p, mr)                                    \
-    do {                                                                     \
-        switch ((mr)) {                                                      \
-        case 1: T(1, NP, j, r, p); break;                                    \
-        case 2: if (MR > 2) T(2, NP, j, r, p); break;                        \
-        case 3: if (MR > 3) T(3, NP, j, r, p); break;                        \
-        case 4: if (MR > 4) T(4, NP, j, r, p); break;                        \
-        case 5: if (MR > 5) T(5, NP, j, r, p); break;                        \
-        case 6: if (MR > 6) T(6, NP, j, r, p); break;                        \
-        case 7: if (MR > 7) T(7, NP, j, r, p); break;                        \
-        }                                                                    \
-        if ((mr) == MR)                                                      \
-            T(MR, NP, j, r, p);                                              \
-    } while (0)
-
 /* One chunk of rows x panels: rows outer, so a register tile's rows of x stay
  * in L1 while the tile sweeps the chunk's panels (at most 4 x K x 64 bytes,
  * in L1 or L2), and each row of y is written 4 panels (256 bytes) at a time.
@@ -138,10 +122,10 @@ struct pgemm_job {
             int64_t mr = r1 - r < MR ? r1 - r : MR;                                    \
             for (int64_t q = p; q < pe; q += NP)                                       \
                 if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
-                    TILE_ROWS(T, MR, NP, j, r, q, mr);                                 \
+                    TGK_TILE_ROWS(T, MR, NP, j, r, q, mr);                                 \
             for (int64_t q = pe; q < p1; q++)                                          \
                 if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
-                    TILE_ROWS(T, MR, 1, j, r, q, mr);                                  \
+                    TGK_TILE_ROWS(T, MR, 1, j, r, q, mr);                                  \
         }                                                                              \
     }
 

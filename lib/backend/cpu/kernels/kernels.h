@@ -75,6 +75,27 @@ void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_
  * the widest the CPU has; NULL: the widest again. false: the CPU lacks it. */
 bool tgk_gemm_packed_isa(const char *isa);
 
+/* ---- 2:4 sparse linear (sparse24.c) ---------------------------------------- */
+/* A weight w [N,K] (K a multiple of 4) with at most two nonzeros in each group
+ * of four along k, in the TG layout (tgraph-format(5)): values [N, K/2] f32, the
+ * two kept weights of each group in k order, and meta [N, ceil(K/8)] u8, 4 bits
+ * a group, the index in the group of its first kept weight in bits 0-1 and of
+ * its second in bits 2-3, group 2h in the low nibble of byte h and group
+ * 2h + 1 in the high one. Packed for the kernel (tgk_sparse24_packed_size
+ * bytes) by tgk_sparse24_pack, or once (tgk_qpack_once) for a compiled model. */
+size_t tgk_sparse24_packed_size(int64_t N, int64_t K);
+void tgk_sparse24_pack(int64_t N, int64_t K, const float *values, const uint8_t *meta,
+                       void *packed);
+void *tgk_sparse24_pack_once(void **slot, int64_t N, int64_t K, const float *values,
+                             const uint8_t *meta);
+/* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), w packed. */
+void tgk_linear24_f32(const float *x, const void *packed, const float *b, float *y,
+                      int64_t M, int64_t N, int64_t K);
+/* Which path it takes: "avx512", "avx2" or "scalar", the widest the CPU has
+ * unless set (tests); setting one the CPU lacks gives -1. */
+const char *tgk_sparse24_path(void);
+int tgk_sparse24_set_path(const char *name);
+
 /* ---- convolution (conv.c): im2col + GEMM, groups, dilation, transposed ----- */
 typedef struct {
     int nsp;                    /* spatial dims: 1, 2 or 3 */

@@ -30,6 +30,24 @@
 #define TGK_CLONES
 #endif
 
+/* Register tiles (gemm_packed.c, sparse24.c): tile T(mr, np, j, r, p) over
+ * rows [r, r + mr), mr <= MR <= 8, with mr a constant at each call, so that
+ * every row count gets its own unrolled copy. */
+#define TGK_TILE_ROWS(T, MR, NP, j, r, p, mr)                                \
+    do {                                                                     \
+        switch ((mr)) {                                                      \
+        case 1: T(1, NP, j, r, p); break;                                    \
+        case 2: if (MR > 2) T(2, NP, j, r, p); break;                        \
+        case 3: if (MR > 3) T(3, NP, j, r, p); break;                        \
+        case 4: if (MR > 4) T(4, NP, j, r, p); break;                        \
+        case 5: if (MR > 5) T(5, NP, j, r, p); break;                        \
+        case 6: if (MR > 6) T(6, NP, j, r, p); break;                        \
+        case 7: if (MR > 7) T(7, NP, j, r, p); break;                        \
+        }                                                                    \
+        if ((mr) == MR)                                                      \
+            T(MR, NP, j, r, p);                                              \
+    } while (0)
+
 static inline float tgk_bits_float(uint32_t u)
 {
     float f;
