@@ -14,6 +14,7 @@
  * program ends with that coverage report and the cases a path refused. */
 #include "cgcheck.h"
 #include "backend/cpu/kernels/kernels.h"
+#include "sparse/sparse.h"
 
 static int covered[TG_OP_COUNT];
 
@@ -693,20 +694,29 @@ static void case_qlinear(tg_op op)
     }
 }
 
-/* any metadata byte is a valid set of indices; K / 4 odd leaves half a byte */
+/* linear_24 as tsparse makes it: a linear whose weight is made 2:4 here, so
+ * that the pass keeps it exactly; the linear is the reference. K / 4 odd
+ * leaves half a byte of metadata. */
 static void case_linear_24(tg_op op)
 {
     static const int64_t Ks[2] = {20, 32};
     for (int k = 0; k < 2; k++) {
         tg_graph *g = tg_graph_new();
-        int64_t K = Ks[k];
-        int x = cg_input(g, "x", TG_F32, DIMS(3, 2, K));
-        int v = cg_const(g, "values", TG_F32, DIMS(17, K / 2), NULL);
-        int m = cg_const(g, "meta", TG_U8, DIMS(17, (K / 4 + 1) / 2),
-                         &(cg_case){.lo = 0, .hi = 256});
-        run(op, k ? "K 32, no bias" : "K 20, bias",
-            one_node(g, op, k ? 3 : 4, (int[]){x, v, m, k ? -1 : W(g, "b", 17)}, 0, NULL),
-            (cg_case){0});
+        int64_t K = Ks[k], N = 17, MB = tg_sparse24_meta_bytes(K);
+        int x = cg_input(g, "x", TG_F32, DIMS(3, 2, K)), w = W(g, "w", N, K);
+        float *values = malloc(sizeof *values * (size_t)(N * K / 2));
+        uint8_t *meta = malloc((size_t)(N * MB));
+        tg_sparse24_compress(g->values[w].data, N, K, values, meta);
+        tg_sparse24_expand(values, meta, N, K, g->values[w].data);
+        free(values), free(meta);
+        one_node(g, TG_OP_LINEAR, k ? 2 : 3, (int[]){x, w, k ? -1 : W(g, "b", N)}, 0, NULL);
+        tg_graph *linear = tg_graph_clone(g);   /* the reference */
+        tg_sparse_opts so;
+        tg_sparse_result r;
+        tg_sparse_opts_init(&so);
+        CHECK(tg_sparse_prune(g, &so, &r) == 1 && r.layer[0].was_24);
+        tg_sparse_result_free(&r);
+        run(op, k ? "K 32, no bias" : "K 20, bias", g, (cg_case){.reference = linear});
     }
 }
 

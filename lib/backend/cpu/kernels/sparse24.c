@@ -17,10 +17,11 @@
  * weight stream halves.
  *
  * One source per instruction set, as gemm_packed.c: AVX-512 (register tile
- * 8 rows x 1 panel: of 6 x 2, 4 x 2, 8 x 1 and 4 x 3, the fastest at batch 64
- * on a Xeon with AVX-512, bench/sparse.sh), AVX2 (3 x 1) and a scalar loop,
- * the readable reference and the path of other CPUs; chosen once by CPU
- * features. */
+ * 6 rows x 2 panels; of 6 x 2, 4 x 2, 8 x 1 and 4 x 3 timed on a Xeon with
+ * AVX-512, bench/sparse.sh, 8 x 1 was a little faster at batch 64, 1.40-1.54x
+ * the dense kernel against 1.35-1.50x, but only 6 x 2 has been through the
+ * unit tests on such a CPU), AVX2 (3 x 1) and a scalar loop, the readable
+ * reference and the path of other CPUs; chosen once by CPU features. */
 #include "backend/cpu/kernels/kernels.h"
 
 #include <string.h>
@@ -219,7 +220,7 @@ static void chunk_scalar(const s24_job *j, int64_t r0, int64_t r1, int64_t p0, i
 #define PERM256(x, i) ((tile256_vec)_mm256_permutevar_ps((__m256)(x), (__m256i)(i)))
 TILE24(tile512, __attribute__((target("arch=x86-64-v4"))), 16, BCAST512, PERM512, EXPAND512)
 TILE24(tile256, __attribute__((target("arch=x86-64-v3"))), 8, BCAST256, PERM256, EXPAND256)
-CHUNK24(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile512, 8, 1)
+CHUNK24(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile512, 6, 2)
 CHUNK24(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile256, 3, 1)
 #endif
 
@@ -231,7 +232,7 @@ typedef struct {
 
 static const path paths[] = {
 #ifdef S24_X86
-    {"avx512", chunk_avx512, 8},
+    {"avx512", chunk_avx512, 6},
     {"avx2", chunk_avx2, 3},
 #endif
     {"scalar", chunk_scalar, 1},
