@@ -7,8 +7,6 @@
 
 #include "error.h"
 
-#define TG_TENSOR_ALIGN 64
-
 int64_t tg_tensor_numel(int rank, const int64_t *dims)
 {
     if (rank < 0 || rank > TG_MAX_RANK)
@@ -23,7 +21,27 @@ int64_t tg_tensor_numel(int rank, const int64_t *dims)
     return n;
 }
 
-int tg_tensor_alloc(tg_tensor *t)
+void *tg_host_alloc(size_t nbytes)
+{
+    size_t padded;
+    if (__builtin_add_overflow(nbytes, (size_t)TG_TENSOR_ALIGN - 1, &padded)) {
+        tg_err("tensor size overflows");
+        return NULL;
+    }
+    /* aligned_alloc wants a multiple of the alignment, and never 0 bytes */
+    padded = padded / TG_TENSOR_ALIGN * TG_TENSOR_ALIGN;
+    if (padded == 0)
+        padded = TG_TENSOR_ALIGN;
+    void *p = aligned_alloc(TG_TENSOR_ALIGN, padded);
+    if (!p) {
+        tg_err("out of memory allocating %zu bytes for a tensor", nbytes);
+        return NULL;
+    }
+    memset(p, 0, padded);
+    return p;
+}
+
+int tg_tensor_nbytes(const tg_tensor *t, size_t *nbytes)
 {
     size_t es = tg_dtype_size(t->dtype);
     if (!es)
@@ -31,18 +49,19 @@ int tg_tensor_alloc(tg_tensor *t)
     int64_t n = tg_tensor_numel(t->rank, t->dims);
     if (n < 0)
         return -1;
-    size_t nbytes, padded;
-    if (__builtin_mul_overflow((size_t)n, es, &nbytes) ||
-        __builtin_add_overflow(nbytes, (size_t)TG_TENSOR_ALIGN - 1, &padded))
+    if (__builtin_mul_overflow((size_t)n, es, nbytes))
         return tg_err("tensor size overflows");
-    /* aligned_alloc wants a multiple of the alignment, and never 0 bytes */
-    padded = padded / TG_TENSOR_ALIGN * TG_TENSOR_ALIGN;
-    if (padded == 0)
-        padded = TG_TENSOR_ALIGN;
-    void *p = aligned_alloc(TG_TENSOR_ALIGN, padded);
+    return 0;
+}
+
+int tg_tensor_alloc(tg_tensor *t)
+{
+    size_t nbytes;
+    if (tg_tensor_nbytes(t, &nbytes))
+        return -1;
+    void *p = tg_host_alloc(nbytes);
     if (!p)
-        return tg_err("out of memory allocating %zu bytes for a tensor", nbytes);
-    memset(p, 0, padded);
+        return -1;
     t->data = p;
     t->nbytes = nbytes;
     return 0;

@@ -17,8 +17,15 @@ typedef struct {
     size_t nbytes;
 } tg_tensor;
 
+#define TG_TENSOR_ALIGN 64
+
+/* nbytes of zeroed memory, TG_TENSOR_ALIGN-aligned (even for 0 bytes), for
+ * free(); NULL (tg_err) when out of memory. */
+void *tg_host_alloc(size_t nbytes);
 /* Element count; -1 (tg_err) on overflow. */
 int64_t tg_tensor_numel(int rank, const int64_t *dims);
+/* t's size in bytes from its dtype and dims; -1 (tg_err) on overflow. */
+int tg_tensor_nbytes(const tg_tensor *t, size_t *nbytes);
 /* Allocate data for t (dtype, rank, dims set): 64-byte aligned, zeroed. 0 or -1. */
 int tg_tensor_alloc(tg_tensor *t);
 void tg_tensor_free(tg_tensor *t);

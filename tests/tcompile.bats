@@ -79,6 +79,23 @@ random_npy() {
     refuses_tty "a shared object" "$TCOMPILE" "$GRAPHS/mlp.tg"
 }
 
+@test "tcompile --target cpu builds the default's shared object, byte for byte" {
+    run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/a.so"
+    run_ok "$TCOMPILE" --target cpu "$GRAPHS/mlp.tg" -o "$TMP/b.so"
+    cmp "$TMP/a.so" "$TMP/b.so"
+}
+
+@test "tcompile --target with an unknown name is a usage error listing the targets" {
+    run_fails 2 "^tcompile: --target: no device 'gpu9' \\(known: cpu" "$TCOMPILE" --target gpu9 \
+        "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    [ ! -e "$TMP/m.so" ]
+}
+
+@test "tcompile TLOG=+codegen records the target of each node" {
+    TLOG=+codegen run_ok "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    grep -Eq '^\[tcompile:codegen\] [a-z_0-9]+ \(linear_packed\): cpu$' <<<"$stderr"
+}
+
 @test "tcompile refuses a --cpu value that is not a CPU name" {
     run_fails 2 "not a CPU name" "$TCOMPILE" --cpu=-fplugin=x "$GRAPHS/mlp.tg" -o "$TMP/m.so"
     [ ! -e "$TMP/m.so" ]

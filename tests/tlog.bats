@@ -488,7 +488,9 @@ fusion_record() {
 
 @test "trun TLOG=+run logs each node's time as records tlog report reads" {
     TLOG=+run TLOG_FORMAT=json TLOG_FILE="$TMP/r.log" "$TRUN" --random --bench=1 --warmup=0 "$TMP/g.tg"
-    [ "$(grep -c '"comp":"run","level":"debug"' "$TMP/r.log")" -eq 4 ]
+    # a timing per node, after the record of the device each runs on
+    [ "$(grep -c '"comp":"run","level":"debug".*"fields":{"node":.*"us":' "$TMP/r.log")" -eq 4 ]
+    [ "$(grep -c '"comp":"run","level":"debug".*"backend":"cpu"}' "$TMP/r.log")" -eq 4 ]
     run_ok "$TLOG" report "$TMP/r.log"
     [[ "$output" == "profile: 4 timings over 1 run, "* ]]
 }

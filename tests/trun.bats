@@ -427,6 +427,22 @@ EOF
         --check "$TMP/a.npy" --rtol 1e-6 --atol 0
 }
 
+@test "trun --device cpu gives the default's output, bit for bit" {
+    "$TRUN" --random --seed "$SEED" --dim batch=5 "$TMP/g.tg" -o "$TMP/a.npy"
+    run_ok "$TRUN" --device cpu --random --seed "$SEED" --dim batch=5 "$TMP/g.tg" -o "$TMP/b.npy"
+    cmp "$TMP/a.npy" "$TMP/b.npy"
+}
+
+@test "trun --device with an unknown name is a usage error listing the devices" {
+    run_fails 2 "^trun: --device: no device 'gpu9' \\(known: cpu" "$TRUN" --device gpu9 --random "$TMP/g.tg"
+}
+
+@test "trun TLOG=+run records which device runs each node" {
+    TLOG=+run TLOG_FORMAT=json run_ok "$TRUN" --random "$TMP/g.tg" -o "$TMP/y.npy"
+    [ "$(grep -c '"comp":"run".*"fields":{"node":"[^"]*","op":"[^"]*","backend":"cpu"}' <<<"$stderr")" -eq 4 ]
+    grep -q '"msg":"fc1 (linear): on cpu"' <<<"$stderr"
+}
+
 @test "trun --profile writes one TLOG JSON record per node and run" {
     run_ok "$TRUN" --random --bench=2 --warmup=1 --profile "$TMP/p.jsonl" "$TMP/g.tg"
     [ "$(wc -l <"$TMP/p.jsonl")" -eq 12 ]   # 4 nodes x 3 runs

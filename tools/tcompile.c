@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli.h"
 #include "codegen/codegen.h"
 #include "error.h"
@@ -15,11 +16,14 @@ static void help(void)
 {
     printf("Usage: tcompile [OPTION]... [GRAPH]\n"
            "Compile the TG graph in GRAPH (or standard input) into a shared object that\n"
-           "runs it on the CPU and needs only libc and libm. The .so exports the\n"
-           "C ABI of <tgraph/model.h> (tgraph_model(3)); trun(1) runs it like a graph.\n"
+           "runs it on the target device (for the CPU it needs only libc and libm). The\n"
+           ".so exports the C ABI of <tgraph/model.h> (tgraph_model(3)); trun(1) runs\n"
+           "it like a graph.\n"
            "\n"
            "  -o, --output=FILE    write the .so to FILE (default: standard output, which\n"
            "                       must not be a terminal)\n"
+           "      --target=NAME    the device to compile for (default cpu); a node it\n"
+           "                       cannot compile is an error that says why\n"
            "      --header=FILE    also write a C header describing the model's inputs,\n"
            "                       outputs and symbols\n"
            "      --cpu=CPU        target CPU: native (default), x86-64-v3 (AVX2) or\n"
@@ -41,6 +45,7 @@ static void help(void)
 static const struct option opts[] = {
     {"output", required_argument, NULL, 'o'},
     {"header", required_argument, NULL, 'H'},
+    {"target", required_argument, NULL, 't'},
     {"cpu", required_argument, NULL, 'c'},
     {"weights", required_argument, NULL, 'w'},
     {"emit-c", required_argument, NULL, 'e'},
@@ -67,13 +72,19 @@ int main(int argc, char **argv)
 {
     const char *out = NULL, *header = NULL;
     tg_build_opts bo = {0};
-    tg_passes_opts po = {.level = 1};
+    tg_passes_opts po = {.level = 1, .target = &tg_backend_cpu};
     int c;
     cli_init("tcompile");
     while ((c = getopt_long(argc, argv, "o:O:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'H': header = optarg; break;
+        case 't':
+            if (!(po.target = tg_backend_find(optarg)))
+                cli_usage("--target: %s", tg_errmsg());
+            if (!po.target->compile)
+                cli_usage("--target: %s runs graphs (trun --device) but compiles none", optarg);
+            break;
         case 'c':
             if (!cpu_ok(optarg))
                 cli_usage("--cpu: '%s' is not a CPU name", optarg);
@@ -113,7 +124,7 @@ int main(int argc, char **argv)
     tg_outfile o;
     if (cli_open_out(&o, out, true) < 0)
         goto done;
-    int bad = tg_codegen_build(g, p, &bo, o.f);
+    int bad = po.target->compile(po.target, g, p, &bo, o.f);
     if (bad)
         cli_fail(ferror(o.f) ? (out ? out : "-") : in);    /* writing, or building */
     if (tg_outfile_close(&o, !bad) < 0) {

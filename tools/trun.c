@@ -21,6 +21,7 @@
 #include "compare.h"
 #include "dtype.h"
 #include "error.h"
+#include "backend/backend.h"
 #include "exec/runner.h"
 #include "log.h"
 #include "npy.h"
@@ -28,7 +29,7 @@
 #define MAX_CHECK 64
 
 enum { OPT_CHECK = 256, OPT_RTOL, OPT_ATOL, OPT_RANDOM, OPT_SEED, OPT_DIM, OPT_BENCH,
-       OPT_WARMUP, OPT_THREADS, OPT_PROFILE };
+       OPT_WARMUP, OPT_THREADS, OPT_PROFILE, OPT_DEVICE };
 
 static const struct option opts[] = {
     {"output", required_argument, NULL, 'o'},
@@ -42,6 +43,7 @@ static const struct option opts[] = {
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"profile", required_argument, NULL, OPT_PROFILE},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {0},
@@ -78,6 +80,9 @@ static void help(void)
            "                       many as take the time T (300ms, 1s)\n"
            "      --threads=N      threads for the kernels (default: all cores)\n"
            "      --profile=FILE   write per-node timings as TLOG JSON lines to FILE\n"
+           "      --device=NAME    the device that runs a TG graph's nodes (default cpu;\n"
+           "                       the CPU runs those it refuses; TLOG=run says which);\n"
+           "                       a compiled model runs where tcompile --target put it\n"
            "  -h, --help           show this help and exit\n"
            "  -V, --version        show the version and exit\n"
            "\n"
@@ -370,6 +375,7 @@ typedef struct {
     bool random, bench;
     uint64_t seed;
     int nbench, warmup, threads;
+    const char *device;
     double warmup_s;            /* --warmup=T: warm up for at least T seconds */
     char dimname[TG_MAX_SYMS * 2][64];
     int64_t dimval[TG_MAX_SYMS * 2];
@@ -430,6 +436,7 @@ static void parse_args(int argc, char **argv, options *o)
             break;
         case OPT_WARMUP: parse_warmup(optarg, o); break;
         case OPT_THREADS: o->threads = (int)cli_int("threads", optarg, 0, 4096); break;
+        case OPT_DEVICE: o->device = optarg; break;
         case OPT_PROFILE: o->profile = optarg; break;
         case 'h': help(); exit(0);
         case 'V': cli_version(); exit(0);
@@ -567,9 +574,17 @@ int main(int argc, char **argv)
             return cli_fail(model);
         path = piped;
     }
+    const tg_backend *dev = tg_backend_find(o.device ? o.device : "cpu");
+    if (!dev)
+        cli_usage("--device: %s", tg_errmsg());
+    bool so = tg_runner_is_so(path);
+    if (so && dev != &tg_backend_cpu) {
+        cli_error(model, "a compiled model runs on the device it was compiled for, not --device");
+        return 2;
+    }
     /* The one place that knows kinds of models. */
-    tg_runner *r = tg_runner_is_so(path) ? tg_runner_open_so(path, o.threads)
-                                         : tg_runner_open_tg(path, o.threads);
+    tg_runner *r = so ? tg_runner_open_so(path, o.threads)
+                      : tg_runner_open_tg(path, dev, o.threads);
     if (!r)
         return cli_fail(model);
     if (r->noutput > 1 && (o.out ? !is_dir(o.out) && access(o.out, F_OK) == 0 : to_stdout)) {

@@ -1,67 +1,28 @@
 /* The reference interpreter: check the inputs against the graph, bind its
  * symbols, then run the nodes in order, allocating each output when its node
- * runs and freeing each value after its last use. The per-op work is in the
- * run_*.c glue, found through one table indexed by op. */
+ * runs and freeing each value after its last use. Each node runs on a device
+ * (lib/backend/backend.h): the one chosen where it supports the node, else the
+ * CPU. A device with memory of its own gets its inputs uploaded, and values it
+ * made are downloaded where the CPU reads them; either copy is kept until the
+ * value dies. */
 #include "exec.h"
 
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../backend/backend.h"
 #include "../error.h"
-#include "../backend/cpu/run.h"
+#include "../log.h"
 #include "exec_dynamic.h"
-
-/* tensor_ops.h numbers its dtypes like dtype.h, so a cast converts. */
-_Static_assert(TGK_F32 == (int)TG_F32 && TGK_F8E5M2 == (int)TG_F8E5M2 &&
-               TGK_I8 == (int)TG_I8 && TGK_I64 == (int)TG_I64 && TGK_BOOL == (int)TG_BOOL &&
-               TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype must match tg_dtype");
-
-static const tg_run_fn run_table[TG_OP_COUNT] = {
-#define E tg_run_elementwise
-    [TG_OP_NEG] = E, [TG_OP_ABS] = E, [TG_OP_EXP] = E, [TG_OP_LOG] = E, [TG_OP_SQRT] = E,
-    [TG_OP_RSQRT] = E, [TG_OP_RECIPROCAL] = E, [TG_OP_SIN] = E, [TG_OP_COS] = E,
-    [TG_OP_TANH] = E, [TG_OP_ERF] = E, [TG_OP_SIGMOID] = E, [TG_OP_RELU] = E,
-    [TG_OP_GELU] = E, [TG_OP_SILU] = E, [TG_OP_HARDSWISH] = E, [TG_OP_HARDSIGMOID] = E,
-    [TG_OP_LEAKY_RELU] = E, [TG_OP_ELU] = E, [TG_OP_FLOOR] = E, [TG_OP_CEIL] = E,
-    [TG_OP_ROUND] = E, [TG_OP_CLAMP] = E, [TG_OP_LOGICAL_NOT] = E, [TG_OP_CAST] = E,
-    [TG_OP_IDENTITY] = E, [TG_OP_ADD] = E, [TG_OP_SUB] = E, [TG_OP_MUL] = E, [TG_OP_DIV] = E,
-    [TG_OP_POW] = E, [TG_OP_REMAINDER] = E, [TG_OP_FMOD] = E, [TG_OP_MAXIMUM] = E, [TG_OP_MINIMUM] = E, [TG_OP_EQ] = E, [TG_OP_NE] = E,
-    [TG_OP_LT] = E, [TG_OP_LE] = E, [TG_OP_GT] = E, [TG_OP_GE] = E, [TG_OP_LOGICAL_AND] = E,
-    [TG_OP_LOGICAL_OR] = E, [TG_OP_WHERE] = E,
-#undef E
-#define R tg_run_reduce
-    [TG_OP_REDUCE_SUM] = R, [TG_OP_REDUCE_MEAN] = R, [TG_OP_REDUCE_MAX] = R,
-    [TG_OP_REDUCE_MIN] = R, [TG_OP_REDUCE_PROD] = R, [TG_OP_REDUCE_VAR] = R,
-    [TG_OP_REDUCE_ANY] = R, [TG_OP_ARGMAX] = R, [TG_OP_ARGMIN] = R, [TG_OP_SOFTMAX] = R,
-    [TG_OP_LOG_SOFTMAX] = R, [TG_OP_CUMSUM] = R,
-#undef R
-    [TG_OP_LAYER_NORM] = tg_run_nn, [TG_OP_GROUP_NORM] = tg_run_nn,
-    [TG_OP_BATCH_NORM] = tg_run_nn, [TG_OP_MAX_POOL] = tg_run_nn, [TG_OP_AVG_POOL] = tg_run_nn,
-    [TG_OP_ADAPTIVE_AVG_POOL] = tg_run_nn, [TG_OP_RESIZE] = tg_run_nn,
-    [TG_OP_MATMUL] = tg_run_linalg, [TG_OP_LINEAR] = tg_run_linalg,
-    [TG_OP_LINEAR_PACKED] = tg_run_linalg,
-    [TG_OP_CONV] = tg_run_linalg, [TG_OP_SDPA] = tg_run_linalg,
-#define M tg_run_movement
-    [TG_OP_RESHAPE] = M, [TG_OP_PERMUTE] = M, [TG_OP_EXPAND] = M, [TG_OP_SLICE] = M,
-    [TG_OP_CONCAT] = M, [TG_OP_PAD] = M, [TG_OP_TILE] = M, [TG_OP_GATHER] = M,
-    [TG_OP_INDEX_SELECT] = M, [TG_OP_INDEX_COPY] = M, [TG_OP_TRIL] = M, [TG_OP_TRIU] = M,
-#undef M
-    [TG_OP_FULL] = tg_run_gen, [TG_OP_ARANGE] = tg_run_gen,
-    [TG_OP_QUANTIZE] = tg_run_quant, [TG_OP_DEQUANTIZE] = tg_run_quant,
-    [TG_OP_QLINEAR] = tg_run_qops, [TG_OP_QCONV] = tg_run_qops,
-    [TG_OP_LINEAR_24] = tg_run_sparse,
-};
-
-bool tg_exec_supports_op(tg_op op)
-{
-    return op > TG_OP_NONE && op < TG_OP_COUNT && run_table[op] != NULL;
-}
 
 struct tg_exec {
     const tg_graph *g;
+    const tg_backend *dev;          /* the device asked for */
+    bool *on_dev;                   /* per node: runs on dev (else on the CPU) */
     int *last_use;                  /* per value: index of the last node reading it */
     bool *dynamic;                  /* per node: its shapes are known when it runs */
     int nthreads;                   /* for its runs; 0: the process-wide count */
@@ -69,26 +30,82 @@ struct tg_exec {
     void *hook_ctx;
 };
 
-tg_exec *tg_exec_new(const tg_graph *g, int nthreads)
+/* A TLOG=run record of where node i runs: DEBUG, or INFO with the device
+ * that refused it and why. */
+static void log_place(const tg_exec *e, int i, const char *on, const char *refused,
+                      const char *why)
 {
-    for (int i = 0; i < g->nnode; i++)
-        if (!tg_exec_supports_op(g->nodes[i].op)) {
-            tg_err("node '%s': op %s has no CPU kernel", g->nodes[i].name,
-                   tg_op_name(g->nodes[i].op));
-            return NULL;
-        }
+    tg_log_level lvl = refused ? TG_LOG_INFO : TG_LOG_DEBUG;
+    if (!tg_log_on(RUN, lvl))
+        return;
+    const tg_node *n = &e->g->nodes[i];
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "node", n->name);
+    cJSON_AddStringToObject(f, "op", tg_op_name(n->op));
+    cJSON_AddStringToObject(f, "backend", on);
+    if (refused) {
+        cJSON_AddStringToObject(f, "refused", refused);
+        cJSON_AddStringToObject(f, "why", why);
+    }
+    char *fs = cJSON_PrintUnformatted(f);
+    if (refused)
+        tg_log_emit(TG_LOG_RUN, lvl, fs, "%s (%s): %s refused it (%s); on %s", n->name,
+                    tg_op_name(n->op), refused, why, on);
+    else
+        tg_log_emit(TG_LOG_RUN, lvl, fs, "%s (%s): on %s", n->name, tg_op_name(n->op), on);
+    free(fs);
+    cJSON_Delete(f);
+}
+
+/* Where node i runs: on dev when it supports the node, else on the CPU.
+ * -1 (tg_err) when neither can. */
+static int place(tg_exec *e, int i)
+{
+    const tg_graph *g = e->g;
+    const tg_node *n = &g->nodes[i];
+    const tg_backend *cpu = &tg_backend_cpu;
+    char why[TG_WHY_MAX], cpu_why[TG_WHY_MAX];
+    if (e->dynamic[i] && e->dev != cpu) {       /* rebuilt when it runs, on host data */
+        snprintf(why, sizeof why, "its shapes are known only when it runs");
+    } else if (tg_backend_supports(e->dev, g, i, why)) {
+        e->on_dev[i] = true;
+        log_place(e, i, e->dev->name, NULL, NULL);
+        return 0;
+    }
+    if (e->dev == cpu)
+        return tg_err("node '%s' (%s): cpu cannot run it: %s", n->name, tg_op_name(n->op), why);
+    if (!tg_backend_supports(cpu, g, i, cpu_why))
+        return tg_err("node '%s' (%s): %s cannot run it (%s), nor can cpu (%s)", n->name,
+                      tg_op_name(n->op), e->dev->name, why, cpu_why);
+    log_place(e, i, cpu->name, e->dev->name, why);
+    return 0;
+}
+
+tg_exec *tg_exec_new_on(const tg_graph *g, const tg_backend *dev, int nthreads)
+{
     tg_exec *e = calloc(1, sizeof *e);
     if (!e || !(e->last_use = malloc(sizeof(int) * (size_t)(g->nvalue ? g->nvalue : 1))) ||
+        !(e->on_dev = calloc((size_t)g->nnode + 1, sizeof(bool))) ||
         !(e->dynamic = malloc(sizeof(bool) * (size_t)(g->nnode ? g->nnode : 1)))) {
-        if (e)
-            free(e->last_use);
-        free(e);
+        tg_exec_free(e);
         tg_err("out of memory");
         return NULL;
     }
     e->g = g;
+    e->dev = dev;
     for (int i = 0; i < g->nnode; i++)
         e->dynamic[i] = tg_exec_node_is_dynamic(g, &g->nodes[i]);
+    int ndev = 0;
+    for (int i = 0; i < g->nnode; i++) {
+        if (place(e, i)) {
+            tg_exec_free(e);
+            return NULL;
+        }
+        ndev += e->on_dev[i];
+    }
+    if (dev != &tg_backend_cpu)
+        TG_LOG(RUN, TG_LOG_INFO, "%d of %d nodes on %s, the rest on cpu", ndev, g->nnode,
+               dev->name);
     for (int v = 0; v < g->nvalue; v++)
         e->last_use[v] = -1;
     for (int i = 0; i < g->nnode; i++)
@@ -101,11 +118,17 @@ tg_exec *tg_exec_new(const tg_graph *g, int nthreads)
     return e;
 }
 
+tg_exec *tg_exec_new(const tg_graph *g, int nthreads)
+{
+    return tg_exec_new_on(g, &tg_backend_cpu, nthreads);
+}
+
 void tg_exec_free(tg_exec *e)
 {
     if (!e)
         return;
     free(e->last_use);
+    free(e->on_dev);
     free(e->dynamic);
     free(e);
 }
@@ -216,19 +239,65 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* vals[v] for every value; owned[v] when the data is ours to free. */
+/* vals[v] for every value; owned[v] when the data is ours to free; on_dev[v]
+ * when that data is in the device's memory (else the host's); copy[v] the
+ * value's data in the other memory once a node there has read it (NULL:
+ * none yet). */
 typedef struct {
+    const tg_backend *dev;
     tg_tensor *vals;
-    bool *owned;
+    bool *owned, *on_dev;
+    void **copy;
     int n;
 } value_set;
+
+static void drop(const value_set *vs, void *data, bool on_dev)
+{
+    if (on_dev)
+        vs->dev->free(vs->dev, data);
+    else
+        free(data);
+}
 
 static void release(value_set *vs, int v)
 {
     if (vs->owned[v])
-        tg_tensor_free(&vs->vals[v]);
-    vs->owned[v] = false;
+        drop(vs, vs->vals[v].data, vs->on_dev[v]);
+    if (vs->copy[v])
+        drop(vs, vs->copy[v], !vs->on_dev[v]);
+    vs->owned[v] = vs->on_dev[v] = false;
+    vs->copy[v] = NULL;
     vs->vals[v].data = NULL;
+}
+
+/* nbytes of zeroed memory on the device or the host. */
+static void *get(const value_set *vs, size_t nbytes, bool on_dev)
+{
+    return on_dev ? vs->dev->alloc(vs->dev, nbytes) : tg_host_alloc(nbytes);
+}
+
+/* Value v as a node in memory on_dev reads it: itself, or its copy there
+ * (made on first use). NULL (tg_err) when the copy fails. */
+static const tg_tensor *readable(value_set *vs, int v, bool on_dev, tg_tensor *tmp)
+{
+    const tg_tensor *t = &vs->vals[v];
+    if (vs->on_dev[v] == on_dev)
+        return t;
+    if (!vs->copy[v]) {
+        void *c = get(vs, t->nbytes, on_dev);
+        if (!c)
+            return NULL;
+        int rc = on_dev ? vs->dev->upload(vs->dev, c, t->data, t->nbytes)
+                        : vs->dev->download(vs->dev, c, t->data, t->nbytes);
+        if (rc) {
+            drop(vs, c, on_dev);
+            return NULL;
+        }
+        vs->copy[v] = c;
+    }
+    *tmp = *t;
+    tmp->data = vs->copy[v];
+    return tmp;
 }
 
 static int node_error(const tg_node *n)
@@ -243,11 +312,15 @@ static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *
 {
     const tg_graph *g = e->g;
     const tg_node *n = &g->nodes[i];
+    const tg_backend *be = e->on_dev[i] ? e->dev : &tg_backend_cpu;
+    bool on_dev = be->memory == TG_MEM_DEVICE;
     const tg_tensor *in[n->nin ? n->nin : 1];
-    tg_tensor *out[n->nout ? n->nout : 1];
+    tg_tensor *out[n->nout ? n->nout : 1], copies[n->nin ? n->nin : 1];
     for (int j = 0; j < n->nin; j++)
-        in[j] = n->in[j] >= 0 ? &vs->vals[n->in[j]] : NULL;
-    /* a dynamic node runs as its concrete one-node rebuild */
+        if (!(in[j] = n->in[j] >= 0 ? readable(vs, n->in[j], on_dev, &copies[j]) : NULL) &&
+            n->in[j] >= 0)
+            return tg_err_append("(node '%s', input %d to %s)", n->name, j, be->name);
+    /* a dynamic node (on the CPU: place) runs as its concrete one-node rebuild */
     tg_graph *cg = e->dynamic[i] ? tg_exec_concrete_node(g, n, in) : NULL;
     if (e->dynamic[i] && !cg)
         return node_error(n);
@@ -268,19 +341,41 @@ static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *
                 tg_graph_free(cg);
                 return node_error(n);
             }
-        } else if (tg_shape_eval(&v->shape, sym, t->dims))
+        } else if (tg_shape_eval(&v->shape, sym, t->dims)) {
             return tg_err_append("(node '%s', output %d)", n->name, j);
-        if (tg_tensor_alloc(t)) {
+        }
+        if (tg_tensor_nbytes(t, &t->nbytes) || !(t->data = get(vs, t->nbytes, on_dev))) {
             tg_graph_free(cg);
             return tg_err_append("(node '%s', output %d)", n->name, j);
         }
         vs->owned[n->out[j]] = true;
+        vs->on_dev[n->out[j]] = on_dev;
         out[j] = t;
     }
     tg_run_ctx c = { cg ? cg : g, cg ? &cg->nodes[0] : n, sym, in, out };
-    int rc = run_table[n->op](&c);
+    int rc = be->run(be, &c);
     tg_graph_free(cg);
     return rc ? node_error(n) : 0;
+}
+
+/* Output i handed to the caller in host memory: the value's own data when
+ * it is ours there, else a copy. */
+static int hand_over(value_set *vs, int v, tg_tensor *out)
+{
+    tg_tensor *src = &vs->vals[v], tmp;
+    *out = (tg_tensor){ .dtype = src->dtype, .rank = src->rank };
+    memcpy(out->dims, src->dims, sizeof src->dims);
+    if (vs->owned[v] && !vs->on_dev[v]) {      /* hand over; a repeat then copies */
+        out->data = src->data;
+        out->nbytes = src->nbytes;
+        vs->owned[v] = false;
+        return 0;
+    }
+    const tg_tensor *h = readable(vs, v, false, &tmp);
+    if (!h || tg_tensor_alloc(out))
+        return -1;
+    memcpy(out->data, h->data, out->nbytes);
+    return 0;
 }
 
 static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
@@ -288,15 +383,15 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
     const tg_graph *g = e->g;
     int64_t sym[TG_MAX_SYMS] = { 0 };
     bool bound[TG_MAX_SYMS] = { false };
-    tgk_parallel_prime();
     if (bind_inputs(g, inputs, sym, bound))
         return -1;
-    value_set vs = { calloc((size_t)g->nvalue + 1, sizeof(tg_tensor)),
-                     calloc((size_t)g->nvalue + 1, sizeof(bool)), g->nvalue };
-    if (!vs.vals || !vs.owned) {
-        free(vs.vals);
-        free(vs.owned);
-        return tg_err("out of memory");
+    size_t nv = (size_t)g->nvalue + 1;
+    value_set vs = { e->dev, calloc(nv, sizeof(tg_tensor)), calloc(nv, sizeof(bool)),
+                     calloc(nv, sizeof(bool)), calloc(nv, sizeof(void *)), g->nvalue };
+    int rc = -1;
+    if (!vs.vals || !vs.owned || !vs.on_dev || !vs.copy) {
+        tg_err("out of memory");
+        goto done;
     }
     for (int v = 0; v < g->nvalue; v++) {
         const tg_value *val = &g->values[v];
@@ -308,7 +403,7 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
         t->data = val->data;
         t->nbytes = val->nbytes;
         if (tg_shape_eval(&val->shape, sym, t->dims))
-            goto fail;
+            goto done;
     }
     for (int i = 0; i < g->ninput; i++)
         vs.vals[g->inputs[i]] = inputs[i];
@@ -316,7 +411,7 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
         const tg_node *n = &g->nodes[i];
         double t0 = e->hook ? now() : 0;
         if (run_node(e, i, &vs, sym, bound))
-            goto fail;
+            goto done;
         if (e->hook)
             e->hook(e->hook_ctx, i, now() - t0);
         for (int j = 0; j < n->nin; j++)
@@ -326,43 +421,34 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
             if (e->last_use[n->out[j]] < 0)     /* never read */
                 release(&vs, n->out[j]);
     }
-    for (int i = 0; i < g->noutput; i++) {
-        tg_tensor *src = &vs.vals[g->outputs[i]];
-        outputs[i] = (tg_tensor){ .dtype = src->dtype, .rank = src->rank };
-        memcpy(outputs[i].dims, src->dims, sizeof src->dims);
-        if (vs.owned[g->outputs[i]]) {          /* hand over; a repeat then copies */
-            outputs[i].data = src->data;
-            outputs[i].nbytes = src->nbytes;
-            vs.owned[g->outputs[i]] = false;
-            continue;
-        }
-        if (tg_tensor_alloc(&outputs[i])) {
+    if (e->dev->synchronize(e->dev))
+        goto done;
+    for (int i = 0; i < g->noutput; i++)
+        if (hand_over(&vs, g->outputs[i], &outputs[i])) {
             for (int j = 0; j < i; j++)
                 tg_tensor_free(&outputs[j]);
-            goto fail;
+            goto done;
         }
-        memcpy(outputs[i].data, src->data, outputs[i].nbytes);
-    }
-    for (int v = 0; v < g->nvalue; v++)
+    rc = 0;
+done:
+    for (int v = 0; vs.vals && vs.owned && vs.on_dev && vs.copy && v < g->nvalue; v++)
         release(&vs, v);
     free(vs.vals);
     free(vs.owned);
-    return 0;
-fail:
-    for (int v = 0; v < g->nvalue; v++)
-        release(&vs, v);
-    free(vs.vals);
-    free(vs.owned);
-    return -1;
+    free(vs.on_dev);
+    free(vs.copy);
+    return rc;
 }
 
-/* The executor's thread count for this run only: the process-wide one, which
- * the host may have chosen, stays as it is. */
+/* The CPU runs what the device refuses, so both prepare for the run. */
 int tg_exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
 {
-    int caller = tgk_run_threads();
-    tgk_set_run_threads(e->nthreads);
+    const tg_backend *cpu = &tg_backend_cpu, *dev = e->dev != cpu ? e->dev : NULL;
+    int saved = cpu->run_begin(cpu, e->nthreads);
+    int dev_saved = dev && dev->run_begin ? dev->run_begin(dev, e->nthreads) : 0;
     int rc = exec_run(e, inputs, outputs);
-    tgk_set_run_threads(caller);
+    if (dev && dev->run_end)
+        dev->run_end(dev, dev_saved);
+    cpu->run_end(cpu, saved);
     return rc;
 }

@@ -1,4 +1,6 @@
-/* The reference interpreter: runs a graph on concrete tensors on the CPU. */
+/* The reference interpreter: runs a graph on concrete tensors, node by node,
+ * on the CPU or on a device (lib/backend/backend.h) with the CPU running the
+ * nodes the device refuses. */
 #ifndef TG_EXEC_H
 #define TG_EXEC_H
 
@@ -8,14 +10,16 @@
 #include "../tensor.h"
 
 typedef struct tg_exec tg_exec;
-
-/* Whether the interpreter has a CPU kernel for op (every op of ops.def). */
-bool tg_exec_supports_op(tg_op op);
+struct tg_backend;
 
 /* Prepare to run g (borrowed; must outlive the exec). Its runs use nthreads
  * threads, or for nthreads <= 0 the process-wide count (tgk_set_num_threads:
  * all cores unless the host chose); neither changes the process-wide count. */
 tg_exec *tg_exec_new(const tg_graph *g, int nthreads);
+/* Likewise on device dev: each node runs there when dev supports it, else on
+ * the CPU (TLOG=run records where, and why dev refused). NULL (tg_err) when a
+ * node runs on neither. */
+tg_exec *tg_exec_new_on(const tg_graph *g, const struct tg_backend *dev, int nthreads);
 void tg_exec_free(tg_exec *e);
 
 /* Run once. inputs: g->ninput tensors in graph-input order, checked against the

@@ -40,9 +40,11 @@ struct tg_runner {
     void *impl;                 /* the implementation's state */
 };
 
-/* A TG graph from path ("-": stdin), run by the interpreter on nthreads
- * (<= 0: all cores). NULL with tg_err. */
-tg_runner *tg_runner_open_tg(const char *path, int nthreads);
+struct tg_backend;
+/* A TG graph from path ("-": stdin), run by the interpreter on device dev
+ * (the CPU running what dev refuses) and nthreads host threads (<= 0: all
+ * cores). NULL with tg_err. */
+tg_runner *tg_runner_open_tg(const char *path, const struct tg_backend *dev, int nthreads);
 
 /* A model compiled by tcompile (runner_so.c): path is a shared object, which
  * runs on nthreads of its own workers (<= 0: all cores). NULL with tg_err. */

@@ -93,7 +93,7 @@ static void describe(const tg_graph *g, int v, tg_runner_io *io)
         index_range(g, v, &io->lo, &io->hi);
 }
 
-tg_runner *tg_runner_open_tg(const char *path, int nthreads)
+tg_runner *tg_runner_open_tg(const char *path, const struct tg_backend *dev, int nthreads)
 {
     tg_runner *r = calloc(1, sizeof *r);
     tg_impl *m = calloc(1, sizeof *m);
@@ -105,7 +105,7 @@ tg_runner *tg_runner_open_tg(const char *path, int nthreads)
     }
     r->ops = &tg_ops;
     r->impl = m;
-    if (!(m->g = tg_graph_load(path)) || !(m->e = tg_exec_new(m->g, nthreads)))
+    if (!(m->g = tg_graph_load(path)) || !(m->e = tg_exec_new_on(m->g, dev, nthreads)))
         goto fail;
     const tg_graph *g = m->g;
     r->nsym = g->nsym;

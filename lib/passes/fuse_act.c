@@ -13,7 +13,8 @@
  * activation takes the add of a residual of its result's shape that alone
  * reads it (a transformer's x + proj(attn)): the GEMM adds the residual to
  * each block of its result while it is in cache, so no pass of its own over
- * memory. */
+ * memory. Each kind of group is formed only where the target's grouping
+ * rules say its code generator compiles it (tg_group_rules). */
 #include "passes.h"
 
 #include <inttypes.h>
@@ -257,6 +258,9 @@ int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilog
 
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
 {
+    const tg_group_rules *rules = p->rules;
+    if (!rules || !rules->epilogue)
+        return 0;
     int *uses = tg_graph_use_counts(g);
     int fused = 0;
     if (!uses)
@@ -281,11 +285,11 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
         }
         bool relu_only = last == n || (g->nodes[last].op == TG_OP_RELU &&
                                        g->nodes[last].in[0] == nd->out[0]);
-        if (nd->op == TG_OP_CONV && relu_only &&
+        if (rules->conv_pool && nd->op == TG_OP_CONV && relu_only &&
             (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r))
             last = r;
         /* an add already ending another GEMM's group (head + dist head) is not free */
-        if (nd->op == TG_OP_LINEAR_PACKED && last == n &&
+        if (rules->gemm_residual && nd->op == TG_OP_LINEAR_PACKED && last == n &&
             (r = sole_reader(g, uses, nd->out[0])) >= 0 && p->kind[r] == TG_GROUP_SINGLE &&
             residual(g, p, n, r))
             last = r;

@@ -4,8 +4,9 @@
  * values inside the group never touch memory.
  *
  * Groups grow from a root (the last node) towards its producers: a producer
- * joins when it is elementwise, every reader of its result is in the group,
- * its result is no graph output, and the group still fits one loop
+ * joins when the target's loop computes it element by element (its
+ * tg_group_rules), every reader of its result is in the group, its result is
+ * no graph output, and the group still fits one loop
  * (tg_loop_analyze: at most TG_LOOP_MAX_IN outside inputs, broadcasts that
  * collapse to rows x inner). */
 #include "passes.h"
@@ -18,43 +19,7 @@
 
 #define MAX_MEMBERS 32
 
-static bool plain_type(tg_dtype t)
-{
-    return t == TG_F32 || t == TG_BOOL || t == TG_I64 || t == TG_I32 || t == TG_U8 ||
-           t == TG_I8 || t == TG_I16;
-}
-
-/* Whether the loop emitter can compute node nd per element; why not, if not. */
-bool tg_loop_supports(const tg_graph *g, const tg_node *nd, const char **why)
-{
-    const tg_value *y = &g->values[nd->out[0]];
-    tg_dtype t = nd->nin ? g->values[nd->in[nd->op == TG_OP_WHERE ? 1 : 0]].dtype : y->dtype;
-    *why = NULL;
-    if (!tg_op_is_elementwise(nd->op) && nd->op != TG_OP_IDENTITY)
-        return *why = "not elementwise", false;
-    for (int i = 0; i < nd->nin; i++)
-        if (nd->in[i] < 0 || !plain_type(g->values[nd->in[i]].dtype))
-            return *why = "an input is not f32, bool or a plain integer", false;
-    if (!plain_type(y->dtype))
-        return *why = "the result is not f32, bool or a plain integer", false;
-    if (t == TG_F32 || nd->op == TG_OP_LOGICAL_NOT || nd->op == TG_OP_IDENTITY ||
-        nd->op == TG_OP_WHERE)
-        return true;
-    switch (nd->op) {   /* integer and bool operands */
-    case TG_OP_NEG: case TG_OP_ABS: case TG_OP_RELU: case TG_OP_ADD: case TG_OP_SUB:
-    case TG_OP_MUL: case TG_OP_MAXIMUM: case TG_OP_MINIMUM: case TG_OP_EQ: case TG_OP_NE:
-    case TG_OP_LT: case TG_OP_LE: case TG_OP_GT: case TG_OP_GE: case TG_OP_LOGICAL_AND:
-    case TG_OP_LOGICAL_OR:
-        return true;
-    case TG_OP_CAST:
-        if (y->dtype == TG_F32 || y->dtype == TG_BOOL)
-            return true;
-        return *why = "integer casts saturate", false;
-    default:
-        return *why = "integer op left to its kernel (division, rounding, math)", false;
-    }
-}
-
+/* The reductions a loop can end with (over its trailing axes). */
 static bool fused_reduction(tg_op op)
 {
     return op == TG_OP_REDUCE_SUM || op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_MAX ||
@@ -194,13 +159,14 @@ static int grow(const tg_graph *g, tg_plan *p, int root)
             const tg_node *nd = &g->nodes[n];
             for (int i = 0; i < nd->nin; i++) {
                 const tg_value *x = &g->values[nd->in[i]];
-                const char *why;
+                const char *why = NULL;
                 if (x->kind != TG_VALUE_NODE || p->root[x->producer] != x->producer ||
                     p->kind[x->producer] != TG_GROUP_SINGLE)
                     continue;
                 int q = x->producer;
                 const tg_node *pn = &g->nodes[q];
-                if (!tg_loop_supports(g, pn, &why) || is_output(g, pn->out[0]) ||
+                if (fused_reduction(pn->op) || !p->rules->loop_supports(g, pn, &why) ||
+                    is_output(g, pn->out[0]) ||
                     !read_only_inside(g, p, pn->out[0], root)) {
                     if (why)
                         TG_LOG(FUSION, TG_LOG_DEBUG, "loop: %s into %s refused: %s", pn->name,
@@ -229,16 +195,15 @@ static int grow(const tg_graph *g, tg_plan *p, int root)
 int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p)
 {
     int groups = 0;
+    if (!p->rules || !p->rules->loop)
+        return 0;
     for (int n = g->nnode - 1; n >= 0; n--) {
         const tg_node *nd = &g->nodes[n];
         const char *why;
-        if (p->root[n] != n || p->kind[n] != TG_GROUP_SINGLE)
+        if (p->root[n] != n || p->kind[n] != TG_GROUP_SINGLE ||
+            !p->rules->loop_supports(g, nd, &why))
             continue;
-        tg_dtype in = nd->nin ? g->values[nd->in[0]].dtype : TG_DTYPE_NONE;
-        bool red = fused_reduction(nd->op) &&
-                   (nd->op == TG_OP_REDUCE_ANY ? plain_type(in) : in == TG_F32);
-        if (!red && !tg_loop_supports(g, nd, &why))
-            continue;
+        bool red = fused_reduction(nd->op);
         tg_loop l;
         if (tg_loop_analyze(g, p, n, &l)) {
             tg_err_clear();

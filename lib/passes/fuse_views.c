@@ -12,7 +12,8 @@
  *
  * tg_view_analyze composes the chain symbolically: starting from the input's
  * contiguous layout, each op changes the dims, the element strides and the
- * offset; a reshape must split or merge dims the strides allow. */
+ * offset; a reshape must split or merge dims the strides allow. The target's
+ * grouping rules (tg_group_rules: view, strided) say which groups to form. */
 #include "passes.h"
 
 #include <string.h>
@@ -256,6 +257,8 @@ int tg_strided_kernel(const tg_graph *g, int root)
 int tg_pass_fuse_views(const tg_graph *g, tg_plan *p)
 {
     int groups = 0;
+    if (!p->rules || !p->rules->view)
+        return 0;
     for (int n = g->nnode - 1; n >= 0; n--) {
         const tg_node *nd = &g->nodes[n];
         if (p->root[n] != n || p->kind[n] != TG_GROUP_SINGLE || !movement(nd->op) ||
@@ -291,6 +294,8 @@ int tg_pass_fuse_views(const tg_graph *g, tg_plan *p)
             groups++;
         }
     }
+    if (!p->rules->strided)
+        return groups;
     for (int n = 0; n < g->nnode; n++)
         if (p->root[n] == n && p->kind[n] == TG_GROUP_VIEW)
             groups += into_sdpa(g, p, n);

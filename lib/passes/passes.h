@@ -21,7 +21,6 @@ int tg_pass_cse(tg_graph *g);       /* equal nodes on equal inputs computed once
 int tg_pass_bn_fold(tg_graph *g);    /* batch_norm after conv/linear into their weights */
 int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */
 int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
-int tg_pass_prepack(tg_graph *g);   /* weights into the layout their kernel reads fastest */
 int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sdpa node */
 
 /* Give value `to` the name of value `from` (which gets "<name>.replaced"), so
@@ -32,6 +31,21 @@ int tg_value_take_name(tg_graph *g, int to, int from);
 void tg_node_take_name(tg_graph *g, int to, int from);
 
 /* ---- the plan --------------------------------------------------------------- */
+/* The target's grouping rules: which groups its code generator compiles (the
+ * plan passes form no other), and which nodes its fused loop computes. A
+ * backend fills them (lib/backend/backend.h, groups). */
+typedef struct {
+    bool epilogue;          /* linear/conv/matmul, then activations in place */
+    bool conv_pool;         /* a float 2-D conv (+ relu) and the max pool that tiles it */
+    bool gemm_residual;     /* linear_packed and the residual add its GEMM applies */
+    bool loop;              /* elementwise chains (and a final reduction) as one loop */
+    bool view;              /* movement chains as one strided copy */
+    bool strided;           /* sdpa reading view chains in place */
+    /* Whether a loop computes node nd: an elementwise one element by element,
+     * a reduction as the loop's last step (*why: why not). */
+    bool (*loop_supports)(const tg_graph *g, const tg_node *nd, const char **why);
+} tg_group_rules;
+
 typedef enum {
     TG_GROUP_SINGLE = 0,    /* one node, one kernel */
     TG_GROUP_EPILOGUE,      /* linear/conv/matmul, then elementwise ops applied in place */
@@ -56,6 +70,7 @@ typedef struct {
     int *slot;
     int *output;
     int nslot;
+    const tg_group_rules *rules;    /* the target's; NULL (tg_plan_new): no fusion */
 } tg_plan;
 
 /* A plan with every node its own group and no memory plan yet. */
@@ -91,8 +106,6 @@ typedef struct {
 
 /* 0, or -1 with tg_err saying why the group cannot be one loop. */
 int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
-/* Whether a loop can compute node nd element by element (*why: why not). */
-bool tg_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
 
 /* What an EPILOGUE group computes (fuse_act.c): its anchor's kernel (linear,
  * linear_packed, conv, matmul, qlinear, qconv), then a chain of members each
@@ -132,12 +145,17 @@ int tg_view_analyze(const tg_graph *g, const tg_plan *p, int last, tg_view *w);
 int tg_strided_kernel(const tg_graph *g, int root);
 
 /* ---- the pipeline ----------------------------------------------------------- */
+struct tg_backend;
 typedef struct {
-    int level;              /* 0: dce, fold, memplan only; 1: every pass */
+    int level;              /* 0: dce, fold, the target's lowering, memplan only; 1: every pass */
+    const struct tg_backend *target;    /* whose lowering and grouping rules */
 } tg_passes_opts;
 
-/* Run the pipeline on g (rewritten in place) and make its plan. Logs the graph
- * after each pass (TLOG=graph, passes). NULL with tg_err. */
+/* Run the pipeline on g (rewritten in place) for o->target and make its plan:
+ * the target lowers the graph where the pipeline lowers, refuses any node it
+ * cannot compile (with its reason; TLOG=codegen records it), and its grouping
+ * rules bound the fusion. Logs the graph after each pass (TLOG=graph, passes).
+ * NULL with tg_err. */
 tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o);
 
 #endif

@@ -1,6 +1,7 @@
-/* The pass pipeline tcompile runs, with the graph logged after each pass
- * (TLOG=passes: what changed; TLOG=graph: the nodes, +graph: and a summary;
- * TLOG=fusion: the fused groups). */
+/* The pass pipeline tcompile runs for a target (lib/backend/backend.h), with
+ * the graph logged after each pass (TLOG=passes: what changed; TLOG=graph: the
+ * nodes, +graph: and a summary; TLOG=fusion: the fused groups; TLOG=codegen:
+ * which target compiles each node, or why it refused one). */
 #define _GNU_SOURCE
 #include "passes.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../backend/backend.h"
 #include "../error.h"
 #include "../log.h"
 #include "../render.h"
@@ -89,6 +91,24 @@ static int run_plan_pass(const tg_graph *g, tg_plan *p, const char *name, plan_p
     return 0;
 }
 
+/* Every node must be one the target compiles: the first it refuses is the error. */
+static int check_target(const tg_graph *g, const tg_backend *be)
+{
+    for (int n = 0; n < g->nnode; n++) {
+        char why[TG_WHY_MAX];
+        const tg_node *nd = &g->nodes[n];
+        if (tg_backend_supports(be, g, n, why)) {
+            TG_LOG(CODEGEN, TG_LOG_DEBUG, "%s (%s): %s", nd->name, tg_op_name(nd->op), be->name);
+            continue;
+        }
+        TG_LOG(CODEGEN, TG_LOG_INFO, "%s (%s): %s refused: %s", nd->name, tg_op_name(nd->op),
+               be->name, why);
+        return tg_err("node '%s' (%s): target %s cannot compile it: %s", nd->name,
+                      tg_op_name(nd->op), be->name, why);
+    }
+    return 0;
+}
+
 tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
 {
     static const struct { const char *name; graph_pass f; int level; } graph_passes[] = {
@@ -99,7 +119,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"layout", tg_pass_layout, 1},
         {"bn_fold", tg_pass_bn_fold, 1},
         {"fuse_bias", tg_pass_fuse_bias, 1},
-        {"prepack", tg_pass_prepack, 0},
+        {"lower", NULL, 0},     /* the target's own passes (its weight formats) */
         {"fold", tg_pass_fold, 1},
         {"dce", tg_pass_dce, 0},
     };
@@ -109,21 +129,29 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"fuse_views", tg_pass_fuse_views, 1},
         {"memplan", tg_pass_memplan, 0},
     };
-    int level = o ? o->level : 1;
+    const tg_backend *be = o->target;
     if (tg_graph_check_static(g, "tcompile"))
         return NULL;
     tg_graph_log(g, "import");
-    for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++)
-        if (graph_passes[i].level <= level &&
-            run_graph_pass(g, graph_passes[i].name, graph_passes[i].f))
+    for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++) {
+        if (graph_passes[i].level > o->level)
+            continue;
+        if (!graph_passes[i].f) {
+            for (int k = 0; k < be->nlower; k++)
+                if (run_graph_pass(g, be->lower[k].name, be->lower[k].run))
+                    return NULL;
+        } else if (run_graph_pass(g, graph_passes[i].name, graph_passes[i].f)) {
             return NULL;
-    if (tg_graph_validate(g))
+        }
+    }
+    if (tg_graph_validate(g) || check_target(g, be))
         return NULL;
     tg_plan *p = tg_plan_new(g);
     if (!p)
         return NULL;
+    p->rules = be->groups;
     for (size_t i = 0; i < sizeof plan_passes / sizeof plan_passes[0]; i++)
-        if (plan_passes[i].level <= level &&
+        if (plan_passes[i].level <= o->level &&
             run_plan_pass(g, p, plan_passes[i].name, plan_passes[i].f)) {
             tg_plan_free(p);
             return NULL;

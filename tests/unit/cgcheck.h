@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <tgraph/model.h>
 
-#include "codegen/codegen.h"
+#include "backend/backend.h"
 #include "error.h"
 #include "exec/exec.h"
 #include "passes/passes.h"
@@ -68,16 +68,17 @@ static inline void cg_refuse(const char *what, const char *path, const char *why
     cg_nrefused++;
 }
 
-/* Whether the interpreter runs every node of g; false after cg_refuse. */
+/* Whether the interpreter runs every node of g on the CPU (its
+ * supports_node); false after cg_refuse with the CPU's reason. */
 static inline bool cg_interpretable(const char *what, const tg_graph *g)
 {
-    for (int i = 0; i < g->nnode; i++)
-        if (!tg_exec_supports_op(g->nodes[i].op)) {
-            char why[96];
-            snprintf(why, sizeof why, "no interpreter kernel for %s", tg_op_name(g->nodes[i].op));
+    for (int i = 0; i < g->nnode; i++) {
+        char why[TG_WHY_MAX];
+        if (!tg_backend_supports(&tg_backend_cpu, g, i, why)) {
             cg_refuse(what, "interpreted", why);
             return false;
         }
+    }
     return true;
 }
 
@@ -205,13 +206,13 @@ static inline tg_graph *cg_widen(const tg_graph *g, char *why, size_t nwhy)
 static inline int cg_compile(const tg_graph *g, int level, const char *path)
 {
     tg_graph *c = tg_graph_clone(g);
-    tg_passes_opts po = {.level = level};
+    tg_passes_opts po = {.level = level, .target = &tg_backend_cpu};
     tg_plan *p = c ? tg_passes_run(c, &po) : NULL;
     FILE *f = fopen(path, "wb");
     /* a baseline CPU: the cases test the generated code, not -march, and must
      * also run under valgrind (no AVX-512 there); bats tests native builds */
     tg_build_opts o = {.cpu = "x86-64-v2"};
-    int rc = p && f ? tg_codegen_build(c, p, &o, f) : -1;
+    int rc = p && f ? tg_backend_cpu.compile(&tg_backend_cpu, c, p, &o, f) : -1;
     if (f && fclose(f))
         rc = -1;
     tg_plan_free(p);

@@ -13,6 +13,7 @@
  * failure naming it, so a new op in ops.def is never silently left out. The
  * program ends with that coverage report and the cases a path refused. */
 #include "cgcheck.h"
+#include "backend/cpu/cpu.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "sparse/sparse.h"
 
@@ -358,7 +359,7 @@ static void case_linear_packed(tg_op op)
         int in[3] = {x, W(g, "w", 37, 19), bias ? W(g, "b", 37) : -1};
         one_node(g, TG_OP_LINEAR, bias ? 3 : 2, in, 0, NULL);
         tg_graph *linear = tg_graph_clone(g);   /* the reference */
-        CHECK(tg_pass_prepack(g) == 1 && tg_pass_dce(g) >= 0);
+        CHECK(tg_cpu_prepack(g) == 1 && tg_pass_dce(g) >= 0);
         run(op, bias ? "bias" : "no bias", g, (cg_case){.reference = linear});
     }
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "backend/cpu/cpu.h"
 #include "exec/exec.h"
 #include "passes/passes.h"
 #include "randgraph.h"
@@ -16,6 +17,15 @@
 #define NODE(g, op, name, ...) \
     tg_graph_add_node(g, TG_OP_##op, name, sizeof((int[]){__VA_ARGS__}) / sizeof(int), \
                       (int[]){__VA_ARGS__}, 0, NULL)
+
+/* A plan the CPU's grouping rules bound, as tcompile's pipeline makes it. */
+static tg_plan *cpu_plan(const tg_graph *g)
+{
+    tg_plan *p = tg_plan_new(g);
+    if (p)
+        p->rules = tg_backend_cpu.groups;
+    return p;
+}
 
 /* x: f32 [batch, dims...] with batch a symbol in 1..8. */
 static int input(tg_graph *g, int rank, const int64_t *dims)
@@ -217,7 +227,7 @@ static void test_prepack(void)
     tg_shape ms = tg_shape_of(2, (int64_t[]){5, 5});
     int m = tg_graph_add_const(g, "mask", TG_BOOL, &ms, mask, 25);
     tg_graph_add_output(g, NODE(g, SDPA, "att", x, x, x, m));
-    CHECK(same_after(g, tg_pass_prepack) == 1);
+    CHECK(same_after(g, tg_cpu_prepack) == 1);
     const tg_node *n = &g->nodes[0];
     CHECK(n->op == TG_OP_SDPA && g->values[n->in[3]].dtype == TG_F32);
     tg_graph_free(g);
@@ -235,7 +245,7 @@ static void test_prepack_linear(void)
     int l = NODE(g, LINEAR, "lin", x, w, bs);
     int l2 = NODE(g, LINEAR, "lin2", l, w2);
     tg_graph_add_output(g, NODE(g, LINEAR, "lin3", l2, w));
-    CHECK(same_after(g, tg_pass_prepack) == 3);
+    CHECK(same_after(g, tg_cpu_prepack) == 3);
     CHECK(count_op(g, TG_OP_LINEAR) == 0 && count_op(g, TG_OP_LINEAR_PACKED) == 3);
     CHECK(tg_pass_dce(g) >= 0);
     CHECK(tg_graph_find_value(g, "w.packed") >= 0 && tg_graph_find_value(g, "w") < 0);
@@ -255,7 +265,7 @@ static void test_fuse_act(void)
     int l2 = NODE(g, LINEAR, "lin2", r, w2);     /* read twice: no fusion */
     int t = NODE(g, TANH, "t", l2);
     tg_graph_add_output(g, NODE(g, ADD, "y", t, l2));
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_fuse_act(g, p) == 1);
     CHECK(p->root[0] == 1 && p->kind[1] == TG_GROUP_EPILOGUE);
     CHECK(p->root[2] == 2 && p->kind[2] == TG_GROUP_SINGLE);
@@ -276,7 +286,7 @@ static void test_fuse_conv_pool(int64_t stride)
     tg_attr pa[2] = {tg_attr_ints("kernel", 2, (int64_t[]){2, 2}),
                      tg_attr_ints("stride", 2, (int64_t[]){stride, stride})};
     tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_MAX_POOL, "pool", 1, &r, 2, pa));
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_fuse_act(g, p) == 1);
     int last = stride == 2 ? 2 : 1;
     CHECK(p->root[0] == last && p->root[1] == last && p->kind[last] == TG_GROUP_EPILOGUE);
@@ -296,7 +306,7 @@ static void test_fuse_residual(void)
     int a = NODE(g, ADD, "res", x, l);
     int l2 = NODE(g, LINEAR, "proj2", a, w2);
     tg_graph_add_output(g, NODE(g, ADD, "bcast", l2, v));
-    CHECK(tg_pass_prepack(g) == 2 && tg_pass_dce(g) >= 0);
+    CHECK(tg_cpu_prepack(g) == 2 && tg_pass_dce(g) >= 0);
     int lin = -1, add = -1, bc = -1;
     for (int n = 0; n < g->nnode; n++) {
         const char *name = g->nodes[n].name;
@@ -305,10 +315,40 @@ static void test_fuse_residual(void)
         bc = !strcmp(name, "bcast") ? n : bc;
     }
     CHECK(lin >= 0 && add >= 0 && bc >= 0 && g->nodes[lin].op == TG_OP_LINEAR_PACKED);
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_fuse_act(g, p) == 1);
     CHECK(p->root[lin] == add && p->kind[add] == TG_GROUP_EPILOGUE);
     CHECK(p->root[bc] == bc && p->kind[bc] == TG_GROUP_SINGLE);
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
+/* The plan passes form only the groups the target's rules allow: none
+ * without rules, no loop without loops, an epilogue without its pool. */
+static void test_group_rules(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 3, (int64_t[]){3, 8, 8});
+    int w = W(g, "w", 4, 3, 3, 3);
+    int c = NODE(g, CONV, "conv", x, w);
+    int r = NODE(g, RELU, "relu", c);
+    tg_attr pa = tg_attr_ints("kernel", 2, (int64_t[]){2, 2});
+    int mp = tg_graph_add_node(g, TG_OP_MAX_POOL, "pool", 1, &r, 1, &pa);
+    tg_graph_add_output(g, NODE(g, EXP, "e", NODE(g, NEG, "n", mp)));
+    tg_group_rules rules = *tg_backend_cpu.groups;
+    tg_plan *p = tg_plan_new(g);
+    CHECK(tg_pass_fuse_act(g, p) == 0 && tg_pass_fuse_elementwise(g, p) == 0 &&
+          tg_pass_fuse_views(g, p) == 0);
+    tg_plan_free(p);
+    rules.loop = rules.conv_pool = false;
+    p = tg_plan_new(g);
+    p->rules = &rules;
+    CHECK(tg_pass_fuse_act(g, p) == 1 && tg_pass_fuse_elementwise(g, p) == 0);
+    CHECK(p->root[0] == 1 && p->root[1] == 1 && p->root[2] == 2 && p->root[3] == 3);
+    tg_plan_free(p);
+    p = cpu_plan(g);
+    CHECK(tg_pass_fuse_act(g, p) == 1 && tg_pass_fuse_elementwise(g, p) == 1);
+    CHECK(p->root[0] == 2 && p->root[1] == 2 && p->root[3] == 4);
     tg_plan_free(p);
     tg_graph_free(g);
 }
@@ -326,7 +366,7 @@ static void test_fuse_elementwise(void)
     int s = tg_graph_add_node(g, TG_OP_REDUCE_SUM, "s", 1, &e, 1, &ax);
     tg_graph_add_output(g, s);
     tg_graph_add_output(g, m);                   /* m is an output: the loop stops there */
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_fuse_elementwise(g, p) == 2);
     CHECK(p->kind[4] == TG_GROUP_LOOP && p->root[3] == 4);            /* exp + sum */
     CHECK(p->kind[2] == TG_GROUP_LOOP && p->root[0] == 2 && p->root[1] == 2);
@@ -350,7 +390,7 @@ static void test_fuse_views(void)
     tg_attr perm = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 1, 3});
     int t = tg_graph_add_node(g, TG_OP_PERMUTE, "t", 1, &r, 1, &perm);
     tg_graph_add_output(g, t);
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_fuse_views(g, p) == 1);
     CHECK(p->kind[2] == TG_GROUP_VIEW && p->root[0] == 2 && p->root[1] == 2);
     tg_view w;
@@ -372,7 +412,7 @@ static void test_fuse_views(void)
     r = tg_graph_add_node(g, TG_OP_RESHAPE, "r", 1, &t, 1, &flat);
     tg_attr sl2[3] = {tg_attr_int("axis", 1), tg_attr_int("start", 2), tg_attr_int("end", 20)};
     tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SLICE, "s", 1, &r, 3, sl2));
-    p = tg_plan_new(g);
+    p = cpu_plan(g);
     CHECK(tg_pass_fuse_views(g, p) == 1);
     CHECK(p->root[0] == 0 && p->root[1] == 2 && p->kind[0] == TG_GROUP_SINGLE);
     tg_plan_free(p);
@@ -394,7 +434,7 @@ static void test_views_into_sdpa(bool q_rows_contiguous)
     }
     int a = tg_graph_add_node(g, TG_OP_SDPA, "a", 3, qkv, 0, NULL), sdpa = g->nnode - 1;
     tg_graph_add_output(g, a);
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_fuse_views(g, p) == (q_rows_contiguous ? 6 : 5));
     CHECK(p->kind[sdpa] == TG_GROUP_STRIDED);
     CHECK(p->root[chain_end[1]] == sdpa && p->root[chain_end[1] - 2] == sdpa);
@@ -431,7 +471,7 @@ static void test_sdpa_into_permute(void)
         if (c == 2)
             tg_graph_add_output(g, a);
         int t = g->nnode - 1;
-        tg_plan *p = tg_plan_new(g);
+        tg_plan *p = cpu_plan(g);
         tg_pass_fuse_views(g, p);
         bool fused = c == 0;
         int q_chain = g->values[qkv[0]].producer;
@@ -457,7 +497,7 @@ static void test_memplan(void)
                                                         tg_dim_const(4)});
     int r = tg_graph_add_node(g, TG_OP_RESHAPE, "view", 1, &v, 1, &shape);
     tg_graph_add_output(g, r);
-    tg_plan *p = tg_plan_new(g);
+    tg_plan *p = cpu_plan(g);
     CHECK(tg_pass_memplan(g, p) == 2);           /* a chain needs two slots, not five */
     CHECK(p->alias[r] == v && p->output[v] == 0 && p->slot[v] == -1);
     CHECK(p->slot[x] == -1);
@@ -478,6 +518,7 @@ int main(void)
     test_prepack();
     test_prepack_linear();
     test_fuse_act();
+    test_group_rules();
     test_fuse_elementwise();
     test_fuse_residual();
     test_fuse_conv_pool(2);

@@ -3,7 +3,7 @@
  * only, so the result does not depend on where it was built), copy the .so
  * out. */
 #define _GNU_SOURCE
-#include "../../codegen/codegen.h"
+#include "cpu.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -219,7 +219,8 @@ static int write_inputs(tmpdir *t, const tg_graph *g, const tg_plan *p, const tg
     return rc;
 }
 
-int tg_codegen_build(const tg_graph *g, const tg_plan *p, const tg_build_opts *o, FILE *so)
+int tg_cpu_compile(const tg_backend *be, const tg_graph *g, const tg_plan *p,
+                   const tg_build_opts *o, FILE *so)
 {
     const char *tmp = getenv("TMPDIR");
     tmpdir t;

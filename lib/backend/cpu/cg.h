@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../../codegen/codegen.h"
+#include "cpu.h"
 
 typedef struct {
     const tg_graph *g;

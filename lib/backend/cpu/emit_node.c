@@ -9,7 +9,6 @@
 
 #include "../../error.h"
 #include "../../ops/infer.h"
-#include "kernels/kernels.h"     /* TGK_PANEL */
 #include "run.h"                 /* tg_cpu_resize_desc */
 
 #define OUT(c, n) cg_ptr(c, (c)->g->nodes[n].out[0])
@@ -296,9 +295,6 @@ static int emit_linear_packed(tg_cg *c, const tg_node *nd)
     const char *act, *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);
     const char *K = cg_dim(c, x->shape.d[x->shape.rank - 1]);
     int res, n = (int)(nd - c->g->nodes);
-    int64_t panel;
-    if (!tg_dim_is_const(in_val(c, nd, 1)->shape.d[2], &panel) || panel != TGK_PANEL)
-        return tg_err("linear_packed: the CPU's kernel reads panels of %d columns", TGK_PANEL);
     if (!cg_linear_epilogue(c, c->p->root[n], &act, &res)) {
         fprintf(c->f, "    tgk_linear_packed_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
                 cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, n), M,

@@ -1,5 +1,6 @@
-/* Weight pre-packing: operands turned once, at compile time, into the form
- * their CPU kernel reads, instead of at every run.
+/* The CPU's lowering (its backend's lower pass, "prepack"): operands turned
+ * once, at compile time, into the form their CPU kernel reads, instead of at
+ * every run.
  *
  * - A float32 linear on a constant weight [N, K] becomes a linear_packed on
  *   the weight laid out in panels of 16 output columns, [ceil(N/16), K, 16]
@@ -9,7 +10,7 @@
  *   mask (true: attend) becomes a constant of 0 and -inf; a computed one gets
  *   a where node that makes the same. A mask every layer shares (BERT's,
  *   ViT's) is converted once for all its readers. */
-#include "../../passes/passes.h"
+#include "cpu.h"
 
 #include "kernels/kernels.h"
 
@@ -106,7 +107,7 @@ static int additive_mask(tg_graph *g, int mv, tg_dtype dt, int *made)
     return made[mv] = packed;
 }
 
-int tg_pass_prepack(tg_graph *g)
+int tg_cpu_prepack(tg_graph *g)
 {
     int changed = 0, nnode = g->nnode;
     int *made = malloc(sizeof *made * (g->nvalue ? g->nvalue : 1));

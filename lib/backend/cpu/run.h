@@ -1,25 +1,19 @@
-/* Inside the interpreter: what exec.c hands the per-family glue (run_*.c)
- * for one node, and the helpers they share. The glue turns attributes and
- * concrete shapes into kernel calls (kernels.h, tensor_ops.h); no math here. */
-#ifndef TG_EXEC_RUN_H
-#define TG_EXEC_RUN_H
+/* The CPU's interpreter glue (run_*.c): one entry point per op family, which
+ * cpu.c's run finds by op, and the helpers they share. The glue turns
+ * attributes and concrete shapes into kernel calls (kernels.h, tensor_ops.h);
+ * no math here. */
+#ifndef TG_BACKEND_CPU_RUN_H
+#define TG_BACKEND_CPU_RUN_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "../../error.h"
 #include "../../graph.h"
+#include "../../tensor.h"
+#include "../backend.h"         /* tg_run_ctx */
 #include "kernels/kernels.h"
 #include "kernels/tensor_ops.h"
-#include "../../tensor.h"
-
-typedef struct {
-    const tg_graph *g;
-    const tg_node *n;
-    const int64_t *sym;             /* the bound symbol values */
-    const tg_tensor *const *in;     /* n->nin inputs, NULL when omitted */
-    tg_tensor *const *out;          /* n->nout outputs: dtype, dims and zeroed data set */
-} tg_run_ctx;
 
 typedef int (*tg_run_fn)(const tg_run_ctx *c);
 

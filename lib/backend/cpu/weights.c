@@ -1,6 +1,6 @@
 /* The weights blob of a compiled model and the weights file around it
  * (model_rt.h: magic, size, hash, then the blob at TGRT_WEIGHTS_HEADER). */
-#include "../../codegen/codegen.h"
+#include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>

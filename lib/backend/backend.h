@@ -1,0 +1,124 @@
+/* The device interface: what tgraph asks of a device to run a graph (the
+ * interpreter, trun --device) and to compile one (tcompile --target). A device
+ * is one struct of function pointers (its folder lib/backend/NAME/), found by
+ * name in the registry (registry.c). This plays ggml-backend's role, written
+ * for this IR; tgraph(7), section DEVICES, tells the design.
+ *
+ * Running. The interpreter (lib/exec) asks the chosen device whether it
+ * supports each node, and why not: a refused node falls back to the CPU, and
+ * TLOG=run records where each node runs and why a device refused it. A value
+ * lives in memory of the device whose node made it (buffers: alloc, free,
+ * host or device memory); when a node on another device reads it, the
+ * interpreter moves it (upload, download). Runs go node by node (run), and
+ * the interpreter synchronizes before handing outputs back. The call per node
+ * is the only indirection: nothing per element.
+ *
+ * Compiling. tcompile's pipeline (lib/passes) lets the target lower the graph
+ * into its own weight formats (lower: the CPU packs linear weights into the
+ * panels its GEMM streams; a GPU would use its own layouts), asks the target
+ * which groups its code generator compiles (groups), then hands graph and
+ * plan to compile, which emits the target's source, builds it (cc; nvcc) and
+ * links the target's runtime into the shared object. */
+#ifndef TG_BACKEND_H
+#define TG_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../graph.h"
+#include "../passes/passes.h"
+#include "../tensor.h"
+
+/* A backend's struct says which version of this interface it fills; a backend
+ * loaded at run time with another is refused. */
+#define TG_BACKEND_ABI 1
+
+/* Where a device's buffers live: host memory the CPU can read, or memory
+ * only the device reads (reached through upload and download). */
+typedef enum { TG_MEM_HOST = 0, TG_MEM_DEVICE } tg_mem;
+
+/* One node to run: its inputs and outputs as tensors whose data is in the
+ * device's memory (outputs allocated by the interpreter, dims set). */
+typedef struct {
+    const tg_graph *g;
+    const tg_node *n;
+    const int64_t *sym;             /* the bound symbol values */
+    const tg_tensor *const *in;     /* n->nin inputs, NULL when omitted */
+    tg_tensor *const *out;          /* n->nout outputs: dtype, dims and zeroed data set */
+} tg_run_ctx;
+
+/* Why a device refuses a node: supports_node writes a short reason here. */
+#define TG_WHY_MAX 160
+
+/* A graph pass of a target's lowering: the changes it made, or -1 (tg_err). */
+typedef struct {
+    const char *name;               /* as TLOG=passes shows it */
+    int (*run)(tg_graph *g);
+} tg_lower_pass;
+
+/* What tcompile passes to a target's compile. */
+typedef struct {
+    const char *cc;             /* NULL: $CC, else "cc" */
+    const char *cpu;            /* -march= value; NULL: "native" */
+    const char *weights_path;   /* --weights: write them there, not into the .so */
+    const char *emit_c;         /* also write the generated source there */
+} tg_build_opts;
+
+typedef struct tg_backend tg_backend;
+struct tg_backend {
+    int abi;                    /* TG_BACKEND_ABI */
+    const char *name;           /* --device / --target NAME */
+    const char *about;          /* one line for --help and TLOG */
+
+    /* ---- running: all required --------------------------------------------- */
+    tg_mem memory;
+    size_t alignment;           /* of what alloc returns */
+    /* size bytes (size 0: a valid pointer all the same), zeroed; NULL (tg_err). */
+    void *(*alloc)(const tg_backend *be, size_t size);
+    void (*free)(const tg_backend *be, void *p);
+    /* n bytes from host memory into the device's, and back. 0 or -1 (tg_err). */
+    int (*upload)(const tg_backend *be, void *dst, const void *src, size_t n);
+    int (*download)(const tg_backend *be, void *dst, const void *src, size_t n);
+    /* Wait for the work queued so far. 0 or -1 (tg_err). */
+    int (*synchronize)(const tg_backend *be);
+    /* Whether the device runs node n of g (inputs' dtypes and shapes, its
+     * attributes); when not, why (into why[TG_WHY_MAX]). */
+    bool (*supports_node)(const tg_backend *be, const tg_graph *g, int n, char *why);
+    /* Run one node it supports. 0 or -1 (tg_err). */
+    int (*run)(const tg_backend *be, const tg_run_ctx *c);
+    /* A run of a graph starts and ends: the CPU sets the host threads the run
+     * may use (nthreads; <= 0: the process-wide count) and wakes its workers,
+     * then puts back what run_begin returned. NULL: nothing to do. */
+    int (*run_begin)(const tg_backend *be, int nthreads);
+    void (*run_end)(const tg_backend *be, int saved);
+
+    /* ---- compiling: NULL compile when the device only runs --------------------- */
+    const tg_lower_pass *lower;     /* run in order where the pipeline lowers */
+    int nlower;
+    const tg_group_rules *groups;   /* what its code generator fuses (passes.h); NULL: nothing */
+    /* Emit the target's source for g and plan p, build it and write the shared
+     * object to `so`. 0 or -1 (tg_err with the compiler's messages). */
+    int (*compile)(const tg_backend *be, const tg_graph *g, const tg_plan *p,
+                   const tg_build_opts *o, FILE *so);
+};
+
+/* ---- the registry (registry.c) ------------------------------------------------ */
+
+/* The CPU: the default device and target, and every node's fallback. */
+extern const tg_backend tg_backend_cpu;
+
+/* The backend called name; NULL (tg_err listing the known ones) when none. */
+const tg_backend *tg_backend_find(const char *name);
+/* The registered backends, the CPU first: i in [0, tg_backend_count()). */
+int tg_backend_count(void);
+const tg_backend *tg_backend_at(int i);
+/* Add a backend (one loaded at run time). -1 (tg_err) when its ABI differs,
+ * a required function is missing or its name is taken. */
+int tg_backend_register(const tg_backend *be);
+
+/* supports_node, with a reason always written when it refuses. */
+bool tg_backend_supports(const tg_backend *be, const tg_graph *g, int n, char *why);
+
+#endif

@@ -1,0 +1,152 @@
+/* The CPU backend: host memory, the interpreter's glue (run_*.c) found through
+ * one table indexed by op, the packing of linear weights as its lowering, the
+ * C emitter's grouping rules, and the build of a shared object with cc. */
+#include "cpu.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "kernels/kernels.h"
+#include "run.h"
+
+/* tensor_ops.h numbers its dtypes like dtype.h, so a cast converts. */
+_Static_assert(TGK_F32 == (int)TG_F32 && TGK_F8E5M2 == (int)TG_F8E5M2 &&
+               TGK_I8 == (int)TG_I8 && TGK_I64 == (int)TG_I64 && TGK_BOOL == (int)TG_BOOL &&
+               TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype must match tg_dtype");
+
+static const tg_run_fn run_table[TG_OP_COUNT] = {
+#define E tg_run_elementwise
+    [TG_OP_NEG] = E, [TG_OP_ABS] = E, [TG_OP_EXP] = E, [TG_OP_LOG] = E, [TG_OP_SQRT] = E,
+    [TG_OP_RSQRT] = E, [TG_OP_RECIPROCAL] = E, [TG_OP_SIN] = E, [TG_OP_COS] = E,
+    [TG_OP_TANH] = E, [TG_OP_ERF] = E, [TG_OP_SIGMOID] = E, [TG_OP_RELU] = E,
+    [TG_OP_GELU] = E, [TG_OP_SILU] = E, [TG_OP_HARDSWISH] = E, [TG_OP_HARDSIGMOID] = E,
+    [TG_OP_LEAKY_RELU] = E, [TG_OP_ELU] = E, [TG_OP_FLOOR] = E, [TG_OP_CEIL] = E,
+    [TG_OP_ROUND] = E, [TG_OP_CLAMP] = E, [TG_OP_LOGICAL_NOT] = E, [TG_OP_CAST] = E,
+    [TG_OP_IDENTITY] = E, [TG_OP_ADD] = E, [TG_OP_SUB] = E, [TG_OP_MUL] = E, [TG_OP_DIV] = E,
+    [TG_OP_POW] = E, [TG_OP_REMAINDER] = E, [TG_OP_FMOD] = E, [TG_OP_MAXIMUM] = E, [TG_OP_MINIMUM] = E, [TG_OP_EQ] = E, [TG_OP_NE] = E,
+    [TG_OP_LT] = E, [TG_OP_LE] = E, [TG_OP_GT] = E, [TG_OP_GE] = E, [TG_OP_LOGICAL_AND] = E,
+    [TG_OP_LOGICAL_OR] = E, [TG_OP_WHERE] = E,
+#undef E
+#define R tg_run_reduce
+    [TG_OP_REDUCE_SUM] = R, [TG_OP_REDUCE_MEAN] = R, [TG_OP_REDUCE_MAX] = R,
+    [TG_OP_REDUCE_MIN] = R, [TG_OP_REDUCE_PROD] = R, [TG_OP_REDUCE_VAR] = R,
+    [TG_OP_REDUCE_ANY] = R, [TG_OP_ARGMAX] = R, [TG_OP_ARGMIN] = R, [TG_OP_SOFTMAX] = R,
+    [TG_OP_LOG_SOFTMAX] = R, [TG_OP_CUMSUM] = R,
+#undef R
+    [TG_OP_LAYER_NORM] = tg_run_nn, [TG_OP_GROUP_NORM] = tg_run_nn,
+    [TG_OP_BATCH_NORM] = tg_run_nn, [TG_OP_MAX_POOL] = tg_run_nn, [TG_OP_AVG_POOL] = tg_run_nn,
+    [TG_OP_ADAPTIVE_AVG_POOL] = tg_run_nn, [TG_OP_RESIZE] = tg_run_nn,
+    [TG_OP_MATMUL] = tg_run_linalg, [TG_OP_LINEAR] = tg_run_linalg,
+    [TG_OP_LINEAR_PACKED] = tg_run_linalg, [TG_OP_LINEAR_24] = tg_run_sparse,
+    [TG_OP_CONV] = tg_run_linalg, [TG_OP_SDPA] = tg_run_linalg,
+#define M tg_run_movement
+    [TG_OP_RESHAPE] = M, [TG_OP_PERMUTE] = M, [TG_OP_EXPAND] = M, [TG_OP_SLICE] = M,
+    [TG_OP_CONCAT] = M, [TG_OP_PAD] = M, [TG_OP_TILE] = M, [TG_OP_GATHER] = M,
+    [TG_OP_INDEX_SELECT] = M, [TG_OP_INDEX_COPY] = M, [TG_OP_TRIL] = M, [TG_OP_TRIU] = M,
+#undef M
+    [TG_OP_FULL] = tg_run_gen, [TG_OP_ARANGE] = tg_run_gen,
+    [TG_OP_QUANTIZE] = tg_run_quant, [TG_OP_DEQUANTIZE] = tg_run_quant,
+    [TG_OP_QLINEAR] = tg_run_qops, [TG_OP_QCONV] = tg_run_qops,
+};
+
+bool tg_cpu_has_kernel(tg_op op)
+{
+    return op > TG_OP_NONE && op < TG_OP_COUNT && run_table[op];
+}
+
+static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, char *why)
+{
+    const tg_node *nd = &g->nodes[n];
+    int64_t panel;
+    if (!tg_cpu_has_kernel(nd->op)) {
+        snprintf(why, TG_WHY_MAX, "no CPU kernel for op %s", tg_op_name(nd->op));
+        return false;
+    }
+    if (nd->op == TG_OP_LINEAR_PACKED &&
+        (!tg_dim_is_const(g->values[nd->in[1]].shape.d[2], &panel) || panel != TGK_PANEL)) {
+        snprintf(why, TG_WHY_MAX, "weight in panels of other than %d columns", TGK_PANEL);
+        return false;
+    }
+    return true;
+}
+
+static int cpu_run(const tg_backend *be, const tg_run_ctx *c)
+{
+    return run_table[c->n->op](c);
+}
+
+/* Host memory: what the interpreter's own tensors use. */
+static void *cpu_alloc(const tg_backend *be, size_t size)
+{
+    return tg_host_alloc(size);
+}
+
+static void cpu_free(const tg_backend *be, void *p)
+{
+    free(p);
+}
+
+static int cpu_copy(const tg_backend *be, void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+    return 0;
+}
+
+static int cpu_synchronize(const tg_backend *be)
+{
+    return 0;   /* kernels return when done */
+}
+
+/* The run's thread count, set for the run only: the process-wide one, which
+ * the host may have chosen, stays as it is. */
+static int cpu_run_begin(const tg_backend *be, int nthreads)
+{
+    int caller = tgk_run_threads();
+    tgk_set_run_threads(nthreads);
+    tgk_parallel_prime();
+    return caller;
+}
+
+static void cpu_run_end(const tg_backend *be, int caller)
+{
+    tgk_set_run_threads(caller);
+}
+
+static const tg_lower_pass cpu_lower[] = {
+    {"prepack", tg_cpu_prepack},
+};
+
+static const tg_group_rules cpu_groups = {
+    /* .epilogue = */ true,
+    /* .conv_pool = */ true,
+    /* .gemm_residual = */ true,
+    /* .loop = */ true,
+    /* .view = */ true,
+    /* .strided = */ true,
+    /* .loop_supports = */ tg_cpu_loop_supports,
+};
+
+const tg_backend tg_backend_cpu = {
+    /* .abi = */ TG_BACKEND_ABI,
+    /* .name = */ "cpu",
+    /* .about = */ "the host's cores: C kernels, models compiled with cc",
+    /* .memory = */ TG_MEM_HOST,
+    /* .alignment = */ TG_TENSOR_ALIGN,
+    /* .alloc = */ cpu_alloc,
+    /* .free = */ cpu_free,
+    /* .upload = */ cpu_copy,
+    /* .download = */ cpu_copy,
+    /* .synchronize = */ cpu_synchronize,
+    /* .supports_node = */ cpu_supports_node,
+    /* .run = */ cpu_run,
+    /* .run_begin = */ cpu_run_begin,
+    /* .run_end = */ cpu_run_end,
+    /* .lower = */ cpu_lower,
+    /* .nlower = */ sizeof cpu_lower / sizeof cpu_lower[0],
+    /* .groups = */ &cpu_groups,
+    /* .compile = */ tg_cpu_compile,
+};
