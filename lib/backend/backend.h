@@ -9,9 +9,12 @@
  * TLOG=run records where each node runs and why a device refused it. A value
  * lives in memory of the device whose node made it (buffers: alloc, free,
  * host or device memory); when a node on another device reads it, the
- * interpreter moves it (upload, download). Runs go node by node (run), and
- * the interpreter synchronizes before handing outputs back. The call per node
- * is the only indirection: nothing per element.
+ * interpreter moves it (upload, download); a constant moves once for the
+ * life of the interpreter's tg_exec, not once a run. Runs go node by node
+ * (run), or a fused group at a time where the device runs groups (run_group:
+ * the interpreter forms them with the device's grouping rules), and the
+ * interpreter synchronizes before handing outputs back. The call per node is
+ * the only indirection: nothing per element.
  *
  * Compiling. tcompile's pipeline (lib/passes) lets the target lower the graph
  * into its own weight formats (lower: the CPU packs linear weights into the
@@ -48,6 +51,22 @@ typedef struct {
     const tg_tensor *const *in;     /* n->nin inputs, NULL when omitted */
     tg_tensor *const *out;          /* n->nout outputs: dtype, dims and zeroed data set */
 } tg_run_ctx;
+
+/* A group of nodes to run as one (run_group): the nodes the device's
+ * grouping rules fused (groups; tg_plan), in graph order with the root last,
+ * all of which it supports. Only the root's outputs get memory: the values
+ * made and read inside the group have none. */
+typedef struct {
+    const tg_graph *g;
+    tg_group_kind kind;             /* TG_GROUP_LOOP, _EPILOGUE ...: what fused it */
+    int nnode;
+    const int *nodes;               /* node indices, the root last */
+    const int64_t *sym;             /* the bound symbol values */
+    int nin;
+    const int *in_values;           /* the values the group reads from outside it */
+    const tg_tensor *const *in;     /* their tensors, in the device's memory */
+    tg_tensor *const *out;          /* the root's outputs, as tg_run_ctx's */
+} tg_group_ctx;
 
 /* Why a device refuses a node: supports_node writes a short reason here. */
 #define TG_WHY_MAX 160
@@ -88,6 +107,9 @@ struct tg_backend {
     bool (*supports_node)(const tg_backend *be, const tg_graph *g, int n, char *why);
     /* Run one node it supports. 0 or -1 (tg_err). */
     int (*run)(const tg_backend *be, const tg_run_ctx *c);
+    /* Run a group its grouping rules (groups) fused, as one. NULL: the
+     * interpreter forms no groups and runs every node with run. */
+    int (*run_group)(const tg_backend *be, const tg_group_ctx *c);
     /* A run of a graph starts and ends: the CPU sets the host threads the run
      * may use (nthreads; <= 0: the process-wide count) and wakes its workers,
      * then puts back what run_begin returned. NULL: nothing to do. */
@@ -109,7 +131,8 @@ struct tg_backend {
 /* The CPU: the default device and target, and every node's fallback. */
 extern const tg_backend tg_backend_cpu;
 
-/* The backend called name; NULL (tg_err listing the known ones) when none. */
+/* The backend called name: a registered one, else one loaded as
+ * tg_backend_load_named does; NULL (tg_err listing the known ones) when none. */
 const tg_backend *tg_backend_find(const char *name);
 /* The registered backends, the CPU first: i in [0, tg_backend_count()). */
 int tg_backend_count(void);
@@ -117,6 +140,27 @@ const tg_backend *tg_backend_at(int i);
 /* Add a backend (one loaded at run time). -1 (tg_err) when its ABI differs,
  * a required function is missing or its name is taken. */
 int tg_backend_register(const tg_backend *be);
+
+/* ---- backends in shared objects (load.c) ---------------------------------------- */
+
+/* What a backend's shared object defines: its struct, which the loader
+ * registers (NULL with tg_err: it cannot run here, e.g. no device present). */
+#define TG_BACKEND_ENTRY "tg_backend_entry"
+const tg_backend *tg_backend_entry(void);
+
+/* Load and register the backend of the shared object at path (or return it
+ * when registered already). NULL (tg_err) when the file is missing, is no
+ * shared object, defines no tg_backend_entry, or the registry refuses its
+ * backend (another interface version, a function missing, its name taken). */
+const tg_backend *tg_backend_load(const char *path);
+/* name with a '/': tg_backend_load(name); else the first
+ * libtgraph-backend-NAME.so in the folders of TG_BACKEND_PATH (colon-separated),
+ * whose backend must be called name. NULL: with tg_err when loading failed,
+ * without when there is no such file. */
+const tg_backend *tg_backend_load_named(const char *name);
+/* Load every backend TG_BACKEND_PATH names: each shared object it lists and
+ * each libtgraph-backend-*.so in the folders it lists. 0, or -1 (tg_err). */
+int tg_backend_load_path(void);
 
 /* supports_node, with a reason always written when it refuses. */
 bool tg_backend_supports(const tg_backend *be, const tg_graph *g, int n, char *why);

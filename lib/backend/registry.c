@@ -1,5 +1,5 @@
 /* The registry of devices: the ones built in (one line each below), then
- * those registered at run time. */
+ * those registered at run time (a shared object's: load.c). */
 #include "backend.h"
 
 #include <string.h>
@@ -39,8 +39,12 @@ const tg_backend *tg_backend_find(const char *name)
         size_t n = strlen(known);
         snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", be->name);
     }
-    tg_err("no device '%s' (known: %s)", name, known);
-    return NULL;
+    tg_err_clear();
+    const tg_backend *be = tg_backend_load_named(name);
+    if (!be && !*tg_errmsg())
+        tg_err("no device '%s' (known: %s; no libtgraph-backend-%s.so in TG_BACKEND_PATH)",
+               name, known, name);
+    return be;
 }
 
 int tg_backend_register(const tg_backend *be)

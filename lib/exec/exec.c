@@ -4,7 +4,9 @@
  * (lib/backend/backend.h): the one chosen where it supports the node, else the
  * CPU. A device with memory of its own gets its inputs uploaded, and values it
  * made are downloaded where the CPU reads them; either copy is kept until the
- * value dies. */
+ * value dies, and a constant's upload for as long as the exec lives. A device
+ * that runs fused groups (run_group) gets them at their roots: the groups its
+ * grouping rules form (tg_plan_fuse) where it runs every member. */
 #include "exec.h"
 
 #include <cjson/cJSON.h>
@@ -17,6 +19,7 @@
 #include "../backend/backend.h"
 #include "../error.h"
 #include "../log.h"
+#include "../passes/passes.h"
 #include "exec_dynamic.h"
 
 struct tg_exec {
@@ -25,6 +28,9 @@ struct tg_exec {
     bool *on_dev;                   /* per node: runs on dev (else on the CPU) */
     int *last_use;                  /* per value: index of the last node reading it */
     bool *dynamic;                  /* per node: its shapes are known when it runs */
+    int *at;                        /* per node: the node it runs at (a group's root) */
+    tg_group_kind *group;           /* per root: the group dev runs there (SINGLE: none) */
+    void **kept;                    /* per constant: its upload to dev, made on first use */
     int nthreads;                   /* for its runs; 0: the process-wide count */
     tg_exec_hook hook;
     void *hook_ctx;
@@ -81,20 +87,58 @@ static int place(tg_exec *e, int i)
     return 0;
 }
 
+/* The groups dev runs: those its grouping rules form whose members it all
+ * runs (none rebuilt when it runs); their members run at the root (at[]). */
+static int form_groups(tg_exec *e)
+{
+    const tg_graph *g = e->g;
+    if (!e->dev->run_group || !e->dev->groups)
+        return 0;
+    tg_plan *p = tg_plan_fuse(g, e->dev->groups);
+    if (!p)
+        return -1;
+    for (int r = 0; r < g->nnode; r++) {
+        if (p->root[r] != r || p->kind[r] == TG_GROUP_SINGLE)
+            continue;
+        int members = 0;
+        bool all = true;
+        for (int m = 0; m <= r; m++)
+            if (p->root[m] == r) {
+                members++;
+                all = all && e->on_dev[m] && !e->dynamic[m];
+            }
+        if (members < 2 || !all)
+            continue;
+        e->group[r] = p->kind[r];
+        for (int m = 0; m < r; m++)
+            if (p->root[m] == r)
+                e->at[m] = r;
+        TG_LOG(RUN, TG_LOG_DEBUG, "%s (%s): a group of %d nodes on %s", g->nodes[r].name,
+               tg_op_name(g->nodes[r].op), members, e->dev->name);
+    }
+    tg_plan_free(p);
+    return 0;
+}
+
 tg_exec *tg_exec_new_on(const tg_graph *g, const tg_backend *dev, int nthreads)
 {
     tg_exec *e = calloc(1, sizeof *e);
     if (!e || !(e->last_use = malloc(sizeof(int) * (size_t)(g->nvalue ? g->nvalue : 1))) ||
         !(e->on_dev = calloc((size_t)g->nnode + 1, sizeof(bool))) ||
-        !(e->dynamic = malloc(sizeof(bool) * (size_t)(g->nnode ? g->nnode : 1)))) {
+        !(e->dynamic = malloc(sizeof(bool) * (size_t)(g->nnode ? g->nnode : 1))) ||
+        !(e->at = malloc(sizeof(int) * (size_t)(g->nnode ? g->nnode : 1))) ||
+        !(e->group = calloc((size_t)g->nnode + 1, sizeof(tg_group_kind))) ||
+        !(e->kept = calloc((size_t)g->nvalue + 1, sizeof(void *)))) {
         tg_exec_free(e);
         tg_err("out of memory");
         return NULL;
     }
     e->g = g;
     e->dev = dev;
-    for (int i = 0; i < g->nnode; i++)
+    for (int i = 0; i < g->nnode; i++) {
         e->dynamic[i] = tg_exec_node_is_dynamic(g, &g->nodes[i]);
+        e->at[i] = i;
+    }
     int ndev = 0;
     for (int i = 0; i < g->nnode; i++) {
         if (place(e, i)) {
@@ -106,12 +150,16 @@ tg_exec *tg_exec_new_on(const tg_graph *g, const tg_backend *dev, int nthreads)
     if (dev != &tg_backend_cpu)
         TG_LOG(RUN, TG_LOG_INFO, "%d of %d nodes on %s, the rest on cpu", ndev, g->nnode,
                dev->name);
+    if (form_groups(e)) {
+        tg_exec_free(e);
+        return NULL;
+    }
     for (int v = 0; v < g->nvalue; v++)
         e->last_use[v] = -1;
     for (int i = 0; i < g->nnode; i++)
         for (int j = 0; j < g->nodes[i].nin; j++)
-            if (g->nodes[i].in[j] >= 0)
-                e->last_use[g->nodes[i].in[j]] = i;
+            if (g->nodes[i].in[j] >= 0 && e->last_use[g->nodes[i].in[j]] < e->at[i])
+                e->last_use[g->nodes[i].in[j]] = e->at[i];
     for (int i = 0; i < g->noutput; i++)
         e->last_use[g->outputs[i]] = g->nnode;  /* kept to the end */
     e->nthreads = nthreads > 0 ? nthreads : 0;
@@ -127,9 +175,15 @@ void tg_exec_free(tg_exec *e)
 {
     if (!e)
         return;
+    for (int v = 0; e->kept && v < e->g->nvalue; v++)
+        if (e->kept[v])
+            e->dev->free(e->dev, e->kept[v]);
     free(e->last_use);
     free(e->on_dev);
     free(e->dynamic);
+    free(e->at);
+    free(e->group);
+    free(e->kept);
     free(e);
 }
 
@@ -242,12 +296,13 @@ static double now(void)
 /* vals[v] for every value; owned[v] when the data is ours to free; on_dev[v]
  * when that data is in the device's memory (else the host's); copy[v] the
  * value's data in the other memory once a node there has read it (NULL:
- * none yet). */
+ * none yet); for a constant, the device's copy is kept[v], the exec's. */
 typedef struct {
     const tg_backend *dev;
+    const tg_value *gv;             /* the graph's values */
     tg_tensor *vals;
     bool *owned, *on_dev;
-    void **copy;
+    void **copy, **kept;
     int n;
 } value_set;
 
@@ -283,7 +338,8 @@ static const tg_tensor *readable(value_set *vs, int v, bool on_dev, tg_tensor *t
     const tg_tensor *t = &vs->vals[v];
     if (vs->on_dev[v] == on_dev)
         return t;
-    if (!vs->copy[v]) {
+    void **copy = on_dev && vs->gv[v].kind == TG_VALUE_CONST ? &vs->kept[v] : &vs->copy[v];
+    if (!*copy) {
         void *c = get(vs, t->nbytes, on_dev);
         if (!c)
             return NULL;
@@ -293,10 +349,12 @@ static const tg_tensor *readable(value_set *vs, int v, bool on_dev, tg_tensor *t
             drop(vs, c, on_dev);
             return NULL;
         }
-        vs->copy[v] = c;
+        TG_LOG(RUN, TG_LOG_DEBUG, "%s: %zu bytes %s %s", vs->gv[v].name, t->nbytes,
+               on_dev ? "uploaded to" : "downloaded from", vs->dev->name);
+        *copy = c;
     }
     *tmp = *t;
-    tmp->data = vs->copy[v];
+    tmp->data = *copy;
     return tmp;
 }
 
@@ -306,6 +364,64 @@ static int node_error(const tg_node *n)
     snprintf(msg, sizeof msg, "%s", tg_errmsg());
     return tg_err("node '%s' (%s%s%s): %s", n->name, tg_op_name(n->op), n->source ? ", " : "",
                   n->source ? n->source : "", msg);
+}
+
+/* Value v's data, its dims set: zeroed memory on the device or the host. */
+static int give_memory(value_set *vs, int v, bool on_dev)
+{
+    tg_tensor *t = &vs->vals[v];
+    if (tg_tensor_nbytes(t, &t->nbytes) || !(t->data = get(vs, t->nbytes, on_dev)))
+        return -1;
+    vs->owned[v] = true;
+    vs->on_dev[v] = on_dev;
+    return 0;
+}
+
+/* The group whose root is r, on the device: the values its members read
+ * from outside moved there, memory for the root's outputs only. */
+static int run_group(const tg_exec *e, int r, value_set *vs, const int64_t *sym)
+{
+    const tg_graph *g = e->g;
+    const tg_node *root = &g->nodes[r];
+    const tg_backend *be = e->dev;
+    bool on_dev = be->memory == TG_MEM_DEVICE;
+    int nread = 0;
+    for (int m = 0; m <= r; m++)
+        nread += e->at[m] == r ? g->nodes[m].nin : 0;
+    int nodes[r + 1], vin[nread + 1], nnode = 0, nin = 0;
+    const tg_tensor *in[nread + 1];
+    tg_tensor copies[nread + 1], *out[root->nout ? root->nout : 1];
+    for (int m = 0; m <= r; m++) {
+        if (e->at[m] != r)
+            continue;
+        nodes[nnode++] = m;
+        for (int j = 0; j < g->nodes[m].nin; j++) {
+            int v = g->nodes[m].in[j], k = 0;
+            const tg_value *x = v >= 0 ? &g->values[v] : NULL;
+            if (!x || (x->kind == TG_VALUE_NODE && e->at[x->producer] == r))
+                continue;                       /* omitted, or made inside */
+            while (k < nin && vin[k] != v)
+                k++;
+            if (k < nin)
+                continue;
+            vin[nin] = v;
+            if (!(in[nin] = readable(vs, v, on_dev, &copies[nin])))
+                return tg_err_append("(group '%s', input '%s' to %s)", root->name, x->name,
+                                     be->name);
+            nin++;
+        }
+    }
+    for (int j = 0; j < root->nout; j++) {
+        const tg_value *v = &g->values[root->out[j]];
+        tg_tensor *t = &vs->vals[root->out[j]];
+        t->dtype = v->dtype;
+        t->rank = v->shape.rank;
+        if (tg_shape_eval(&v->shape, sym, t->dims) || give_memory(vs, root->out[j], on_dev))
+            return tg_err_append("(group '%s', output %d)", root->name, j);
+        out[j] = t;
+    }
+    tg_group_ctx c = { g, e->group[r], nnode, nodes, sym, nin, vin, in, out };
+    return be->run_group(be, &c) ? node_error(root) : 0;
 }
 
 static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *bound)
@@ -344,12 +460,10 @@ static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *
         } else if (tg_shape_eval(&v->shape, sym, t->dims)) {
             return tg_err_append("(node '%s', output %d)", n->name, j);
         }
-        if (tg_tensor_nbytes(t, &t->nbytes) || !(t->data = get(vs, t->nbytes, on_dev))) {
+        if (give_memory(vs, n->out[j], on_dev)) {
             tg_graph_free(cg);
             return tg_err_append("(node '%s', output %d)", n->name, j);
         }
-        vs->owned[n->out[j]] = true;
-        vs->on_dev[n->out[j]] = on_dev;
         out[j] = t;
     }
     tg_run_ctx c = { cg ? cg : g, cg ? &cg->nodes[0] : n, sym, in, out };
@@ -386,8 +500,8 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
     if (bind_inputs(g, inputs, sym, bound))
         return -1;
     size_t nv = (size_t)g->nvalue + 1;
-    value_set vs = { e->dev, calloc(nv, sizeof(tg_tensor)), calloc(nv, sizeof(bool)),
-                     calloc(nv, sizeof(bool)), calloc(nv, sizeof(void *)), g->nvalue };
+    value_set vs = { e->dev, g->values, calloc(nv, sizeof(tg_tensor)), calloc(nv, sizeof(bool)),
+                     calloc(nv, sizeof(bool)), calloc(nv, sizeof(void *)), e->kept, g->nvalue };
     int rc = -1;
     if (!vs.vals || !vs.owned || !vs.on_dev || !vs.copy) {
         tg_err("out of memory");
@@ -408,18 +522,24 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
     for (int i = 0; i < g->ninput; i++)
         vs.vals[g->inputs[i]] = inputs[i];
     for (int i = 0; i < g->nnode; i++) {
-        const tg_node *n = &g->nodes[i];
+        if (e->at[i] != i)
+            continue;                           /* a group's member: it runs at the root */
         double t0 = e->hook ? now() : 0;
-        if (run_node(e, i, &vs, sym, bound))
+        if (e->group[i] ? run_group(e, i, &vs, sym) : run_node(e, i, &vs, sym, bound))
             goto done;
         if (e->hook)
             e->hook(e->hook_ctx, i, now() - t0);
-        for (int j = 0; j < n->nin; j++)
-            if (n->in[j] >= 0 && e->last_use[n->in[j]] == i)
-                release(&vs, n->in[j]);
-        for (int j = 0; j < n->nout; j++)
-            if (e->last_use[n->out[j]] < 0)     /* never read */
-                release(&vs, n->out[j]);
+        for (int m = e->group[i] ? 0 : i; m <= i; m++) {
+            const tg_node *n = &g->nodes[m];
+            if (e->at[m] != i)
+                continue;
+            for (int j = 0; j < n->nin; j++)
+                if (n->in[j] >= 0 && e->last_use[n->in[j]] == i)
+                    release(&vs, n->in[j]);
+            for (int j = 0; j < n->nout; j++)
+                if (e->last_use[n->out[j]] < 0)     /* never read */
+                    release(&vs, n->out[j]);
+        }
     }
     if (e->dev->synchronize(e->dev))
         goto done;

@@ -76,6 +76,9 @@ typedef struct {
 /* A plan with every node its own group and no memory plan yet. */
 tg_plan *tg_plan_new(const tg_graph *g);
 void tg_plan_free(tg_plan *p);
+/* A plan with the groups the fusion passes form under rules, and no memory
+ * plan: the interpreter's for a device that runs groups. NULL (tg_err). */
+tg_plan *tg_plan_fuse(const tg_graph *g, const tg_group_rules *rules);
 /* True when node n's outputs are computed inside a fused group and have no memory. */
 bool tg_plan_interior(const tg_plan *p, int n);
 /* True when op only views its input's bytes (reshape, identity). */

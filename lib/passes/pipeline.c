@@ -91,6 +91,29 @@ static int run_plan_pass(const tg_graph *g, tg_plan *p, const char *name, plan_p
     return 0;
 }
 
+static const struct { const char *name; plan_pass f; int level; } plan_passes[] = {
+    {"fuse_act", tg_pass_fuse_act, 1},
+    {"fuse_elementwise", tg_pass_fuse_elementwise, 1},
+    {"fuse_views", tg_pass_fuse_views, 1},
+    {"memplan", tg_pass_memplan, 0},
+};
+
+tg_plan *tg_plan_fuse(const tg_graph *g, const tg_group_rules *rules)
+{
+    tg_plan *p = tg_plan_new(g);
+    if (!p)
+        return NULL;
+    p->rules = rules;
+    for (size_t i = 0; i < sizeof plan_passes / sizeof plan_passes[0]; i++)
+        if (plan_passes[i].f != tg_pass_memplan &&
+            run_plan_pass(g, p, plan_passes[i].name, plan_passes[i].f)) {
+            tg_plan_free(p);
+            return NULL;
+        }
+    log_groups(g, p);
+    return p;
+}
+
 /* Every node must be one the target compiles: the first it refuses is the error. */
 static int check_target(const tg_graph *g, const tg_backend *be)
 {
@@ -122,12 +145,6 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"lower", NULL, 0},     /* the target's own passes (its weight formats) */
         {"fold", tg_pass_fold, 1},
         {"dce", tg_pass_dce, 0},
-    };
-    static const struct { const char *name; plan_pass f; int level; } plan_passes[] = {
-        {"fuse_act", tg_pass_fuse_act, 1},
-        {"fuse_elementwise", tg_pass_fuse_elementwise, 1},
-        {"fuse_views", tg_pass_fuse_views, 1},
-        {"memplan", tg_pass_memplan, 0},
     };
     const tg_backend *be = o->target;
     if (tg_graph_check_static(g, "tcompile"))

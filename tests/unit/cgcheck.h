@@ -1,8 +1,12 @@
 /* Every path that runs a graph against a float64 reference, one small graph
  * at a time (ggml's test-backend-ops). check_case draws fresh random inputs
- * at batch 1 and 5 and, for every backend (today the CPU), runs the graph
- *   interpreted: the backend's interpreter on the graph as built;
- *   compiled:    a copy through the pass pipeline at -O0 and -O1, built into
+ * at batch 1 and 5 and, for every backend (the CPU, and those TG_BACKEND_PATH
+ * names: TG_BACKEND_OPS=NAME,... picks some), runs the graph
+ *   interpreted: the interpreter on the graph as built, each node on the
+ *                backend or, where it refuses, on the CPU (each case with
+ *                a refused node listed: "unsupported");
+ *   compiled:    (a backend that compiles) a copy through the pass
+ *                pipeline for it at -O0 and -O1, built into
  *                a .so (needs libtgkernels.a: TGRAPH_RUNTIME_DIR, which make
  *                check sets), loaded with dlopen and run into output buffers
  *                of the test's own, each between sentinel bytes that must
@@ -68,18 +72,63 @@ static inline void cg_refuse(const char *what, const char *path, const char *why
     cg_nrefused++;
 }
 
-/* Whether the interpreter runs every node of g on the CPU (its
- * supports_node); false after cg_refuse with the CPU's reason. */
-static inline bool cg_interpretable(const char *what, const tg_graph *g)
+/* The backends under test, and per backend the cases its interpreter ran:
+ * all, those whose every node it ran, those where it ran some. */
+#define CG_MAX_BE 8
+static const tg_backend *cg_be[CG_MAX_BE];
+static int cg_nbe, cg_be_run[CG_MAX_BE], cg_be_whole[CG_MAX_BE], cg_be_part[CG_MAX_BE];
+
+/* A path's name: "interpreted" or "compiled -O1" on the CPU, else after its backend's. */
+static inline void cg_path(char *buf, size_t n, const tg_backend *be, const char *path)
+{
+    snprintf(buf, n, "%s%s%s", be == &tg_backend_cpu ? "" : be->name,
+             be == &tg_backend_cpu ? "" : " ", path);
+}
+
+/* Whether backend be runs every node of g (its supports_node); false after
+ * cg_refuse with its reason for the first it refuses. */
+static inline bool cg_interpretable_on(const tg_backend *be, const char *what, const tg_graph *g)
 {
     for (int i = 0; i < g->nnode; i++) {
-        char why[TG_WHY_MAX];
-        if (!tg_backend_supports(&tg_backend_cpu, g, i, why)) {
-            cg_refuse(what, "interpreted", why);
+        char why[TG_WHY_MAX], path[64], node[TG_WHY_MAX + 64];
+        if (!tg_backend_supports(be, g, i, why)) {
+            cg_path(path, sizeof path, be, "interpreted");
+            snprintf(node, sizeof node, "%s (%s): %s", g->nodes[i].name,
+                     tg_op_name(g->nodes[i].op), why);
+            cg_refuse(what, path, node);
             return false;
         }
     }
     return true;
+}
+
+static inline bool cg_interpretable(const char *what, const tg_graph *g)
+{
+    return cg_interpretable_on(&tg_backend_cpu, what, g);
+}
+
+/* Backend d's interpreter on case g: counted by how many nodes it ran. */
+static inline void cg_count_on(int d, const char *what, const tg_graph *g)
+{
+    int n = 0;
+    char why[TG_WHY_MAX];
+    for (int i = 0; i < g->nnode; i++)
+        n += tg_backend_supports(cg_be[d], g, i, why);
+    cg_be_run[d]++;
+    if (n < g->nnode)
+        cg_interpretable_on(cg_be[d], what, g);     /* lists the first refusal */
+    cg_be_whole[d] += n == g->nnode;
+    cg_be_part[d] += n > 0 && n < g->nnode;
+}
+
+/* Each backend's count of cases, for the end of the program. */
+static inline void cg_report_backends(void)
+{
+    for (int d = 0; d < cg_nbe; d++)
+        printf("backend %s: %d cases run interpreted: %d all on it, %d partly (the CPU ran the"
+               " nodes it refused), %d all on the CPU%s\n", cg_be[d]->name, cg_be_run[d],
+               cg_be_whole[d], cg_be_part[d], cg_be_run[d] - cg_be_whole[d] - cg_be_part[d],
+               cg_be[d]->compile ? "; and compiled" : "; it compiles nothing");
 }
 
 /* Whether the cases can run (TGRAPH_RUNTIME_DIR set: make check sets it);
@@ -89,6 +138,24 @@ static inline bool cg_start(void)
     if (!getenv("TGRAPH_RUNTIME_DIR")) {
         printf("TGRAPH_RUNTIME_DIR is not set: run through make check\n");
         return false;
+    }
+    if (tg_backend_load_path()) {
+        printf("TG_BACKEND_PATH: %s\n", tg_errmsg());
+        exit(1);
+    }
+    const char *only = getenv("TG_BACKEND_OPS");
+    for (int i = 0; i < tg_backend_count() && cg_nbe < CG_MAX_BE; i++) {
+        const tg_backend *be = tg_backend_at(i);
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", only ? only : "");
+        char name[64];
+        snprintf(name, sizeof name, ",%s,", be->name);
+        if (!only || strstr(list, name))
+            cg_be[cg_nbe++] = be;
+    }
+    if (!cg_nbe) {
+        printf("TG_BACKEND_OPS=%s: no such backend registered\n", only);
+        exit(1);
     }
     rng = (uint64_t)time(NULL);
     printf("seed %llu\n", (unsigned long long)rng);
@@ -203,16 +270,17 @@ static inline tg_graph *cg_widen(const tg_graph *g, char *why, size_t nwhy)
 }
 
 /* Compile g (a copy goes through the passes at `level`) into path. */
-static inline int cg_compile(const tg_graph *g, int level, const char *path)
+static inline int cg_compile(const tg_backend *be, const tg_graph *g, int level,
+                             const char *path)
 {
     tg_graph *c = tg_graph_clone(g);
-    tg_passes_opts po = {.level = level, .target = &tg_backend_cpu};
+    tg_passes_opts po = {.level = level, .target = be};
     tg_plan *p = c ? tg_passes_run(c, &po) : NULL;
     FILE *f = fopen(path, "wb");
     /* a baseline CPU: the cases test the generated code, not -march, and must
      * also run under valgrind (no AVX-512 there); bats tests native builds */
     tg_build_opts o = {.cpu = "x86-64-v2"};
-    int rc = p && f ? tg_backend_cpu.compile(&tg_backend_cpu, c, p, &o, f) : -1;
+    int rc = p && f ? be->compile(be, c, p, &o, f) : -1;
     if (f && fclose(f))
         rc = -1;
     tg_plan_free(p);
@@ -302,16 +370,21 @@ typedef struct {
     int (*run)(tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
     int (*dims)(const tgraph_model *, const tgraph_tensor *, int, tgraph_tensor *, int);
     void (*close)(tgraph_model *);
+    const tg_backend *be;   /* whose compile made it */
+    int level;
 } cg_model;
 
-static inline bool cg_load(const char *what, const tg_graph *g, int level, cg_model *cm)
+static inline bool cg_load(const char *what, const tg_backend *be, const tg_graph *g, int level,
+                           cg_model *cm)
 {
     char path[] = "/tmp/test_codegen.XXXXXX";
     int fd = mkstemp(path);
     close(fd);
     memset(cm, 0, sizeof *cm);
-    if (cg_compile(g, level, path)) {
-        fprintf(stderr, "%s, -O%d: %s\n", what, level, tg_errmsg());
+    cm->be = be;
+    cm->level = level;
+    if (cg_compile(be, g, level, path)) {
+        fprintf(stderr, "%s, %s -O%d: %s\n", what, be->name, level, tg_errmsg());
         unlink(path);
         return false;
     }
@@ -392,21 +465,28 @@ static inline bool cg_run_compiled(const char *what, const char *path, const cg_
     return ok;
 }
 
-/* Run the interpreter on g; its outputs (caller frees) or false. */
-static inline bool cg_interpret(const tg_graph *g, const tg_tensor *in, tg_tensor *out)
+/* Run the interpreter on g, on backend be where it supports a node; its
+ * outputs (caller frees) or false. */
+static inline bool cg_interpret_on(const tg_backend *be, const tg_graph *g, const tg_tensor *in,
+                                   tg_tensor *out)
 {
-    tg_exec *e = tg_exec_new(g, 1);
+    tg_exec *e = tg_exec_new_on(g, be, 1);
     bool ok = e && !tg_exec_run(e, in, out);
     tg_exec_free(e);
     return ok;
 }
 
-/* Fresh inputs at batch b, the reference (wide, or g itself when wide is
- * NULL), then every path (the interpreter on g if interp, each model of
- * cm); false on a mismatch. */
+static inline bool cg_interpret(const tg_graph *g, const tg_tensor *in, tg_tensor *out)
+{
+    return cg_interpret_on(&tg_backend_cpu, g, in, out);
+}
+
+/* Fresh inputs at batch b, the reference (wide, or g itself on the CPU when
+ * wide is NULL), then every path (the interpreter on g on each of the
+ * backends interp, each model of cm); false on a mismatch. */
 static inline bool cg_run_batch(const char *what, const tg_graph *g, const tg_graph *wide,
-                                bool interp, const cg_model *cm, int ncm, const int *levels,
-                                int b, const cg_case *o)
+                                const tg_backend *const *interp, int ninterp,
+                                const cg_model *cm, int ncm, int b, const cg_case *o)
 {
     tg_tensor in[CG_MAX_IO] = {{0}}, win[CG_MAX_IO] = {{0}}, ref[CG_MAX_IO] = {{0}},
               out[CG_MAX_IO] = {{0}};
@@ -432,20 +512,25 @@ static inline bool cg_run_batch(const char *what, const tg_graph *g, const tg_gr
         fprintf(stderr, "%s, batch %d: the reference fails: %s\n", what, b, tg_errmsg());
         ok = false;
     }
-    if (ok && interp) {
-        if (!cg_interpret(g, in, out)) {
-            fprintf(stderr, "%s, interpreted, batch %d: %s\n", what, b, tg_errmsg());
+    for (int d = 0; ok && d < ninterp; d++) {
+        char path[64];
+        cg_path(path, sizeof path, interp[d], "interpreted");
+        if (!cg_interpret_on(interp[d], g, in, out)) {
+            fprintf(stderr, "%s, %s, batch %d: %s\n", what, path, b, tg_errmsg());
             ok = false;
         }
         cg_result got[CG_MAX_IO];
         for (int k = 0; ok && k < g->noutput; k++)
             got[k] = (cg_result){out[k].dtype, out[k].rank, out[k].dims, out[k].data,
                                  out[k].nbytes};
-        ok = ok && cg_check_outputs(what, "interpreted", b, ref, got, g->noutput, o);
+        ok = ok && cg_check_outputs(what, path, b, ref, got, g->noutput, o);
+        for (int k = 0; ok && k < g->noutput; k++)
+            tg_tensor_free(&out[k]);
     }
     for (int m = 0; m < ncm; m++) {
-        char path[32];
-        snprintf(path, sizeof path, "compiled -O%d", levels[m]);
+        char path[64], lv[32];
+        snprintf(lv, sizeof lv, "compiled -O%d", cm[m].level);
+        cg_path(path, sizeof path, cm[m].be, lv);
         if (ok && !cg_run_compiled(what, path, &cm[m], tin, g->ninput, ref, g->noutput, b, o))
             ok = false;
     }
@@ -478,20 +563,26 @@ static inline void check_case_with(const char *what, tg_graph *g, const cg_case 
         printf("%s: reference at the graph's own dtypes: %s\n", what, why);
         cg_own_reference++;
     }
-    /* the interpreter on the graph as built: against itself when the
-     * reference is not wider, so only then */
-    bool interp = wide && cg_interpretable(what, g);
-    cg_model cm[2];
-    int levels[2], ncm = 0;
-    bool ok = true;
-    for (int level = 0; level < 2; level++) {
-        if (!((o->levels ? o->levels : 2u) & (1u << level)))
-            continue;
-        levels[ncm] = level;
-        ok = cg_load(what, g, level, &cm[ncm++]) && ok;
+    /* the interpreter on the graph as built: on the CPU against itself when
+     * the reference is not wider, so only then; on another backend, with
+     * the CPU running what it refuses, whenever the CPU can */
+    const tg_backend *interp[CG_MAX_BE];
+    cg_model cm[2 * CG_MAX_BE];
+    int ninterp = 0, ncm = 0;
+    bool ok = true, cpu_runs = !wide || cg_interpretable(what, g);
+    for (int d = 0; d < cg_nbe; d++) {
+        const tg_backend *be = cg_be[d];
+        bool cpu = be == &tg_backend_cpu;
+        if (cpu ? wide && cpu_runs : cpu_runs) {
+            interp[ninterp++] = be;
+            cg_count_on(d, what, g);
+        }
+        for (int level = 0; be->compile && level < 2; level++)
+            if ((o->levels ? o->levels : 2u) & (1u << level))
+                ok = cg_load(what, be, g, level, &cm[ncm++]) && ok;
     }
     for (int b = 1; ok && b <= 5; b += 4)
-        ok = cg_run_batch(what, g, wide, interp, cm, ncm, levels, b, o);
+        ok = cg_run_batch(what, g, wide, interp, ninterp, cm, ncm, b, o);
     CHECK(ok);
     for (int m = 0; m < ncm; m++)
         cg_unload(&cm[m]);

@@ -4,6 +4,9 @@
  *   mlp-gelu  the same with gelu instead of relu
  *   mlp-wide  hidden width 32 instead of 16
  *   mlp-24    mlp with fc1's weight 2:4 sparse already (pruned by magnitude)
+ *   chain     x f32[batch,8] -> linear 16 (fc1) -> add shift[16] (shifted) ->
+ *             relu (act) -> mul scale[16] (out): a linear, then a chain of
+ *             add, relu and mul with constants (tests/device_plugin.bats)
  *   conv1x1   x f32[batch,8,6,6] -> 1x1 conv 16 (c1) -> batch norm -> relu ->
  *             1x1 conv 12 stride 2 (c2) -> 1x1 conv 6 (c3) -> 1x1 conv 4 (c4)
  * Weights are uniform in [-1, 1) from SEED; the same KIND and SEED give the
@@ -68,10 +71,30 @@ static tg_graph *build_conv(void)
     return g;
 }
 
+static tg_graph *build_chain(void)
+{
+    tg_graph *g = tg_graph_new();
+    int b = tg_graph_add_symbol(g, "batch", 1, 64);
+    tg_shape xs = {.rank = 2, .d = {tg_dim_sym(b), tg_dim_const(8)}};
+    int x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    int h = tg_graph_add_node(g, TG_OP_LINEAR, "fc1", 3,
+                              (int[]){x, W(g, "fc1.weight", 16, 8), W(g, "fc1.bias", 16)}, 0, NULL);
+    int s = tg_graph_add_node(g, TG_OP_ADD, "shifted", 2, (int[]){h, W(g, "shift", 16)}, 0, NULL);
+    int a = tg_graph_add_node(g, TG_OP_RELU, "act", 1, &s, 0, NULL);
+    int y = tg_graph_add_node(g, TG_OP_MUL, "out", 2, (int[]){a, W(g, "scale", 16)}, 0, NULL);
+    if (x < 0 || y < 0 || tg_graph_add_output(g, y) < 0) {
+        tg_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 static tg_graph *build(const char *kind)
 {
     if (!strcmp(kind, "conv1x1"))
         return build_conv();
+    if (!strcmp(kind, "chain"))
+        return build_chain();
     int64_t hidden = strcmp(kind, "mlp-wide") ? 16 : 32;
     tg_op act = strcmp(kind, "mlp-gelu") ? TG_OP_RELU : TG_OP_GELU;
     tg_graph *g = tg_graph_new();
@@ -100,7 +123,7 @@ static tg_graph *build(const char *kind)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|conv1x1 SEED\n");
+        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|chain|conv1x1 SEED\n");
         return 2;
     }
     rng = strtoull(argv[2], NULL, 10);

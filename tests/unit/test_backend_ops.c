@@ -11,7 +11,9 @@
  * _compare, _reduce ...) gets its cases from the family with nothing to add;
  * any other op needs a builder in `cases` below, and an op with neither is a
  * failure naming it, so a new op in ops.def is never silently left out. The
- * program ends with that coverage report and the cases a path refused. */
+ * program ends with that coverage report, the cases a path refused and, per
+ * backend (cgcheck.h: the CPU and those TG_BACKEND_PATH names), the cases
+ * it ran and those with a node it refused. */
 #include "cgcheck.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/kernels/kernels.h"
@@ -825,6 +827,7 @@ int main(void)
     CHECK(ncov == nop);
     printf("unsupported: %d cases refused by a path%s\n", cg_nrefused,
            cg_nrefused ? " (listed above)" : "");
+    cg_report_backends();
     printf("reference: float64 but for %d cases whose ops take no f64 (listed above) and %d"
            " with no f32 value (integers, bool, f16, f64: the interpreter, which is not"
            " compared with itself)\n", cg_own_reference, cg_no_f32);

@@ -143,6 +143,7 @@ const tg_backend tg_backend_cpu = {
     /* .synchronize = */ cpu_synchronize,
     /* .supports_node = */ cpu_supports_node,
     /* .run = */ cpu_run,
+    /* .run_group = */ NULL,    /* the interpreter runs the CPU node by node */
     /* .run_begin = */ cpu_run_begin,
     /* .run_end = */ cpu_run_end,
     /* .lower = */ cpu_lower,
