@@ -15,7 +15,7 @@
 #include "exec/exec.h"
 #include "unit.h"
 
-static int uploads, downloads, live;
+static int uploads, downloads, live, allocs, groups;
 
 static void invert(void *dst, const void *src, size_t n)
 {
@@ -32,6 +32,7 @@ static void *dev_alloc(const tg_backend *be, size_t size)
     }
     memset(p, 0xff, size);      /* zero, inverted */
     live++;
+    allocs++;
     return p;
 }
 
@@ -103,6 +104,49 @@ static int dev_run(const tg_backend *be, const tg_run_ctx *c)
     return 0;
 }
 
+/* A group of add and neg (each member's operands: an earlier member's
+ * result or an outside input), element by element. */
+static int dev_run_group(const tg_backend *be, const tg_group_ctx *c)
+{
+    groups++;
+    int64_t n = (int64_t)(c->out[0]->nbytes / 4);
+    for (int64_t i = 0; i < n; i++) {
+        float r[c->nnode];
+        for (int k = 0; k < c->nnode; k++) {
+            const tg_node *nd = &c->g->nodes[c->nodes[k]];
+            float a[2];
+            for (int j = 0; j < nd->nin; j++) {
+                int m = 0, v = nd->in[j];
+                while (m < k && c->g->nodes[c->nodes[m]].out[0] != v)
+                    m++;
+                int x = 0;
+                while (m == k && c->in_values[x] != v)
+                    x++;
+                a[j] = m < k ? r[m] : load(c->in[x], i);
+            }
+            r[k] = nd->op == TG_OP_NEG ? -a[0] : a[0] + a[1];
+        }
+        store(c->out[0], i, r[c->nnode - 1]);
+    }
+    return 0;
+}
+
+static bool dev_loop_supports(const tg_graph *g, const tg_node *nd, const char **why)
+{
+    static char buf[TG_WHY_MAX];
+    return dev_supports(NULL, g, (int)(nd - g->nodes), buf) || !(*why = buf);
+}
+
+static const tg_group_rules dev_groups = {
+    /* .epilogue = */ false,
+    /* .conv_pool = */ false,
+    /* .gemm_residual = */ false,
+    /* .loop = */ true,
+    /* .view = */ false,
+    /* .strided = */ false,
+    /* .loop_supports = */ dev_loop_supports,
+};
+
 static const tg_backend inverted = {
     /* .abi = */ TG_BACKEND_ABI,
     /* .name = */ "inverted",
@@ -116,7 +160,7 @@ static const tg_backend inverted = {
     /* .synchronize = */ dev_sync,
     /* .supports_node = */ dev_supports,
     /* .run = */ dev_run,
-    /* .run_group = */ NULL,
+    /* .run_group = */ NULL,    /* test_device_group adds it */
     /* .run_begin = */ NULL,
     /* .run_end = */ NULL,
     /* .lower = */ NULL,
@@ -154,23 +198,30 @@ static void test_registry(void)
     CHECK(tg_backend_at(tg_backend_count() - 1) == &inverted);
 }
 
-/* y = neg(exp(x + c)) + x: add and the last add on the device, exp on the
- * CPU, neg on the device; against the same graph on the CPU alone. */
-static void test_device_run(void)
+/* The graph of the tests below: y = neg(exp(x + c)) + x, and e. */
+static tg_graph *graph_y(int n)
 {
-    enum { N = 37 };
     tg_graph *g = tg_graph_new();
-    tg_shape s = tg_shape_of(1, (int64_t[]){N});
-    float c[N];
-    for (int i = 0; i < N; i++)
+    tg_shape s = tg_shape_of(1, (int64_t[]){n});
+    float c[n];
+    for (int i = 0; i < n; i++)
         c[i] = uniform();
     int x = tg_graph_add_input(g, "x", TG_F32, &s);
     int cv = tg_graph_add_const_copy(g, "c", TG_F32, &s, c);
     int a = tg_graph_add_node(g, TG_OP_ADD, "a", 2, (int[]){x, cv}, 0, NULL);
     int e = tg_graph_add_node(g, TG_OP_EXP, "e", 1, &a, 0, NULL);
-    int n = tg_graph_add_node(g, TG_OP_NEG, "n", 1, &e, 0, NULL);
-    int y = tg_graph_add_node(g, TG_OP_ADD, "y", 2, (int[]){n, x}, 0, NULL);
+    int ng = tg_graph_add_node(g, TG_OP_NEG, "n", 1, &e, 0, NULL);
+    int y = tg_graph_add_node(g, TG_OP_ADD, "y", 2, (int[]){ng, x}, 0, NULL);
     CHECK(y >= 0 && tg_graph_add_output(g, y) >= 0 && tg_graph_add_output(g, e) >= 0);
+    return g;
+}
+
+/* y = neg(exp(x + c)) + x: add and the last add on the device, exp on the
+ * CPU, neg on the device; against the same graph on the CPU alone. */
+static void test_device_run(void)
+{
+    enum { N = 37 };
+    tg_graph *g = graph_y(N);
     tg_tensor in = {.dtype = TG_F32, .rank = 1, .dims = {N}}, want[2], got[2];
     CHECK(tg_tensor_alloc(&in) == 0);
     for (int i = 0; i < N; i++)
@@ -206,6 +257,46 @@ static void test_device_run(void)
     tg_graph_free(g);
 }
 
+/* The same device with run_group: neg and the last add, fused by its
+ * grouping rules, come as one group at y, and n's value gets no memory. */
+static void test_device_group(void)
+{
+    enum { N = 41 };
+    tg_graph *g = graph_y(N);
+    tg_backend grouping = inverted;
+    grouping.name = "inverted+groups";
+    grouping.run_group = dev_run_group;
+    grouping.groups = &dev_groups;
+    tg_tensor in = {.dtype = TG_F32, .rank = 1, .dims = {N}}, want[2], got[2];
+    CHECK(tg_tensor_alloc(&in) == 0);
+    for (int i = 0; i < N; i++)
+        ((float *)in.data)[i] = uniform();
+    tg_exec *cpu = tg_exec_new(g, 1), *node = tg_exec_new_on(g, &inverted, 1),
+            *group = tg_exec_new_on(g, &grouping, 1);
+    CHECK(cpu && node && group);
+    CHECK(tg_exec_run(cpu, &in, want) == 0);
+    allocs = groups = 0;
+    CHECK(tg_exec_run(node, &in, got) == 0);
+    int node_allocs = allocs;
+    CHECK(groups == 0);
+    for (int k = 0; k < 2; k++)
+        tg_tensor_free(&got[k]);
+    allocs = 0;
+    CHECK(tg_exec_run(group, &in, got) == 0);
+    CHECK(groups == 1 && allocs == node_allocs - 1);
+    for (int k = 0; k < 2; k++) {
+        CHECK(got[k].nbytes == want[k].nbytes && !memcmp(got[k].data, want[k].data, want[k].nbytes));
+        tg_tensor_free(&want[k]);
+        tg_tensor_free(&got[k]);
+    }
+    tg_exec_free(cpu);
+    tg_exec_free(node);
+    tg_exec_free(group);
+    CHECK(live == 0);
+    tg_tensor_free(&in);
+    tg_graph_free(g);
+}
+
 /* A node neither the device nor the CPU runs is refused, with both reasons. */
 static void test_refused(void)
 {
@@ -229,6 +320,7 @@ int main(void)
     fprintf(stderr, "seed %llu (TG_SEED repeats it)\n", (unsigned long long)rng);
     test_registry();
     test_device_run();
+    test_device_group();
     test_refused();
     return unit_report();
 }
