@@ -199,3 +199,16 @@ check_model() {
     run_fails 1 "attribute 'axes' is read from 'axes' at run time; tquant needs it constant" \
         "$TQUANT" --scheme=dynamic -o "$TMP/q.tg" "$TMP/r.tg"
 }
+
+@test "onnx ops: Tan, Asin ... Atanh, Softplus, Mish, Softsign, Selu, Celu, ThresholdedRelu, Shrink, Sign, CastLike of a constant" {
+    check_model "$ONNX" trig_act
+}
+
+@test "onnx ops: the trig_act model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/t.tg" "$ONNX/trig_act.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/t.so" "$TMP/t.tg"
+    run_ok "$TRUN" "$TMP/t.so" "$ONNX/trig_act.in0.b3.npy" \
+        --check "$(ls -v "$ONNX"/trig_act.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}
+
+@test "onnx ops: Swish (opset 24) matches x * sigmoid(alpha x)" { check_model "$ONNX" swish; }

@@ -199,6 +199,82 @@ static int map_hard_sigmoid(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_CLAMP, NULL, y, 2, a));
 }
 
+static int where_on(onnx_ctx *c, const char *sfx, int cond, int a, int b)
+{
+    int in[3] = {cond, a, b};
+    return cond < 0 || a < 0 || b < 0 ? -1 : onnx_add(c, TG_OP_WHERE, sfx, 3, in, 0, NULL);
+}
+
+/* log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)), which does not overflow. */
+static int softplus_on(onnx_ctx *c, int x, const char *sfx)
+{
+    tg_dtype dt = dtype_of(c, x);
+    int t = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
+    t = t < 0 ? -1 : unary_on(c, TG_OP_NEG, "neg", t, 0, NULL);
+    t = t < 0 ? -1 : unary_on(c, TG_OP_EXP, "exp", t, 0, NULL);
+    t = t < 0 ? -1 : binary_on(c, TG_OP_ADD, "one_plus", t, scalar_const(c, "one", dt, 1));
+    t = t < 0 ? -1 : unary_on(c, TG_OP_LOG, "log", t, 0, NULL);
+    int r = t < 0 ? -1 : unary_on(c, TG_OP_RELU, "relu", x, 0, NULL);
+    return r < 0 ? -1 : binary_on(c, TG_OP_ADD, sfx, r, t);
+}
+
+/* The activations ONNX defines as functions, in tgraph's ops:
+ * Softplus, Mish x*tanh(softplus x), Softsign x/(1+|x|), Swish x*sigmoid(alpha x),
+ * Selu gamma*elu(x, alpha), Celu alpha*elu(x/alpha, 1), ThresholdedRelu
+ * x > alpha ? x : 0, Shrink (x < -lambd: x + bias; x > lambd: x - bias; else 0),
+ * Sign (x itself where it is 0 or NaN). */
+static int map_activation(onnx_ctx *c, const onnx_op_map *m)
+{
+    const char *t = N(c)->op_type;
+    int x = in_val(c, 0), y = -1;
+    if (x < 0) return -1;
+    tg_dtype dt = dtype_of(c, x);
+    double alpha = onnx_attr_float(N(c), "alpha", 1.0);
+    if (!strcmp(t, "Softplus")) {
+        y = softplus_on(c, x, NULL);
+    } else if (!strcmp(t, "Mish")) {
+        y = softplus_on(c, x, "softplus");
+        y = y < 0 ? -1 : unary_on(c, TG_OP_TANH, "tanh", y, 0, NULL);
+        y = y < 0 ? -1 : binary_on(c, TG_OP_MUL, NULL, x, y);
+    } else if (!strcmp(t, "Softsign")) {
+        y = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
+        y = y < 0 ? -1 : binary_on(c, TG_OP_ADD, "one_plus", y, scalar_const(c, "one", dt, 1));
+        y = y < 0 ? -1 : binary_on(c, TG_OP_DIV, NULL, x, y);
+    } else if (!strcmp(t, "Swish")) {
+        if (alpha == 1.0) return def_out(c, 0, unary_on(c, TG_OP_SILU, NULL, x, 0, NULL));
+        y = binary_on(c, TG_OP_MUL, "scaled", x, scalar_const(c, "alpha", dt, alpha));
+        y = y < 0 ? -1 : unary_on(c, TG_OP_SIGMOID, "sigmoid", y, 0, NULL);
+        y = y < 0 ? -1 : binary_on(c, TG_OP_MUL, NULL, x, y);
+    } else if (!strcmp(t, "Selu")) {
+        tg_attr a = tg_attr_float("alpha", onnx_attr_float(N(c), "alpha", 1.67326319217681884765625));
+        y = unary_on(c, TG_OP_ELU, "elu", x, 1, &a);
+        y = y < 0 ? -1 : binary_on(c, TG_OP_MUL, NULL, y,
+                                   scalar_const(c, "gamma", dt, onnx_attr_float(N(c), "gamma", 1.05070102214813232421875)));
+    } else if (!strcmp(t, "Celu")) {
+        tg_attr a = tg_attr_float("alpha", 1.0);
+        if (alpha == 1.0) return def_out(c, 0, unary_on(c, TG_OP_ELU, NULL, x, 1, &a));
+        y = binary_on(c, TG_OP_DIV, "scaled", x, scalar_const(c, "alpha", dt, alpha));
+        y = y < 0 ? -1 : unary_on(c, TG_OP_ELU, "elu", y, 1, &a);
+        y = y < 0 ? -1 : binary_on(c, TG_OP_MUL, NULL, y, scalar_const(c, "alpha_out", dt, alpha));
+    } else if (!strcmp(t, "ThresholdedRelu")) {
+        y = where_on(c, NULL, binary_on(c, TG_OP_GT, "over", x, scalar_const(c, "alpha", dt, alpha)), x,
+                     scalar_const(c, "zero", dt, 0));
+    } else if (!strcmp(t, "Shrink")) {
+        double l = onnx_attr_float(N(c), "lambd", 0.5), b = onnx_attr_float(N(c), "bias", 0);
+        int lo = binary_on(c, TG_OP_LT, "below", x, scalar_const(c, "neg_lambd", dt, -l));
+        int hi = binary_on(c, TG_OP_GT, "above", x, scalar_const(c, "lambd", dt, l));
+        int up = binary_on(c, TG_OP_ADD, "plus_bias", x, scalar_const(c, "bias", dt, b));
+        int down = binary_on(c, TG_OP_SUB, "minus_bias", x, scalar_const(c, "bias_sub", dt, b));
+        y = where_on(c, NULL, lo, up, where_on(c, "upper", hi, down, scalar_const(c, "zero", dt, 0)));
+    } else {                                    /* Sign */
+        int pos = binary_on(c, TG_OP_GT, "positive", x, scalar_const(c, "zero", dt, 0));
+        int neg = binary_on(c, TG_OP_LT, "negative", x, scalar_const(c, "zero_neg", dt, 0));
+        y = where_on(c, NULL, pos, scalar_const(c, "one", dt, 1),
+                     where_on(c, "nonpositive", neg, scalar_const(c, "minus_one", dt, -1), x));
+    }
+    return def_out(c, 0, y);
+}
+
 /* Clip(x, min?, max?): bounds that are not constants are read at run time. */
 static int map_clip(onnx_ctx *c, const onnx_op_map *m)
 {
@@ -275,6 +351,14 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     }
     if (e->kind == ONNX_ENT_SYMS && (to == TG_I64 || to == TG_I32))
         return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
+    if (e->kind == ONNX_ENT_CONST && to != TG_F8E4M3 && to != TG_F8E5M2) {
+        /* a constant stays one (CastLike's like may be run-time data) */
+        size_t n = e->nbytes / tg_dtype_size(e->dtype);
+        void *p = malloc(n ? n * tg_dtype_size(to) : 1);
+        if (!p) return tg_err("out of memory");
+        tg_convert(to, p, e->dtype, e->data, n);
+        return onnx_def_const(c, N(c)->output[0], to, e->rank, e->dims, p);
+    }
     int x = onnx_value(c, e);
     if (x < 0) return -1;
     if (dtype_of(c, x) == to) return def_out(c, 0, x);
@@ -1642,8 +1726,14 @@ static const onnx_op_map onnx_ops[] = {
     {"Reciprocal", map_unary, TG_OP_RECIPROCAL}, {"Relu", map_unary, TG_OP_RELU},
     {"Round", map_unary, TG_OP_ROUND}, {"Sigmoid", map_unary, TG_OP_SIGMOID},
     {"Sin", map_unary, TG_OP_SIN}, {"Sqrt", map_unary, TG_OP_SQRT}, {"Tanh", map_unary, TG_OP_TANH},
+    {"Tan", map_unary, TG_OP_TAN}, {"Asin", map_unary, TG_OP_ASIN}, {"Acos", map_unary, TG_OP_ACOS},
+    {"Atan", map_unary, TG_OP_ATAN}, {"Sinh", map_unary, TG_OP_SINH}, {"Cosh", map_unary, TG_OP_COSH},
+    {"Asinh", map_unary, TG_OP_ASINH}, {"Acosh", map_unary, TG_OP_ACOSH}, {"Atanh", map_unary, TG_OP_ATANH},
     {"Identity", map_alias, TG_OP_IDENTITY}, {"Dropout", map_dropout, 0},
     {"LeakyRelu", map_leaky_relu, TG_OP_LEAKY_RELU}, {"Elu", map_leaky_relu, TG_OP_ELU},
+    {"Softplus", map_activation, 0}, {"Mish", map_activation, 0}, {"Softsign", map_activation, 0},
+    {"Swish", map_activation, 0}, {"Selu", map_activation, 0}, {"Celu", map_activation, 0},
+    {"ThresholdedRelu", map_activation, 0}, {"Shrink", map_activation, 0}, {"Sign", map_activation, 0},
     {"Gelu", map_gelu, 0}, {"HardSigmoid", map_hard_sigmoid, 0}, {"Clip", map_clip, 0},
     {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE},
     {"Add", map_binary, TG_OP_ADD}, {"Sub", map_binary, TG_OP_SUB}, {"Mul", map_binary, TG_OP_MUL},

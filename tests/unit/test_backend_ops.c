@@ -60,6 +60,9 @@ static cg_case unary_range(tg_op op)
     switch (op) {
     case TG_OP_LOG: case TG_OP_SQRT: case TG_OP_RSQRT: return (cg_case){.lo = 0.1, .hi = 4};
     case TG_OP_RECIPROCAL: return (cg_case){.lo = 0.5, .hi = 3};
+    case TG_OP_ASIN: case TG_OP_ACOS: case TG_OP_ATANH: return (cg_case){.lo = -0.95, .hi = 0.95};
+    case TG_OP_ACOSH: return (cg_case){.lo = 1.05, .hi = 4};
+    case TG_OP_TAN: return (cg_case){.lo = -1.4, .hi = 1.4};
     default: return (cg_case){0};
     }
 }

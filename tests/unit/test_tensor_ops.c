@@ -117,6 +117,15 @@ static double ref_unary(tgk_unary_op op, double v, const tgk_unary_param *p)
     case TGK_SIN: return sin(v);
     case TGK_COS: return cos(v);
     case TGK_TANH: return tanh(v);
+    case TGK_TAN: return tan(v);
+    case TGK_ASIN: return asin(v);
+    case TGK_ACOS: return acos(v);
+    case TGK_ATAN: return atan(v);
+    case TGK_SINH: return sinh(v);
+    case TGK_COSH: return cosh(v);
+    case TGK_ASINH: return asinh(v);
+    case TGK_ACOSH: return acosh(v);
+    case TGK_ATANH: return atanh(v);
     case TGK_ERF: return erf(v);
     case TGK_SIGMOID: return 1 / (1 + exp(-v));
     case TGK_RELU: return v > 0 ? v : 0;
@@ -144,7 +153,10 @@ static void test_unary(void)
         x[randint(0, n)] = (float)randint(-8, 8) + 0.5f;
     for (tgk_unary_op op = 0; op < TGK_LOGICAL_NOT; op++) {
         bool positive = op == TGK_LOG || op == TGK_SQRT || op == TGK_RSQRT;
-        float *in = positive ? rand_f32(n, 0.01, 4) : x;
+        bool unit = op == TGK_ASIN || op == TGK_ACOS || op == TGK_ATANH;   /* their domains */
+        bool own = positive || unit || op == TGK_ACOSH;
+        float *in = positive ? rand_f32(n, 0.01, 4) : unit ? rand_f32(n, -0.99, 0.99)
+                  : op == TGK_ACOSH ? rand_f32(n, 1, 5) : x;
         CHECK(tgk_unary(op, TGK_F32, n, in, y, &p) == 0);
         int bad = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -154,7 +166,7 @@ static void test_unary(void)
         if (bad)
             fprintf(stderr, "unary op %d: %d of %lld off\n", op, bad, (long long)n);
         CHECK(bad == 0);
-        if (positive)
+        if (own)
             free(in);
     }
     /* f64 and integer paths; float-only ops refuse integers */

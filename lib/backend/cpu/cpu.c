@@ -21,6 +21,8 @@ static const tg_run_fn run_table[TG_OP_COUNT] = {
 #define E tg_run_elementwise
     [TG_OP_NEG] = E, [TG_OP_ABS] = E, [TG_OP_EXP] = E, [TG_OP_LOG] = E, [TG_OP_SQRT] = E,
     [TG_OP_RSQRT] = E, [TG_OP_RECIPROCAL] = E, [TG_OP_SIN] = E, [TG_OP_COS] = E,
+    [TG_OP_TAN] = E, [TG_OP_ASIN] = E, [TG_OP_ACOS] = E, [TG_OP_ATAN] = E, [TG_OP_SINH] = E,
+    [TG_OP_COSH] = E, [TG_OP_ASINH] = E, [TG_OP_ACOSH] = E, [TG_OP_ATANH] = E,
     [TG_OP_TANH] = E, [TG_OP_ERF] = E, [TG_OP_SIGMOID] = E, [TG_OP_RELU] = E,
     [TG_OP_GELU] = E, [TG_OP_SILU] = E, [TG_OP_HARDSWISH] = E, [TG_OP_HARDSIGMOID] = E,
     [TG_OP_LEAKY_RELU] = E, [TG_OP_ELU] = E, [TG_OP_FLOOR] = E, [TG_OP_CEIL] = E,

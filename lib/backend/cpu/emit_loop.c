@@ -113,6 +113,15 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     case TG_OP_RECIPROCAL: return cg_str(c, "1.0f / %s", a);
     case TG_OP_SIN: return cg_str(c, "sinf(%s)", a);
     case TG_OP_COS: return cg_str(c, "cosf(%s)", a);
+    case TG_OP_TAN: return cg_str(c, "tanf(%s)", a);
+    case TG_OP_ASIN: return cg_str(c, "asinf(%s)", a);
+    case TG_OP_ACOS: return cg_str(c, "acosf(%s)", a);
+    case TG_OP_ATAN: return cg_str(c, "atanf(%s)", a);
+    case TG_OP_SINH: return cg_str(c, "sinhf(%s)", a);
+    case TG_OP_COSH: return cg_str(c, "coshf(%s)", a);
+    case TG_OP_ASINH: return cg_str(c, "asinhf(%s)", a);
+    case TG_OP_ACOSH: return cg_str(c, "acoshf(%s)", a);
+    case TG_OP_ATANH: return cg_str(c, "atanhf(%s)", a);
     case TG_OP_RELU: return cg_str(c, "(%s < 0 ? 0 : %s)", a, a);
     case TG_OP_HARDSWISH:
         return cg_str(c, "(%s) * fminf(fmaxf(%s + 3.0f, 0.0f), 6.0f) / 6.0f", a, a);

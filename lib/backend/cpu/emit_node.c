@@ -59,6 +59,7 @@ static int unary_op(tg_op op, const tg_node *nd, const char **name)
     switch (op) {
 #define U(o) case TG_OP_##o: *name = "TGK_" #o; return 0;
     U(NEG) U(ABS) U(EXP) U(LOG) U(SQRT) U(RSQRT) U(RECIPROCAL) U(SIN) U(COS) U(TANH)
+    U(TAN) U(ASIN) U(ACOS) U(ATAN) U(SINH) U(COSH) U(ASINH) U(ACOSH) U(ATANH)
     U(ERF) U(SIGMOID) U(RELU) U(SILU) U(HARDSWISH) U(HARDSIGMOID) U(LEAKY_RELU) U(ELU)
     U(FLOOR) U(CEIL) U(ROUND) U(CLAMP) U(LOGICAL_NOT)
 #undef U

@@ -17,6 +17,15 @@ static int unary_kernel(tg_op op, tgk_unary_op *k)
     case TG_OP_SIN: *k = TGK_SIN; break;
     case TG_OP_COS: *k = TGK_COS; break;
     case TG_OP_TANH: *k = TGK_TANH; break;
+    case TG_OP_TAN: *k = TGK_TAN; break;
+    case TG_OP_ASIN: *k = TGK_ASIN; break;
+    case TG_OP_ACOS: *k = TGK_ACOS; break;
+    case TG_OP_ATAN: *k = TGK_ATAN; break;
+    case TG_OP_SINH: *k = TGK_SINH; break;
+    case TG_OP_COSH: *k = TGK_COSH; break;
+    case TG_OP_ASINH: *k = TGK_ASINH; break;
+    case TG_OP_ACOSH: *k = TGK_ACOSH; break;
+    case TG_OP_ATANH: *k = TGK_ATANH; break;
     case TG_OP_ERF: *k = TGK_ERF; break;
     case TG_OP_SIGMOID: *k = TGK_SIGMOID; break;
     case TG_OP_RELU: *k = TGK_RELU; break;

@@ -28,7 +28,8 @@ void tgk_cast(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int64_t n)
 /* ---- elementwise (elementwise.c) --------------------------------------------- */
 typedef enum {
     TGK_NEG, TGK_ABS, TGK_EXP, TGK_LOG, TGK_SQRT, TGK_RSQRT, TGK_RECIPROCAL,
-    TGK_SIN, TGK_COS, TGK_TANH, TGK_ERF, TGK_SIGMOID, TGK_RELU, TGK_GELU,
+    TGK_SIN, TGK_COS, TGK_TANH, TGK_TAN, TGK_ASIN, TGK_ACOS, TGK_ATAN, TGK_SINH,
+    TGK_COSH, TGK_ASINH, TGK_ACOSH, TGK_ATANH, TGK_ERF, TGK_SIGMOID, TGK_RELU, TGK_GELU,
     TGK_GELU_TANH, TGK_SILU, TGK_HARDSWISH, TGK_HARDSIGMOID, TGK_LEAKY_RELU,
     TGK_ELU, TGK_FLOOR, TGK_CEIL, TGK_ROUND, TGK_CLAMP, TGK_LOGICAL_NOT,
     TGK_UNARY_COUNT
