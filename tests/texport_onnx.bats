@@ -212,3 +212,21 @@ check_model() {
 }
 
 @test "onnx ops: Swish (opset 24) matches x * sigmoid(alpha x)" { check_model "$ONNX" swish; }
+
+@test "onnx ops: GatherND (batch_dims 0 and 1), ScatterND, ScatterElements with negative indices" {
+    check_model "$ONNX" gather_scatter
+}
+
+@test "onnx ops: the gather_scatter model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/g.tg" "$ONNX/gather_scatter.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/g.so" "$TMP/g.tg"
+    run_ok "$TRUN" "$TMP/g.so" "$ONNX"/gather_scatter.in[0-2].b3.npy \
+        --check "$(ls -v "$ONNX"/gather_scatter.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}
+
+@test "onnx: a GatherND index out of range fails when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/g.tg" "$ONNX/gather_scatter.onnx"
+    run_fails 1 "node 'y_elems/rows_1' \(gather\): index 20 is out of range for axis 1 of size 20" \
+        "$TRUN" -o "$TMP/out" "$TMP/g.tg" "$ONNX/gather_scatter.in0.b1.npy" \
+        "$ONNX/gather_scatter.in1.b1.npy" "$ONNX/gather_scatter_bad_gj.npy"
+}

@@ -13,6 +13,7 @@
 #include "../log.h"
 #include "../ops/shape_util.h"
 #include "../render.h"
+#include "../tensor.h"
 #include "onnx_internal.h"
 
 #define MAXV (TG_MAX_RANK * 2)
@@ -98,17 +99,24 @@ static int binary_on(onnx_ctx *c, tg_op op, const char *sfx, int a, int b)
     return onnx_add(c, op, sfx, 2, in, 0, NULL);
 }
 
-static int scalar_const(onnx_ctx *c, const char *sfx, tg_dtype dt, double v)
+/* A graph constant named after the node (sfx, numbered when taken); takes p. */
+static int const_named(onnx_ctx *c, const char *sfx, tg_dtype dt, int rank, const int64_t *dims, void *p)
 {
     char name[300];
     snprintf(name, sizeof name, "%s/%s", N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0], sfx);
     for (int k = 1; tg_graph_find_value(c->g, name) >= 0; k++)
         snprintf(name, sizeof name, "%s/%s_%d", N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0], sfx, k);
+    tg_shape s = {.rank = rank};
+    for (int i = 0; i < rank; i++) s.d[i] = tg_dim_const(dims[i]);
+    return tg_graph_add_const(c->g, name, dt, &s, p, (size_t)tg_tensor_numel(rank, dims) * tg_dtype_size(dt));
+}
+
+static int scalar_const(onnx_ctx *c, const char *sfx, tg_dtype dt, double v)
+{
     void *p = calloc(1, 8);
     if (!p) return tg_err("out of memory");
     tg_store_f64(dt, p, 0, v);
-    tg_shape s = {.rank = 0};
-    return tg_graph_add_const(c->g, name, dt, &s, p, tg_dtype_size(dt));
+    return const_named(c, sfx, dt, 0, NULL, p);
 }
 
 static int axis_norm(int64_t axis, int rank, int *out)
@@ -1125,10 +1133,10 @@ static int map_shape(onnx_ctx *c, const onnx_op_map *m)
     return onnx_def_syms(c, N(c)->output[0], 1, (int)(end - start), d + start);
 }
 
-static int reshape_to(onnx_ctx *c, int x, int n, tg_dim *dims, const char *sfx)
+static int reshape_to(onnx_ctx *c, int x, int n, const tg_dim *dims, const char *sfx)
 {
     tg_attr a = tg_attr_dims("shape", n, dims);
-    return unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
+    return x < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
 }
 
 static int map_reshape(onnx_ctx *c, const onnx_op_map *m)
@@ -1484,6 +1492,153 @@ static int map_trilu(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, unary_on(c, op, NULL, x, 1, &a));
 }
 
+/* ---- GatherND, ScatterND, ScatterElements: index_select / index_copy over rows ------------- */
+
+static int reduce_last(onnx_ctx *c, tg_op op, const char *sfx, int x)
+{
+    tg_attr a[2] = {tg_attr_ints("axes", 1, (int64_t[]){-1}), tg_attr_int("keepdim", 0)};
+    return x < 0 ? -1 : unary_on(c, op, sfx, x, 2, a);
+}
+
+/* The row each index vector of idx picks (its last axis: k entries addressing
+ * dims d[0..k), row-major, each stride times unit), plus off (a value, or -1):
+ * negative entries count from the end, and a vector with an entry out of range
+ * gets `total`, past the last row, which the index op then reports. */
+static int linear_rows(onnx_ctx *c, int idx, int k, const int64_t *d, int64_t unit, int off, int64_t total)
+{
+    int64_t n = k, rows = unit, *dv = malloc(sizeof(int64_t) * (size_t)k), *sv = malloc(sizeof(int64_t) * (size_t)k);
+    if (!dv || !sv) return free(dv), free(sv), tg_err("out of memory");
+    for (int j = k - 1; j >= 0; j--) {
+        dv[j] = d[j];
+        sv[j] = rows;
+        rows *= d[j];
+    }
+    int dims = const_named(c, "dims", TG_I64, 1, &n, dv), strides = const_named(c, "strides", TG_I64, 1, &n, sv);
+    int zero = scalar_const(c, "zero", TG_I64, 0);
+    if (idx < 0 || dims < 0 || strides < 0 || zero < 0) return -1;
+    int w = where_on(c, "wrapped", binary_on(c, TG_OP_LT, "negative", idx, zero),
+                     binary_on(c, TG_OP_ADD, "from_end", idx, dims), idx);
+    int bad = w < 0 ? -1 : binary_on(c, TG_OP_LOGICAL_OR, "out_of_range", binary_on(c, TG_OP_LT, "below", w, zero),
+                                     binary_on(c, TG_OP_GE, "above", w, dims));
+    int lin = reduce_last(c, TG_OP_REDUCE_SUM, "row", w < 0 ? -1 : binary_on(c, TG_OP_MUL, "scaled", w, strides));
+    if (off >= 0 && lin >= 0) lin = binary_on(c, TG_OP_ADD, "offset", lin, off);
+    return where_on(c, "rows", reduce_last(c, TG_OP_REDUCE_ANY, "any_out", bad),
+                    scalar_const(c, "past_end", TG_I64, (double)total), lin);
+}
+
+/* Indices as int64 (ONNX allows int32 for the element forms). */
+static int as_i64(onnx_ctx *c, int idx)
+{
+    tg_attr t = tg_attr_dtype("dtype", TG_I64);
+    return idx < 0 || dtype_of(c, idx) == TG_I64 ? idx : unary_on(c, TG_OP_CAST, "indices_i64", idx, 1, &t);
+}
+
+/* The first n dims of s as constants into d; which one is not, or -1. */
+static int const_dims(tg_shape s, int n, int64_t *d)
+{
+    for (int j = 0; j < n; j++)
+        if (!tg_dim_is_const(s.d[j], &d[j])) return j;
+    return -1;
+}
+
+/* GatherND: the k dims after data's batch dims flattened into rows, each index
+ * vector one row, read by index_select (no batch dims) or, per batch, by gather
+ * over [batch, rows, inner] (the batch dims may be symbolic). */
+static int map_gather_nd(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), idx = x < 0 ? -1 : as_i64(c, in_val(c, 1));
+    if (idx < 0) return -1;
+    tg_shape xs = shape_of(c, x), is = shape_of(c, idx);
+    int64_t b = onnx_attr_int(N(c), "batch_dims", 0), k = 0, d[TG_MAX_RANK], rows = 1;
+    if (is.rank < 1 || !tg_dim_is_const(is.d[is.rank - 1], &k) || k < 1 || b < 0 || b >= is.rank || b + k > xs.rank)
+        return tg_err("indices of rank %d with a last dim that is no constant in [1, %lld] (batch_dims %lld)",
+                      is.rank, (long long)(xs.rank - b), (long long)b);
+    for (int j = (int)b; j < b + k; j++)
+        if (!tg_dim_is_const(xs.d[j], &d[j])) return tg_err("data's dim %d is not a constant (dynamic indexed dims are not supported)", j);
+        else rows *= d[j];
+    int lin = linear_rows(c, idx, (int)k, d + b, 1, -1, rows);
+    tg_dim bd = tg_dim_const(1), md = tg_dim_const(1), inner = tg_dim_const(1), r[TG_MAX_RANK];
+    int nr = 0;
+    for (int i = 0; i < b; i++)
+        if (tg_dim_mul(bd, xs.d[i], &bd)) return -1;
+    for (int i = (int)(b + k); i < xs.rank; i++)
+        if (tg_dim_mul(inner, xs.d[i], &inner)) return -1;
+    for (int i = (int)b; i < is.rank - 1; i++)
+        if (tg_dim_mul(md, is.d[i], &md)) return -1;
+    if (b == 0) {
+        r[nr++] = tg_dim_const(rows);
+        for (int i = (int)k; i < xs.rank; i++) r[nr++] = xs.d[i];
+        int in[2] = {reshape_to(c, x, nr, r, "rows_of"), lin};
+        tg_attr a = tg_attr_int("axis", 0);
+        return def_out(c, 0, in[0] < 0 || lin < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, NULL, 2, in, 1, &a));
+    }
+    tg_dim xd[3] = {bd, tg_dim_const(rows), inner}, ld[3] = {bd, md, tg_dim_const(1)}, ed[3] = {bd, md, inner};
+    tg_attr e = tg_attr_dims("shape", 3, ed), a = tg_attr_int("axis", 1);
+    int le = reshape_to(c, lin, 3, ld, "row_per_batch");
+    int in[2] = {reshape_to(c, x, 3, xd, "rows_per_batch"), le < 0 ? -1 : unary_on(c, TG_OP_EXPAND, "row_index", le, 1, &e)};
+    int y = in[0] < 0 || in[1] < 0 ? -1 : onnx_add(c, TG_OP_GATHER, "rows", 2, in, 1, &a);
+    for (int i = 0; i < is.rank - 1; i++) r[nr++] = is.d[i];
+    for (int i = (int)(b + k); i < xs.rank; i++) r[nr++] = xs.d[i];
+    return def_out(c, 0, reshape_to(c, y, nr, r, NULL));
+}
+
+/* ScatterND, ScatterElements (and opset 9's Scatter): the row (ND) or element of
+ * data each update goes to, as one index list for index_copy over data's rows. */
+static int map_scatter(onnx_ctx *c, const onnx_op_map *m)
+{
+    const char *red = onnx_attr_string(N(c), "reduction", "none");
+    if (strcmp(red, "none")) return tg_err("reduction '%s' is not supported", red);
+    bool nd = !strcmp(N(c)->op_type, "ScatterND");
+    int x = in_val(c, 0), idx = x < 0 ? -1 : as_i64(c, in_val(c, 1)), upd = idx < 0 ? -1 : in_val(c, 2);
+    if (upd < 0) return -1;
+    tg_shape xs = shape_of(c, x), is = shape_of(c, idx);
+    int64_t d[TG_MAX_RANK], id[TG_MAX_RANK], k = 1, numel = 1;
+    int j, lin, axis = 0;
+    if (nd) {
+        if (is.rank < 1 || !tg_dim_is_const(is.d[is.rank - 1], &k) || k < 1 || k > xs.rank)
+            return tg_err("indices' last dim must be a constant in [1, %d]", xs.rank);
+        if ((j = const_dims(xs, (int)k, d)) >= 0)
+            return tg_err("data's dim %d is not a constant (dynamic indexed dims are not supported)", j);
+        for (int i = 0; i < k; i++) numel *= d[i];
+        lin = linear_rows(c, idx, (int)k, d, 1, -1, numel);
+    } else {                                    /* every element of idx: its own coordinates */
+        if (axis_norm(onnx_attr_int(N(c), "axis", 0), xs.rank, &axis)) return -1;
+        if (const_dims(xs, xs.rank, d) >= 0 || const_dims(is, is.rank, id) >= 0 || is.rank != xs.rank)
+            return tg_err("data and indices must have one rank and constant dims");
+        int64_t stride[TG_MAX_RANK], n = tg_tensor_numel(is.rank, id), *base = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        if (!base) return tg_err("out of memory");
+        for (int i = xs.rank - 1; i >= 0; i--) stride[i] = numel, numel *= d[i];
+        for (int64_t e = 0; e < n; e++) {       /* the offset of element e off the axis */
+            int64_t r = e, o = 0;
+            for (int i = is.rank - 1; i >= 0; i--) {
+                o += i == axis ? 0 : (r % id[i]) * stride[i];
+                r /= id[i];
+            }
+            base[e] = o;
+        }
+        int off = const_named(c, "element_base", TG_I64, is.rank, id, base);
+        tg_dim ud[TG_MAX_RANK + 1];
+        for (int i = 0; i < is.rank; i++) ud[i] = is.d[i];
+        ud[is.rank] = tg_dim_const(1);
+        lin = off < 0 ? -1 : linear_rows(c, reshape_to(c, idx, is.rank + 1, ud, "index_vectors"), 1, &d[axis],
+                                         stride[axis], off, numel);
+        k = xs.rank;
+    }
+    tg_dim n = tg_dim_const(1), r[TG_MAX_RANK + 1];
+    for (int i = 0; i < is.rank - (nd ? 1 : 0); i++)
+        if (tg_dim_mul(n, is.d[i], &n)) return -1;
+    r[0] = n;
+    for (int i = (int)k; i < xs.rank; i++) r[i - k + 1] = xs.d[i];
+    int upd_rows = reshape_to(c, upd, xs.rank - (int)k + 1, r, "update_rows");
+    r[0] = tg_dim_const(numel);
+    int rows = reshape_to(c, x, xs.rank - (int)k + 1, r, "rows_of");
+    lin = reshape_to(c, lin, 1, &n, "row_list");
+    tg_attr a = tg_attr_int("axis", 0);
+    int in[3] = {rows, lin, upd_rows};
+    int y = rows < 0 || lin < 0 || upd_rows < 0 ? -1 : onnx_add(c, TG_OP_INDEX_COPY, "rows", 3, in, 1, &a);
+    return def_out(c, 0, reshape_to(c, y, xs.rank, xs.d, NULL));
+}
+
 /* ---- constants and generators ----------------------------------------------------------- */
 
 static int map_constant(onnx_ctx *c, const onnx_op_map *m)
@@ -1771,7 +1926,8 @@ static const onnx_op_map onnx_ops[] = {
     {"GatherElements", map_gather, TG_OP_GATHER}, {"Expand", map_expand, 0},
     {"Tile", map_tile, 0}, {"Pad", map_pad, 0}, {"Trilu", map_trilu, 0},
     {"Constant", map_constant, 0}, {"ConstantOfShape", map_constant_of_shape, 0},
-    {"Range", map_range, 0}, {"Attention", map_attention, 0},
+    {"Range", map_range, 0}, {"GatherND", map_gather_nd, 0}, {"ScatterND", map_scatter, 0},
+    {"ScatterElements", map_scatter, 0}, {"Scatter", map_scatter, 0}, {"Attention", map_attention, 0},
 };
 
 int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
