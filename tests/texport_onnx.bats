@@ -230,3 +230,20 @@ check_model() {
         "$TRUN" -o "$TMP/out" "$TMP/g.tg" "$ONNX/gather_scatter.in0.b1.npy" \
         "$ONNX/gather_scatter.in1.b1.npy" "$ONNX/gather_scatter_bad_gj.npy"
 }
+
+@test "onnx: Reshape to shapes given at run time (0 and -1 entries, allowzero); a shape vector unsqueezed to 2-D" {
+    check_model "$ONNX" runtime_reshape
+}
+
+@test "onnx: a run-time shape that does not fit the input fails when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_reshape.onnx"
+    run_fails 1 "node 'y1' \(reshape\)" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX/runtime_reshape.in0.b1.npy" \
+        "$ONNX/runtime_reshape_bad_shape.npy" "$ONNX/runtime_reshape.in2.b1.npy"
+}
+
+@test "onnx: tcompile refuses a Reshape to a run-time shape, naming node and attribute" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_reshape.onnx"
+    run_fails 1 "node 'y1' \(reshape\): attribute 'shape' is read from '.*' at run time; tcompile needs it constant" \
+        "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
+}

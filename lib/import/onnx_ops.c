@@ -1139,10 +1139,55 @@ static int reshape_to(onnx_ctx *c, int x, int n, const tg_dim *dims, const char 
     return x < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
 }
 
+/* The first n dims of s as constants into d; which one is not, or -1. */
+static int const_dims(tg_shape s, int n, int64_t *d)
+{
+    for (int j = 0; j < n; j++)
+        if (!tg_dim_is_const(s.d[j], &d[j])) return j;
+    return -1;
+}
+
+/* Reshape to a shape read at run time from value s (int64, static length n): its 0
+ * entries (but with allowzero) copy the input's dim and a -1 takes the rest, both
+ * resolved by nodes before the reshape, whose output dims are data symbols. */
+static int reshape_runtime(onnx_ctx *c, int x, int s, bool allowzero)
+{
+    const tg_value *sv = &c->g->values[s];
+    tg_shape xs = shape_of(c, x), ys = {0};
+    int64_t n = 0, xd[TG_MAX_RANK];
+    if (sv->dtype != TG_I64 || sv->shape.rank != 1 || !tg_dim_is_const(sv->shape.d[0], &n) || n > TG_MAX_RANK)
+        return tg_err("'%s' (the shape) must be an int64 vector of static length", sv->name);
+    if (const_dims(xs, xs.rank, xd) >= 0) return tg_err("a shape given at run time needs a static input shape");
+    int64_t numel = tg_tensor_numel(xs.rank, xd), *cp = calloc(n ? (size_t)n : 1, sizeof(int64_t));
+    if (!cp) return tg_err("out of memory");
+    for (int i = 0; i < n && i < xs.rank; i++) cp[i] = xd[i];
+    int zero = scalar_const(c, "zero", TG_I64, 0), cv = const_named(c, "input_dims", TG_I64, 1, &n, cp);
+    if (!allowzero)
+        s = where_on(c, "zero_copied", binary_on(c, TG_OP_EQ, "is_zero", s, zero), cv, s);
+    int rest = s < 0 ? -1 : binary_on(c, TG_OP_EQ, "is_rest", s, scalar_const(c, "minus_one", TG_I64, -1));
+    int known = where_on(c, "known", rest, scalar_const(c, "one", TG_I64, 1), s);
+    int prod = known < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_PROD, "known_count", known, -1, NULL, 0);
+    prod = prod < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "known_nonzero", prod, scalar_const(c, "one_min", TG_I64, 1));
+    s = where_on(c, "resolved", rest, prod < 0 ? -1 : binary_on(c, TG_OP_DIV, "rest", scalar_const(c, "count", TG_I64,
+                 (double)numel), prod), s);
+    int64_t hi = numel;                         /* an empty input: its largest dim */
+    for (int i = 0; i < xs.rank; i++) hi = xd[i] > hi ? xd[i] : hi;
+    ys.rank = (int)n;
+    for (int i = 0; i < n; i++)
+        if (data_dim(c, hi, &ys.d[i])) return -1;
+    tg_attr a = tg_attr_input("shape", 1, TG_ATTR_DIMS);
+    int in[2] = {x, s};
+    return s < 0 ? -1 : onnx_add_dynamic(c, TG_OP_RESHAPE, NULL, 2, in, 1, &a, dtype_of(c, x), &ys);
+}
+
 static int map_reshape(onnx_ctx *c, const onnx_op_map *m)
 {
     onnx_ent *data = in_req(c, 0), *sh = data ? in_req(c, 1) : NULL;
     if (!sh) return -1;
+    if (sh->kind == ONNX_ENT_VALUE) {
+        int x = onnx_value(c, data), s = x < 0 ? -1 : onnx_value(c, sh);
+        return def_out(c, 0, s < 0 ? -1 : reshape_runtime(c, x, s, onnx_attr_int(N(c), "allowzero", 0)));
+    }
     tg_dim dims[TG_MAX_RANK];
     int n;
     if (onnx_dim_list(c, sh, TG_MAX_RANK, dims, &n)) return -1;
@@ -1196,13 +1241,12 @@ static int map_squeeze(onnx_ctx *c, const onnx_op_map *m)
     int64_t axes[TG_MAX_RANK];
     int na;
     if (!e || axes_of(c, axes, &na)) return -1;
-    if (is_shape_vec(e)) {                       /* scalar <-> 1-element vector */
-        tg_dim v[MAXV];
+    if (is_shape_vec(e) && (unsq ? e->rank == 0 : e->rank == 1)) {
+        tg_dim v[MAXV];                         /* scalar <-> 1-element vector */
         int n;
         if (onnx_dim_list(c, e, MAXV, v, &n)) return -1;
-        if (unsq ? e->rank != 0 : n != 1) return tg_err("unsupported squeeze of a shape vector");
-        return def_shape_vec(c, unsq ? 1 : 0, n, v);
-    }
+        if (unsq || n == 1) return def_shape_vec(c, unsq ? 1 : 0, n, v);
+    }                                           /* else as data (all its dims known) */
     int x = onnx_value(c, e);
     if (x < 0) return -1;
     tg_shape s = shape_of(c, x);
@@ -1531,14 +1575,6 @@ static int as_i64(onnx_ctx *c, int idx)
 {
     tg_attr t = tg_attr_dtype("dtype", TG_I64);
     return idx < 0 || dtype_of(c, idx) == TG_I64 ? idx : unary_on(c, TG_OP_CAST, "indices_i64", idx, 1, &t);
-}
-
-/* The first n dims of s as constants into d; which one is not, or -1. */
-static int const_dims(tg_shape s, int n, int64_t *d)
-{
-    for (int j = 0; j < n; j++)
-        if (!tg_dim_is_const(s.d[j], &d[j])) return j;
-    return -1;
 }
 
 /* GatherND: the k dims after data's batch dims flattened into rows, each index
