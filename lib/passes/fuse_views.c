@@ -24,8 +24,7 @@
 
 static bool movement(tg_op op)
 {
-    return op == TG_OP_SLICE || op == TG_OP_PERMUTE || op == TG_OP_EXPAND ||
-           op == TG_OP_RESHAPE || op == TG_OP_IDENTITY;
+    return tg_op_table[op].flags & (TG_OPF_VIEW | TG_OPF_STRIDED);
 }
 
 static bool dim_is(tg_dim d, int64_t v)

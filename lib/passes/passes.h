@@ -81,10 +81,6 @@ void tg_plan_free(tg_plan *p);
 tg_plan *tg_plan_fuse(const tg_graph *g, const tg_group_rules *rules);
 /* True when node n's outputs are computed inside a fused group and have no memory. */
 bool tg_plan_interior(const tg_plan *p, int n);
-/* True when op only views its input's bytes (reshape, identity). */
-bool tg_op_is_view(tg_op op);
-/* True for elementwise ops (unary, binary with broadcasting, where, cast). */
-bool tg_op_is_elementwise(tg_op op);
 
 int tg_pass_fuse_act(const tg_graph *g, tg_plan *p);          /* linear/conv + activation */
 int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p);  /* elementwise chains, + reduction */

@@ -42,13 +42,3 @@ bool tg_plan_interior(const tg_plan *p, int n)
 {
     return p->root[n] != n;
 }
-
-bool tg_op_is_view(tg_op op)
-{
-    return op == TG_OP_RESHAPE || op == TG_OP_IDENTITY;
-}
-
-bool tg_op_is_elementwise(tg_op op)
-{
-    return (op >= TG_OP_NEG && op <= TG_OP_CAST) || (op >= TG_OP_ADD && op <= TG_OP_WHERE);
-}

@@ -77,6 +77,21 @@ static void test_loops(void)
     int sg = NODE(g, SIGMOID, 0, NULL, x);
     tg_graph_add_output(g, NODE(g, WHERE, 0, NULL, lt, sg, x));
     check_case("where, comparison, sigmoid", g, false);
+
+    /* ops the loop runs through their kernel op over a tile (kernel_call),
+     * on broadcast inputs spread into tiles; well conditioned */
+    g = tg_graph_new();
+    x = input(g, "x", DIMS(4, 300));
+    b = W(g, "b", 300);
+    c = W(g, "c", 4, 1);
+    int ex = NODE(g, EXP, 0, NULL, x), ec = NODE(g, EXP, 0, NULL, c);
+    int u = input(g, "u", DIMS(4, 1));
+    tg_graph_add_output(g, NODE(g, ADD, 0, NULL, NODE(g, SIN, 0, NULL, u), x));
+    tg_graph_add_output(g, NODE(g, POW, 0, NULL, ex, b));
+    tg_graph_add_output(g, NODE(g, FMOD, 0, NULL, x, ec));
+    tg_graph_add_output(g, NODE(g, REMAINDER, 0, NULL, x, ec));
+    tg_graph_add_output(g, NODE(g, LOG, 0, NULL, NODE(g, ADD, 0, NULL, ex, ec)));
+    check_case("log, sin, pow, fmod, remainder by their kernels", g, false);
 }
 
 static void test_layers(void)

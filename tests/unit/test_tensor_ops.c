@@ -216,9 +216,9 @@ static double ref_binary(tgk_binary_op op, double u, double v)
     case TGK_MUL: return u * v;
     case TGK_DIV: return u / v;
     case TGK_POW: return pow(u, v);
-    case TGK_MAX: return fmax(u, v);
-    case TGK_MIN: return fmin(u, v);
-    case TGK_REM: return u - floor(u / v) * v;
+    case TGK_MAXIMUM: return fmax(u, v);
+    case TGK_MINIMUM: return fmin(u, v);
+    case TGK_REMAINDER: return u - floor(u / v) * v;
     case TGK_FMOD: return u - trunc(u / v) * v;
     case TGK_EQ: return u == v;
     case TGK_NE: return u != v;
@@ -226,8 +226,8 @@ static double ref_binary(tgk_binary_op op, double u, double v)
     case TGK_LE: return u <= v;
     case TGK_GT: return u > v;
     case TGK_GE: return u >= v;
-    case TGK_AND: return u && v;
-    case TGK_OR: return u || v;
+    case TGK_LOGICAL_AND: return u && v;
+    case TGK_LOGICAL_OR: return u || v;
     default: return NAN;
     }
 }
@@ -290,14 +290,14 @@ static void test_binary(void)
     /* remainder takes the divisor's sign, fmod the dividend's; INT64_MIN % -1 is 0 */
     int64_t ma[4] = { 7, -7, INT64_MIN, -9 }, mb[4] = { -2, 2, -1, -4 };
     d4[0] = 4;
-    CHECK(tgk_binary(TGK_REM, TGK_I64, 1, d4, ma, st, mb, st, y) == 0);
+    CHECK(tgk_binary(TGK_REMAINDER, TGK_I64, 1, d4, ma, st, mb, st, y) == 0);
     CHECK(y[0] == -1 && y[1] == 1 && y[2] == 0 && y[3] == -1);
     CHECK(tgk_binary(TGK_FMOD, TGK_I64, 1, d4, ma, st, mb, st, y) == 0);
     CHECK(y[0] == 1 && y[1] == -1 && y[2] == 0 && y[3] == -1);
-    CHECK(tgk_binary(TGK_REM, TGK_I64, 1, d4, a, st, b, st, y) == -1);   /* 9 % 0 */
+    CHECK(tgk_binary(TGK_REMAINDER, TGK_I64, 1, d4, a, st, b, st, y) == -1);   /* 9 % 0 */
     float ra[3] = { 5.5f, -5.5f, 1e10f }, rb[3] = { -2, 2, 3 }, ry[3];
     d3[0] = 3;
-    CHECK(tgk_binary(TGK_REM, TGK_F32, 1, d3, ra, st, rb, st, ry) == 0);
+    CHECK(tgk_binary(TGK_REMAINDER, TGK_F32, 1, d3, ra, st, rb, st, ry) == 0);
     CHECK(ry[0] == -0.5f && ry[1] == 0.5f && ry[2] == fmodf(1e10f, 3));
     CHECK(tgk_binary(TGK_FMOD, TGK_F32, 1, d3, ra, st, rb, st, ry) == 0);
     CHECK(ry[0] == 1.5f && ry[1] == -1.5f && ry[2] == 1.0f);
@@ -309,7 +309,7 @@ static void test_binary(void)
     /* max/min propagate NaN */
     float fa[2] = { NAN, 1 }, fb[2] = { 0, NAN }, fy[2];
     int64_t d2[1] = { 2 };
-    tgk_binary(TGK_MAX, TGK_F32, 1, d2, fa, st, fb, st, fy);
+    tgk_binary(TGK_MAXIMUM, TGK_F32, 1, d2, fa, st, fb, st, fy);
     CHECK(isnan(fy[0]) && isnan(fy[1]));
 }
 
@@ -361,14 +361,14 @@ static void test_reduce(void)
         float *x = rand_f32(n, 0.5, 1.5), *y = malloc(4 * (size_t)no);
         double *acc = malloc(8 * (size_t)no), *acc2 = malloc(8 * (size_t)no);
         int64_t cnt = n / no;
-        for (tgk_reduce_op op = 0; op < TGK_RANY; op++) {
+        for (tgk_reduce_op op = 0; op < TGK_REDUCE_ANY; op++) {
             CHECK(tgk_reduce(op, TGK_F32, r, d, axes, 1, x, y) == 0);
             for (int64_t o = 0; o < no; o++) {
-                acc[o] = op == TGK_RPROD ? 1 : op == TGK_RMAX ? -INFINITY
-                         : op == TGK_RMIN ? INFINITY : 0;
+                acc[o] = op == TGK_REDUCE_PROD ? 1 : op == TGK_REDUCE_MAX ? -INFINITY
+                         : op == TGK_REDUCE_MIN ? INFINITY : 0;
                 acc2[o] = 0;
             }
-            for (int pass = 0; pass < (op == TGK_RVAR ? 2 : 1); pass++)
+            for (int pass = 0; pass < (op == TGK_REDUCE_VAR ? 2 : 1); pass++)
                 for (int64_t i = 0; i < n; i++) {
                     unravel(i, r, d, idx);
                     int kk = 0;
@@ -378,11 +378,11 @@ static void test_reduce(void)
                     int64_t o = ravel(kr, kd, kidx);
                     double v = x[i];
                     switch (op) {
-                    case TGK_RSUM: case TGK_RMEAN: acc[o] += v; break;
-                    case TGK_RPROD: acc[o] *= v; break;
-                    case TGK_RMAX: acc[o] = fmax(acc[o], v); break;
-                    case TGK_RMIN: acc[o] = fmin(acc[o], v); break;
-                    case TGK_RVAR:
+                    case TGK_REDUCE_SUM: case TGK_REDUCE_MEAN: acc[o] += v; break;
+                    case TGK_REDUCE_PROD: acc[o] *= v; break;
+                    case TGK_REDUCE_MAX: acc[o] = fmax(acc[o], v); break;
+                    case TGK_REDUCE_MIN: acc[o] = fmin(acc[o], v); break;
+                    case TGK_REDUCE_VAR:
                         if (pass == 0)
                             acc2[o] += v / (double)cnt;
                         else
@@ -393,8 +393,8 @@ static void test_reduce(void)
                 }
             int bad = 0;
             for (int64_t o = 0; o < no; o++) {
-                double ref = op == TGK_RMEAN ? acc[o] / (double)cnt : acc[o];
-                if (op == TGK_RVAR && cnt == 1)
+                double ref = op == TGK_REDUCE_MEAN ? acc[o] / (double)cnt : acc[o];
+                if (op == TGK_REDUCE_VAR && cnt == 1)
                     continue;                       /* 0/0 */
                 bad += !(fabs(y[o] - ref) <= TOL(ref));
             }
@@ -425,11 +425,11 @@ static void test_reduce(void)
     /* integers and any */
     int32_t xi[6] = { 1, -2, 3, 4, 5, -6 }, yi[2];
     int64_t d[2] = { 2, 3 };
-    CHECK(tgk_reduce(TGK_RSUM, TGK_I32, 2, d, 2, 0, xi, yi) == 0);
+    CHECK(tgk_reduce(TGK_REDUCE_SUM, TGK_I32, 2, d, 2, 0, xi, yi) == 0);
     CHECK(yi[0] == 2 && yi[1] == 3);
-    CHECK(tgk_reduce(TGK_RMEAN, TGK_I32, 2, d, 2, 0, xi, yi) == -1);
+    CHECK(tgk_reduce(TGK_REDUCE_MEAN, TGK_I32, 2, d, 2, 0, xi, yi) == -1);
     uint8_t b[6] = { 0, 0, 0, 0, 1, 0 }, by[2];
-    CHECK(tgk_reduce(TGK_RANY, TGK_BOOL, 2, d, 2, 0, b, by) == 0);
+    CHECK(tgk_reduce(TGK_REDUCE_ANY, TGK_BOOL, 2, d, 2, 0, b, by) == 0);
     CHECK(by[0] == 0 && by[1] == 1);
 }
 

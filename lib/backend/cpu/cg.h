@@ -50,10 +50,14 @@ const char *cg_quote(tg_cg *c, const char *s);
 /* One node as kernel calls into c->f; -1 (tg_err) when the CPU code generator
  * cannot compile it. */
 int cg_emit_node(tg_cg *c, int n);
-/* qlinear, qconv (emit_qops.c). */
-int cg_emit_qop(tg_cg *c, const tg_node *nd);
-/* linear_24 (emit_sparse.c) */
-int cg_emit_sparse(tg_cg *c, const tg_node *nd);
+/* One entry per family of ops.def (cg_node_<family>: emit_node.c, qops in
+ * emit_qops.c, sparse in emit_sparse.c), found through emit_node.c's table
+ * generated from it; an entry of several ops switches on nd->op. Writes the
+ * node's kernel calls into c->f; -1 (tg_err) when it cannot. */
+#define OP(id, name, min_in, max_in, infer, family, flag) \
+    int cg_node_##family(tg_cg *c, const tg_node *nd);
+#include "../../ops/ops.def"
+#undef OP
 /* A fused loop group (TG_GROUP_LOOP) with root node `root`: a function into
  * c->fns and its call into c->f. */
 int cg_emit_loop(tg_cg *c, int root);

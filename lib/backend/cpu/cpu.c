@@ -17,46 +17,16 @@ _Static_assert(TGK_F32 == (int)TG_F32 && TGK_F8E5M2 == (int)TG_F8E5M2 &&
                TGK_I8 == (int)TG_I8 && TGK_I64 == (int)TG_I64 && TGK_BOOL == (int)TG_BOOL &&
                TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype must match tg_dtype");
 
+/* The glue of each op: its family's entry (ops.def, run.h). */
 static const tg_run_fn run_table[TG_OP_COUNT] = {
-#define E tg_run_elementwise
-    [TG_OP_NEG] = E, [TG_OP_ABS] = E, [TG_OP_EXP] = E, [TG_OP_LOG] = E, [TG_OP_SQRT] = E,
-    [TG_OP_RSQRT] = E, [TG_OP_RECIPROCAL] = E, [TG_OP_SIN] = E, [TG_OP_COS] = E,
-    [TG_OP_TAN] = E, [TG_OP_ASIN] = E, [TG_OP_ACOS] = E, [TG_OP_ATAN] = E, [TG_OP_SINH] = E,
-    [TG_OP_COSH] = E, [TG_OP_ASINH] = E, [TG_OP_ACOSH] = E, [TG_OP_ATANH] = E,
-    [TG_OP_TANH] = E, [TG_OP_ERF] = E, [TG_OP_SIGMOID] = E, [TG_OP_RELU] = E,
-    [TG_OP_GELU] = E, [TG_OP_SILU] = E, [TG_OP_HARDSWISH] = E, [TG_OP_HARDSIGMOID] = E,
-    [TG_OP_LEAKY_RELU] = E, [TG_OP_ELU] = E, [TG_OP_FLOOR] = E, [TG_OP_CEIL] = E,
-    [TG_OP_ROUND] = E, [TG_OP_CLAMP] = E, [TG_OP_LOGICAL_NOT] = E, [TG_OP_CAST] = E,
-    [TG_OP_IDENTITY] = E, [TG_OP_ADD] = E, [TG_OP_SUB] = E, [TG_OP_MUL] = E, [TG_OP_DIV] = E,
-    [TG_OP_POW] = E, [TG_OP_REMAINDER] = E, [TG_OP_FMOD] = E, [TG_OP_MAXIMUM] = E, [TG_OP_MINIMUM] = E, [TG_OP_EQ] = E, [TG_OP_NE] = E,
-    [TG_OP_LT] = E, [TG_OP_LE] = E, [TG_OP_GT] = E, [TG_OP_GE] = E, [TG_OP_LOGICAL_AND] = E,
-    [TG_OP_LOGICAL_OR] = E, [TG_OP_WHERE] = E,
-#undef E
-#define R tg_run_reduce
-    [TG_OP_REDUCE_SUM] = R, [TG_OP_REDUCE_MEAN] = R, [TG_OP_REDUCE_MAX] = R,
-    [TG_OP_REDUCE_MIN] = R, [TG_OP_REDUCE_PROD] = R, [TG_OP_REDUCE_VAR] = R,
-    [TG_OP_REDUCE_ANY] = R, [TG_OP_ARGMAX] = R, [TG_OP_ARGMIN] = R, [TG_OP_SOFTMAX] = R,
-    [TG_OP_LOG_SOFTMAX] = R, [TG_OP_CUMSUM] = R,
-#undef R
-    [TG_OP_LAYER_NORM] = tg_run_nn, [TG_OP_GROUP_NORM] = tg_run_nn,
-    [TG_OP_BATCH_NORM] = tg_run_nn, [TG_OP_MAX_POOL] = tg_run_nn, [TG_OP_AVG_POOL] = tg_run_nn,
-    [TG_OP_ADAPTIVE_AVG_POOL] = tg_run_nn, [TG_OP_RESIZE] = tg_run_nn,
-    [TG_OP_MATMUL] = tg_run_linalg, [TG_OP_LINEAR] = tg_run_linalg,
-    [TG_OP_LINEAR_PACKED] = tg_run_linalg, [TG_OP_LINEAR_24] = tg_run_sparse,
-    [TG_OP_CONV] = tg_run_linalg, [TG_OP_SDPA] = tg_run_linalg,
-#define M tg_run_movement
-    [TG_OP_RESHAPE] = M, [TG_OP_PERMUTE] = M, [TG_OP_EXPAND] = M, [TG_OP_SLICE] = M,
-    [TG_OP_CONCAT] = M, [TG_OP_PAD] = M, [TG_OP_TILE] = M, [TG_OP_GATHER] = M,
-    [TG_OP_INDEX_SELECT] = M, [TG_OP_INDEX_COPY] = M, [TG_OP_TRIL] = M, [TG_OP_TRIU] = M,
-#undef M
-    [TG_OP_FULL] = tg_run_gen, [TG_OP_ARANGE] = tg_run_gen,
-    [TG_OP_QUANTIZE] = tg_run_quant, [TG_OP_DEQUANTIZE] = tg_run_quant,
-    [TG_OP_QLINEAR] = tg_run_qops, [TG_OP_QCONV] = tg_run_qops,
+#define OP(id, name, min_in, max_in, infer, family, flag) [TG_OP_##id] = tg_run_##family,
+#include "../../ops/ops.def"
+#undef OP
 };
 
 bool tg_cpu_has_kernel(tg_op op)
 {
-    return op > TG_OP_NONE && op < TG_OP_COUNT && run_table[op];
+    return op > TG_OP_NONE && op < TG_OP_COUNT;
 }
 
 static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, char *why)

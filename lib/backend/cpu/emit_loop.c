@@ -12,6 +12,7 @@
 
 #include "../../error.h"
 #include "../../ops/infer.h"
+#include "opmap.h"
 
 #define TILE 256
 #define BLOCK 4096      /* elements of a row one task of an elementwise loop takes */
@@ -107,21 +108,9 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     switch (nd->op) {
     case TG_OP_NEG: return cg_str(c, "-%s", a);
     case TG_OP_ABS: return f ? cg_str(c, "fabsf(%s)", a) : cg_str(c, "(%s < 0 ? -%s : %s)", a, a, a);
-    case TG_OP_LOG: return cg_str(c, "logf(%s)", a);
     case TG_OP_SQRT: return cg_str(c, "sqrtf(%s)", a);
     case TG_OP_RSQRT: return cg_str(c, "1.0f / sqrtf(%s)", a);
     case TG_OP_RECIPROCAL: return cg_str(c, "1.0f / %s", a);
-    case TG_OP_SIN: return cg_str(c, "sinf(%s)", a);
-    case TG_OP_COS: return cg_str(c, "cosf(%s)", a);
-    case TG_OP_TAN: return cg_str(c, "tanf(%s)", a);
-    case TG_OP_ASIN: return cg_str(c, "asinf(%s)", a);
-    case TG_OP_ACOS: return cg_str(c, "acosf(%s)", a);
-    case TG_OP_ATAN: return cg_str(c, "atanf(%s)", a);
-    case TG_OP_SINH: return cg_str(c, "sinhf(%s)", a);
-    case TG_OP_COSH: return cg_str(c, "coshf(%s)", a);
-    case TG_OP_ASINH: return cg_str(c, "asinhf(%s)", a);
-    case TG_OP_ACOSH: return cg_str(c, "acoshf(%s)", a);
-    case TG_OP_ATANH: return cg_str(c, "atanhf(%s)", a);
     case TG_OP_RELU: return cg_str(c, "(%s < 0 ? 0 : %s)", a, a);
     case TG_OP_HARDSWISH:
         return cg_str(c, "(%s) * fminf(fmaxf(%s + 3.0f, 0.0f), 6.0f) / 6.0f", a, a);
@@ -146,9 +135,6 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     case TG_OP_SUB: return cg_str(c, "%s - %s", a, b);
     case TG_OP_MUL: return cg_str(c, "%s * %s", a, b);
     case TG_OP_DIV: return cg_str(c, "%s / %s", a, b);
-    case TG_OP_POW: return cg_str(c, "powf(%s, %s)", a, b);
-    case TG_OP_REMAINDER: return cg_str(c, "(float)tgk_floor_mod(%s, %s)", a, b);
-    case TG_OP_FMOD: return cg_str(c, "fmodf(%s, %s)", a, b);
     /* maximum and minimum propagate NaN, like torch */
     case TG_OP_MAXIMUM: return cg_str(c, "(%s > %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
     case TG_OP_MINIMUM: return cg_str(c, "(%s < %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
@@ -166,6 +152,34 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
 }
 
 /* One member's tile: into t<v>, or the result row for the root. */
+/* A unary or binary op of f32 with no form above runs its kernel op over the
+ * tile: the libm functions (log, sin ... atanh, pow, remainder, fmod: calls
+ * either way), and a new op until it has a form of its own. */
+static int kernel_call(loop_cx *x, const tg_node *nd, const char *dst)
+{
+    tg_cg *c = x->c;
+    const char *fam = tg_op_table[nd->op].family;
+    if (!strcmp(fam, "unary")) {
+        tgk_unary_op k;
+        tgk_unary_param p;
+        tg_cpu_unary_desc(nd, &k, &p);
+        fprintf(x->f, "            { const tgk_unary_param p = {%s, %s, %s};\n"
+                "              tgk_unary(%s, TGK_F32, n, %s, %s, &p); }\n",
+                cg_double(c, p.alpha), cg_double(c, p.lo), cg_double(c, p.hi),
+                tg_cpu_unary_name(nd, k),
+                tile_ptr(x, nd->in[0]), dst);
+        return 0;
+    }
+    if (!strcmp(fam, "binary")) {
+        const char *a = tile_ptr(x, nd->in[0]), *b = tile_ptr(x, nd->in[1]);
+        fprintf(x->f, "            { const int64_t s1[1] = {1};\n"
+                "              tgk_binary(%s, TGK_F32, 1, &n, %s, s1, %s, s1, %s); }\n",
+                tg_cpu_kop_name[nd->op], a, b, dst);
+        return 0;
+    }
+    return tg_err("node '%s': %s has no loop form", nd->name, tg_op_name(nd->op));
+}
+
 static int emit_member(loop_cx *x, int n)
 {
     const tg_node *nd = &x->c->g->nodes[n];
@@ -178,7 +192,7 @@ static int emit_member(loop_cx *x, int n)
         return 0;
     }
     if (!e)
-        return tg_err("node '%s': %s has no loop form", nd->name, tg_op_name(nd->op));
+        return kernel_call(x, nd, dst);
     fprintf(x->f, "            for (int64_t i = 0; i < n; i++)\n                %s[i] = %s;\n",
             dst, e);
     return 0;
@@ -246,11 +260,12 @@ static int emit_function(loop_cx *x)
         int k;
         if (!in_loop(x, n) || !nd->nin)
             continue;
-        expr(x, nd, &vec);
-        if (vec && (k = outside_index(x, nd->in[0])) >= 0 && !inner_full(x, k) && !spread[k]) {
-            fprintf(f, "    float b%d[%d];\n", k, TILE);
-            spread[k] = true;
-        }
+        bool call = !expr(x, nd, &vec);     /* vec or kernel_call: inputs by pointer */
+        for (int i = 0; call && i < nd->nin; i++)
+            if ((k = outside_index(x, nd->in[i])) >= 0 && !inner_full(x, k) && !spread[k]) {
+                fprintf(f, "    float b%d[%d];\n", k, TILE);
+                spread[k] = true;
+            }
     }
     /* an elementwise loop's tasks are blocks of rows, a reduction's whole rows */
     if (l->reduce)

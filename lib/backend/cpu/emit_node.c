@@ -9,6 +9,7 @@
 
 #include "../../error.h"
 #include "../../ops/infer.h"
+#include "opmap.h"
 #include "run.h"                 /* tg_cpu_resize_desc */
 
 #define OUT(c, n) cg_ptr(c, (c)->g->nodes[n].out[0])
@@ -54,52 +55,18 @@ static void check_rc(tg_cg *c, const tg_node *nd, const char *call, const char *
     check_status(c, nd, call, "TGRAPH_E_DATA", what);
 }
 
-static int unary_op(tg_op op, const tg_node *nd, const char **name)
+int cg_node_unary(tg_cg *c, const tg_node *nd)
 {
-    switch (op) {
-#define U(o) case TG_OP_##o: *name = "TGK_" #o; return 0;
-    U(NEG) U(ABS) U(EXP) U(LOG) U(SQRT) U(RSQRT) U(RECIPROCAL) U(SIN) U(COS) U(TANH)
-    U(TAN) U(ASIN) U(ACOS) U(ATAN) U(SINH) U(COSH) U(ASINH) U(ACOSH) U(ATANH)
-    U(ERF) U(SIGMOID) U(RELU) U(SILU) U(HARDSWISH) U(HARDSIGMOID) U(LEAKY_RELU) U(ELU)
-    U(FLOOR) U(CEIL) U(ROUND) U(CLAMP) U(LOGICAL_NOT)
-#undef U
-    case TG_OP_GELU:
-        *name = strcmp(tg_node_string(nd, "approximate", "none"), "tanh") ? "TGK_GELU"
-                                                                            : "TGK_GELU_TANH";
-        return 0;
-    default:
-        return -1;
-    }
-}
-
-static int binary_op(tg_op op, const char **name)
-{
-    static const struct { tg_op op; const char *k; } map[] = {
-        {TG_OP_ADD, "TGK_ADD"}, {TG_OP_SUB, "TGK_SUB"}, {TG_OP_MUL, "TGK_MUL"},
-        {TG_OP_DIV, "TGK_DIV"}, {TG_OP_POW, "TGK_POW"},
-        {TG_OP_REMAINDER, "TGK_REM"}, {TG_OP_FMOD, "TGK_FMOD"}, {TG_OP_MAXIMUM, "TGK_MAX"},
-        {TG_OP_MINIMUM, "TGK_MIN"}, {TG_OP_EQ, "TGK_EQ"}, {TG_OP_NE, "TGK_NE"},
-        {TG_OP_LT, "TGK_LT"}, {TG_OP_LE, "TGK_LE"}, {TG_OP_GT, "TGK_GT"},
-        {TG_OP_GE, "TGK_GE"}, {TG_OP_LOGICAL_AND, "TGK_AND"}, {TG_OP_LOGICAL_OR, "TGK_OR"},
-    };
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (map[i].op == op) {
-            *name = map[i].k;
-            return 0;
-        }
-    return -1;
-}
-
-static int emit_unary(tg_cg *c, const tg_node *nd, const char *k)
-{
-    const tg_value *x = in_val(c, nd, 0);
-    double alpha = tg_node_float(nd, "alpha", nd->op == TG_OP_ELU ? 1.0 : 0.01);
-    fprintf(c->f, "    const tgk_unary_param p = {%s, %s, %s};\n", cg_double(c, alpha),
-            cg_double(c, tg_node_float(nd, "min", -INFINITY)),
-            cg_double(c, tg_node_float(nd, "max", INFINITY)));
+    tgk_unary_op k;
+    tgk_unary_param p;
+    tg_cpu_unary_desc(nd, &k, &p);
+    fprintf(c->f, "    const tgk_unary_param p = {%s, %s, %s};\n", cg_double(c, p.alpha),
+            cg_double(c, p.lo), cg_double(c, p.hi));
     check_rc(c, nd,
-             cg_str(c, "tgk_unary(%s, %s, %s, %s, %s, &p)", k, dt_enum(c, x->dtype),
-                    cg_numel(c, nd->out[0]), cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes)),
+             cg_str(c, "tgk_unary(%s, %s, %s, %s, %s, &p)",
+                    tg_cpu_unary_name(nd, k),
+                    dt_enum(c, in_val(c, nd, 0)->dtype), cg_numel(c, nd->out[0]),
+                    cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes)),
              "not defined for this dtype");
     return 0;
 }
@@ -119,19 +86,19 @@ static void broadcast_arrays(tg_cg *c, const tg_node *nd, int nin)
     }
 }
 
-static int emit_binary(tg_cg *c, const tg_node *nd, const char *k)
+int cg_node_binary(tg_cg *c, const tg_node *nd)
 {
     const tg_value *a = in_val(c, nd, 0);
     broadcast_arrays(c, nd, 2);
     check_rc(c, nd,
-             cg_str(c, "tgk_binary(%s, %s, %d, y, %s, s0, %s, s1, %s)", k,
+             cg_str(c, "tgk_binary(%s, %s, %d, y, %s, s0, %s, s1, %s)", tg_cpu_kop_name[nd->op],
                     dt_enum(c, a->dtype), out_val(c, nd)->shape.rank, cg_ptr(c, nd->in[0]),
                     cg_ptr(c, nd->in[1]), OUT(c, nd - c->g->nodes)),
              "integer division by zero");
     return 0;
 }
 
-static int emit_where(tg_cg *c, const tg_node *nd)
+int cg_node_where(tg_cg *c, const tg_node *nd)
 {
     broadcast_arrays(c, nd, 3);
     fprintf(c->f, "    tgk_where(%zu, %d, y, %s, s0, %s, s1, %s, s2, %s);\n",
@@ -149,18 +116,8 @@ static int axis_attr(const tg_node *nd, const char *name, int64_t dflt, int rank
     return 0;
 }
 
-static int emit_reduce(tg_cg *c, const tg_node *nd)
+int cg_node_reduce(tg_cg *c, const tg_node *nd)
 {
-    static const struct { tg_op op; const char *k; } map[] = {
-        {TG_OP_REDUCE_SUM, "TGK_RSUM"}, {TG_OP_REDUCE_MEAN, "TGK_RMEAN"},
-        {TG_OP_REDUCE_MAX, "TGK_RMAX"}, {TG_OP_REDUCE_MIN, "TGK_RMIN"},
-        {TG_OP_REDUCE_PROD, "TGK_RPROD"}, {TG_OP_REDUCE_VAR, "TGK_RVAR"},
-        {TG_OP_REDUCE_ANY, "TGK_RANY"},
-    };
-    const char *k = NULL;
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (map[i].op == nd->op)
-            k = map[i].k;
     const tg_value *x = in_val(c, nd, 0);
     const int64_t *axes;
     int na = tg_node_ints(nd, "axes", &axes);
@@ -177,7 +134,8 @@ static int emit_reduce(tg_cg *c, const tg_node *nd)
     }
     cg_dims_array(c, "x", &x->shape);
     check_rc(c, nd,
-             cg_str(c, "tgk_reduce(%s, %s, %d, x, 0x%" PRIx32 "u, %" PRId64 ", %s, %s)", k,
+             cg_str(c, "tgk_reduce(%s, %s, %d, x, 0x%" PRIx32 "u, %" PRId64 ", %s, %s)",
+                    tg_cpu_kop_name[nd->op],
                     dt_enum(c, x->dtype), x->shape.rank, mask,
                     tg_node_int(nd, "correction", 1), cg_ptr(c, nd->in[0]),
                     OUT(c, nd - c->g->nodes)),
@@ -185,7 +143,7 @@ static int emit_reduce(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_arg_reduce(tg_cg *c, const tg_node *nd)
+int cg_node_arg_reduce(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     tg_shape flat = {.rank = 1};
@@ -206,7 +164,7 @@ static int emit_arg_reduce(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_softmax(tg_cg *c, const tg_node *nd)
+int cg_node_softmax(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     int ax;
@@ -219,7 +177,7 @@ static int emit_softmax(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_cumsum(tg_cg *c, const tg_node *nd)
+int cg_node_cumsum(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     int ax = 0, r = x->shape.rank;
@@ -233,7 +191,7 @@ static int emit_cumsum(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_norm(tg_cg *c, const tg_node *nd)
+int cg_node_norm(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     const tg_shape *s = &x->shape;
@@ -448,7 +406,7 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_resize(tg_cg *c, const tg_node *nd)
+int cg_node_resize(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
     tgk_resize_desc d;
@@ -469,7 +427,7 @@ static int emit_resize(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_pool(tg_cg *c, const tg_node *nd)
+int cg_node_pool(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
     int nsp = x->shape.rank - 2, r;
@@ -502,7 +460,7 @@ static int emit_pool(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_movement(tg_cg *c, const tg_node *nd)
+int cg_node_movement(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
     size_t es = tg_dtype_size(x->dtype);
@@ -580,7 +538,7 @@ static int emit_movement(tg_cg *c, const tg_node *nd)
     }
 }
 
-static int emit_index(tg_cg *c, const tg_node *nd)
+int cg_node_index(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *idx = in_val(c, nd, 1);
     size_t es = tg_dtype_size(x->dtype);
@@ -619,7 +577,7 @@ static int emit_index(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_quant(tg_cg *c, const tg_node *nd)
+int cg_node_quant(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     bool q = nd->op == TG_OP_QUANTIZE;
@@ -649,7 +607,7 @@ static int emit_quant(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int emit_gen(tg_cg *c, const tg_node *nd)
+int cg_node_gen(tg_cg *c, const tg_node *nd)
 {
     const tg_value *y = out_val(c, nd);
     if (nd->op == TG_OP_FULL) {
@@ -664,64 +622,46 @@ static int emit_gen(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+int cg_node_cast(tg_cg *c, const tg_node *nd)
+{
+    fprintf(c->f, "    tgk_cast(%s, %s, %s, %s, %s);\n", dt_enum(c, out_val(c, nd)->dtype),
+            OUT(c, nd - c->g->nodes), dt_enum(c, in_val(c, nd, 0)->dtype),
+            cg_ptr(c, nd->in[0]), cg_numel(c, nd->out[0]));
+    return 0;
+}
+
+int cg_node_linalg(tg_cg *c, const tg_node *nd)
+{
+    switch (nd->op) {
+    case TG_OP_MATMUL: return emit_matmul(c, nd);
+    case TG_OP_LINEAR: return emit_linear(c, nd);
+    case TG_OP_LINEAR_PACKED: return emit_linear_packed(c, nd);
+    case TG_OP_CONV: return emit_conv(c, nd);
+    default: return emit_sdpa(c, nd);     /* sdpa */
+    }
+}
+
+/* The aliases (reshape, identity) have no code: the memory plan gives their
+ * output the input's storage, and cg_emit_node skips them. */
+#define cg_node_alias NULL
+
+/* The emitter of each op: its family's (ops.def, cg.h). */
+static int (*const node_table[TG_OP_COUNT])(tg_cg *c, const tg_node *nd) = {
+#define OP(id, name, min_in, max_in, infer, family, flag) [TG_OP_##id] = cg_node_##family,
+#include "../../ops/ops.def"
+#undef OP
+};
+
 int cg_emit_node(tg_cg *c, int n)
 {
     const tg_node *nd = &c->g->nodes[n];
-    const char *k;
-    int rc;
     if (tg_op_is_view(nd->op))
         return 0;
+    if (nd->op <= TG_OP_NONE || nd->op >= TG_OP_COUNT)
+        return tg_err("node '%s': op %s is not supported by the CPU code generator",
+                      nd->name, tg_op_name(nd->op));
     fprintf(c->f, "    /* %s: %s */\n    {\n", nd->name, tg_op_name(nd->op));
-    if (unary_op(nd->op, nd, &k) == 0) {
-        rc = emit_unary(c, nd, k);
-    } else if (binary_op(nd->op, &k) == 0) {
-        rc = emit_binary(c, nd, k);
-    } else {
-        switch (nd->op) {
-        case TG_OP_WHERE: rc = emit_where(c, nd); break;
-        case TG_OP_CAST:
-            fprintf(c->f, "    tgk_cast(%s, %s, %s, %s, %s);\n",
-                    dt_enum(c, out_val(c, nd)->dtype), OUT(c, n),
-                    dt_enum(c, in_val(c, nd, 0)->dtype), cg_ptr(c, nd->in[0]),
-                    cg_numel(c, nd->out[0]));
-            rc = 0;
-            break;
-        case TG_OP_REDUCE_SUM: case TG_OP_REDUCE_MEAN: case TG_OP_REDUCE_MAX:
-        case TG_OP_REDUCE_MIN: case TG_OP_REDUCE_PROD: case TG_OP_REDUCE_VAR:
-        case TG_OP_REDUCE_ANY:
-            rc = emit_reduce(c, nd);
-            break;
-        case TG_OP_ARGMAX: case TG_OP_ARGMIN: rc = emit_arg_reduce(c, nd); break;
-        case TG_OP_SOFTMAX: case TG_OP_LOG_SOFTMAX: rc = emit_softmax(c, nd); break;
-        case TG_OP_CUMSUM: rc = emit_cumsum(c, nd); break;
-        case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM: case TG_OP_BATCH_NORM:
-            rc = emit_norm(c, nd);
-            break;
-        case TG_OP_MATMUL: rc = emit_matmul(c, nd); break;
-        case TG_OP_LINEAR: rc = emit_linear(c, nd); break;
-        case TG_OP_LINEAR_PACKED: rc = emit_linear_packed(c, nd); break;
-        case TG_OP_CONV: rc = emit_conv(c, nd); break;
-        case TG_OP_SDPA: rc = emit_sdpa(c, nd); break;
-        case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
-            rc = emit_pool(c, nd);
-            break;
-        case TG_OP_RESIZE: rc = emit_resize(c, nd); break;
-        case TG_OP_PERMUTE: case TG_OP_EXPAND: case TG_OP_SLICE: case TG_OP_CONCAT:
-        case TG_OP_PAD: case TG_OP_TILE: case TG_OP_TRIL: case TG_OP_TRIU:
-            rc = emit_movement(c, nd);
-            break;
-        case TG_OP_GATHER: case TG_OP_INDEX_SELECT: case TG_OP_INDEX_COPY:
-            rc = emit_index(c, nd);
-            break;
-        case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: rc = emit_quant(c, nd); break;
-        case TG_OP_QLINEAR: case TG_OP_QCONV: rc = cg_emit_qop(c, nd); break;
-        case TG_OP_LINEAR_24: rc = cg_emit_sparse(c, nd); break;
-        case TG_OP_FULL: case TG_OP_ARANGE: rc = emit_gen(c, nd); break;
-        default:
-            rc = tg_err("node '%s': op %s is not supported by the CPU code generator",
-                        nd->name, tg_op_name(nd->op));
-        }
-    }
+    int rc = node_table[nd->op](c, nd);
     fprintf(c->f, "    }\n");
     return rc;
 }

@@ -88,7 +88,7 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
     return 0;
 }
 
-int cg_emit_qop(tg_cg *c, const tg_node *nd)
+int cg_node_qops(tg_cg *c, const tg_node *nd)
 {
     tg_qlayer q;
     if (tg_qlayer_read(nd, &q))

@@ -5,7 +5,7 @@
  * weights. */
 #include "cg.h"
 
-int cg_emit_sparse(tg_cg *c, const tg_node *nd)
+int cg_node_sparse(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = tg_node_input(c->g, nd, 0), *v = tg_node_input(c->g, nd, 1);
     const char *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);

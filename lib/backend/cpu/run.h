@@ -17,16 +17,12 @@
 
 typedef int (*tg_run_fn)(const tg_run_ctx *c);
 
-/* One entry point per op family; each switches on c->n->op. 0 or -1 (tg_err). */
-int tg_run_elementwise(const tg_run_ctx *c);    /* unary, binary, where, cast, identity */
-int tg_run_reduce(const tg_run_ctx *c);         /* reductions, arg reductions, softmax */
-int tg_run_linalg(const tg_run_ctx *c);         /* matmul, linear, conv, sdpa */
-int tg_run_nn(const tg_run_ctx *c);             /* norms, pools */
-int tg_run_movement(const tg_run_ctx *c);       /* reshape ... index_select, tril/triu */
-int tg_run_gen(const tg_run_ctx *c);            /* full, arange */
-int tg_run_quant(const tg_run_ctx *c);          /* quantize, dequantize */
-int tg_run_qops(const tg_run_ctx *c);           /* qlinear, qconv (run_qops.c) */
-int tg_run_sparse(const tg_run_ctx *c);         /* linear_24 (run_sparse.c) */
+/* One entry point per family of ops.def (tg_run_<family>), found through
+ * cpu.c's table generated from it; an entry of several ops switches on
+ * c->n->op. 0 or -1 (tg_err). */
+#define OP(id, name, min_in, max_in, infer, family, flag) int tg_run_##family(const tg_run_ctx *c);
+#include "../../ops/ops.def"
+#undef OP
 
 /* The kernels number dtypes like tg_dtype. */
 static inline tgk_dtype tg_run_kt(tg_dtype t) { return (tgk_dtype)t; }

@@ -1,7 +1,6 @@
 /* Data movement and indexing: any dtype, by element size. */
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../../ops/infer.h"
 #include "run.h"
@@ -21,7 +20,7 @@ static const int64_t *index_i64(const tg_tensor *t, int64_t **tmp)
     return *tmp;
 }
 
-static int run_index(const tg_run_ctx *c)
+int tg_run_index(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *it = c->in[1];
     size_t es = tg_dtype_size(x->dtype);
@@ -103,9 +102,6 @@ int tg_run_movement(const tg_run_ctx *c)
     const int64_t *v;
     int k;
     switch (c->n->op) {
-    case TG_OP_RESHAPE:
-        memcpy(y->data, x->data, y->nbytes);
-        return 0;
     case TG_OP_PERMUTE: {
         int64_t perm[TG_MAX_RANK];
         if (tg_attr_get_ints(c->n, "perm", &v, &k) || k != x->rank)
@@ -129,8 +125,6 @@ int tg_run_movement(const tg_run_ctx *c)
             return tg_err("attribute 'repeats' needs %d values", x->rank);
         tgk_tile(es, x->rank, x->dims, v, x->data, y->data);
         return 0;
-    case TG_OP_GATHER: case TG_OP_INDEX_SELECT: case TG_OP_INDEX_COPY:
-        return run_index(c);
     case TG_OP_TRIL: case TG_OP_TRIU: {
         int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
         tgk_tri(es, c->n->op == TG_OP_TRIU, tg_run_prod(x->dims, 0, x->rank - 2), rows, cols,

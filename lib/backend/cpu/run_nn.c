@@ -4,7 +4,7 @@
 #include "../../ops/resize.h"
 #include "run.h"
 
-static int run_norm(const tg_run_ctx *c)
+int tg_run_norm(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
     float eps = (float)tg_node_float(c->n, "eps", 1e-5);
@@ -28,7 +28,7 @@ static int run_norm(const tg_run_ctx *c)
     return tg_run_f32_close(c, &io, 0);
 }
 
-static int run_pool(const tg_run_ctx *c)
+int tg_run_pool(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
     const tg_node *n = c->n;
@@ -86,7 +86,7 @@ int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d)
     return 0;
 }
 
-static int run_resize(const tg_run_ctx *c)
+int tg_run_resize(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
     tgk_resize_desc d = {.nc = x->dims[0] * x->dims[1]};
@@ -103,18 +103,4 @@ static int run_resize(const tg_run_ctx *c)
         return tg_run_f32_close(c, &io, -1);
     int rc = tgk_resize_f32(&d, io.in[0], io.out) ? tg_err("out of memory") : 0;
     return tg_run_f32_close(c, &io, rc);
-}
-
-int tg_run_nn(const tg_run_ctx *c)
-{
-    switch (c->n->op) {
-    case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM: case TG_OP_BATCH_NORM:
-        return run_norm(c);
-    case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
-        return run_pool(c);
-    case TG_OP_RESIZE:
-        return run_resize(c);
-    default:
-        return tg_err("not a normalization, pooling or resize op");
-    }
 }

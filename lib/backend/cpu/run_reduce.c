@@ -1,8 +1,9 @@
 /* Reductions over axes, argmax/argmin, softmax, log_softmax and cumsum. */
 #include "../../ops/infer.h"
+#include "opmap.h"
 #include "run.h"
 
-static int run_reduce_axes(const tg_run_ctx *c, tgk_reduce_op op)
+int tg_run_reduce(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
     const int64_t *axes;
@@ -17,14 +18,15 @@ static int run_reduce_axes(const tg_run_ctx *c, tgk_reduce_op op)
             return -1;
         mask |= 1u << a;
     }
-    if (tgk_reduce(op, tg_run_kt(x->dtype), x->rank, x->dims, mask, correction, x->data,
+    if (tgk_reduce(tg_cpu_reduce_kop[c->n->op], tg_run_kt(x->dtype), x->rank, x->dims, mask, correction, x->data,
                    c->out[0]->data))
         return tg_err("not defined for dtype %s", tg_dtype_name(x->dtype));
     return 0;
 }
 
-static int run_arg(const tg_run_ctx *c, bool max)
+int tg_run_arg_reduce(const tg_run_ctx *c)
 {
+    bool max = c->n->op == TG_OP_ARGMAX;
     const tg_tensor *x = c->in[0];
     if (!tg_node_attr(c->n, "axis")) {         /* over the flattened input */
         int64_t n = tg_run_numel(x);
@@ -38,8 +40,9 @@ static int run_arg(const tg_run_ctx *c, bool max)
     return 0;
 }
 
-static int run_softmax(const tg_run_ctx *c, bool log)
+int tg_run_softmax(const tg_run_ctx *c)
 {
+    bool log = c->n->op == TG_OP_LOG_SOFTMAX;
     const tg_tensor *x = c->in[0];
     int ax = x->rank ? tg_run_axis(c, "axis", -1, x->rank) : 0;
     if (ax < 0)
@@ -53,7 +56,7 @@ static int run_softmax(const tg_run_ctx *c, bool log)
     return tg_run_f32_close(c, &io, 0);
 }
 
-static int run_cumsum(const tg_run_ctx *c)
+int tg_run_cumsum(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
     int ax = x->rank ? tg_run_axis(c, "axis", 0, x->rank) : 0;
@@ -64,23 +67,4 @@ static int run_cumsum(const tg_run_ctx *c)
                    tg_node_int(c->n, "reverse", 0), x->data, c->out[0]->data))
         return tg_err("not defined for dtype %s", tg_dtype_name(x->dtype));
     return 0;
-}
-
-int tg_run_reduce(const tg_run_ctx *c)
-{
-    switch (c->n->op) {
-    case TG_OP_REDUCE_SUM: return run_reduce_axes(c, TGK_RSUM);
-    case TG_OP_REDUCE_MEAN: return run_reduce_axes(c, TGK_RMEAN);
-    case TG_OP_REDUCE_MAX: return run_reduce_axes(c, TGK_RMAX);
-    case TG_OP_REDUCE_MIN: return run_reduce_axes(c, TGK_RMIN);
-    case TG_OP_REDUCE_PROD: return run_reduce_axes(c, TGK_RPROD);
-    case TG_OP_REDUCE_VAR: return run_reduce_axes(c, TGK_RVAR);
-    case TG_OP_REDUCE_ANY: return run_reduce_axes(c, TGK_RANY);
-    case TG_OP_ARGMAX: return run_arg(c, true);
-    case TG_OP_ARGMIN: return run_arg(c, false);
-    case TG_OP_SOFTMAX: return run_softmax(c, false);
-    case TG_OP_LOG_SOFTMAX: return run_softmax(c, true);
-    case TG_OP_CUMSUM: return run_cumsum(c);
-    default: return tg_err("not a reduction");
-    }
 }

@@ -202,18 +202,18 @@ static double binary_f64(tgk_binary_op op, double u, double v)
     case TGK_MUL: return u * v;
     case TGK_DIV: return u / v;
     case TGK_POW: return pow(u, v);
-    case TGK_REM: return tgk_floor_mod(u, v);
+    case TGK_REMAINDER: return tgk_floor_mod(u, v);
     case TGK_FMOD: return fmod(u, v);
-    case TGK_MAX: return u != u ? u : v != v ? v : u > v ? u : v;
-    case TGK_MIN: return u != u ? u : v != v ? v : u < v ? u : v;
+    case TGK_MAXIMUM: return u != u ? u : v != v ? v : u > v ? u : v;
+    case TGK_MINIMUM: return u != u ? u : v != v ? v : u < v ? u : v;
     case TGK_EQ: return u == v;
     case TGK_NE: return u != v;
     case TGK_LT: return u < v;
     case TGK_LE: return u <= v;
     case TGK_GT: return u > v;
     case TGK_GE: return u >= v;
-    case TGK_AND: return u != 0 && v != 0;
-    case TGK_OR: return u != 0 || v != 0;
+    case TGK_LOGICAL_AND: return u != 0 && v != 0;
+    case TGK_LOGICAL_OR: return u != 0 || v != 0;
     default: return NAN;
     }
 }
@@ -243,25 +243,25 @@ static int64_t binary_i64(tgk_binary_op op, int64_t u, int64_t v, bool *bad)
         }
         return v == -1 ? (int64_t)(0 - (uint64_t)u) : u / v;
     case TGK_POW: return ipow(u, v);
-    case TGK_REM:
+    case TGK_REMAINDER:
     case TGK_FMOD: {
         if (v == 0) {
             *bad = true;
             return 0;
         }
         int64_t r = v == -1 ? 0 : u % v;       /* INT64_MIN % -1 traps */
-        return op == TGK_REM && r != 0 && (r < 0) != (v < 0) ? r + v : r;
+        return op == TGK_REMAINDER && r != 0 && (r < 0) != (v < 0) ? r + v : r;
     }
-    case TGK_MAX: return u > v ? u : v;
-    case TGK_MIN: return u < v ? u : v;
+    case TGK_MAXIMUM: return u > v ? u : v;
+    case TGK_MINIMUM: return u < v ? u : v;
     case TGK_EQ: return u == v;
     case TGK_NE: return u != v;
     case TGK_LT: return u < v;
     case TGK_LE: return u <= v;
     case TGK_GT: return u > v;
     case TGK_GE: return u >= v;
-    case TGK_AND: return u != 0 && v != 0;
-    case TGK_OR: return u != 0 || v != 0;
+    case TGK_LOGICAL_AND: return u != 0 && v != 0;
+    case TGK_LOGICAL_OR: return u != 0 || v != 0;
     default: return 0;
     }
 }
@@ -296,18 +296,18 @@ static void binary_run_f32(binary_ctx *c, const int64_t *off, int64_t n, int64_t
     case TGK_MUL: BIN_F32(float, u * v); break;
     case TGK_DIV: BIN_F32(float, u / v); break;
     case TGK_POW: BIN_F32(float, powf(u, v)); break;
-    case TGK_REM: BIN_F32(float, (float)tgk_floor_mod(u, v)); break;
+    case TGK_REMAINDER: BIN_F32(float, (float)tgk_floor_mod(u, v)); break;
     case TGK_FMOD: BIN_F32(float, fmodf(u, v)); break;
-    case TGK_MAX: BIN_F32(float, u != u ? u : v != v ? v : u > v ? u : v); break;
-    case TGK_MIN: BIN_F32(float, u != u ? u : v != v ? v : u < v ? u : v); break;
+    case TGK_MAXIMUM: BIN_F32(float, u != u ? u : v != v ? v : u > v ? u : v); break;
+    case TGK_MINIMUM: BIN_F32(float, u != u ? u : v != v ? v : u < v ? u : v); break;
     case TGK_EQ: BIN_F32(uint8_t, u == v); break;
     case TGK_NE: BIN_F32(uint8_t, u != v); break;
     case TGK_LT: BIN_F32(uint8_t, u < v); break;
     case TGK_LE: BIN_F32(uint8_t, u <= v); break;
     case TGK_GT: BIN_F32(uint8_t, u > v); break;
     case TGK_GE: BIN_F32(uint8_t, u >= v); break;
-    case TGK_AND: BIN_F32(uint8_t, u != 0 && v != 0); break;
-    case TGK_OR: BIN_F32(uint8_t, u != 0 || v != 0); break;
+    case TGK_LOGICAL_AND: BIN_F32(uint8_t, u != 0 && v != 0); break;
+    case TGK_LOGICAL_OR: BIN_F32(uint8_t, u != 0 || v != 0); break;
     default: break;
     }
 }
@@ -341,8 +341,8 @@ int tgk_binary(tgk_binary_op op, tgk_dtype t, int rank, const int64_t *dims,
 {
     if (op < 0 || op >= TGK_BINARY_COUNT || tgk_dtype_size(t) == 0 || rank > TGK_MAX_RANK)
         return -1;
-    if (t == TGK_BOOL && op != TGK_EQ && op != TGK_NE && op != TGK_AND && op != TGK_OR &&
-        op != TGK_MAX && op != TGK_MIN)
+    if (t == TGK_BOOL && op != TGK_EQ && op != TGK_NE && op != TGK_LOGICAL_AND &&
+        op != TGK_LOGICAL_OR && op != TGK_MAXIMUM && op != TGK_MINIMUM)
         return -1;
     const int64_t *st[3] = { NULL, sa, sb };
     tgk_iter it;

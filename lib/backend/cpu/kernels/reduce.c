@@ -30,17 +30,17 @@ typedef struct {
 static void acc_float(acc_t *a, double v)
 {
     switch (a->c->op) {
-    case TGK_RSUM: case TGK_RMEAN: a->f += v; break;
-    case TGK_RPROD: a->f *= v; break;
-    case TGK_RMAX: if (v > a->f || v != v) a->f = v; break;
-    case TGK_RMIN: if (v < a->f || v != v) a->f = v; break;
-    case TGK_RVAR:
+    case TGK_REDUCE_SUM: case TGK_REDUCE_MEAN: a->f += v; break;
+    case TGK_REDUCE_PROD: a->f *= v; break;
+    case TGK_REDUCE_MAX: if (v > a->f || v != v) a->f = v; break;
+    case TGK_REDUCE_MIN: if (v < a->f || v != v) a->f = v; break;
+    case TGK_REDUCE_VAR:
         if (a->second)
             a->f += (v - a->mean) * (v - a->mean);
         else
             a->mean += v;
         break;
-    case TGK_RANY: a->f = a->f != 0 || v != 0; break;
+    case TGK_REDUCE_ANY: a->f = a->f != 0 || v != 0; break;
     default: break;
     }
 }
@@ -48,11 +48,11 @@ static void acc_float(acc_t *a, double v)
 static void acc_int(acc_t *a, int64_t v)
 {
     switch (a->c->op) {
-    case TGK_RSUM: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v); break;
-    case TGK_RPROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v); break;
-    case TGK_RMAX: if (v > a->i) a->i = v; break;
-    case TGK_RMIN: if (v < a->i) a->i = v; break;
-    case TGK_RANY: a->i = a->i || v; break;
+    case TGK_REDUCE_SUM: a->i = (int64_t)((uint64_t)a->i + (uint64_t)v); break;
+    case TGK_REDUCE_PROD: a->i = (int64_t)((uint64_t)a->i * (uint64_t)v); break;
+    case TGK_REDUCE_MAX: if (v > a->i) a->i = v; break;
+    case TGK_REDUCE_MIN: if (v < a->i) a->i = v; break;
+    case TGK_REDUCE_ANY: a->i = a->i || v; break;
     default: break;
     }
 }
@@ -62,7 +62,7 @@ static void acc_run(void *vctx, const int64_t *off, int64_t n, const int64_t *in
     acc_t *a = vctx;
     const reduce_ctx *c = a->c;
     int64_t o = a->base + off[0], s = inner[0];
-    if (c->t == TGK_F32 && (c->op == TGK_RSUM || c->op == TGK_RMEAN) && !a->second) {
+    if (c->t == TGK_F32 && (c->op == TGK_REDUCE_SUM || c->op == TGK_REDUCE_MEAN) && !a->second) {
         const float *x = (const float *)c->x + o;
         double f = 0;
         for (int64_t i = 0; i < n; i++)
@@ -90,21 +90,21 @@ static void reduce_task(void *vctx, int64_t begin, int64_t end)
             rem /= c->kdims[k];
         }
         switch (c->op) {
-        case TGK_RPROD: a.f = 1; a.i = 1; break;
-        case TGK_RMAX: a.f = -INFINITY; a.i = INT64_MIN; break;
-        case TGK_RMIN: a.f = INFINITY; a.i = INT64_MAX; break;
+        case TGK_REDUCE_PROD: a.f = 1; a.i = 1; break;
+        case TGK_REDUCE_MAX: a.f = -INFINITY; a.i = INT64_MIN; break;
+        case TGK_REDUCE_MIN: a.f = INFINITY; a.i = INT64_MAX; break;
         default: break;
         }
         tgk_iter_range(&c->red, 0, count, acc_run, &a);
-        if (c->op == TGK_RVAR) {
+        if (c->op == TGK_REDUCE_VAR) {
             a.mean /= (double)count;
             a.second = true;
             tgk_iter_range(&c->red, 0, count, acc_run, &a);
             a.f /= (double)(count - c->correction);
-        } else if (c->op == TGK_RMEAN) {
+        } else if (c->op == TGK_REDUCE_MEAN) {
             a.f /= (double)count;
         }
-        if (c->op == TGK_RANY)
+        if (c->op == TGK_REDUCE_ANY)
             ((uint8_t *)c->y)[o] = fl ? a.f != 0 : a.i != 0;
         else if (fl)
             tgk_store_f64(c->t, c->y, o, a.f);
@@ -118,7 +118,7 @@ int tgk_reduce(tgk_reduce_op op, tgk_dtype t, int rank, const int64_t *dims, uin
 {
     if (op < 0 || op >= TGK_REDUCE_COUNT || tgk_dtype_size(t) == 0 || rank > TGK_MAX_RANK)
         return -1;
-    if ((op == TGK_RMEAN || op == TGK_RVAR) && !tgk_dtype_is_float(t))
+    if ((op == TGK_REDUCE_MEAN || op == TGK_REDUCE_VAR) && !tgk_dtype_is_float(t))
         return -1;
     reduce_ctx c = { .op = op, .t = t, .x = x, .y = y, .correction = correction };
     int64_t rdims[TGK_MAX_RANK], rst[TGK_MAX_RANK], s = 1, nout = 1;

@@ -26,6 +26,8 @@
 void tgk_cast(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int64_t n);
 
 /* ---- elementwise (elementwise.c) --------------------------------------------- */
+/* The kernel ops are named after the ops of ops.def they compute: the CPU's
+ * glue (opmap.c) maps TG_OP_<ID> to TGK_<ID> and checks the counts. */
 typedef enum {
     TGK_NEG, TGK_ABS, TGK_EXP, TGK_LOG, TGK_SQRT, TGK_RSQRT, TGK_RECIPROCAL,
     TGK_SIN, TGK_COS, TGK_TANH, TGK_TAN, TGK_ASIN, TGK_ACOS, TGK_ATAN, TGK_SINH,
@@ -47,8 +49,8 @@ int tgk_unary(tgk_unary_op op, tgk_dtype t, int64_t n, const void *x, void *y,
               const tgk_unary_param *p);
 
 typedef enum {
-    TGK_ADD, TGK_SUB, TGK_MUL, TGK_DIV, TGK_POW, TGK_MAX, TGK_MIN, TGK_REM, TGK_FMOD,
-    TGK_EQ, TGK_NE, TGK_LT, TGK_LE, TGK_GT, TGK_GE, TGK_AND, TGK_OR,
+    TGK_ADD, TGK_SUB, TGK_MUL, TGK_DIV, TGK_POW, TGK_MAXIMUM, TGK_MINIMUM, TGK_REMAINDER,
+    TGK_FMOD, TGK_EQ, TGK_NE, TGK_LT, TGK_LE, TGK_GT, TGK_GE, TGK_LOGICAL_AND, TGK_LOGICAL_OR,
     TGK_BINARY_COUNT
 } tgk_binary_op;
 
@@ -77,7 +79,8 @@ void tgk_where(size_t elsize, int rank, const int64_t *dims, const uint8_t *c,
 
 /* ---- reductions (reduce.c) ------------------------------------------------------ */
 typedef enum {
-    TGK_RSUM, TGK_RMEAN, TGK_RMAX, TGK_RMIN, TGK_RPROD, TGK_RVAR, TGK_RANY,
+    TGK_REDUCE_SUM, TGK_REDUCE_MEAN, TGK_REDUCE_MAX, TGK_REDUCE_MIN, TGK_REDUCE_PROD,
+    TGK_REDUCE_VAR, TGK_REDUCE_ANY,
     TGK_REDUCE_COUNT
 } tgk_reduce_op;
 
