@@ -1547,23 +1547,33 @@ static int reduce_last(onnx_ctx *c, tg_op op, const char *sfx, int x)
 /* The row each index vector of idx picks (its last axis: k entries addressing
  * dims d[0..k), row-major, each stride times unit), plus off (a value, or -1):
  * negative entries count from the end, and a vector with an entry out of range
- * gets `total`, past the last row, which the index op then reports. */
+ * gets `total`, past the last row, which the index op then reports. d[0] < 0: a
+ * dynamic first dim, left to the index op, which counts a negative row from the
+ * end of all rows (the same for the first entry) and reports one past them. */
 static int linear_rows(onnx_ctx *c, int idx, int k, const int64_t *d, int64_t unit, int off, int64_t total)
 {
-    int64_t n = k, rows = unit, *dv = malloc(sizeof(int64_t) * (size_t)k), *sv = malloc(sizeof(int64_t) * (size_t)k);
-    if (!dv || !sv) return free(dv), free(sv), tg_err("out of memory");
-    for (int j = k - 1; j >= 0; j--) {
-        dv[j] = d[j];
-        sv[j] = rows;
-        rows *= d[j];
+    int64_t n = k, rows = unit, *v[4];
+    for (int i = 0; i < 4; i++)
+        if (!(v[i] = malloc(sizeof(int64_t) * (size_t)k))) {
+            while (i--) free(v[i]);
+            return tg_err("out of memory");
+        }
+    for (int j = k - 1; j >= 0; j--) {          /* wrap by, strides, lowest, past the highest */
+        bool dyn = d[j] < 0;
+        v[0][j] = dyn ? 0 : d[j];
+        v[1][j] = rows;
+        v[2][j] = dyn ? INT64_MIN / 2 : 0;
+        v[3][j] = dyn ? INT64_MAX / 2 : d[j];
+        rows *= dyn ? 1 : d[j];
     }
-    int dims = const_named(c, "dims", TG_I64, 1, &n, dv), strides = const_named(c, "strides", TG_I64, 1, &n, sv);
+    int wrap = const_named(c, "dims", TG_I64, 1, &n, v[0]), strides = const_named(c, "strides", TG_I64, 1, &n, v[1]);
+    int lo = const_named(c, "lowest", TG_I64, 1, &n, v[2]), hi = const_named(c, "past_highest", TG_I64, 1, &n, v[3]);
     int zero = scalar_const(c, "zero", TG_I64, 0);
-    if (idx < 0 || dims < 0 || strides < 0 || zero < 0) return -1;
+    if (idx < 0 || wrap < 0 || strides < 0 || lo < 0 || hi < 0 || zero < 0) return -1;
     int w = where_on(c, "wrapped", binary_on(c, TG_OP_LT, "negative", idx, zero),
-                     binary_on(c, TG_OP_ADD, "from_end", idx, dims), idx);
-    int bad = w < 0 ? -1 : binary_on(c, TG_OP_LOGICAL_OR, "out_of_range", binary_on(c, TG_OP_LT, "below", w, zero),
-                                     binary_on(c, TG_OP_GE, "above", w, dims));
+                     binary_on(c, TG_OP_ADD, "from_end", idx, wrap), idx);
+    int bad = w < 0 ? -1 : binary_on(c, TG_OP_LOGICAL_OR, "out_of_range", binary_on(c, TG_OP_LT, "below", w, lo),
+                                     binary_on(c, TG_OP_GE, "above", w, hi));
     int lin = reduce_last(c, TG_OP_REDUCE_SUM, "row", w < 0 ? -1 : binary_on(c, TG_OP_MUL, "scaled", w, strides));
     if (off >= 0 && lin >= 0) lin = binary_on(c, TG_OP_ADD, "offset", lin, off);
     return where_on(c, "rows", reduce_last(c, TG_OP_REDUCE_ANY, "any_out", bad),
@@ -1589,10 +1599,15 @@ static int map_gather_nd(onnx_ctx *c, const onnx_op_map *m)
     if (is.rank < 1 || !tg_dim_is_const(is.d[is.rank - 1], &k) || k < 1 || b < 0 || b >= is.rank || b + k > xs.rank)
         return tg_err("indices of rank %d with a last dim that is no constant in [1, %lld] (batch_dims %lld)",
                       is.rank, (long long)(xs.rank - b), (long long)b);
-    for (int j = (int)b; j < b + k; j++)
-        if (!tg_dim_is_const(xs.d[j], &d[j])) return tg_err("data's dim %d is not a constant (dynamic indexed dims are not supported)", j);
-        else rows *= d[j];
-    int lin = linear_rows(c, idx, (int)k, d + b, 1, -1, rows);
+    tg_dim rd = tg_dim_const(1);                /* rows, symbolic with a dynamic first dim */
+    for (int j = (int)b; j < b + k; j++) {
+        if (!tg_dim_is_const(xs.d[j], &d[j]) && (j > 0 || (d[j] = -1) > 0))
+            return tg_err("data's dim %d is not a constant (of the indexed dims, only the first of data's"
+                          " may be dynamic)", j);
+        rows *= d[j] < 0 ? 1 : d[j];
+        if (tg_dim_mul(rd, xs.d[j], &rd)) return -1;
+    }
+    int lin = linear_rows(c, idx, (int)k, d + b, 1, -1, d[b] < 0 ? INT64_MAX : rows);
     tg_dim bd = tg_dim_const(1), md = tg_dim_const(1), inner = tg_dim_const(1), r[TG_MAX_RANK];
     int nr = 0;
     for (int i = 0; i < b; i++)
@@ -1602,7 +1617,7 @@ static int map_gather_nd(onnx_ctx *c, const onnx_op_map *m)
     for (int i = (int)b; i < is.rank - 1; i++)
         if (tg_dim_mul(md, is.d[i], &md)) return -1;
     if (b == 0) {
-        r[nr++] = tg_dim_const(rows);
+        r[nr++] = rd;
         for (int i = (int)k; i < xs.rank; i++) r[nr++] = xs.d[i];
         int in[2] = {reshape_to(c, x, nr, r, "rows_of"), lin};
         tg_attr a = tg_attr_int("axis", 0);
