@@ -25,8 +25,8 @@
 #error "modelcheck.c: add this machine's EM_ number"
 #endif
 
-/* The functions of <tgraph/model.h> ABI version 1; tgraph_set_profile came
- * later and is optional. */
+/* The functions of <tgraph/model.h> ABI version 1; tgraph_set_profile and
+ * tgraph_model_run_ex came later and are optional. */
 static const char *const abi_functions[] = {
     "tgraph_abi_version", "tgraph_strerror", "tgraph_last_error", "tgraph_model_open",
     "tgraph_model_close", "tgraph_model_num_inputs", "tgraph_model_num_outputs",

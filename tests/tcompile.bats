@@ -385,6 +385,20 @@ fixtures() {
     [[ "$output" == *", 0 failed"* ]]
 }
 
+@test "a version 1 caller (tgraph_model_run) and tgraph_model_run_ex callers get the same outputs" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    run_ok "$TG_TOOLS/../tests/model_run_ex" same "$TMP/m.so" "$FIX/tinygpt.in0.b3.npy"
+    [[ "$output" == "7 passed, 0 failed" ]]
+}
+
+@test "tgraph_model_run_ex refuses options of an unknown version, a short size or a bad placement, saying which" {
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so"
+    run_ok "$TG_TOOLS/../tests/model_run_ex" refuse "$TMP/m.so" "$FIX/tinygpt.in0.b1.npy"
+    [[ "$output" == *"version 2: run options of version 2: this model knows 1 to 1"* ]]
+    [[ "$output" == *"size 8: run options of 8 bytes: version 1 has 24"* ]]
+    [[ "$output" == *"14 passed, 0 failed" ]]
+}
+
 @test "the .so calls nothing that changes its host's environment or BLAS settings" {
     run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/m.so"
     run_ok nm -D --undefined-only "$TMP/m.so"

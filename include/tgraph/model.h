@@ -125,6 +125,37 @@ TGRAPH_API int tgraph_model_output_dims(const tgraph_model *m, const tgraph_tens
 TGRAPH_API int tgraph_model_run(tgraph_model *m, const tgraph_tensor *inputs, int ninputs,
                                 tgraph_tensor *outputs, int noutputs);
 
+/* An extended run, for devices: the run's queue and where tensors live. It
+ * came after ABI version 1 first shipped (version 1 is unchanged, callers of
+ * tgraph_model_run need nothing): look it up with dlsym(3), absent means
+ * "host only". Set size and version to what the caller was compiled with;
+ * a later header may add fields at the end under a higher version. */
+#define TGRAPH_RUN_OPTS_VERSION 1
+
+typedef enum {
+    TGRAPH_HOST = 0,        /* memory the CPU reads (malloc, mmap) */
+    TGRAPH_DEVICE = 1,      /* the device's memory; on the CPU the host's */
+} tgraph_placement;
+
+typedef struct {
+    uint32_t size;          /* sizeof(tgraph_run_opts) */
+    uint32_t version;       /* TGRAPH_RUN_OPTS_VERSION */
+    void *stream;           /* the device queue the run is ordered on (a cudaStream_t ...);
+                               NULL: the device's default. The CPU ignores it. */
+    tgraph_placement inputs;    /* where every input's data is */
+    tgraph_placement outputs;   /* where outputs' buffers are, or are allocated */
+} tgraph_run_opts;
+
+/* tgraph_model_run with options; opts NULL runs as tgraph_model_run does.
+ * TGRAPH_E_ARG, with the reason in tgraph_last_error(), for a version this
+ * model does not know, a size too small for that version or an unknown
+ * placement. On a device the run is queued on opts->stream and device
+ * outputs are ready when the queue gets there; the CPU runs at once and
+ * returns when the outputs are written. */
+TGRAPH_API int tgraph_model_run_ex(tgraph_model *m, const tgraph_tensor *inputs, int ninputs,
+                                   tgraph_tensor *outputs, int noutputs,
+                                   const tgraph_run_opts *opts);
+
 /* Threads each run of this .so uses: the caller and n - 1 workers (n <= 0:
  * all cores). Concurrent runs each get n: every run in flight has a team of
  * workers of its own (up to 8 runs at once; more run on their own thread). */

@@ -460,6 +460,9 @@ static const char abi_forwarders[] =
     "TGRAPH_API int tgraph_model_run(tgraph_model *m, const tgraph_tensor *in, int nin,\n"
     "                                tgraph_tensor *out, int nout)\n"
     "{ return tgrt_run(m, in, nin, out, nout); }\n"
+    "TGRAPH_API int tgraph_model_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin,\n"
+    "                                   tgraph_tensor *out, int nout, const tgraph_run_opts *o)\n"
+    "{ return tgrt_run_ex(m, in, nin, out, nout, o); }\n"
     "TGRAPH_API void tgraph_set_num_threads(int n) { tgk_set_num_threads(n); }\n"
     "TGRAPH_API int tgraph_num_threads(void) { return tgk_num_threads(); }\n"
     "TGRAPH_API void tgraph_set_profile(tgraph_profile_fn f, void *x) { tgrt_set_profile(f, x); }\n";

@@ -421,3 +421,34 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
     err_msg[0] = 0;
     return 0;
 }
+
+/* The fields of each version of tgraph_run_opts: a caller's size must hold
+ * them. */
+static const size_t opts_size[TGRAPH_RUN_OPTS_VERSION + 1] = {
+    [1] = offsetof(tgraph_run_opts, outputs) + sizeof(tgraph_placement),
+};
+
+static int check_placement(const char *what, tgraph_placement p)
+{
+    if ((unsigned)p > TGRAPH_DEVICE)
+        return tgrt_fail(TGRAPH_E_ARG, "run options: %s placement %d is neither host (0) nor"
+                         " device (1)", what, (int)p);
+    return 0;
+}
+
+int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out,
+                int nout, const tgraph_run_opts *o)
+{
+    int rc;
+    if (o && (o->version < 1 || o->version > TGRAPH_RUN_OPTS_VERSION))
+        return tgrt_fail(TGRAPH_E_ARG, "run options of version %u: this model knows 1 to %d",
+                         o->version, TGRAPH_RUN_OPTS_VERSION);
+    if (o && o->size < opts_size[o->version])
+        return tgrt_fail(TGRAPH_E_ARG, "run options of %u bytes: version %u has %zu",
+                         o->size, o->version, opts_size[o->version]);
+    if (o && ((rc = check_placement("input", o->inputs)) ||
+              (rc = check_placement("output", o->outputs))))
+        return rc;
+    /* the CPU: device memory is the host's, and no queue to order on */
+    return tgrt_run(m, in, nin, out, nout);
+}

@@ -63,6 +63,8 @@ int tgrt_symbol_info(const tgraph_model *m, int i, tgraph_symbol_info *info);
 int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
                      tgraph_tensor *out, int nout);
 int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout);
+int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out,
+                int nout, const tgraph_run_opts *opts);
 const char *tgrt_strerror(int status);
 const char *tgrt_last_error(void);
 
