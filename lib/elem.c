@@ -222,3 +222,30 @@ void tgk_cast_range(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int6
             tgk_store_i64(dt, dst, i, tgk_load_i64(st, src, i));
     }
 }
+
+void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero)
+{
+    if (lo > 0) lo = 0;
+    if (hi < 0) hi = 0;
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0) || !isfinite(s)) s = 1.0f;  /* all zeros (or garbage): any scale works */
+    int32_t z = (int32_t)nearbyintf(-lo / s);
+    *scale = s;
+    *zero = z < 0 ? 0 : z > 255 ? 255 : z;
+}
+
+float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
+                    int64_t n, int64_t k)
+{
+    int32_t v;
+    if (bits == 8) {
+        v = ((const int8_t *)q)[n * K + k];
+    } else {
+        uint8_t b = ((const uint8_t *)q)[n * ((K + 1) / 2) + k / 2];
+        v = k % 2 ? b >> 4 : b & 15;
+        v = v >= 8 ? v - 16 : v;
+    }
+    if (group <= 0)
+        group = K;
+    return (float)v * scale[n * ((K + group - 1) / group) + k / group];
+}

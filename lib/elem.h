@@ -42,4 +42,16 @@ void tgk_store_i64(tgk_dtype t, void *p, int64_t i, int64_t v);
 void tgk_cast_range(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int64_t begin,
                     int64_t end);
 
+/* The quantized formats of the quantization ops (ops.def: quantize, qlinear),
+ * part of what those ops mean, as the element formats are of the dtypes.
+ * tgk_qparams_u8: the affine u8 parameters that cover [lo, hi] (always
+ * including 0), as the min/max observers and dynamic quantization compute
+ * them. tgk_wq_weight: weight [n, k] of a weight-only qlinear's matrix of
+ * K columns, q * scale[n, k / group]: q signed, bits 8 one int8 per weight
+ * ([N,K]), bits 4 two per byte ([N, (K+1)/2], k even in the low nibble, two's
+ * complement); group <= 0 means K (one scale per row). */
+void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero);
+float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
+                    int64_t n, int64_t k);
+
 #endif

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../elem.h"             /* tgk_qparams_u8, tgk_wq_weight: the ops' formats */
 #include "../error.h"
-#include "../backend/cpu/kernels/qgemm.h"
 #include "../log.h"
 #include "../passes/passes.h"
 #include "internal.h"

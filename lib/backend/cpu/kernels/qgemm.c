@@ -330,17 +330,6 @@ void tgk_qgemm_u8s8_f32(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64
     qgemm_run(&q);
 }
 
-void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero)
-{
-    if (lo > 0) lo = 0;
-    if (hi < 0) hi = 0;
-    float s = (hi - lo) / 255.0f;
-    if (!(s > 0) || !isfinite(s)) s = 1.0f;  /* all zeros (or garbage): any scale works */
-    int32_t z = (int32_t)nearbyintf(-lo / s);
-    *scale = s;
-    *zero = z < 0 ? 0 : z > 255 ? 255 : z;
-}
-
 /* ---- packed weights kept for the life of the program ------------------------- */
 
 static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -8,10 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* tcompile pastes this header after kernels.h into every model's C file, where
- * no include path leads here: the guard skips the include there. */
+/* tcompile pastes this header after kernels.h and elem.h into every model's C
+ * file, where no include path leads here: the guards skip the includes there. */
 #ifndef TGK_KERNELS_H
 #include "kernels.h"
+#endif
+#ifndef TGK_ELEM_H
+#include "elem.h"       /* tgk_qparams_u8: the ops' u8 parameters */
 #endif
 
 /* Weights w[N,K] (row-major, s8) are packed once, at load time, into blocks of
@@ -52,16 +55,12 @@ void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
 
 /* Quantized linear layer, activations quantized on the fly:
  * xq = tgk_quantize_u8(x, x_scale, x_zero) (per tensor; with dynamic != 0,
- * x_scale and x_zero come from tgk_qparams_u8 of this x's min and max),
+ * x_scale and x_zero come from tgk_qparams_u8 (elem.h) of this x's min and max),
  * y[m,n] = (float)(sum_k (xq[m,k] - x_zero) * w[n,k]) * (x_scale * w_scale[n]) + bias[n].
  * bias may be NULL. 0, or -1 when scratch cannot be allocated. */
 int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
                     const float *bias, float *y);
-
-/* The affine u8 parameters that cover [lo, hi] (always including 0), as the
- * min/max observers and dynamic quantization compute them. */
-void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero);
 
 /* Quantized convolution (qconv.c), not transposed: x [n, c, *in] is quantized
  * as in tgk_qlinear_f32 into channels-last order, padding reads as x_zero (a
@@ -86,8 +85,5 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
  * memory). */
 int tgk_wlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, const void *q, int bits,
                     int64_t group, const float *scale, const float *bias, float *y);
-/* One weight of such a matrix, dequantized the same way (tests, references). */
-float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
-                    int64_t n, int64_t k);
 
 #endif

@@ -11,26 +11,9 @@
 
 #define ROWS 64                     /* rows dequantized per block */
 
-static inline int32_t q_at(const void *q, int bits, int64_t K, int64_t n, int64_t k)
-{
-    if (bits == 8)
-        return ((const int8_t *)q)[n * K + k];
-    uint8_t b = ((const uint8_t *)q)[n * ((K + 1) / 2) + k / 2];
-    int32_t v = k % 2 ? b >> 4 : b & 15;
-    return v >= 8 ? v - 16 : v;
-}
-
 static inline int64_t groups_of(int64_t K, int64_t group)
 {
     return (K + group - 1) / group;
-}
-
-float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
-                    int64_t n, int64_t k)
-{
-    if (group <= 0)
-        group = K;
-    return (float)q_at(q, bits, K, n, k) * scale[n * groups_of(K, group) + k / group];
 }
 
 static void dequant_row(const void *q, int bits, int64_t K, int64_t group, const float *scale,
