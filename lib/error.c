@@ -39,10 +39,9 @@ static char *err_format(char *small, size_t nsmall, const char *fmt, va_list ap)
     return p;
 }
 
-/* Append text; on allocation failure keep what fits. */
-static void err_put(const char *s)
+/* Append n bytes of text; on allocation failure keep what fits. */
+static void err_putn(const char *s, size_t n)
 {
-    size_t n = strlen(s);
     if (err_len + n + 1 > err_capacity()) {
         size_t ncap = err_capacity() * 2;
         if (ncap < err_len + n + 1)
@@ -63,6 +62,27 @@ static void err_put(const char *s)
     b[err_len] = '\0';
 }
 
+/* A control character that a message must not carry to a terminal: names and
+ * strings from hostile files end up in messages. Newlines and tabs stay (reports
+ * of several lines, the C compiler's log). */
+static int err_hidden(unsigned char c) { return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f; }
+
+/* Append s with each control character written as \xNN. */
+static void err_put_escaped(const char *s)
+{
+    while (*s) {
+        size_t n = 0;
+        while (s[n] && !err_hidden((unsigned char)s[n]))
+            n++;
+        err_putn(s, n);
+        s += n;
+        if (*s) {
+            char hex[8];
+            err_putn(hex, (size_t)snprintf(hex, sizeof hex, "\\x%02x", (unsigned char)*s++));
+        }
+    }
+}
+
 /* Format the piece aside, then replace or extend the message with it. */
 static void err_vset(int append, const char *fmt, va_list ap)
 {
@@ -71,8 +91,8 @@ static void err_vset(int append, const char *fmt, va_list ap)
     if (!append)
         tg_err_clear();
     else if (err_len > 0)
-        err_put("\n");
-    err_put(piece);
+        err_putn("\n", 1);
+    err_put_escaped(piece);
     if (piece != small)
         free(piece);
 }

@@ -321,6 +321,16 @@ for n in j["graph_module"]["graph"]["nodes"]:
         "$TEXPORT" "$TMP/m.pt2"
 }
 
+@test "control characters from the file reach the terminal escaped, not raw" {
+    mutate "$FIX/unsupported.pt2" "$TMP/m.pt2" json models/model.json '
+for n in j["graph_module"]["graph"]["nodes"]:
+    if n["name"] == "flip":
+        n["target"] = "torch.ops.aten.fl\u001b[2Jip\u0007.default"'
+    run_fails 1 'node flip \(torch\.ops\.aten\.fl\\x1b\[2Jip\\x07\.default\): unsupported operator' \
+        "$TEXPORT" "$TMP/m.pt2"
+    ! grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$stderr"
+}
+
 # ---- bad archives ----
 
 @test "a file that is not a zip archive is refused" {
@@ -388,11 +398,15 @@ EOF
     run_fails 1 "not a torch.export archive \(no archive_format entry\)" "$TEXPORT" "$TMP/m.pt2"
 }
 
-# in_256m CMD...: CMD with 256 MiB of address space (under valgrind, which
-# needs more, without the cap), so a test fails where CMD would allocate a bomb.
+# in_256m CMD...: CMD with 256 MiB of address space, so a test fails where CMD
+# would allocate a bomb. Under valgrind, which needs more, without the cap; under
+# AddressSanitizer, which reserves terabytes of address space for its shadow, no
+# one allocation above 256 MiB instead (malloc returns NULL, as under the cap).
 in_256m() {
     if [ "${TG_VALGRIND:-0}" = 1 ]; then
         "$@"
+    elif [[ "${TG_SAN_CFLAGS:-}" == *address* ]]; then
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=256:allocator_may_return_null=1 "$@"
     else
         (ulimit -v 262144 && exec "$@")
     fi

@@ -716,7 +716,7 @@ static int h_index_put(pt2_ctx *c, const cJSON *node)
                  pt2_reshape(c, false, broadcast_to(c, val, nt, t), nf, flat_t)};
     tg_attr a = tg_attr_int("axis", m.first);
     int y = in[1] < 0 || in[2] < 0 ? -1 : pt2_emit(c, false, TG_OP_INDEX_COPY, 3, in, 1, &a);
-    const tg_shape *ps = shape_of(c, m.xp);
+    const tg_shape pshape = *shape_of(c, m.xp), *ps = &pshape;   /* a copy: values grow below */
     y = pt2_reshape(c, !m.moved, y, ps->rank, ps->d);
     if (m.moved) {
         int64_t inv[TG_MAX_RANK];

@@ -532,7 +532,7 @@ static int h_fill(pt2_ctx *c, const cJSON *node)
     pt2_scalar s = {.kind = PT2_S_INT, .i = 0};
     if (pt2_tensor(c, node, "self", &x) < 0)
         return -1;
-    const tg_shape *sh = &pt2_val(c, x)->shape;
+    const tg_shape shape = pt2_val(c, x)->shape, *sh = &shape;   /* a copy: values grow below */
     const cJSON *a = pt2_arg(node, "value");
     if (a && !strcmp(pt2_key(a), "as_tensor")) {
         if (pt2_tensor(c, node, "value", &v) < 0 ||

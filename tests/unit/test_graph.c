@@ -467,6 +467,12 @@ static void test_error(void)
     big[sizeof big - 1] = '\0';
     tg_err("%s", big);
     CHECK(strlen(tg_errmsg()) == sizeof big - 1);
+    /* a hostile file's name reaches no terminal as control characters; the lines
+     * and tabs of a report stay, and escaping twice changes nothing */
+    tg_err("node '%s': bad", "a\033[2Jb\rc\177d\te\nf");
+    CHECK(strcmp(tg_errmsg(), "node 'a\\x1b[2Jb\\x0dc\\x7fd\te\nf': bad") == 0);
+    tg_err("%s", tg_errmsg());
+    CHECK(strcmp(tg_errmsg(), "node 'a\\x1b[2Jb\\x0dc\\x7fd\te\nf': bad") == 0);
     tg_err_clear();
 }
 

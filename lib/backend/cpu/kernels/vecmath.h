@@ -23,8 +23,11 @@
 #pragma GCC optimize("O3", "no-trapping-math")
 #endif
 
-/* Function multiversioning for hot loops: AVX-512, AVX2+FMA, baseline. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* Function multiversioning for hot loops: AVX-512, AVX2+FMA, baseline. Not
+ * under ThreadSanitizer: the clones' ifunc resolvers run while the dynamic
+ * linker relocates, before TSan's runtime is initialised, and crash it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #define TGK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TGK_CLONES
