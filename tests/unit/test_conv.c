@@ -2,7 +2,8 @@
  * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise (strides
  * 1-3, dilation, multipliers, planes smaller than a vector, with each
  * instruction set's vectors the CPU runs); transposed
- * with output padding; pointwise; images large enough for several im2col
+ * with output padding; pointwise (every register tile,
+ * tails of panels and rows); images large enough for several im2col
  * slabs; batches large enough to run images on different threads; the
  * direct path for small dense stride-1 convolutions (c x taps <= 256), in
  * both of its ways of splitting work and with every tail of its tiles.
@@ -18,7 +19,13 @@
 typedef struct {
     tgk_conv_desc d;
     int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
+    bool res, hardswish;        /* the epilogue: a residual added, then hardswish */
 } ccase;
+
+static double hardswish(double v)
+{
+    return v * fmin(fmax(v + 3, 0), 6) / 6;
+}
 
 static int64_t prod3(const int64_t *v)
 {
@@ -142,6 +149,13 @@ static void run_case(ccase *c, bool with_bias)
     reference(c, x, w, b, ref, mag);
     for (int64_t i = 0; d->relu && i < ny; i++)
         ref[i] = ref[i] < 0 ? 0 : ref[i];
+    float *res = c->res ? kc_rand(ny, -1, 1) : NULL;
+    for (int64_t i = 0; res && i < ny; i++)
+        ref[i] += res[i], mag[i] += fabs(res[i]);
+    for (int64_t i = 0; c->hardswish && i < ny; i++)
+        ref[i] = hardswish(ref[i]);
+    c->d.res = res;
+    c->d.act = c->hardswish ? tgk_vec_hardswish_f32 : NULL;
     if (P > 1)
         ny = pool_ref(ref, mag, d->n * d->k, c->out[1], c->out[2], P);
     CHECK(tgk_conv_f32(d, x, w, b, y) == 0);
@@ -149,15 +163,15 @@ static void run_case(ccase *c, bool with_bias)
     KC_EXPECT(conv_err(y, ref, mag, ny), TOL * (1 + terms / 1000.0),
               "conv nsp=%d n=%lld c=%lld k=%lld g=%lld in=%lldx%lldx%lld ker=%lldx%lldx%lld "
               "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d relu=%d "
-              "pool=%lld",
+              "pool=%lld res=%d hardswish=%d",
               d->nsp, (long long)d->n, (long long)d->c, (long long)d->k, (long long)d->groups,
               (long long)c->in[0], (long long)c->in[1], (long long)c->in[2], (long long)c->ker[0],
               (long long)c->ker[1], (long long)c->ker[2], (long long)c->str[0], (long long)c->str[1],
               (long long)c->str[2], (long long)c->pad[0], (long long)c->pad[1], (long long)c->pad[2],
               (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed,
-              d->relu, (long long)d->pool);
+              d->relu, (long long)d->pool, c->res, c->hardswish);
     CHECK(kc_guard_ok(y, ny));
-    free(x), free(w), free(b), free(y), free(ref), free(mag);
+    free(x), free(w), free(b), free(y), free(ref), free(mag), free(res);
 }
 
 /* A random case: nsp dims, the rest of the 3 set to 1. */
@@ -302,6 +316,54 @@ int main(void)
                           kc_int(0, kh < kw ? kh : kw), false);
                 run_case(&c, kc_int(0, 1));
             }
+
+    /* pointwise (tgk_pointwise_f32: images read in place as the packed GEMM's
+     * panels, the last partial panel packed) with each register tile the CPU
+     * runs, 1 and 2 threads: pixels below one panel, at whole panels, with a
+     * tail; output channels within, at and past a tile's rows, one alone
+     * (the 4-panel single-row tile); batches; relu */
+    static const int64_t pw[][6] = {
+        /* n, c, k, h, w, relu */
+        {1, 16, 64, 64, 64, 0},
+        {3, 13, 7, 5, 7, 1},
+        {2, 160, 960, 4, 4, 0},
+        {1, 5, 1, 8, 8, 1},
+        {1, 3, 1, 9, 9, 0},
+        {4, 24, 12, 3, 5, 1},
+        {2, 40, 25, 7, 7, 0},
+        {1, 1, 6, 17, 3, 1},
+    };
+    static const char *const tiles[] = {"base", "avx2", "avx512", NULL};
+    for (int nt = 1; nt <= 2; nt++) {
+        tgk_set_num_threads(nt);
+        for (size_t i = 0; i < sizeof pw / sizeof *pw * 3; i++) {
+            const int64_t *r = pw[i / 3];
+            if (!tgk_gemm_packed_isa(tiles[i % 3]))
+                continue;
+            c = fixed(r[0], r[1], r[2], 1, r[3], r[4], 1, 1, 1, 0, false);
+            c.d.relu = r[5];
+            run_case(&c, i % 2 == 0);
+        }
+    }
+    CHECK(tgk_gemm_packed_isa(NULL));
+    tgk_set_num_threads(2);
+    /* the epilogue, a residual or hardswish: in the pointwise kernel's blocks,
+     * a pass after the other paths (direct, im2col, depthwise, one pixel) */
+    static const int64_t ep[][10] = {
+        {1, 24, 40, 1, 8, 8, 1, 1, 1, 0},       /* pointwise */
+        {2, 13, 7, 1, 5, 7, 1, 1, 1, 0},        /* pointwise, partial panels */
+        {1, 16, 21, 1, 13, 19, 3, 3, 1, 1},     /* direct */
+        {1, 64, 16, 1, 12, 12, 3, 3, 2, 1},     /* im2col */
+        {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
+        {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
+    };
+    for (size_t i = 0; i < sizeof ep / sizeof *ep * 2; i++) {
+        const int64_t *r = ep[i / 2];
+        c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
+        c.res = i % 2 == 0;
+        c.hardswish = i % 2 == 1;
+        run_case(&c, true);
+    }
 
     /* relu applied by the kernel: as the direct path stores, after the others */
     static const int64_t rc[][10] = {

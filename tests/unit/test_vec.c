@@ -1,8 +1,8 @@
 /* The tgk_vec_* activations against float64 libm on fresh random inputs over
  * several ranges, plus special values (0, -0, +-inf, NaN, overflow and
  * underflow edges), and in place (x == y). Tolerances: elementwise relative
- * error 4e-7 (about 3 ulp) for exp, sigmoid, tanh, erf, silu (measured
- * 0.8-2.1e-7); gelu 2e-6 (measured 7e-7); gelu_tanh 1e-5 (measured 5.6e-6 at
+ * error 4e-7 (about 3 ulp) for exp, sigmoid, tanh, erf, silu, hardswish
+ * (measured 0.8-2.1e-7); gelu 2e-6 (measured 7e-7); gelu_tanh 1e-5 (measured 5.6e-6 at
  * x = -8: its argument 2y grows as x^3 and its float rounding, ~|2y| ulp,
  * carries into exp; PyTorch's float form 1 + tanh loses everything there). Results below a floor
  * are compared absolutely, as if they were the floor: 2^-100 (1e-30, where
@@ -20,6 +20,7 @@ typedef void (*vec_fn)(int64_t, const float *, float *);
 typedef double (*ref_fn)(double);
 
 static double ref_relu(double x) { return x < 0 ? 0 : x; }
+static double ref_hardswish(double x) { return x * fmin(fmax(x + 3, 0), 6) / 6; }
 static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double ref_silu(double x) { return x / (1 + exp(-x)); }
 static double ref_gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
@@ -43,6 +44,7 @@ static const struct {
     {"gelu", tgk_vec_gelu_f32, ref_gelu, -12, 12, 2e-6, 1e-20},
     {"gelu_tanh", tgk_vec_gelu_tanh_f32, ref_gelu_tanh, -12, 12, 1e-5, 1e-20},
     {"relu", tgk_vec_relu_f32, ref_relu, -100, 100, 0, 0x1p-100},
+    {"hardswish", tgk_vec_hardswish_f32, ref_hardswish, -10, 10, 4e-7, 0x1p-100},
 };
 
 static double elem_err(float got, double ref, double floor)

@@ -536,6 +536,18 @@ TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
         y[i] = y[i] < 0 ? 0 : y[i];
 }
 
+/* y = act(y + res) over the output of the paths that do not apply them as
+ * they go */
+TGK_CLONES static void epilogue_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const conv_job *j = ctx;
+    int64_t off = begin * j->g.out_sp, n = (end - begin) * j->g.out_sp;
+    for (int64_t i = 0; j->d->res && i < n; i++)
+        j->y[off + i] += j->d->res[off + i];
+    if (j->d->act)
+        j->d->act(n, j->y + off, j->y + off);
+}
+
 /* The convolution into a scratch result, then its max pool into y: the
  * paths that do not pool as they go. */
 static int conv_then_pool(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
@@ -562,7 +574,8 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     if (d->n <= 0 || d->c <= 0 || d->k <= 0 || d->groups <= 0 || d->c % d->groups ||
         d->k % d->groups || !tgk_conv_geom_from(d, &j.g) ||
         (d->pool > 1 && (d->nsp != 2 || d->transposed || d->out[0] < d->pool ||
-                         d->out[1] < d->pool)))
+                         d->out[1] < d->pool || d->res || d->act)) ||
+        (d->relu && d->act))
         return -1;
     if (d->pool > 1 && !use_direct(d, &j.g))
         return conv_then_pool(d, &j.g, x, w, b, y);
@@ -570,6 +583,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     const tgk_conv_geom *g = &j.g;
     j.cg = d->c / d->groups;
     j.kg = d->k / d->groups;
+    bool relu_done = false;
     if (d->transposed) {
         int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
         j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
@@ -581,10 +595,17 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         for (int64_t i = 0; i < d->n * d->k; i++)
             y[i] = b ? b[i % d->k] : 0.0f;
         tgk_gemm_f32(false, true, d->n, d->k, d->c, 1.0f, x, d->c, w, d->c, 1.0f, y, d->k);
-    } else if (use_direct(d, g)) {
-        return direct_conv(&j);
+    } else if (d->groups == 1 && d->pool <= 1 && is_pointwise(g)) {
+        return tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, x, w, b, d->res, y,
+                                 d->relu ? tgk_vec_relu_f32 : d->act);
+    } else if (use_direct(d, g)) {  /* relu as it stores */
+        if (direct_conv(&j))
+            return -1;
+        relu_done = true;
     } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
-        return tgk_conv_depthwise_f32(d, g, x, w, b, y);
+        if (tgk_conv_depthwise_f32(d, g, x, w, b, y))
+            return -1;
+        relu_done = true;
     } else {
         int64_t nrows = g->out[0] * g->out[1];
         int64_t per_row = j.cg * g->kprod * g->out[2] * (int64_t)sizeof(float);
@@ -593,7 +614,9 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         j.nslab = (nrows + j.slab - 1) / j.slab;
         run_items(d->n * d->groups * j.nslab, conv_items, &j);
     }
-    if (d->relu && !atomic_load(&j.failed))
+    if (d->relu && !relu_done && !atomic_load(&j.failed))
         tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, relu_planes, &j);
+    if ((d->res || d->act) && !atomic_load(&j.failed))
+        tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, epilogue_planes, &j);
     return atomic_load(&j.failed) ? -1 : 0;
 }

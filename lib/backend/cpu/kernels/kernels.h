@@ -70,6 +70,14 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                          const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
                          int64_t y_diag, int64_t x_diag);
+/* A 1x1 convolution (stride 1, no padding, one group) over n images of P
+ * pixels: y[i] = act(w[K, C] x[i][C, P] + b + res[i]) per image, b [K]
+ * (one value an output channel), res (n x [K, P], not overlapping y) and act
+ * may be NULL. The images are read in place (the packed GEMM's register
+ * tiles with pixels as panels). 0, or -1 when scratch cannot be allocated. */
+int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
+                      const float *w, const float *b, const float *res, float *y,
+                      tgk_vec_fn act);
 /* Tests: run the packed GEMM with one instruction set's register tile,
  * "base" (SSE2, 2 x 16), "avx2" (6 x 16) or "avx512" (8 x 32), instead of
  * the widest the CPU has; NULL: the widest again. false: the CPU lacks it. */
@@ -109,6 +117,12 @@ typedef struct {
      * [n, k, out[0] / pool, out[1] / pool]. The direct path pools each block
      * of rows while it is in cache; the others pool a full result. */
     int64_t pool;
+    /* Then y = act(y + res) (either may be NULL; neither with pool, act not
+     * with relu): res of
+     * y's shape, not overlapping it. A pointwise convolution applies them
+     * to each block of y while it is in cache, the others in a pass after. */
+    const float *res;
+    tgk_vec_fn act;
 } tgk_conv_desc;
 /* b may be NULL. out[] must be filled in by the caller. Scratch is bounded
  * (a few MiB of im2col columns, whatever the image size). Returns 0, or -1
@@ -209,5 +223,6 @@ void tgk_vec_gelu_tanh_f32(int64_t n, const float *x, float *y);
 void tgk_vec_silu_f32(int64_t n, const float *x, float *y);
 void tgk_vec_erf_f32(int64_t n, const float *x, float *y);
 void tgk_vec_relu_f32(int64_t n, const float *x, float *y);      /* NaN and -0 stay */
+void tgk_vec_hardswish_f32(int64_t n, const float *x, float *y);
 
 #endif

@@ -51,6 +51,13 @@
             T(MR, NP, j, r, p);                                              \
     } while (0)
 
+/* t clamped to [0, 6], NaN kept (hardswish's, as selects that vectorize) */
+static inline float tgk_clamp06(float t)
+{
+    t = t < 0.0f ? 0.0f : t;
+    return t > 6.0f ? 6.0f : t;
+}
+
 static inline float tgk_bits_float(uint32_t u)
 {
     float f;
