@@ -13,7 +13,8 @@
  * activation takes the add of a residual of its result's shape that alone
  * reads it (a transformer's x + proj(attn)): the GEMM adds the residual to
  * each block of its result while it is in cache, so no pass of its own over
- * memory. Each kind of group is formed only where the target's grouping
+ * memory; so does a pointwise conv (1x1, stride 1, one group: one GEMM over
+ * pixels). Each kind of group is formed only where the target's grouping
  * rules say its code generator compiles it (tg_group_rules). */
 #include "passes.h"
 
@@ -176,8 +177,29 @@ static int64_t conv_pool(const tg_graph *g, const tg_plan *p, const tg_node *con
     return k[0] > 1 ? k[0] : 0;
 }
 
-/* Whether node `add` adds to linear n's result a residual of the same shape
- * and dtype (no broadcasting), computed elsewhere. */
+/* A float conv whose kernel is one GEMM over pixels (1x1, stride 1, no
+ * padding, one group): it adds a residual to each block in cache. Any other
+ * would add it in a pass of its own, and the add would no longer join the
+ * loop of what follows it (ResNet's add + relu). */
+static bool pointwise_conv(const tg_graph *g, const tg_node *nd)
+{
+    const tg_value *w = nd->nin > 1 ? &g->values[nd->in[1]] : NULL;
+    int nsp = w ? w->shape.rank - 2 : 0;
+    int64_t k, s[3], pad[3];
+    if (nd->op != TG_OP_CONV || nsp < 1 || nsp > 3 || tg_node_int(nd, "groups", 1) != 1 ||
+        tg_node_int(nd, "transposed", 0) || g->values[nd->out[0]].dtype != TG_F32 ||
+        tg_attr_per_axis(nd, "stride", nsp, 1, s) || tg_attr_per_axis(nd, "padding", nsp, 0, pad)) {
+        tg_err_clear();
+        return false;
+    }
+    for (int i = 0; i < nsp; i++)
+        if (!tg_dim_is_const(w->shape.d[2 + i], &k) || k != 1 || s[i] != 1 || pad[i] != 0)
+            return false;
+    return true;
+}
+
+/* Whether node `add` adds to the result of linear (or pointwise conv) n a
+ * residual of the same shape and dtype (no broadcasting), computed elsewhere. */
 static bool residual(const tg_graph *g, const tg_plan *p, int n, int add)
 {
     const tg_node *a = &g->nodes[add];
@@ -246,7 +268,8 @@ int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilog
             (first || (e->nact == 1 && g->nodes[e->act[0]].op == TG_OP_RELU)) &&
             (e->pool = conv_pool(g, p, a, chain[0])))
             continue;
-        if (k == 0 && first && a->op == TG_OP_LINEAR_PACKED && residual(g, p, e->anchor, root)) {
+        if (k == 0 && first && (a->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, a)) &&
+            residual(g, p, e->anchor, root)) {
             e->residual = nd->in[0] == yv ? nd->in[1] : nd->in[0];
             continue;
         }
@@ -289,7 +312,8 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
             (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r))
             last = r;
         /* an add already ending another GEMM's group (head + dist head) is not free */
-        if (rules->gemm_residual && nd->op == TG_OP_LINEAR_PACKED && last == n &&
+        if (rules->gemm_residual && (nd->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, nd)) &&
+            last == n &&
             (r = sole_reader(g, uses, nd->out[0])) >= 0 && p->kind[r] == TG_GROUP_SINGLE &&
             residual(g, p, n, r))
             last = r;
@@ -317,8 +341,8 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
             TG_LOG(FUSION, TG_LOG_INFO, "act: %s (conv) + %s (max_pool) in the conv kernel",
                    nd->name, g->nodes[last].name);
         if (e.residual >= 0)
-            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (linear_packed) + %s (add) in the GEMM",
-                   nd->name, g->nodes[last].name);
+            TG_LOG(FUSION, TG_LOG_INFO, "act: %s (%s) + %s (add) in the GEMM", nd->name,
+                   tg_op_name(nd->op), g->nodes[last].name);
         fused++;
     }
     free(uses);

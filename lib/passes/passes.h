@@ -37,7 +37,8 @@ void tg_node_take_name(tg_graph *g, int to, int from);
 typedef struct {
     bool epilogue;          /* linear/conv/matmul, then activations in place */
     bool conv_pool;         /* a float 2-D conv (+ relu) and the max pool that tiles it */
-    bool gemm_residual;     /* linear_packed and the residual add its GEMM applies */
+    bool gemm_residual;     /* linear_packed or pointwise conv and the residual add its GEMM
+                             * applies */
     bool loop;              /* elementwise chains (and a final reduction) as one loop */
     bool view;              /* movement chains as one strided copy */
     bool strided;           /* sdpa reading view chains in place */
@@ -112,7 +113,7 @@ int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
  * (one input each) applied in place, and as the group's root either a max
  * pool the conv kernel applies (a float 2-D conv with nothing or one relu
  * before it, windows that tile the result: pool = the window) or the add of
- * a residual the pre-packed GEMM applies (nothing before it). This is the
+ * a residual the pre-packed GEMM or pointwise conv applies (nothing before it). This is the
  * contract between fuse_act and the code generator: it compiles every group
  * tg_epilogue_analyze accepts, and fuse_act forms no other. */
 #define TG_EPILOGUE_MAX 16

@@ -176,7 +176,7 @@ static void test_views(void)
 /* ---- every fusion candidate of fuse_act: each anchor, then each thing
  * that can follow it; whatever fuse_act makes of it must compile and match */
 
-enum { A_LINEAR, A_LINEAR_W, A_MATMUL, A_CONV, A_QLINEAR, A_NANCHOR };
+enum { A_LINEAR, A_LINEAR_W, A_MATMUL, A_CONV, A_CONV1X1, A_QLINEAR, A_NANCHOR };
 
 /* An anchor on x (its own weights, named after k); its result. */
 static int anchor(tg_graph *g, int kind, int x, int k)
@@ -197,6 +197,8 @@ static int anchor(tg_graph *g, int kind, int x, int k)
         tg_attr pad = tg_attr_ints("padding", 2, (int64_t[]){1, 1});
         return NODE(g, CONV, 1, &pad, x, W(g, name, 4, 4, 3, 3), W(g, bname, 4));
     }
+    case A_CONV1X1:         /* pointwise: the GEMM over pixels, epilogue in cache */
+        return NODE(g, CONV, 0, NULL, x, W(g, name, 4, 4, 1, 1), W(g, bname, 4));
     default: {              /* qlinear, dynamic */
         int w = cg_const(g, name, TG_I8, (int64_t[]){16, 16}, 2, &(cg_case){.lo = -127, .hi = 128});
         tg_attr sch = tg_attr_string("scheme", "dynamic");
@@ -247,7 +249,7 @@ static int max_pool(tg_graph *g, int y, int64_t k, int64_t s)
 static tg_graph *epilogue_case(int a, int t, int act)
 {
     tg_graph *g = tg_graph_new();
-    bool conv = a == A_CONV;
+    bool conv = a == A_CONV || a == A_CONV1X1;
     int x = conv ? input(g, "x", DIMS(4, 8, 8)) : input(g, "x", DIMS(6, 16));
     int y = anchor(g, a, x, 0);
     int res = conv ? input(g, "r", DIMS(4, 8, 8)) : x;
@@ -277,7 +279,7 @@ static tg_graph *epilogue_case(int a, int t, int act)
 static void test_epilogues(void)
 {
     static const char *const anchors[] = {"linear", "linear (computed weight)", "matmul",
-                                          "conv", "qlinear"};
+                                          "conv", "conv 1x1", "qlinear"};
     static const char *const tails[] = {
         "activation", "relu, tanh", "gelu, clamp", "+ residual", "+ a second anchor",
         "+ bias", "* broadcast vector", "silu + residual", "max pool", "relu, max pool",

@@ -368,16 +368,18 @@ static bool epilogue_of(const tg_cg *c, int root, tg_op anchor, tg_epilogue *e)
     return c->g->nodes[e->anchor].op == anchor;
 }
 
-bool cg_conv_epilogue(const tg_cg *c, int root, bool *relu, int64_t *pool)
+bool cg_conv_epilogue(const tg_cg *c, int root, cg_conv_ep *ep)
 {
     tg_epilogue e;
-    *relu = false;
-    *pool = 0;
+    *ep = (cg_conv_ep){.res = -1};
     if (!epilogue_of(c, root, TG_OP_CONV, &e))
         return false;
-    *relu = e.nact == 1 && c->g->nodes[e.act[0]].op == TG_OP_RELU;
-    *pool = e.pool;
-    return *pool || *relu;
+    const tg_node *a = e.nact == 1 ? &c->g->nodes[e.act[0]] : NULL;
+    ep->relu = a && a->op == TG_OP_RELU;
+    ep->act = !a || ep->relu ? NULL : a->op == TG_OP_HARDSWISH ? "hardswish" : vec_name(a);
+    ep->pool = e.pool;
+    ep->res = e.residual;
+    return ep->pool || ep->relu || ep->act || ep->res >= 0;
 }
 
 bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)
@@ -404,11 +406,10 @@ int cg_emit_epilogue(tg_cg *c, int root)
     /* the anchor's kernel writes the result; the activations then run over it */
     if (cg_emit_node(c, e.anchor))
         return -1;
-    bool relu;
-    int64_t pool;
+    cg_conv_ep ep;
     const char *act;
     int res;
-    if (cg_conv_epilogue(c, root, &relu, &pool) || cg_linear_epilogue(c, root, &act, &res))
+    if (cg_conv_epilogue(c, root, &ep) || cg_linear_epilogue(c, root, &act, &res))
         return 0;
     /* what is left is activations (a pool or a residual is always the kernel's) */
     tg_loop l = {.rank = 1};

@@ -296,13 +296,16 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     if (per_axis(c, nd, "stride", nsp, 1, "stride") || per_axis(c, nd, "padding", nsp, 0, "pad") ||
         per_axis(c, nd, "dilation", nsp, 1, "dil"))
         return -1;
-    bool relu;
-    int64_t pool;
-    if (cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &relu, &pool)) {
-        if (relu)
+    cg_conv_ep ep;
+    if (cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &ep)) {
+        if (ep.relu)
             fprintf(c->f, "    d.relu = 1;\n");
-        if (pool)
-            fprintf(c->f, "    d.pool = %" PRId64 ";\n", pool);
+        if (ep.pool)
+            fprintf(c->f, "    d.pool = %" PRId64 ";\n", ep.pool);
+        if (ep.act)
+            fprintf(c->f, "    d.act = tgk_vec_%s_f32;\n", ep.act);
+        if (ep.res >= 0)
+            fprintf(c->f, "    d.res = %s;\n", cg_ptr(c, ep.res));
     }
     check_status(c, nd,
                  cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
