@@ -437,6 +437,32 @@ EOF
     run_fails 2 "^trun: --device: no device 'gpu9' \\(known: cpu" "$TRUN" --device gpu9 --random "$TMP/g.tg"
 }
 
+# cuda_or_skip: skip, saying why, when this build has no cuda device
+cuda_or_skip() {
+    if ! "$TRUN" --device cuda --random "$TMP/g.tg" -o "$TMP/probe.npy" 2>"$TMP/probe.err"; then
+        grep -q "no device 'cuda'" "$TMP/probe.err" &&
+            skip "built without CUDA (configure found no nvcc, cudart and cuBLASLt)"
+        cat "$TMP/probe.err" >&2
+        return 1
+    fi
+}
+
+@test "trun --device cuda matches the CPU, on the GPU or, without one, on the CPU" {
+    cuda_or_skip
+    "$TRUN" --random --seed "$SEED" --dim batch=5 "$TMP/g.tg" -o "$TMP/a.npy"
+    TLOG=+run run_ok "$TRUN" --device cuda --random --seed "$SEED" --dim batch=5 "$TMP/g.tg" \
+        --check "$TMP/a.npy"
+    # each of the 4 nodes on the GPU, or refused for want of one
+    [ "$(grep -c 'on cuda$\|cuda refused it (no CUDA device' <<<"$stderr")" -eq 4 ]
+}
+
+@test "trun --device cuda with no GPU refuses each node with the reason and runs it on the CPU" {
+    cuda_or_skip
+    TLOG=run run_ok "$TRUN" --device cuda --random "$TMP/g.tg" -o "$TMP/y.npy"
+    grep -q 'cuda refused it' <<<"$stderr" || skip "a GPU is present: nothing falls back"
+    grep -q "^\[trun:run\] fc1 (linear): cuda refused it (no CUDA device (.*)); on cpu$" <<<"$stderr"
+}
+
 @test "trun TLOG=+run records which device runs each node" {
     TLOG=+run TLOG_FORMAT=json run_ok "$TRUN" --random "$TMP/g.tg" -o "$TMP/y.npy"
     [ "$(grep -c '"comp":"run".*"fields":{"node":"[^"]*","op":"[^"]*","backend":"cpu"}' <<<"$stderr")" -eq 4 ]

@@ -1,14 +1,21 @@
 /* The registry of devices: the ones built in (one line each below), then
  * those registered at run time (a shared object's: load.c). */
+#include "config.h"
 #include "backend.h"
 
 #include <string.h>
 
 #include "../error.h"
+#ifdef HAVE_CUDA
+#include "cuda/cuda.h"
+#endif
 
 /* The built-in backends, the CPU first. A device adds its line here. */
 static const tg_backend *const builtin[] = {
     &tg_backend_cpu,
+#ifdef HAVE_CUDA
+    &tg_backend_cuda,
+#endif
 };
 
 #define NBUILTIN ((int)(sizeof builtin / sizeof builtin[0]))

@@ -66,6 +66,24 @@ int tg_run_f32_open(const tg_run_ctx *c, tg_run_f32 *io);
 /* Finish (after open, whether it succeeded or not); returns rc. */
 int tg_run_f32_close(const tg_run_ctx *c, tg_run_f32 *io, int rc);
 
+/* The axes a reduction node reduces, one bit each (none given: all). */
+int tg_run_reduce_mask(const tg_run_ctx *c, uint32_t *mask);
+
+/* Node descriptors for the kernels, from its attributes and concrete shapes
+ * (shared with other devices' glue, whose kernels take the same
+ * descriptors). 0 or -1 (tg_err). */
+int tg_run_conv_desc(const tg_run_ctx *c, tgk_conv_desc *d);
+int tg_run_pool_desc(const tg_run_ctx *c, tgk_pool_desc *d);
+/* sdpa without its mask (mask NULL, strides 0); scale resolved. */
+void tg_run_sdpa_desc(const tg_run_ctx *c, tgk_sdpa_desc *d);
+/* The mask m broadcast over q's dims with S keys: sd[q->rank] those dims,
+ * st[q->rank] m's strides over them; whether the leading batch dims fold into
+ * one stride (else the mask must be expanded). tg_run_sdpa_mask_strides then
+ * sets the desc's four strides from st. */
+bool tg_run_sdpa_mask_layout(const tg_tensor *m, const tg_tensor *q, int64_t S, int64_t *sd,
+                             int64_t *st);
+void tg_run_sdpa_mask_strides(int rank, const int64_t *st, tgk_sdpa_desc *d);
+
 /* resize node n's attributes as the kernel's descriptor (run_nn.c; the sizes
  * and plane count left alone); shared with the code generator. */
 int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d);

@@ -7,37 +7,64 @@
 #include "../../ops/infer.h"
 #include "run.h"
 
-static int run_conv(const tg_run_ctx *c, const float *x, const float *w, const float *b, float *y)
+int tg_run_conv_desc(const tg_run_ctx *c, tgk_conv_desc *d)
 {
     const tg_tensor *xt = c->in[0], *wt = c->in[1], *yt = c->out[0];
     const tg_node *n = c->n;
     int nsp = xt->rank - 2;
-    tgk_conv_desc d = { .nsp = nsp, .n = xt->dims[0], .c = xt->dims[1], .k = yt->dims[1],
-                        .groups = tg_node_int(n, "groups", 1),
-                        .transposed = tg_node_int(n, "transposed", 0) != 0 };
-    if (tg_attr_per_axis(n, "stride", nsp, 1, d.stride) ||
-        tg_attr_per_axis(n, "padding", nsp, 0, d.pad) ||
-        tg_attr_per_axis(n, "dilation", nsp, 1, d.dil))
+    *d = (tgk_conv_desc){ .nsp = nsp, .n = xt->dims[0], .c = xt->dims[1], .k = yt->dims[1],
+                          .groups = tg_node_int(n, "groups", 1),
+                          .transposed = tg_node_int(n, "transposed", 0) != 0 };
+    if (tg_attr_per_axis(n, "stride", nsp, 1, d->stride) ||
+        tg_attr_per_axis(n, "padding", nsp, 0, d->pad) ||
+        tg_attr_per_axis(n, "dilation", nsp, 1, d->dil))
         return -1;
     for (int i = 0; i < nsp; i++) {
-        d.in[i] = xt->dims[2 + i];
-        d.out[i] = yt->dims[2 + i];
-        d.kernel[i] = wt->dims[2 + i];
+        d->in[i] = xt->dims[2 + i];
+        d->out[i] = yt->dims[2 + i];
+        d->kernel[i] = wt->dims[2 + i];
     }
+    return 0;
+}
+
+static int run_conv(const tg_run_ctx *c, const float *x, const float *w, const float *b, float *y)
+{
+    tgk_conv_desc d;
+    if (tg_run_conv_desc(c, &d))
+        return -1;
     tgk_conv_f32(&d, x, w, b, y);
     return 0;
 }
 
 /* The mask as an additive float32 tensor of its own shape (bool: 0 / -inf),
  * with strides that broadcast it over [batch, hq, L, S]; *owned when made here. */
+bool tg_run_sdpa_mask_layout(const tg_tensor *m, const tg_tensor *q, int64_t S, int64_t *sd,
+                             int64_t *st)
+{
+    int r = q->rank;
+    memcpy(sd, q->dims, sizeof(int64_t) * (size_t)r);
+    sd[r - 1] = S;
+    tgk_broadcast_strides(r, sd, m->rank, m->dims, st);
+    bool fold = true;
+    for (int k = 0; k + 1 < r - 3; k++)
+        fold &= st[k] == st[k + 1] * sd[k + 1];
+    return fold;
+}
+
+void tg_run_sdpa_mask_strides(int r, const int64_t *st, tgk_sdpa_desc *d)
+{
+    d->mask_stride[0] = r > 3 ? st[r - 4] : 0;
+    d->mask_stride[1] = st[r - 3];
+    d->mask_stride[2] = st[r - 2];
+    d->mask_stride[3] = st[r - 1];
+}
+
 static const float *sdpa_mask(const tg_tensor *m, const float *mf, const tg_tensor *q,
                               tgk_sdpa_desc *d, float **owned)
 {
     int r = q->rank;
     int64_t sd[TG_MAX_RANK], st[TG_MAX_RANK];
-    memcpy(sd, q->dims, sizeof sd);
-    sd[r - 1] = d->S;
-    tgk_broadcast_strides(r, sd, m->rank, m->dims, st);
+    bool fold = tg_run_sdpa_mask_layout(m, q, d->S, sd, st);
     int64_t n = tg_run_numel(m);
     *owned = NULL;
     const float *base = mf;
@@ -50,9 +77,6 @@ static const float *sdpa_mask(const tg_tensor *m, const float *mf, const tg_tens
         base = *owned;
     }
     /* the leading batch dims must fold into one stride; expand them otherwise */
-    bool fold = true;
-    for (int k = 0; k + 1 < r - 3; k++)
-        fold &= st[k] == st[k + 1] * sd[k + 1];
     if (!fold) {
         int64_t full = tg_run_prod(sd, 0, r);
         float *e = malloc(sizeof(float) * (size_t)(full ? full : 1));
@@ -71,27 +95,31 @@ static const float *sdpa_mask(const tg_tensor *m, const float *mf, const tg_tens
             s *= sd[k];
         }
     }
-    d->mask_stride[0] = r > 3 ? st[r - 4] : 0;
-    d->mask_stride[1] = st[r - 3];
-    d->mask_stride[2] = st[r - 2];
-    d->mask_stride[3] = st[r - 1];
+    tg_run_sdpa_mask_strides(r, st, d);
     return base;
 }
 
-static int run_sdpa(const tg_run_ctx *c, const tg_run_f32 *io)
+void tg_run_sdpa_desc(const tg_run_ctx *c, tgk_sdpa_desc *d)
 {
     const tg_tensor *q = c->in[0], *k = c->in[1], *v = c->in[2];
-    const tg_tensor *m = c->n->nin > 3 ? c->in[3] : NULL;
     int r = q->rank;
-    tgk_sdpa_desc d = {
+    *d = (tgk_sdpa_desc){
         .batch = tg_run_prod(q->dims, 0, r - 3),
         .hq = q->dims[r - 3], .hk = k->dims[r - 3],
         .L = q->dims[r - 2], .S = k->dims[r - 2], .E = q->dims[r - 1], .Ev = v->dims[r - 1],
         .scale = (float)tg_node_float(c->n, "scale", 0),
         .causal = tg_node_int(c->n, "causal", 0) != 0,
     };
-    if (d.scale == 0)
-        d.scale = 1.0f / sqrtf((float)d.E);
+    if (d->scale == 0)
+        d->scale = 1.0f / sqrtf((float)d->E);
+}
+
+static int run_sdpa(const tg_run_ctx *c, const tg_run_f32 *io)
+{
+    const tg_tensor *q = c->in[0];
+    const tg_tensor *m = c->n->nin > 3 ? c->in[3] : NULL;
+    tgk_sdpa_desc d;
+    tg_run_sdpa_desc(c, &d);
     float *owned = NULL;
     if (m && !(d.mask = sdpa_mask(m, io->in[3], q, &d, &owned)))
         return tg_err("out of memory");

@@ -28,26 +28,36 @@ int tg_run_norm(const tg_run_ctx *c)
     return tg_run_f32_close(c, &io, 0);
 }
 
-int tg_run_pool(const tg_run_ctx *c)
+int tg_run_pool_desc(const tg_run_ctx *c, tgk_pool_desc *d)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
     const tg_node *n = c->n;
     int nsp = x->rank - 2;
-    tgk_pool_desc d = { .nsp = nsp, .n = x->dims[0], .c = x->dims[1] };
-    tg_run_f32 io;
+    *d = (tgk_pool_desc){ .nsp = nsp, .n = x->dims[0], .c = x->dims[1] };
     if (n->op != TG_OP_ADAPTIVE_AVG_POOL &&
-        (tg_attr_per_axis(n, "kernel", nsp, 0, d.kernel) ||
-         tg_attr_per_axis(n, "padding", nsp, 0, d.pad) ||
-         tg_attr_per_axis(n, "dilation", nsp, 1, d.dil) ||
-         tg_attr_per_axis(n, "stride", nsp, 0, d.stride)))
+        (tg_attr_per_axis(n, "kernel", nsp, 0, d->kernel) ||
+         tg_attr_per_axis(n, "padding", nsp, 0, d->pad) ||
+         tg_attr_per_axis(n, "dilation", nsp, 1, d->dil) ||
+         tg_attr_per_axis(n, "stride", nsp, 0, d->stride)))
         return -1;
     for (int i = 0; i < nsp; i++) {
-        d.in[i] = x->dims[2 + i];
-        d.out[i] = y->dims[2 + i];
+        d->in[i] = x->dims[2 + i];
+        d->out[i] = y->dims[2 + i];
         if (!tg_node_attr(n, "stride"))         /* torch: stride defaults to the kernel */
-            d.stride[i] = d.kernel[i];
+            d->stride[i] = d->kernel[i];
     }
-    d.count_include_pad = tg_node_int(n, "count_include_pad", 1) != 0;
+    d->count_include_pad = tg_node_int(n, "count_include_pad", 1) != 0;
+    return 0;
+}
+
+int tg_run_pool(const tg_run_ctx *c)
+{
+    const tg_node *n = c->n;
+    int nsp = c->in[0]->rank - 2;
+    tgk_pool_desc d;
+    tg_run_f32 io;
+    if (tg_run_pool_desc(c, &d))
+        return -1;
     if (tg_run_f32_open(c, &io))
         return tg_run_f32_close(c, &io, -1);
     if (n->op == TG_OP_MAX_POOL)

@@ -3,21 +3,30 @@
 #include "opmap.h"
 #include "run.h"
 
-int tg_run_reduce(const tg_run_ctx *c)
+int tg_run_reduce_mask(const tg_run_ctx *c, uint32_t *mask)
 {
     const tg_tensor *x = c->in[0];
     const int64_t *axes;
     int k;
-    uint32_t mask = 0;
-    int64_t correction = tg_node_int(c->n, "correction", 1);
+    *mask = 0;
     if (tg_attr_get_ints(c->n, "axes", &axes, &k))
         return -1;
     for (int i = 0; i < (k < 0 ? x->rank : k); i++) {
         int a = i;
         if (k >= 0 && tg_axis_norm(axes[i], x->rank, &a))
             return -1;
-        mask |= 1u << a;
+        *mask |= 1u << a;
     }
+    return 0;
+}
+
+int tg_run_reduce(const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0];
+    uint32_t mask;
+    int64_t correction = tg_node_int(c->n, "correction", 1);
+    if (tg_run_reduce_mask(c, &mask))
+        return -1;
     if (tgk_reduce(tg_cpu_reduce_kop[c->n->op], tg_run_kt(x->dtype), x->rank, x->dims, mask, correction, x->data,
                    c->out[0]->data))
         return tg_err("not defined for dtype %s", tg_dtype_name(x->dtype));

@@ -1,0 +1,47 @@
+/* The CUDA backend's parts (cuda.c: the device, its memory and the struct;
+ * run.c: a node's attributes into kernel calls; gemm.c: cuBLASLt). One
+ * device (the current one), one stream, work queued in graph order. */
+#ifndef TG_BACKEND_CUDA_CUDA_H
+#define TG_BACKEND_CUDA_CUDA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "../backend.h"
+#include "kern.h"
+
+extern const tg_backend tg_backend_cuda;
+
+/* What the backend holds once the device answered. */
+typedef struct {
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *workspace;            /* cuBLASLt's */
+    size_t workspace_size;
+    int64_t *flag;              /* device scratch: an index or division error */
+    bool tf32;                  /* TG_CUDA_MATH=tf32: GEMMs on tf32 tensor cores */
+    int sm;                     /* compute capability, major * 10 + minor */
+} tgc_state;
+
+/* The device, set up on first use; NULL (tg_err with the reason) when there
+ * is none (no driver, no GPU, a failed set-up). */
+const tgc_state *tgc_state_get(void);
+/* 0, or -1 with tg_err naming what failed and CUDA's words (err: cudaError_t). */
+int tgc_fail(int err, const char *what);
+/* cuBLASLt's status likewise. */
+int tgc_blas_fail(cublasStatus_t st, const char *what);
+
+/* run.c: whether the kernels cover node n of g (why when not), and its run. */
+bool tgc_supports(const tg_graph *g, int n, char *why);
+int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c);
+
+/* gemm.c: y [M,N] = x [M,K] w^T (+ b [N]), float32; and NumPy's matmul of
+ * a [arank] by b [brank] into y. 0 or -1 (tg_err). */
+int tgc_linear(const tgc_state *cs, const float *x, const float *w, const float *b, float *y,
+               int64_t M, int64_t N, int64_t K);
+int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
+               const int64_t *bdims, const float *b, float *y);
+
+#endif

@@ -1,0 +1,187 @@
+/* Matrix products through cuBLASLt, float32 (tf32 tensor cores when
+ * TG_CUDA_MATH=tf32), the bias added by its epilogue. Row-major Y = A B is
+ * column-major Y^T = B^T A^T, so B goes in as cuBLASLt's A and A as its B. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "cuda.h"
+
+/* One product Y[M,N] = A[M,K] B (+ bias[N]): B is [K,N], or [N,K] when nk (a
+ * linear layer's weight); batch of them sa, sb, sy elements apart (sa, sb
+ * nonzero). */
+typedef struct {
+    int64_t M, N, K, batch, sa, sb, sy;
+    bool nk;
+    const float *a, *b, *bias;
+    float *y;
+} gemm;
+
+/* the largest power of two up to 16 dividing every address and stride */
+static int32_t alignment(const gemm *g)
+{
+    uintptr_t v = (uintptr_t)g->a | (uintptr_t)g->b | (uintptr_t)g->y | (uintptr_t)g->bias |
+                  (uintptr_t)(g->sa * 4) | (uintptr_t)(g->sb * 4) | (uintptr_t)(g->sy * 4);
+    int32_t al = 16;
+    while (al > 4 && v % (uintptr_t)al)
+        al /= 2;
+    return al;
+}
+
+static int layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t ld,
+                  int32_t batch, int64_t stride)
+{
+    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld);
+    if (!st && batch > 1) {
+        st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                              sizeof batch);
+        if (!st)
+            st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                  &stride, sizeof stride);
+    }
+    return st ? tgc_blas_fail(st, "a matrix layout") : 0;
+}
+
+static int run_gemm(const tgc_state *cs, const gemm *g)
+{
+    if (g->M == 0 || g->N == 0 || g->batch == 0)
+        return 0;
+    if (g->batch > INT32_MAX)
+        return tg_err("cuda: a batch of %lld products", (long long)g->batch);
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ly = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasOperation_t ta = g->nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    int32_t batch = (int32_t)g->batch, al = alignment(g);
+    uint64_t ws = cs->workspace_size;
+    int rc = -1, nres = 0;
+    cublasLtMatmulHeuristicResult_t res;
+    cublasStatus_t st = cublasLtMatmulDescCreate(
+        &op, cs->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    if (!st)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    if (!st)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (!st && g->bias)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    if (!st && g->bias)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
+                                            sizeof g->bias);
+    if (st) {
+        tgc_blas_fail(st, "the matmul descriptor");
+        goto done;
+    }
+    /* B^T as stored: [K,N] row-major is N x K column-major (ld N); [N,K] is K x N (ld K) */
+    if (layout(&la, g->nk ? g->K : g->N, g->nk ? g->N : g->K, g->nk ? g->K : g->N, batch, g->sb) ||
+        layout(&lb, g->K, g->M, g->K, batch, g->sa) || layout(&ly, g->N, g->M, g->N, batch, g->sy))
+        goto done;
+    st = cublasLtMatmulPreferenceCreate(&pref);
+    if (!st)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &ws, sizeof ws);
+    cublasLtMatmulPreferenceAttributes_t aligns[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4 && !st; i++)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &al, sizeof al);
+    if (!st)
+        st = cublasLtMatmulAlgoGetHeuristic(cs->lt, op, la, lb, ly, ly, pref, 1, &res, &nres);
+    if (st || nres == 0) {
+        tgc_blas_fail(st ? st : CUBLAS_STATUS_NOT_SUPPORTED, "finding a matmul algorithm");
+        goto done;
+    }
+    float one = 1, zero = 0;
+    st = cublasLtMatmul(cs->lt, op, &one, g->b, la, g->a, lb, &zero, g->y, ly, g->y, ly, &res.algo,
+                        cs->workspace, cs->workspace_size, cs->stream);
+    rc = st ? tgc_blas_fail(st, "the matmul") : 0;
+done:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (ly)
+        cublasLtMatrixLayoutDestroy(ly);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    return rc;
+}
+
+/* K == 0: y is the bias on every row (zero without one: y came zeroed) */
+static int bias_rows(const tgc_state *cs, const float *b, float *y, int64_t M, int64_t N)
+{
+    if (!b)
+        return 0;
+    tgc_iter it = {.rank = 2, .dims = {M, N}, .st = {{N, 1}, {0, 1}}};
+    int e = tgc_copy(sizeof(float), &it, b, y, cs->stream);
+    return e ? tgc_fail(e, "launching a kernel") : 0;
+}
+
+int tgc_linear(const tgc_state *cs, const float *x, const float *w, const float *b, float *y,
+               int64_t M, int64_t N, int64_t K)
+{
+    if (K == 0)
+        return bias_rows(cs, b, y, M, N);
+    gemm g = {M, N, K, 1, M * K, N * K, M * N, true, x, w, b, y};
+    return run_gemm(cs, &g);
+}
+
+/* NumPy's matmul: 1-D operands made [1,K] and [K,N=1]; the batch dims
+ * broadcast. One strided-batched product when each operand's batches are
+ * equally spaced (a broadcast right operand folds the batches into M), else
+ * one product a batch. */
+int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
+               const int64_t *bdims, const float *b, float *y)
+{
+    int64_t M = arank == 1 ? 1 : adims[arank - 2], K = adims[arank - 1];
+    int64_t N = brank == 1 ? 1 : bdims[brank - 1];
+    int abat = arank > 2 ? arank - 2 : 0, bbat = brank > 2 ? brank - 2 : 0;
+    int nbat = abat > bbat ? abat : bbat;
+    int64_t bd[TG_MAX_RANK], sa[TG_MAX_RANK], sb[TG_MAX_RANK], nb = 1;
+    for (int k = 0; k < nbat; k++) {
+        int ia = k - (nbat - abat), ib = k - (nbat - bbat);
+        int64_t da = ia >= 0 ? adims[ia] : 1, db = ib >= 0 ? bdims[ib] : 1;
+        bd[k] = da == 1 ? db : da;
+        nb *= bd[k];
+    }
+    if (K == 0 || nb == 0 || M == 0 || N == 0)
+        return 0;                               /* y came zeroed */
+    tgk_broadcast_strides(nbat, bd, abat, adims, sa);
+    tgk_broadcast_strides(nbat, bd, bbat, bdims, sb);
+    /* batch i's offsets, in matrices; equally spaced when off[i] = i * off[1] */
+    bool even_a = true, even_b = true;
+    int64_t *offs = malloc(sizeof(int64_t) * 2 * (size_t)nb);
+    if (!offs)
+        return tg_err("out of memory");
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t r = i, oa = 0, ob = 0;
+        for (int k = nbat - 1; k >= 0; k--) {
+            oa += r % bd[k] * sa[k];
+            ob += r % bd[k] * sb[k];
+            r /= bd[k];
+        }
+        offs[2 * i] = oa;
+        offs[2 * i + 1] = ob;
+        even_a &= oa == i * (nb > 1 ? offs[2] : 0);
+        even_b &= ob == i * (nb > 1 ? offs[3] : 0);
+    }
+    int rc = 0;
+    int64_t step_a = nb > 1 ? offs[2] : 0, step_b = nb > 1 ? offs[3] : 0;
+    if (nb == 1 || (even_a && even_b && step_a == 1 && step_b == 0)) {
+        gemm g = {M * nb, N, K, 1, 0, 0, 0, false, a, b, NULL, y};
+        rc = run_gemm(cs, &g);
+    } else if (even_a && even_b && step_a && step_b) {
+        gemm g = {M, N, K, nb, step_a * M * K, step_b * K * N, M * N, false, a, b, NULL, y};
+        rc = run_gemm(cs, &g);
+    } else {
+        for (int64_t i = 0; i < nb && !rc; i++) {
+            gemm g = {M, N, K, 1, 0, 0, 0, false, a + offs[2 * i] * M * K,
+                      b + offs[2 * i + 1] * K * N, NULL, y + i * M * N};
+            rc = run_gemm(cs, &g);
+        }
+    }
+    free(offs);
+    return rc;
+}

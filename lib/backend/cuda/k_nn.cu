@@ -1,0 +1,323 @@
+/* Normalization, pooling, direct convolution and attention in float32 on the
+ * device: simple kernels, one thread (or warp, or block) an output, each the
+ * CPU kernel's definition (norm.c, pool.c, conv.c, sdpa.c). */
+#include "k_common.cuh"
+
+#define SDPA_MAX_D 256          /* head dims a warp holds in registers: 8 a lane */
+
+/* ---- layer and group norm: one block a row, statistics in double ------------- */
+
+__device__ double block_sum(double v, double *sh)
+{
+    for (int o = 16; o; o >>= 1)
+        v += __shfl_xor_sync(~0u, v, o);
+    int w = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();
+    if (threadIdx.x % 32 == 0)
+        sh[w] = v;
+    __syncthreads();
+    double s = 0;
+    for (int i = 0; i < nw; i++)
+        s += sh[i];
+    return s;
+}
+
+/* rows of len elements, normalized; element j of row r has channel
+ * r % groups * cpg + j / spatial (layer norm: one group, spatial 1) */
+__global__ void norm_rows_k(const float *x, const float *w, const float *b, float *y,
+                             int64_t len, int64_t spatial, int64_t cpg, int64_t groups, float eps)
+{
+    __shared__ double sh[32];
+    int64_t row = blockIdx.x;
+    const float *xr = x + row * len;
+    float *yr = y + row * len;
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+        s += xr[j];
+    double mean = block_sum(s, sh) / (double)len;
+    s = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+        double d = xr[j] - mean;
+        s += d * d;
+    }
+    float rstd = 1.0f / sqrtf((float)(block_sum(s, sh) / (double)len) + eps);
+    int64_t c0 = row % groups * cpg;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+        int64_t ch = c0 + j / spatial;
+        float v = (float)(xr[j] - mean) * rstd;
+        yr[j] = v * (w ? w[ch] : 1.0f) + (b ? b[ch] : 0.0f);
+    }
+}
+
+extern "C" int tgc_layer_norm_f32(const float *x, const float *w, const float *b, float *y,
+                                  int64_t rows, int64_t len, float eps, cudaStream_t s)
+{
+    if (rows == 0 || len == 0)
+        return 0;
+    norm_rows_k<<<(unsigned)rows, TGC_THREADS, 0, s>>>(x, w, b, y, len, 1, len, 1, eps);
+    return tgc_launched();
+}
+
+extern "C" int tgc_group_norm_f32(const float *x, const float *w, const float *b, float *y,
+                                  int64_t n, int64_t c, int64_t spatial, int64_t groups,
+                                  float eps, cudaStream_t s)
+{
+    int64_t cpg = c / groups, rows = n * groups;
+    if (rows == 0 || cpg * spatial == 0)
+        return 0;
+    norm_rows_k<<<(unsigned)rows, TGC_THREADS, 0, s>>>(x, w, b, y, cpg * spatial, spatial, cpg,
+                                                         groups, eps);
+    return tgc_launched();
+}
+
+__global__ void batch_norm_k(const float *x, const float *mean, const float *var, const float *w,
+                             const float *b, float *y, int64_t total, int64_t c, int64_t spatial,
+                             float eps)
+{
+    TGC_FOR(i, total) {
+        int64_t ch = i / spatial % c;
+        float rs = 1.0f / sqrtf(var[ch] + eps);
+        y[i] = (x[i] - mean[ch]) * rs * (w ? w[ch] : 1.0f) + (b ? b[ch] : 0.0f);
+    }
+}
+
+extern "C" int tgc_batch_norm_f32(const float *x, const float *mean, const float *var,
+                                  const float *w, const float *b, float *y, int64_t n, int64_t c,
+                                  int64_t spatial, float eps, cudaStream_t s)
+{
+    int64_t total = n * c * spatial;
+    if (total == 0)
+        return 0;
+    batch_norm_k<<<tgc_blocks(total), TGC_THREADS, 0, s>>>(x, mean, var, w, b, y, total, c,
+                                                            spatial, eps);
+    return tgc_launched();
+}
+
+/* ---- pooling: one thread an output ---------------------------------------------- */
+
+/* the taps [i0, i1) of a window from start, k taps dil apart, inside [0, lim) */
+__device__ __forceinline__ void taps(int64_t start, int64_t k, int64_t dil, int64_t lim,
+                                     int64_t *i0, int64_t *i1)
+{
+    int64_t lo = start < 0 ? (-start + dil - 1) / dil : 0;
+    int64_t hi = start < lim ? (lim - start + dil - 1) / dil : 0;
+    hi = hi < k ? hi : k;
+    *i0 = lo;
+    *i1 = hi > lo ? hi : lo;
+}
+
+__global__ void pool_k(tgk_pool_desc d, bool max, const float *x, float *y, int64_t total)
+{
+    /* 1-D pools run as 2-D ones of height 1 */
+    bool two = d.nsp == 2;
+    int64_t ih = two ? d.in[0] : 1, iw = d.in[d.nsp - 1], oh = two ? d.out[0] : 1,
+            ow = d.out[d.nsp - 1];
+    int64_t kh = two ? d.kernel[0] : 1, kw = d.kernel[d.nsp - 1];
+    int64_t sh = two ? d.stride[0] : 1, sw = d.stride[d.nsp - 1];
+    int64_t ph = two ? d.pad[0] : 0, pw = d.pad[d.nsp - 1];
+    int64_t dh = two ? d.dil[0] : 1, dw = d.dil[d.nsp - 1];
+    TGC_FOR(i, total) {
+        int64_t ox = i % ow, oy = i / ow % oh, p = i / ow / oh;
+        const float *xp = x + p * ih * iw;
+        int64_t hs = oy * sh - ph, ws = ox * sw - pw, a0, a1, b0, b1, u, pa1, pb1;
+        taps(hs, kh, dh, ih, &a0, &a1);
+        taps(hs, kh, dh, ih + ph, &u, &pa1);
+        taps(ws, kw, dw, iw, &b0, &b1);
+        taps(ws, kw, dw, iw + pw, &u, &pb1);
+        float acc = max ? -INFINITY : 0.0f;
+        for (int64_t a = a0; a < a1; a++)
+            for (int64_t bb = b0; bb < b1; bb++) {
+                float v = xp[(hs + a * dh) * iw + ws + bb * dw];
+                if (max)
+                    acc = acc != acc || v != v ? (acc != acc ? acc : v) : fmaxf(acc, v);
+                else
+                    acc += v;
+            }
+        if (!max) {
+            int64_t cnt = d.count_include_pad ? pa1 * pb1 : (a1 - a0) * (b1 - b0);
+            acc = cnt > 0 ? acc / (float)cnt : 0.0f;
+        }
+        y[i] = acc;
+    }
+}
+
+extern "C" int tgc_pool_f32(const tgk_pool_desc *d, bool max, const float *x, float *y,
+                            cudaStream_t s)
+{
+    int64_t total = d->n * d->c * d->out[0] * (d->nsp == 2 ? d->out[1] : 1);
+    if (total == 0)
+        return 0;
+    pool_k<<<tgc_blocks(total), TGC_THREADS, 0, s>>>(*d, max, x, y, total);
+    return tgc_launched();
+}
+
+__global__ void adaptive_k(int64_t total, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                           const float *x, float *y)
+{
+    TGC_FOR(i, total) {
+        int64_t ox = i % ow, oy = i / ow % oh, p = i / ow / oh;
+        int64_t h0 = oy * ih / oh, h1 = ((oy + 1) * ih + oh - 1) / oh;
+        int64_t w0 = ox * iw / ow, w1 = ((ox + 1) * iw + ow - 1) / ow;
+        const float *xp = x + p * ih * iw;
+        float s = 0.0f;
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++)
+                s += xp[h * iw + w];
+        int64_t cnt = (h1 - h0) * (w1 - w0);
+        y[i] = cnt > 0 ? s / (float)cnt : 0.0f;
+    }
+}
+
+extern "C" int tgc_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w, int64_t out_h,
+                                         int64_t out_w, const float *x, float *y, cudaStream_t s)
+{
+    int64_t total = nc * out_h * out_w;
+    if (total == 0)
+        return 0;
+    adaptive_k<<<tgc_blocks(total), TGC_THREADS, 0, s>>>(total, in_h, in_w, out_h, out_w, x, y);
+    return tgc_launched();
+}
+
+/* ---- direct convolution: one thread an output element --------------------------- */
+
+__global__ void conv_k(tgk_conv_desc d, const float *x, const float *w, const float *b, float *y,
+                       int64_t total)
+{
+    /* 1-D and 2-D run as 3-D with leading spatial dims of 1 */
+    int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
+    for (int k = 0; k < 3; k++) {
+        int s = k - (3 - d.nsp);
+        bool on = s >= 0;
+        in[k] = on ? d.in[s] : 1;
+        out[k] = on ? d.out[s] : 1;
+        ker[k] = on ? d.kernel[s] : 1;
+        str[k] = on ? d.stride[s] : 1;
+        pad[k] = on ? d.pad[s] : 0;
+        dil[k] = on ? d.dil[s] : 1;
+    }
+    int64_t kg = d.k / d.groups, cg = d.c / d.groups, ksz = ker[0] * ker[1] * ker[2];
+    int64_t isz = in[0] * in[1] * in[2];
+    TGC_FOR(i, total) {
+        int64_t o2 = i % out[2], o1 = i / out[2] % out[1], o0 = i / out[2] / out[1] % out[0];
+        int64_t k = i / (out[0] * out[1] * out[2]) % d.k, n = i / (out[0] * out[1] * out[2]) / d.k;
+        int64_t g = k / kg;
+        float acc = b ? b[k] : 0.0f;
+        for (int64_t c = 0; c < cg; c++) {
+            int64_t ci = g * cg + c;
+            const float *xc = x + (n * d.c + ci) * isz;
+            /* weight [K, C/g, *k], or transposed [C, K/g, *k] */
+            const float *wc = d.transposed ? w + (ci * kg + k % kg) * ksz : w + (k * cg + c) * ksz;
+            for (int64_t a = 0; a < ker[0]; a++)
+                for (int64_t bb = 0; bb < ker[1]; bb++)
+                    for (int64_t e = 0; e < ker[2]; e++) {
+                        int64_t t[3] = {a, bb, e}, o[3] = {o0, o1, o2}, p[3];
+                        bool ok = true;
+                        for (int q = 0; q < 3 && ok; q++) {
+                            if (d.transposed) {     /* o = p*stride - pad + t*dil */
+                                int64_t num = o[q] + pad[q] - t[q] * dil[q];
+                                ok = num >= 0 && num % str[q] == 0;
+                                p[q] = num / str[q];
+                            } else {
+                                p[q] = o[q] * str[q] - pad[q] + t[q] * dil[q];
+                            }
+                            ok = ok && p[q] >= 0 && p[q] < in[q];
+                        }
+                        if (ok)
+                            acc += xc[(p[0] * in[1] + p[1]) * in[2] + p[2]] *
+                                   wc[(a * ker[1] + bb) * ker[2] + e];
+                    }
+        }
+        y[i] = acc;
+    }
+}
+
+extern "C" int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float *w,
+                            const float *b, float *y, cudaStream_t s)
+{
+    int64_t total = d->n * d->k;
+    for (int i = 0; i < d->nsp; i++)
+        total *= d->out[i];
+    if (total == 0)
+        return 0;
+    conv_k<<<tgc_blocks(total), TGC_THREADS, 0, s>>>(*d, x, w, b, y, total);
+    return tgc_launched();
+}
+
+/* ---- attention: one warp a query row, an online softmax over the keys ------------ */
+
+__global__ void sdpa_k(tgk_sdpa_desc d, const void *mask, bool mask_bool, const float *q,
+                       const float *k, const float *v, float *o, int64_t rows)
+{
+    int64_t r = blockIdx.x * (int64_t)(TGC_THREADS / 32) + threadIdx.x / 32;
+    if (r >= rows)
+        return;
+    int lane = threadIdx.x % 32;
+    int64_t l = r % d.L, h = r / d.L % d.hq, bt = r / d.L / d.hq;
+    int64_t hk = h / (d.hq / d.hk);
+    const float *qr = q + r * d.E;
+    const float *kb = k + (bt * d.hk + hk) * d.S * d.E;
+    const float *vb = v + (bt * d.hk + hk) * d.S * d.Ev;
+    float qv[SDPA_MAX_D / 32], acc[SDPA_MAX_D / 32];
+#pragma unroll
+    for (int i = 0; i < SDPA_MAX_D / 32; i++) {
+        int e = lane + 32 * i;
+        qv[i] = e < d.E ? qr[e] : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY, sum = 0.0f;
+    int64_t send = d.causal ? (l + 1 < d.S ? l + 1 : d.S) : d.S;
+    for (int64_t s = 0; s < send; s++) {
+        const float *kr = kb + s * d.E;
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < SDPA_MAX_D / 32; i++) {
+            int e = lane + 32 * i;
+            if (e < d.E)
+                dot += qv[i] * kr[e];
+        }
+        for (int off = 16; off; off >>= 1)
+            dot += __shfl_xor_sync(~0u, dot, off);
+        float sc = dot * d.scale;
+        if (mask) {
+            int64_t mi = bt * d.mask_stride[0] + h * d.mask_stride[1] + l * d.mask_stride[2] +
+                         s * d.mask_stride[3];
+            if (mask_bool)
+                sc = ((const uint8_t *)mask)[mi] ? sc : -INFINITY;
+            else
+                sc += ((const float *)mask)[mi];
+        }
+        if (sc == -INFINITY)
+            continue;
+        float mn = fmaxf(m, sc), corr = expf(m - mn), p = expf(sc - mn);
+        sum = sum * corr + p;
+        m = mn;
+        const float *vr = vb + s * d.Ev;
+#pragma unroll
+        for (int i = 0; i < SDPA_MAX_D / 32; i++) {
+            int e = lane + 32 * i;
+            acc[i] = acc[i] * corr + (e < d.Ev ? p * vr[e] : 0.0f);
+        }
+    }
+    float inv = sum > 0 ? 1.0f / sum : 0.0f;   /* a row with no key: 0 */
+    float *orow = o + r * d.Ev;
+#pragma unroll
+    for (int i = 0; i < SDPA_MAX_D / 32; i++) {
+        int e = lane + 32 * i;
+        if (e < d.Ev)
+            orow[e] = acc[i] * inv;
+    }
+}
+
+extern "C" int tgc_sdpa_f32(const tgk_sdpa_desc *d, const void *mask, bool mask_bool,
+                            const float *q, const float *k, const float *v, float *o,
+                            cudaStream_t s)
+{
+    int64_t rows = d->batch * d->hq * d->L;
+    if (rows == 0 || d->Ev == 0)
+        return 0;
+    if (d->E > SDPA_MAX_D || d->Ev > SDPA_MAX_D)
+        return (int)cudaErrorInvalidValue;
+    sdpa_k<<<tgc_blocks(rows, TGC_THREADS / 32), TGC_THREADS, 0, s>>>(*d, mask, mask_bool, q, k, v,
+                                                                      o, rows);
+    return tgc_launched();
+}

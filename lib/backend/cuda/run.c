@@ -1,0 +1,547 @@
+/* The CUDA backend's glue: which nodes its kernels cover, and a node's
+ * attributes and concrete shapes into kernel calls (kern.h) and GEMMs
+ * (gemm.c). Attributes are read as the CPU's glue reads them (its
+ * descriptors and op maps, ../cpu/run.h), so both devices mean the same. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "../../ops/infer.h"
+#include "../cpu/opmap.h"
+#include "../cpu/run.h"
+#include "cuda.h"
+
+/* ---- what runs here ----------------------------------------------------------- */
+
+/* The ops whose kernels take float32 only (the CPU converts other floats
+ * to float32 for them; here the CPU runs those). */
+static bool f32_only(tg_op op)
+{
+    switch (op) {
+    case TG_OP_SOFTMAX: case TG_OP_LOG_SOFTMAX: case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM:
+    case TG_OP_BATCH_NORM: case TG_OP_MAX_POOL: case TG_OP_AVG_POOL:
+    case TG_OP_ADAPTIVE_AVG_POOL: case TG_OP_CONV: case TG_OP_MATMUL: case TG_OP_LINEAR:
+    case TG_OP_SDPA:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool tgc_supports(const tg_graph *g, int i, char *why)
+{
+    const tg_node *n = &g->nodes[i];
+    switch (n->op) {
+    case TG_OP_RESIZE:
+        snprintf(why, TG_WHY_MAX, "resize has no CUDA kernel yet");
+        return false;
+    case TG_OP_LINEAR_PACKED:
+        snprintf(why, TG_WHY_MAX, "its weight is in the CPU's packed layout");
+        return false;
+    case TG_OP_LINEAR_24: case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: case TG_OP_QLINEAR:
+    case TG_OP_QCONV:
+        snprintf(why, TG_WHY_MAX, "quantized and 2:4 sparse ops have no CUDA kernels yet");
+        return false;
+    default:
+        break;
+    }
+    for (int k = 0; k < n->nin + n->nout; k++) {
+        int v = k < n->nin ? n->in[k] : n->out[k - n->nin];
+        if (v < 0)
+            continue;
+        tg_dtype t = g->values[v].dtype;
+        if (t == TG_F8E4M3 || t == TG_F8E5M2) {
+            snprintf(why, TG_WHY_MAX, "%s has no CUDA kernels", tg_dtype_name(t));
+            return false;
+        }
+        /* sdpa's mask may be bool */
+        if (f32_only(n->op) && t != TG_F32 && !(n->op == TG_OP_SDPA && k == 3 && t == TG_BOOL)) {
+            snprintf(why, TG_WHY_MAX, "its CUDA kernel takes f32 only, not %s", tg_dtype_name(t));
+            return false;
+        }
+    }
+    if (n->op == TG_OP_SDPA) {
+        int64_t e, ev;
+        const tg_shape *q = &g->values[n->in[0]].shape, *v = &g->values[n->in[2]].shape;
+        if (!tg_dim_is_const(q->d[q->rank - 1], &e) || !tg_dim_is_const(v->d[v->rank - 1], &ev) ||
+            e > 256 || ev > 256) {
+            snprintf(why, TG_WHY_MAX, "head dims over 256 or not constant");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static void contiguous(int rank, const int64_t *dims, int64_t *st)
+{
+    int64_t s = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        st[k] = s;
+        s *= dims[k];
+    }
+}
+
+static int64_t numel(const tg_tensor *t)
+{
+    return tg_run_numel(t);
+}
+
+static const tg_tensor *opt_in(const tg_run_ctx *c, int i)
+{
+    return i < c->n->nin ? c->in[i] : NULL;
+}
+
+static const void *opt_data(const tg_run_ctx *c, int i)
+{
+    const tg_tensor *t = opt_in(c, i);
+    return t ? t->data : NULL;
+}
+
+static int launched(int err)
+{
+    return err ? tgc_fail(err, "launching a kernel") : 0;
+}
+
+static int copy_bytes(const tgc_state *cs, void *y, const void *x, size_t n)
+{
+    return launched(n ? cudaMemcpyAsync(y, x, n, cudaMemcpyDeviceToDevice, cs->stream) : 0);
+}
+
+/* The device flag set to v before a kernel that may report into it, and its
+ * value after (a sync). */
+static int flag_set(const tgc_state *cs, int64_t v)
+{
+    static const int64_t values[2] = {0, INT64_MIN};
+    return launched(cudaMemcpyAsync(cs->flag, &values[v == INT64_MIN], sizeof v,
+                                    cudaMemcpyHostToDevice, cs->stream));
+}
+
+static int flag_get(const tgc_state *cs, int64_t *v)
+{
+    int e = cudaMemcpyAsync(v, cs->flag, sizeof *v, cudaMemcpyDeviceToHost, cs->stream);
+    if (!e)
+        e = cudaStreamSynchronize(cs->stream);
+    return e ? tgc_fail(e, "reading the error flag") : 0;
+}
+
+/* ---- elementwise ------------------------------------------------------------------- */
+
+static int run_binary(const tgc_state *cs, const tg_run_ctx *c, tgk_binary_op k)
+{
+    const tg_tensor *a = c->in[0], *b = c->in[1], *y = c->out[0];
+    tgc_iter it = {.rank = y->rank};
+    memcpy(it.dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
+    tgk_broadcast_strides(y->rank, y->dims, a->rank, a->dims, it.st[1]);
+    tgk_broadcast_strides(y->rank, y->dims, b->rank, b->dims, it.st[2]);
+    bool divides = (k == TGK_DIV || k == TGK_REMAINDER || k == TGK_FMOD) && !tg_dtype_is_float(a->dtype);
+    int64_t bad = 0;
+    if ((divides && flag_set(cs, 0)) ||
+        launched(tgc_binary(k, tg_run_kt(a->dtype), &it, a->data, b->data, y->data, cs->flag,
+                            cs->stream)) ||
+        (divides && flag_get(cs, &bad)))
+        return -1;
+    return bad ? tg_err("integer division by zero") : 0;
+}
+
+static int run_where(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *y = c->out[0];
+    tgc_iter it = {.rank = y->rank};
+    memcpy(it.dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
+    contiguous(y->rank, y->dims, it.st[0]);
+    for (int i = 0; i < 3; i++)
+        tgk_broadcast_strides(y->rank, y->dims, c->in[i]->rank, c->in[i]->dims, it.st[i + 1]);
+    return launched(tgc_where(tg_dtype_size(y->dtype), &it, c->in[0]->data, c->in[1]->data,
+                              c->in[2]->data, y->data, cs->stream));
+}
+
+/* ---- reductions --------------------------------------------------------------------- */
+
+static int run_reduce(const tgc_state *cs, const tg_run_ctx *c, tgk_reduce_op op)
+{
+    const tg_tensor *x = c->in[0];
+    uint32_t mask;
+    if (tg_run_reduce_mask(c, &mask))
+        return -1;
+    /* the kept dims first, then the reduced ones */
+    int64_t xs[TG_MAX_RANK];
+    contiguous(x->rank, x->dims, xs);
+    tgc_iter it = {.rank = x->rank};
+    int nkeep = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0, j = pass ? nkeep : 0; d < x->rank; d++)
+            if (!(mask >> d & 1) == !pass) {
+                it.dims[j] = x->dims[d];
+                it.st[1][j++] = xs[d];
+                nkeep += !pass;
+            }
+    return launched(tgc_reduce(op, tg_run_kt(x->dtype), &it, nkeep, tg_node_int(c->n, "correction", 1),
+                               x->data, c->out[0]->data, cs->stream));
+}
+
+static int run_arg(const tgc_state *cs, const tg_run_ctx *c, bool max)
+{
+    const tg_tensor *x = c->in[0];
+    int64_t outer = 1, n = numel(x), inner = 1;
+    if (tg_node_attr(c->n, "axis")) {
+        int ax = tg_run_axis(c, "axis", 0, x->rank);
+        if (ax < 0)
+            return -1;
+        outer = tg_run_prod(x->dims, 0, ax);
+        n = x->dims[ax];
+        inner = tg_run_prod(x->dims, ax + 1, x->rank);
+    }
+    return launched(tgc_arg_reduce(max, tg_run_kt(x->dtype), outer, n, inner, x->data,
+                                   c->out[0]->data, cs->stream));
+}
+
+/* axis (default dflt) of x splitting it into [outer, len, inner] */
+static int split_axis(const tg_run_ctx *c, int64_t dflt, int64_t *outer, int64_t *len,
+                      int64_t *inner)
+{
+    const tg_tensor *x = c->in[0];
+    int ax = x->rank ? tg_run_axis(c, "axis", dflt, x->rank) : 0;
+    if (ax < 0)
+        return -1;
+    *len = x->rank ? x->dims[ax] : 1;
+    *outer = tg_run_prod(x->dims, 0, ax);
+    *inner = x->rank ? tg_run_prod(x->dims, ax + 1, x->rank) : 1;
+    return 0;
+}
+
+static int run_softmax(const tgc_state *cs, const tg_run_ctx *c, bool log)
+{
+    int64_t outer, len, inner;
+    if (split_axis(c, -1, &outer, &len, &inner))
+        return -1;
+    return launched(tgc_softmax_f32(c->in[0]->data, c->out[0]->data, outer, len, inner, log,
+                                    cs->stream));
+}
+
+static int run_cumsum(const tgc_state *cs, const tg_run_ctx *c)
+{
+    int64_t outer, len, inner;
+    if (split_axis(c, 0, &outer, &len, &inner))
+        return -1;
+    return launched(tgc_cumsum(tg_run_kt(c->in[0]->dtype), outer, len, inner,
+                               tg_node_int(c->n, "exclusive", 0), tg_node_int(c->n, "reverse", 0),
+                               c->in[0]->data, c->out[0]->data, cs->stream));
+}
+
+/* ---- nn -------------------------------------------------------------------------------- */
+
+static int run_norm(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0];
+    float eps = (float)tg_node_float(c->n, "eps", 1e-5);
+    int64_t spatial = tg_run_prod(x->dims, 2, x->rank);
+    float *y = c->out[0]->data;
+    if (c->n->op == TG_OP_LAYER_NORM) {
+        int ax = tg_run_axis(c, "axis", -1, x->rank);
+        if (ax < 0)
+            return -1;
+        return launched(tgc_layer_norm_f32(x->data, opt_data(c, 1), opt_data(c, 2), y,
+                                           tg_run_prod(x->dims, 0, ax),
+                                           tg_run_prod(x->dims, ax, x->rank), eps, cs->stream));
+    }
+    if (c->n->op == TG_OP_GROUP_NORM)
+        return launched(tgc_group_norm_f32(x->data, opt_data(c, 1), opt_data(c, 2), y, x->dims[0],
+                                           x->dims[1], spatial, tg_node_int(c->n, "groups", 1),
+                                           eps, cs->stream));
+    return launched(tgc_batch_norm_f32(x->data, c->in[1]->data, c->in[2]->data, opt_data(c, 3),
+                                       opt_data(c, 4), y, x->dims[0], x->dims[1], spatial, eps,
+                                       cs->stream));
+}
+
+static int run_pool(const tgc_state *cs, const tg_run_ctx *c)
+{
+    tgk_pool_desc d;
+    if (tg_run_pool_desc(c, &d))
+        return -1;
+    if (c->n->op == TG_OP_ADAPTIVE_AVG_POOL) {
+        int nsp = d.nsp;
+        return launched(tgc_adaptive_avg_pool_f32(d.n * d.c, nsp == 2 ? d.in[0] : 1,
+                                                  d.in[nsp - 1], nsp == 2 ? d.out[0] : 1,
+                                                  d.out[nsp - 1], c->in[0]->data,
+                                                  c->out[0]->data, cs->stream));
+    }
+    return launched(tgc_pool_f32(&d, c->n->op == TG_OP_MAX_POOL, c->in[0]->data, c->out[0]->data,
+                                 cs->stream));
+}
+
+static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
+{
+    tgk_conv_desc d;
+    if (tg_run_conv_desc(c, &d))
+        return -1;
+    return launched(tgc_conv_f32(&d, c->in[0]->data, c->in[1]->data, opt_data(c, 2),
+                                 c->out[0]->data, cs->stream));
+}
+
+/* The mask read through broadcast strides, or expanded first where the
+ * leading batch dims do not fold into one stride (as on the CPU). */
+static int run_sdpa(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *q = c->in[0], *m = opt_in(c, 3);
+    tgk_sdpa_desc d;
+    tg_run_sdpa_desc(c, &d);
+    void *expanded = NULL;
+    const void *mask = NULL;
+    if (m) {
+        int r = q->rank;
+        int64_t sd[TG_MAX_RANK], st[TG_MAX_RANK];
+        mask = m->data;
+        if (!tg_run_sdpa_mask_layout(m, q, d.S, sd, st)) {
+            size_t es = tg_dtype_size(m->dtype);
+            tgc_iter it = {.rank = r};
+            memcpy(it.dims, sd, sizeof(int64_t) * (size_t)r);
+            contiguous(r, sd, it.st[0]);
+            memcpy(it.st[1], st, sizeof(int64_t) * (size_t)r);
+            int64_t total = tg_run_prod(sd, 0, r);
+            int e = cudaMallocAsync(&expanded, (size_t)(total ? total : 1) * es, cs->stream);
+            if (e || (e = tgc_copy(es, &it, m->data, expanded, cs->stream))) {
+                if (expanded)
+                    cudaFreeAsync(expanded, cs->stream);
+                return tgc_fail(e, "expanding the mask");
+            }
+            mask = expanded;
+            contiguous(r, sd, st);
+        }
+        tg_run_sdpa_mask_strides(r, st, &d);
+    }
+    int e = tgc_sdpa_f32(&d, mask, m && m->dtype == TG_BOOL, q->data, c->in[1]->data,
+                         c->in[2]->data, c->out[0]->data, cs->stream);
+    if (expanded)
+        cudaFreeAsync(expanded, cs->stream);
+    return launched(e);
+}
+
+/* ---- data movement --------------------------------------------------------------------- */
+
+/* y (contiguous) = x read through strides xs over y's dims, from x + off elements */
+static int gather_view(const tgc_state *cs, const tg_run_ctx *c, const int64_t *xs, int64_t off)
+{
+    const tg_tensor *y = c->out[0];
+    size_t es = tg_dtype_size(y->dtype);
+    tgc_iter it = {.rank = y->rank};
+    memcpy(it.dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
+    contiguous(y->rank, y->dims, it.st[0]);
+    memcpy(it.st[1], xs, sizeof(int64_t) * (size_t)y->rank);
+    return launched(tgc_copy(es, &it, (const char *)c->in[0]->data + off * (int64_t)es, y->data,
+                             cs->stream));
+}
+
+static int run_permute(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0];
+    const int64_t *v;
+    int k;
+    int64_t xs[TG_MAX_RANK], ps[TG_MAX_RANK];
+    if (tg_attr_get_ints(c->n, "perm", &v, &k) || k != x->rank)
+        return tg_err("attribute 'perm' needs %d values", x->rank);
+    contiguous(x->rank, x->dims, xs);
+    for (int i = 0; i < k; i++)
+        ps[i] = xs[v[i] < 0 ? v[i] + x->rank : v[i]];
+    return gather_view(cs, c, ps, 0);
+}
+
+static int run_slice(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0];
+    int ax = tg_run_axis(c, "axis", 0, x->rank);
+    int64_t start, xs[TG_MAX_RANK];
+    if (ax < 0 || tg_run_dim(c, "start", 0, &start))
+        return -1;
+    contiguous(x->rank, x->dims, xs);
+    int64_t off = start * xs[ax];
+    xs[ax] *= tg_node_int(c->n, "step", 1);
+    return gather_view(cs, c, xs, off);
+}
+
+static int run_concat(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *y = c->out[0];
+    size_t es = tg_dtype_size(y->dtype);
+    int ax = tg_run_axis(c, "axis", 0, y->rank);
+    int64_t ys[TG_MAX_RANK], at = 0;
+    if (ax < 0)
+        return -1;
+    contiguous(y->rank, y->dims, ys);
+    for (int i = 0; i < c->n->nin; i++) {
+        const tg_tensor *x = c->in[i];
+        tgc_iter it = {.rank = x->rank};
+        memcpy(it.dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+        memcpy(it.st[0], ys, sizeof ys);
+        contiguous(x->rank, x->dims, it.st[1]);
+        if (launched(tgc_copy(es, &it, x->data, (char *)y->data + at * ys[ax] * (int64_t)es,
+                              cs->stream)))
+            return -1;
+        at += x->dims[ax];
+    }
+    return 0;
+}
+
+/* y filled with the value, then the part of x inside y copied to its place
+ * (negative pads crop) */
+static int run_pad(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *y = c->out[0];
+    size_t es = tg_dtype_size(x->dtype);
+    const int64_t *pads;
+    int k;
+    uint8_t value[8];
+    if (tg_attr_get_ints(c->n, "pads", &pads, &k) || k != 2 * x->rank)
+        return tg_err("attribute 'pads' needs %d values", 2 * x->rank);
+    tgk_store_f64(tg_run_kt(x->dtype), value, 0, tg_node_float(c->n, "value", 0));
+    if (launched(tgc_fill(es, numel(y), value, y->data, cs->stream)))
+        return -1;
+    tgc_iter it = {.rank = x->rank};
+    int64_t xoff = 0, yoff = 0;
+    contiguous(y->rank, y->dims, it.st[0]);
+    contiguous(x->rank, x->dims, it.st[1]);
+    for (int d = 0; d < x->rank; d++) {
+        int64_t before = pads[d], i0 = before < 0 ? -before : 0;
+        int64_t i1 = x->dims[d] < y->dims[d] - before ? x->dims[d] : y->dims[d] - before;
+        it.dims[d] = i1 > i0 ? i1 - i0 : 0;
+        xoff += i0 * it.st[1][d];
+        yoff += (i0 + before) * it.st[0][d];
+    }
+    return launched(tgc_copy(es, &it, (const char *)x->data + xoff * (int64_t)es,
+                             (char *)y->data + yoff * (int64_t)es, cs->stream));
+}
+
+/* y viewed as [reps0, d0, reps1, d1, ...], x broadcast over the reps */
+static int run_tile(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *y = c->out[0];
+    const int64_t *reps;
+    int k;
+    int64_t xs[TG_MAX_RANK], ys[TG_MAX_RANK];
+    if (tg_attr_get_ints(c->n, "repeats", &reps, &k) || k != x->rank)
+        return tg_err("attribute 'repeats' needs %d values", x->rank);
+    contiguous(x->rank, x->dims, xs);
+    contiguous(y->rank, y->dims, ys);
+    tgc_iter it = {.rank = 2 * x->rank};
+    for (int d = 0; d < x->rank; d++) {
+        it.dims[2 * d] = reps[d];
+        it.dims[2 * d + 1] = x->dims[d];
+        it.st[0][2 * d] = x->dims[d] * ys[d];
+        it.st[0][2 * d + 1] = ys[d];
+        it.st[1][2 * d] = 0;
+        it.st[1][2 * d + 1] = xs[d];
+    }
+    return launched(tgc_copy(tg_dtype_size(x->dtype), &it, x->data, y->data, cs->stream));
+}
+
+static int run_index(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *ix = c->in[1], *y = c->out[0];
+    size_t es = tg_dtype_size(x->dtype);
+    int ax = tg_run_axis(c, "axis", 0, x->rank);
+    if (ax < 0 || flag_set(cs, INT64_MIN))
+        return -1;
+    int64_t outer = tg_run_prod(x->dims, 0, ax), inner = tg_run_prod(x->dims, ax + 1, x->rank);
+    tgk_dtype it = tg_run_kt(ix->dtype);
+    int e;
+    if (c->n->op == TG_OP_INDEX_COPY) {
+        if (copy_bytes(cs, y->data, x->data, y->nbytes))
+            return -1;
+        e = tgc_index_copy(es, outer, x->dims[ax], inner, numel(ix), it, ix->data,
+                           c->in[2]->data, y->data, cs->flag, cs->stream);
+    } else if (c->n->op == TG_OP_GATHER) {
+        e = tgc_gather(es, x->rank, x->dims, ix->dims, ax, x->data, it, ix->data, y->data,
+                       cs->flag, cs->stream);
+    } else {
+        e = tgc_index_select(es, outer, x->dims[ax], inner, x->data, numel(ix), it, ix->data,
+                             y->data, cs->flag, cs->stream);
+    }
+    int64_t bad;
+    if (launched(e) || flag_get(cs, &bad))
+        return -1;
+    if (bad != INT64_MIN)
+        return tg_err("index %" PRId64 " is out of range for axis %d of size %" PRId64, bad, ax,
+                      x->dims[ax]);
+    return 0;
+}
+
+static int run_movement(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *y = c->out[0];
+    int64_t xs[TG_MAX_RANK];
+    switch (c->n->op) {
+    case TG_OP_RESHAPE: case TG_OP_IDENTITY:
+        return copy_bytes(cs, y->data, x->data, y->nbytes);
+    case TG_OP_PERMUTE: return run_permute(cs, c);
+    case TG_OP_EXPAND:
+        tgk_broadcast_strides(y->rank, y->dims, x->rank, x->dims, xs);
+        return gather_view(cs, c, xs, 0);
+    case TG_OP_SLICE: return run_slice(cs, c);
+    case TG_OP_CONCAT: return run_concat(cs, c);
+    case TG_OP_PAD: return run_pad(cs, c);
+    case TG_OP_TILE: return run_tile(cs, c);
+    case TG_OP_TRIL: case TG_OP_TRIU:
+        return launched(tgc_tri(tg_dtype_size(x->dtype), c->n->op == TG_OP_TRIU,
+                                tg_run_prod(x->dims, 0, x->rank - 2), x->dims[x->rank - 2],
+                                x->dims[x->rank - 1], tg_node_int(c->n, "k", 0), x->data,
+                                y->data, cs->stream));
+    default: return run_index(cs, c);
+    }
+}
+
+/* ---- the dispatch ------------------------------------------------------------------------ */
+
+int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_node *n = c->n;
+    const tg_tensor *x = n->nin ? c->in[0] : NULL;
+    tg_tensor *y = c->out[0];
+    tgk_unary_op u;
+    tgk_unary_param up;
+    uint8_t value[8];
+    switch (n->op) {
+    case TG_OP_CAST:
+        return launched(tgc_cast(tg_run_kt(y->dtype), y->data, tg_run_kt(x->dtype), x->data,
+                                 numel(x), cs->stream));
+    case TG_OP_WHERE: return run_where(cs, c);
+    case TG_OP_ARGMAX: return run_arg(cs, c, true);
+    case TG_OP_ARGMIN: return run_arg(cs, c, false);
+    case TG_OP_SOFTMAX: return run_softmax(cs, c, false);
+    case TG_OP_LOG_SOFTMAX: return run_softmax(cs, c, true);
+    case TG_OP_CUMSUM: return run_cumsum(cs, c);
+    case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM: case TG_OP_BATCH_NORM:
+        return run_norm(cs, c);
+    case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
+        return run_pool(cs, c);
+    case TG_OP_CONV: return run_conv(cs, c);
+    case TG_OP_SDPA: return run_sdpa(cs, c);
+    case TG_OP_LINEAR: {
+        int64_t K = x->dims[x->rank - 1];
+        return tgc_linear(cs, x->data, c->in[1]->data, opt_data(c, 2), y->data,
+                          numel(x) / (K ? K : 1), c->in[1]->dims[0], K);
+    }
+    case TG_OP_MATMUL:
+        return tgc_matmul(cs, x->rank, x->dims, x->data, c->in[1]->rank, c->in[1]->dims,
+                          c->in[1]->data, y->data);
+    case TG_OP_FULL:
+        tgk_store_f64(tg_run_kt(y->dtype), value, 0, tg_node_float(n, "value", 0));
+        return launched(tgc_fill(tg_dtype_size(y->dtype), numel(y), value, y->data, cs->stream));
+    case TG_OP_ARANGE:
+        return launched(tgc_arange(tg_run_kt(y->dtype), y->dims[0], tg_node_int(n, "start", 0),
+                                   tg_node_int(n, "step", 1), y->data, cs->stream));
+    default:
+        break;
+    }
+    const char *family = tg_op_table[n->op].family;
+    if (!strcmp(family, "unary")) {
+        tg_cpu_unary_desc(n, &u, &up);
+        return launched(tgc_unary(u, tg_run_kt(x->dtype), numel(x), x->data, y->data, &up,
+                                  cs->stream));
+    }
+    if (!strcmp(family, "binary"))
+        return run_binary(cs, c, tg_cpu_binary_kop[n->op]);
+    if (!strcmp(family, "reduce"))
+        return run_reduce(cs, c, tg_cpu_reduce_kop[n->op]);
+    return run_movement(cs, c);
+}

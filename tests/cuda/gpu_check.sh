@@ -1,0 +1,79 @@
+#!/bin/sh
+# The CUDA backend on a GPU machine, in one command from a configured or
+# fresh source tree: build with --with-cuda, run the flash kernels' test
+# (make check-cuda), test_backend (the device interface), test_backend_ops
+# on the cuda device (every op of ops.def), then trun
+# --device cuda against the references of the demo model and of every
+# generated fixture, and time the demo model on both devices. Logs go to
+# LOGDIR (default .); the last lines printed are the summary.
+#   tests/cuda/gpu_check.sh [LOGDIR]
+set -u
+log=${1:-.}
+mkdir -p "$log"
+jobs=$(nproc 2>/dev/null || echo 4)
+say() { printf '%s\n' "$*" | tee -a "$log/summary.txt"; }
+
+if [ ! -f Makefile ]; then
+    ./configure --with-cuda >"$log/configure.log" 2>&1 || { tail -30 "$log/configure.log"; exit 1; }
+fi
+make -j"$jobs" >"$log/build.log" 2>&1 || { grep -E 'error|Error' "$log/build.log" | head -30; exit 1; }
+make -j"$jobs" check TESTS= >>"$log/build.log" 2>&1 || { tail -30 "$log/build.log"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$log/gpu.txt" 2>&1
+say "gpu: $(cat "$log/gpu.txt")"
+
+make check-cuda >"$log/check_cuda.log" 2>&1
+say "make check-cuda (flash kernels): exit $? ($(grep -c -i 'ok\|pass' "$log/check_cuda.log") ok lines)"
+
+env="TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_UNIT=$PWD/tests/unit"
+env $env tests/unit/test_backend >"$log/test_backend.log" 2>&1
+say "test_backend: exit $?; $(tail -1 "$log/test_backend.log")"
+# the cuda device's paths only: make check runs the CPU's everywhere
+env $env TG_BACKEND_OPS=cuda tests/unit/test_backend_ops >"$log/test_backend_ops.log" 2>&1
+say "test_backend_ops (TG_BACKEND_OPS=cuda): exit $?; $(grep -E '^(coverage|backend cuda|[0-9]+ passed)' "$log/test_backend_ops.log" | tr '\n' ' ')"
+say "  refused on cuda (cases): $(grep '^unsupported: .*cuda interpreted' "$log/test_backend_ops.log" | sed 's/.*cuda interpreted: [^(]*(\([a-z_0-9]*\)): /\1: /' | sort | uniq -c | sort -rn | tr -s ' \n' ' ')"
+
+# the bats tests of the cuda device (bats may be missing on a GPU machine)
+if command -v bats >/dev/null; then
+    env $env TG_TOOLS=$PWD/tools TG_FIXTURES=$PWD/tests/fixtures TG_SRCDIR=$PWD \
+        bats -f cuda tests/trun.bats >"$log/bats.log" 2>&1
+    say "bats -f cuda tests/trun.bats: exit $?; $(grep -c '^ok' "$log/bats.log") ok, $(grep -c '^not ok' "$log/bats.log") not ok$(grep -c '# skip' "$log/bats.log" | sed 's/^0$//; s/^[1-9].*/ (some skipped)/')"
+fi
+
+# trun --device cuda against the references (the tolerance of texport.bats)
+tol="--rtol=1e-4 --atol=1e-4"
+fix=tests/fixtures
+tmp=$(mktemp -d)
+mkdir -p "$tmp/out"
+pass=0 fail=0
+check() {   # NAME TG INPUTS REFS
+    if ./tools/trun --device cuda "$2" $3 --check "$4" -o "$tmp/out" $tol >"$tmp/r" 2>&1; then
+        pass=$((pass + 1)); echo "pass $1: $(tail -1 "$tmp/r")" >>"$log/trun.log"
+    else
+        fail=$((fail + 1)); echo "FAIL $1: $(cat "$tmp/r")" >>"$log/trun.log"
+    fi
+    TLOG=run ./tools/trun --device cuda "$2" $3 -o "$tmp/out" 2>&1 | grep refused >>"$log/trun_refused.log"
+}
+./tools/texport -o "$tmp/convnet.tg" share/examples/convnet.pt2
+check convnet "$tmp/convnet.tg" share/examples/convnet.in.npy share/examples/convnet.out.npy
+for m in $(ls $fix/*.pt2 | sed 's|.*/||; s|\.core\.pt2$||; s|\.pt2$||' | sort -u); do
+    for ir in pt2 core.pt2; do
+        [ -f "$fix/$m.$ir" ] || continue
+        ./tools/texport -o "$tmp/m.tg" "$fix/$m.$ir" 2>/dev/null || continue
+        if ls $fix/$m.in0.b1.npy >/dev/null 2>&1; then
+            for b in 1 3; do
+                check "$m.$ir b$b" "$tmp/m.tg" "$fix/$m.in0.b$b.npy" "$fix/$m.out0.b$b.npy"
+            done
+        elif ls $fix/$m.in0.npy >/dev/null 2>&1; then
+            check "$m.$ir" "$tmp/m.tg" "$(ls $fix/$m.in*.npy | sort | tr '\n' ' ')" \
+                "$(ls $fix/$m.out*.npy | sort | paste -sd, -)"
+        fi
+    done
+done
+say "trun --device cuda against the references: $pass passed, $fail failed (trun.log; refused nodes: $(sort -u "$log/trun_refused.log" | sed 's/.*refused it (//; s/); on cpu//' | sort | uniq -c | sort -rn | head -5 | tr -s ' \n' ' '))"
+
+for dev in cpu cuda; do
+    ./tools/trun --device $dev "$tmp/convnet.tg" share/examples/convnet.in.npy -o "$tmp/out" \
+        --bench 50 2>"$log/bench_$dev.log" >/dev/null
+    say "convnet --bench 50 on $dev: $(grep -i median "$log/bench_$dev.log" | head -1)"
+done
+rm -rf "$tmp"
