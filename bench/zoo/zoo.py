@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The model zoo: real architectures through every tgraph step, against eager PyTorch.
 
-    python3 bench/zoo/zoo.py [--tools DIR] [--work DIR] [--timeout S] [MODEL...]
+    python3 bench/zoo/zoo.py [--tools DIR] [--work DIR] [--timeout S]
+                             [--export-only | --reuse-exports] [MODEL...]
 
 For each model of models.ZOO (or the ones named; a name ending in * is a
 prefix), in a fresh Python process with a time limit: build it with seeded
@@ -16,7 +17,9 @@ limit: texport, trun at batch 1 and 3, tcompile, and the .so at batch 1
 and 3, every run checked against eager: max abs error, and max abs error /
 max|ref| <= 1e-4 to pass. Each model's results are kept in
 WORK/M/result.json; bench/zoo/RESULTS.md is written from all of them, so a
-run over some models updates their rows only.
+run over some models updates their rows only. --export-only stops after the
+exports; --reuse-exports then reruns only the tgraph steps on them (after a
+change to tgraph, the exports, most of a run's time, need not be redone).
 
 An output is flagged "trivial" when its magnitude is below 1e-2 or it
 barely depends on the input (two inputs' outputs closer than 1e-3 of it):
@@ -222,17 +225,37 @@ def run_format(tools, work, fmt, outputs, timeout):
     return res
 
 
-def run_model(name, args):
-    work = os.path.join(args.work, name.replace("+", "_"))
+def export_model(name, work, args):
+    """Exports NAME into WORK; returns (export seconds, error text)."""
     shutil.rmtree(work, ignore_errors=True)     # a model's earlier run, outputs folder and all
     os.makedirs(work)
     t0 = time.time()
     st, err, _ = run([sys.executable, os.path.abspath(__file__), "--export-worker", name, work,
                       ",".join(args.formats)], args.export_timeout)
-    result = {"name": name, "export_s": round(time.time() - t0, 1), "formats": {}}
+    return round(time.time() - t0, 1), first_lines(err, 4) if st != "timeout" else "export: timeout"
+
+
+def reusable_export(work, formats):
+    """An earlier export of every format asked for, kept by --export-only or a past run."""
+    try:
+        with open(os.path.join(work, "export.json")) as f:
+            return set(formats) <= set(json.load(f)["export"])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def run_model(name, args):
+    work = os.path.join(args.work, name.replace("+", "_"))
+    if args.reuse_exports and reusable_export(work, args.formats):
+        export_s, err = None, ""
+    else:
+        export_s, err = export_model(name, work, args)
+    result = {"name": name, "export_s": export_s, "formats": {}}
     info_path = os.path.join(work, "export.json")
     if not os.path.exists(info_path):
-        result["export_error"] = first_lines(err, 4) if st != "timeout" else "export: timeout"
+        result["export_error"] = err
+    elif args.export_only:
+        pass
     else:
         with open(info_path) as f:
             info = json.load(f)
@@ -255,6 +278,8 @@ def end_to_end(fr):
 def summary_line(r):
     if "export_error" in r:
         return "export failed"
+    if not r["formats"]:
+        return "exported"
     return " ".join(f"{fmt}={'ok' if end_to_end(r['formats'][fmt]) else 'no'}"
                     for fmt in r["formats"])
 
@@ -353,6 +378,10 @@ def main():
     ap.add_argument("--formats", default=",".join(FORMATS),
                     help="comma list of pt2, core.pt2, onnx (default all)")
     ap.add_argument("--table-only", action="store_true", help="rewrite RESULTS.md only")
+    ap.add_argument("--export-only", action="store_true",
+                    help="export the models into WORK and stop (for a later --reuse-exports)")
+    ap.add_argument("--reuse-exports", action="store_true",
+                    help="keep a model's exports already in WORK: rerun the tgraph steps only")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     args.formats = args.formats.split(",")
@@ -370,6 +399,8 @@ def main():
     if not args.table_only:
         for n in names:
             run_model(n, args)
+    if args.export_only:
+        return
     results = []
     if os.path.isdir(args.work):
         for d in sorted(os.listdir(args.work)):
