@@ -72,7 +72,7 @@ setup() {
 
 @test "--device with a name no folder of TG_BACKEND_PATH holds is a usage error" {
     TG_BACKEND_PATH=$OTHER run_fails 2 \
-        "^trun: --device: no device 'nope' \\(known: cpu; no libtgraph-backend-nope.so in TG_BACKEND_PATH\\)$" \
+        "^trun: --device: no device 'nope' \\(known: cpu(, cuda)?; no libtgraph-backend-nope.so in TG_BACKEND_PATH\\)$" \
         "$TRUN" --device nope --random "$TMP/g.tg"
 }
 

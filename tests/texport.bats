@@ -398,8 +398,10 @@ EOF
     run_fails 1 "not a torch.export archive \(no archive_format entry\)" "$TEXPORT" "$TMP/m.pt2"
 }
 
-# in_256m CMD...: CMD with 256 MiB of address space, so a test fails where CMD
-# would allocate a bomb. Under valgrind, which needs more, without the cap; under
+# in_256m CMD...: CMD with 256 MiB of data (RLIMIT_DATA: heap and private
+# writable mappings, so a big malloc fails; not -v, address space, which the
+# CUDA libraries of a --with-cuda build exceed by merely loading), so a test
+# fails where CMD would allocate a bomb. Under valgrind, which needs more, without the cap; under
 # AddressSanitizer, which reserves terabytes of address space for its shadow, no
 # one allocation above 256 MiB instead (malloc returns NULL, as under the cap).
 in_256m() {
@@ -408,7 +410,7 @@ in_256m() {
     elif [[ "${TG_SAN_CFLAGS:-}" == *address* ]]; then
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=256:allocator_may_return_null=1 "$@"
     else
-        (ulimit -v 262144 && exec "$@")
+        (ulimit -d 262144 && exec "$@")
     fi
 }
 
