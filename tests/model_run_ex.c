@@ -52,14 +52,16 @@ int main(int argc, char **argv)
         return 2;
     }
     tgraph_model *(*open)(const char *);
+    void (*close)(tgraph_model *);
     const char *(*last_error)(void);
     run_fn run;
     run_ex_fn run_ex;
     *(void **)&open = dlsym(dl, "tgraph_model_open");
+    *(void **)&close = dlsym(dl, "tgraph_model_close");
     *(void **)&last_error = dlsym(dl, "tgraph_last_error");
     *(void **)&run = dlsym(dl, "tgraph_model_run");
     *(void **)&run_ex = dlsym(dl, "tgraph_model_run_ex");
-    tgraph_model *m = open && last_error && run && run_ex ? open(NULL) : NULL;
+    tgraph_model *m = open && close && last_error && run && run_ex ? open(NULL) : NULL;
     if (!m) {
         fprintf(stderr, "model_run_ex: the model does not open or lacks a function\n");
         return 1;
@@ -111,6 +113,9 @@ int main(int argc, char **argv)
         free(y.data);
     }
     free(ref.data);
+    close(m);
+    tg_tensor_free(&in);
+    dlclose(dl);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
