@@ -6,6 +6,7 @@
 
 #include "iter.h"
 #include "kernels.h"
+#include "scalar_ops.h"
 #include "tensor_ops.h"
 
 #define GRAIN (1 << 14)
@@ -24,62 +25,6 @@ static bool unary_float_only(tgk_unary_op op)
 }
 
 /* The double form: the generic path and the readable definition of each op. */
-static double unary_f64(tgk_unary_op op, double v, const tgk_unary_param *p)
-{
-    switch (op) {
-    case TGK_NEG: return -v;
-    case TGK_ABS: return fabs(v);
-    case TGK_EXP: return exp(v);
-    case TGK_LOG: return log(v);
-    case TGK_SQRT: return sqrt(v);
-    case TGK_RSQRT: return 1.0 / sqrt(v);
-    case TGK_RECIPROCAL: return 1.0 / v;
-    case TGK_SIN: return sin(v);
-    case TGK_COS: return cos(v);
-    case TGK_TANH: return tanh(v);
-    case TGK_TAN: return tan(v);
-    case TGK_ASIN: return asin(v);
-    case TGK_ACOS: return acos(v);
-    case TGK_ATAN: return atan(v);
-    case TGK_SINH: return sinh(v);
-    case TGK_COSH: return cosh(v);
-    case TGK_ASINH: return asinh(v);
-    case TGK_ACOSH: return acosh(v);
-    case TGK_ATANH: return atanh(v);
-    case TGK_ERF: return erf(v);
-    case TGK_SIGMOID: return 1.0 / (1.0 + exp(-v));
-    case TGK_RELU: return v < 0 ? 0 : v;
-    case TGK_GELU: return 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
-    case TGK_GELU_TANH:
-        return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-    case TGK_SILU: return v / (1.0 + exp(-v));
-    case TGK_HARDSWISH: return v * fmin(fmax(v + 3.0, 0.0), 6.0) / 6.0;
-    case TGK_HARDSIGMOID: return fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
-    case TGK_LEAKY_RELU: return v < 0 ? p->alpha * v : v;
-    case TGK_ELU: return v < 0 ? p->alpha * expm1(v) : v;
-    case TGK_FLOOR: return floor(v);
-    case TGK_CEIL: return ceil(v);
-    case TGK_ROUND: return nearbyint(v);
-    case TGK_CLAMP: return (v < p->lo ? p->lo : v) > p->hi ? p->hi : (v < p->lo ? p->lo : v);
-    case TGK_LOGICAL_NOT: return v == 0;
-    default: return NAN;
-    }
-}
-
-static int64_t unary_i64(tgk_unary_op op, int64_t v, const tgk_unary_param *p)
-{
-    switch (op) {
-    case TGK_NEG: return (int64_t)(0 - (uint64_t)v);
-    case TGK_ABS: return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
-    case TGK_RELU: return v < 0 ? 0 : v;
-    case TGK_CLAMP:
-        v = (double)v < p->lo ? (int64_t)ceil(p->lo) : v;  /* then max: min > max gives max */
-        return (double)v > p->hi ? (int64_t)floor(p->hi) : v;
-    case TGK_LOGICAL_NOT: return v == 0;
-    default: return v;                          /* floor, ceil, round */
-    }
-}
-
 typedef struct {
     tgk_unary_op op;
     tgk_dtype t;
@@ -146,12 +91,12 @@ static void unary_task(void *vctx, int64_t b, int64_t e)
         unary_f32(c->op, e - b, (const float *)c->x + b, (float *)c->y + b, c->p);
     } else if (tgk_dtype_is_float(c->t)) {
         for (int64_t i = b; i < e; i++)
-            tgk_store_f64(c->t, c->y, i, unary_f64(c->op, tgk_load_f64(c->t, c->x, i), c->p));
+            tgk_store_f64(c->t, c->y, i, tgk_unary_f64(c->op, tgk_load_f64(c->t, c->x, i), c->p));
     } else if (c->op == TGK_FLOOR || c->op == TGK_CEIL || c->op == TGK_ROUND) {
         memmove((char *)c->y + b * es, (const char *)c->x + b * es, (size_t)(e - b) * es);
     } else {
         for (int64_t i = b; i < e; i++)
-            tgk_store_i64(c->t, c->y, i, unary_i64(c->op, tgk_load_i64(c->t, c->x, i), c->p));
+            tgk_store_i64(c->t, c->y, i, tgk_unary_i64(c->op, tgk_load_i64(c->t, c->x, i), c->p));
     }
 }
 
@@ -192,78 +137,6 @@ void tgk_broadcast_strides(int rank, const int64_t *dims, int in_rank, const int
 static bool is_compare(tgk_binary_op op)
 {
     return op >= TGK_EQ;
-}
-
-static double binary_f64(tgk_binary_op op, double u, double v)
-{
-    switch (op) {
-    case TGK_ADD: return u + v;
-    case TGK_SUB: return u - v;
-    case TGK_MUL: return u * v;
-    case TGK_DIV: return u / v;
-    case TGK_POW: return pow(u, v);
-    case TGK_REMAINDER: return tgk_floor_mod(u, v);
-    case TGK_FMOD: return fmod(u, v);
-    case TGK_MAXIMUM: return u != u ? u : v != v ? v : u > v ? u : v;
-    case TGK_MINIMUM: return u != u ? u : v != v ? v : u < v ? u : v;
-    case TGK_EQ: return u == v;
-    case TGK_NE: return u != v;
-    case TGK_LT: return u < v;
-    case TGK_LE: return u <= v;
-    case TGK_GT: return u > v;
-    case TGK_GE: return u >= v;
-    case TGK_LOGICAL_AND: return u != 0 && v != 0;
-    case TGK_LOGICAL_OR: return u != 0 || v != 0;
-    default: return NAN;
-    }
-}
-
-static int64_t ipow(int64_t b, int64_t e)
-{
-    if (e < 0)
-        return b == 1 ? 1 : b == -1 ? (e % 2 ? -1 : 1) : 0;
-    uint64_t r = 1, ub = (uint64_t)b;
-    for (; e; e >>= 1, ub *= ub)
-        if (e & 1)
-            r *= ub;
-    return (int64_t)r;
-}
-
-/* Integer arithmetic wraps (through uint64) like torch; *bad on division by zero. */
-static int64_t binary_i64(tgk_binary_op op, int64_t u, int64_t v, bool *bad)
-{
-    switch (op) {
-    case TGK_ADD: return (int64_t)((uint64_t)u + (uint64_t)v);
-    case TGK_SUB: return (int64_t)((uint64_t)u - (uint64_t)v);
-    case TGK_MUL: return (int64_t)((uint64_t)u * (uint64_t)v);
-    case TGK_DIV:
-        if (v == 0) {
-            *bad = true;
-            return 0;
-        }
-        return v == -1 ? (int64_t)(0 - (uint64_t)u) : u / v;
-    case TGK_POW: return ipow(u, v);
-    case TGK_REMAINDER:
-    case TGK_FMOD: {
-        if (v == 0) {
-            *bad = true;
-            return 0;
-        }
-        int64_t r = v == -1 ? 0 : u % v;       /* INT64_MIN % -1 traps */
-        return op == TGK_REMAINDER && r != 0 && (r < 0) != (v < 0) ? r + v : r;
-    }
-    case TGK_MAXIMUM: return u > v ? u : v;
-    case TGK_MINIMUM: return u < v ? u : v;
-    case TGK_EQ: return u == v;
-    case TGK_NE: return u != v;
-    case TGK_LT: return u < v;
-    case TGK_LE: return u <= v;
-    case TGK_GT: return u > v;
-    case TGK_GE: return u >= v;
-    case TGK_LOGICAL_AND: return u != 0 && v != 0;
-    case TGK_LOGICAL_OR: return u != 0 || v != 0;
-    default: return 0;
-    }
 }
 
 typedef struct {
@@ -324,13 +197,13 @@ static void binary_run(void *vctx, const int64_t *off, int64_t n, const int64_t 
     void *y = (char *)c->y + off[0] * (int64_t)tgk_dtype_size(ot);
     if (tgk_dtype_is_float(c->t)) {
         for (int64_t i = 0; i < n; i++)
-            tgk_store_f64(ot, y, i, binary_f64(c->op, tgk_load_f64(c->t, c->a, off[1] + i * sa),
+            tgk_store_f64(ot, y, i, tgk_binary_f64(c->op, tgk_load_f64(c->t, c->a, off[1] + i * sa),
                                                tgk_load_f64(c->t, c->b, off[2] + i * sb)));
         return;
     }
     bool bad = false;
     for (int64_t i = 0; i < n; i++)
-        tgk_store_i64(ot, y, i, binary_i64(c->op, tgk_load_i64(c->t, c->a, off[1] + i * sa),
+        tgk_store_i64(ot, y, i, tgk_binary_i64(c->op, tgk_load_i64(c->t, c->a, off[1] + i * sa),
                                            tgk_load_i64(c->t, c->b, off[2] + i * sb), &bad));
     if (bad)
         __atomic_store_n(&c->bad, true, __ATOMIC_RELAXED);
