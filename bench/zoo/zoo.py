@@ -2,7 +2,7 @@
 """The model zoo: real architectures through every tgraph step, against eager PyTorch.
 
     python3 bench/zoo/zoo.py [--tools DIR] [--work DIR] [--timeout S]
-                             [--export-only | --reuse-exports] [MODEL...]
+                             [--export-only | --reuse-exports] [--build COMMIT] [MODEL...]
 
 For each model of models.ZOO (or the ones named; a name ending in * is a
 prefix), in a fresh Python process with a time limit: build it with seeded
@@ -12,12 +12,14 @@ random; BatchNorm statistics measured on a random batch), run it eagerly at
 batch 1 and 3, and export it three ways: torch.export with a dynamic batch
 (M.pt2), the same after run_decompositions() (M.core.pt2; torch's table
 with its CPU attention decomposition corrected, see core_decompositions), and
-torch.onnx.export(dynamo=True) (M.onnx). Then, each under its own time
+torch.onnx.export(dynamo=True) (M.onnx; where that fails, of the M.core.pt2 program,
+noted in the table). Then, each under its own time
 limit: texport, trun at batch 1 and 3, tcompile, and the .so at batch 1
 and 3, every run checked against eager: max abs error, and max abs error /
 max|ref| <= 1e-4 to pass. Each model's results are kept in
 WORK/M/result.json; bench/zoo/RESULTS.md is written from all of them, so a
-run over some models updates their rows only. --export-only stops after the
+run over some models (or formats) updates their rows only; each row names the
+build that ran it (--build). --export-only stops after the
 exports; --reuse-exports then reruns only the tgraph steps on them (after a
 change to tgraph, the exports, most of a run's time, need not be redone).
 
@@ -60,6 +62,15 @@ def nontrivial_weights(model, example):
         with torch.no_grad():
             model(*example)
     model.eval()
+
+
+def exception_summary(e):
+    """One line for an exception: torch.onnx's errors are pages, with colour codes, whose
+    cause comes after 'Exception summary'."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", f"{type(e).__name__}: {e}")
+    tail = text.split("## Exception summary", 1)
+    lines = [ln.strip() for ln in tail[-1].splitlines() if ln.strip()]
+    return (lines[0] if lines else text)[:300]
 
 
 def save_npy(path, t):
@@ -119,25 +130,38 @@ def export_worker(name, work, formats):
     info["trivial"] = mag < 1e-2 or dep < 1e-3
     args = make_inputs(3, 3)
     info["export"] = {}
+    core = None
     try:
         prog = torch.export.export(model, args, dynamic_shapes=dyn)
         torch.export.save(prog, os.path.join(work, "m.pt2"))
         info["export"]["pt2"] = "ok"
         try:
-            torch.export.save(prog.run_decompositions(core_decompositions()),
-                              os.path.join(work, "m.core.pt2"))
+            core = prog.run_decompositions(core_decompositions())
+            torch.export.save(core, os.path.join(work, "m.core.pt2"))
             info["export"]["core.pt2"] = "ok"
         except Exception as e:          # noqa: BLE001 - reported in the table
-            info["export"]["core.pt2"] = f"{type(e).__name__}: {e}"
+            info["export"]["core.pt2"] = exception_summary(e)
     except Exception as e:              # noqa: BLE001
-        info["export"]["pt2"] = info["export"]["core.pt2"] = f"{type(e).__name__}: {e}"
-    try:
-        if "onnx" in formats:
-            torch.onnx.export(model, args, os.path.join(work, "m.onnx"), dynamo=True,
+        info["export"]["pt2"] = info["export"]["core.pt2"] = exception_summary(e)
+    if "onnx" in formats:
+        onnx_path = os.path.join(work, "m.onnx")
+        try:
+            torch.onnx.export(model, args, onnx_path, dynamo=True,
                               dynamic_shapes=dyn, external_data=False)
             info["export"]["onnx"] = "ok"
-    except Exception as e:              # noqa: BLE001
-        info["export"]["onnx"] = f"{type(e).__name__}: {e}"
+        except Exception as e:          # noqa: BLE001
+            info["export"]["onnx"] = exception_summary(e)
+            # torch.onnx.export decomposes with torch's own table, whose CPU attention
+            # decomposition breaks some models (core_decompositions says why, T5 among
+            # them): the core.pt2 program, already decomposed by the corrected table.
+            if core is not None:
+                try:
+                    torch.onnx.export(core, (), onnx_path, dynamo=True, external_data=False)
+                    info["export"]["onnx"] = "ok"
+                    info["onnx_note"] = ("exported from the core.pt2 program (the module's "
+                                         "export failed: " + exception_summary(e) + ")")
+                except Exception:       # noqa: BLE001 - the first failure is reported
+                    pass
     with open(os.path.join(work, "export.json"), "w") as f:
         json.dump(info, f)
 
@@ -244,13 +268,38 @@ def reusable_export(work, formats):
         return False
 
 
+def earlier_formats(work, args):
+    """The formats of WORK's earlier result not run now (with the build that ran them), so a
+    run over some formats updates their rows only."""
+    try:
+        with open(os.path.join(work, "result.json")) as f:
+            earlier = json.load(f)["formats"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {f: r for f, r in earlier.items() if f not in args.formats}
+
+
+def source_head():
+    """This source tree's HEAD ('+' when it has uncommitted changes), or '?': the default
+    --build."""
+    src = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", src, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+" if dirty else "")
+
+
 def run_model(name, args):
     work = os.path.join(args.work, name.replace("+", "_"))
     if args.reuse_exports and reusable_export(work, args.formats):
         export_s, err = None, ""
     else:
         export_s, err = export_model(name, work, args)
-    result = {"name": name, "export_s": export_s, "formats": {}}
+    result = {"name": name, "export_s": export_s, "formats": earlier_formats(work, args)}
     info_path = os.path.join(work, "export.json")
     if not os.path.exists(info_path):
         result["export_error"] = err
@@ -259,13 +308,15 @@ def run_model(name, args):
     else:
         with open(info_path) as f:
             info = json.load(f)
-        result.update({k: info[k] for k in ("params", "max_out", "trivial")})
+        result.update({k: info[k] for k in ("params", "max_out", "trivial", "onnx_note")
+                       if k in info})
         for fmt in args.formats:
             if info["export"][fmt] != "ok":
                 result["formats"][fmt] = {"export_error": info["export"][fmt][:300]}
                 continue
             result["formats"][fmt] = run_format(args.tools, work, fmt, info["outputs"],
                                                 args.timeout)
+            result["formats"][fmt]["build"] = args.build
     with open(os.path.join(work, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
     print(f"{name}: {summary_line(result)}", flush=True)
@@ -288,6 +339,17 @@ def summary_line(r):
 
 UNSUPPORTED = re.compile(r"node \S+ \((torch\.ops\.)?([\w.]+)\): (.*)")
 ONNX_UNSUPPORTED = re.compile(r":\s+(\S+) \((domain [\w.]*, opset \d+)\) at node")
+
+
+def builds_line(results):
+    """Which build ran how many rows (the build column; '?': a run before builds were
+    recorded)."""
+    count = {}
+    for r in results:
+        for fr in r.get("formats", {}).values():
+            if "steps" in fr:
+                count[fr.get("build", "?")] = count.get(fr.get("build", "?"), 0) + 1
+    return ", ".join(f"{b} ({n} rows)" for b, n in sorted(count.items(), key=lambda kv: -kv[1]))
 
 
 def write_results(args, results):
@@ -314,7 +376,8 @@ def write_results(args, results):
              "the step failed (see Failures); `-`: not reached. `trivial`: the output is",
              "tiny or hardly depends on the input, so its errors prove little.",
              "",
-             f"torch {args.torch_version}; {time.strftime('%Y-%m-%d')}.",
+             f"torch {args.torch_version}; {time.strftime('%Y-%m-%d')}; "
+             f"tools built from {builds_line(results)}.",
              "",
              f"**End to end (import, trun b1/b3, tcompile, .so b1/b3 all ok): "
              f"pt2 {per['pt2']}/{tried['pt2']}, core.pt2 {per['core.pt2']}/{tried['core.pt2']}, "
@@ -322,23 +385,31 @@ def write_results(args, results):
              f"both .pt2 IR levels: {len(both)}/{n}. Worst max rel error of those end to end: "
              + ", ".join(f"{f} {worst[f]:.2g}" for f in FORMATS) + ".**", "",
              "| model | params | max\\|out\\| | format | " + " | ".join(STEPS) +
-             " | max abs err | max rel err |",
-             "|---|---:|---:|---|" + "---|" * len(STEPS) + "---:|---:|"]
-    failures, missing = [], {}
+             " | max abs err | max rel err | build |",
+             "|---|---:|---:|---|" + "---|" * len(STEPS) + "---:|---:|---|"]
+    failures, missing, notes = [], {}, []
     for r in results:
         name = r["name"]
         if "export_error" in r:
-            lines.append(f"| {name} | | | (export) | " + " | ".join("-" for _ in STEPS) + " | | |")
+            lines.append(f"| {name} | | | (export) | " + " | ".join("-" for _ in STEPS) + " | | | |")
             failures.append(f"- **{name}** export: {r['export_error']}")
+            continue
+        if "max_out" not in r:      # exported by --export-only, never run
+            lines.append(f"| {name} | | | (exported, not run) | " +
+                         " | ".join("-" for _ in STEPS) + " | | | |")
             continue
         mag = f"{r['max_out']:.3g}" + (" trivial" if r.get("trivial") else "")
         for fmt in FORMATS:
             fr = r["formats"].get(fmt)
             if fr is None:
                 continue
+            build = fr.get("build", "?") if "steps" in fr else ""
+            if fmt == "onnx" and r.get("onnx_note"):
+                notes.append(f"- **{name}** onnx: {r['onnx_note']}")
             if "export_error" in fr:
                 cells = ["export failed"] + ["-"] * (len(STEPS) - 1)
-                failures.append(f"- **{name}** {fmt} export: {fr['export_error'][:200]}")
+                failures.append(f"- **{name}** {fmt} export: " +
+                                fr["export_error"].replace("\n", " ")[:300])
                 err = ["", ""]
             else:
                 cells = [fr["steps"].get(s, "-") for s in STEPS]
@@ -353,12 +424,14 @@ def write_results(args, results):
                         missing.setdefault((f"ONNX {m.group(1)}", f"unsupported ({m.group(2)})"),
                                            set()).add(name)
             lines.append(f"| {name} | {r['params'] / 1e6:.2f}M | {mag} | {fmt} | " +
-                         " | ".join(cells) + f" | {err[0]} | {err[1]} |")
+                         " | ".join(cells) + f" | {err[0]} | {err[1]} | {build} |")
     if missing:
         lines += ["", "## Operators texport could not convert", "",
                   "| operator | reason | models |", "|---|---|---|"]
         for (op, why), ms in sorted(missing.items(), key=lambda kv: -len(kv[1])):
             lines.append(f"| {op} | {why} | {', '.join(sorted(ms))} |")
+    if notes:
+        lines += ["", "## Notes", ""] + notes
     if failures:
         lines += ["", "## Failures", ""] + failures
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
@@ -382,6 +455,8 @@ def main():
                     help="export the models into WORK and stop (for a later --reuse-exports)")
     ap.add_argument("--reuse-exports", action="store_true",
                     help="keep a model's exports already in WORK: rerun the tgraph steps only")
+    ap.add_argument("--build", help="the commit the tools were built from, shown per row "
+                    "(default: this tree's HEAD)")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     args.formats = args.formats.split(",")
@@ -389,6 +464,7 @@ def main():
         sys.exit(f"zoo: --formats takes {', '.join(FORMATS)}")
     import torch
     args.torch_version = torch.__version__
+    args.build = args.build or source_head()
     names = []
     for m in args.models or list(ZOO):
         sel = [n for n in ZOO if n.startswith(m[:-1])] if m.endswith("*") else [m]
