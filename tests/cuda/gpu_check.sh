@@ -4,8 +4,9 @@
 # (make check-cuda), test_backend (the device interface), test_backend_ops
 # on the cuda device (every op of ops.def), then trun
 # --device cuda against the references of the demo model and of every
-# generated fixture, and time the demo model on both devices. Logs go to
-# LOGDIR (default .); the last lines printed are the summary.
+# generated fixture, then (ZOO=DIR) the zoo's transformer models with the
+# flash-attention path on, and time the demo model on both devices. Logs go
+# to LOGDIR (default .); the last lines printed are the summary.
 #   tests/cuda/gpu_check.sh [LOGDIR]
 set -u
 log=${1:-.}
@@ -70,6 +71,37 @@ for m in $(ls $fix/*.pt2 | sed 's|.*/||; s|\.core\.pt2$||; s|\.pt2$||' | sort -u
     done
 done
 say "trun --device cuda against the references: $pass passed, $fail failed (trun.log; refused nodes: $(sort -u "$log/trun_refused.log" | sed 's/.*refused it (//; s/); on cpu//' | sort | uniq -c | sort -rn | head -5 | tr -s ' \n' ' '))"
+
+# The zoo's transformer models (ZOO=DIR: a folder a model, with m.tg or m.pt2,
+# its inputs in*.b1.npy and eager PyTorch's output out0.b1.npy) on cuda with
+# float32 attention through the flash kernels in bf16 (TG_CUDA_MATH=bf16):
+# the max error against eager and against the CPU's float32 interpreter, at
+# bf16's tolerance (rtol and atol 2e-2: q, k, v rounded to 8 significant
+# bits), the interpreter's own against eager, and which kernel each sdpa ran
+# (TLOG=run).
+if [ -n "${ZOO:-}" ]; then
+    bf="--rtol=2e-2 --atol=2e-2"
+    for d in "$ZOO"/*/; do
+        m=$(basename "$d") g=$d/m.tg
+        [ -f "$g" ] || { g=$tmp/zoo.tg; ./tools/texport -o "$g" "$d/m.pt2" 2>>"$log/zoo.log" || continue; }
+        ins=$(ls "$d"/in*.b1.npy | sort | tr '\n' ' ')
+        rm -f "$tmp/cpu.npy"
+        ./tools/trun "$g" $ins --check "$d/out0.b1.npy" -o "$tmp/cpu.npy" $tol >"$tmp/r" 2>&1
+        f32=$(grep -o 'max abs error [^,]*' "$tmp/r" | head -1)
+        TG_CUDA_MATH=bf16 ./tools/trun --device cuda "$g" $ins --check "$d/out0.b1.npy" $bf \
+            >"$tmp/r" 2>&1
+        st=$?
+        eager=$(grep -o 'max abs error [^,]*' "$tmp/r" | head -1)
+        TG_CUDA_MATH=bf16 TLOG=run ./tools/trun --device cuda "$g" $ins \
+            --check "$tmp/cpu.npy" $bf >"$tmp/r2" 2>"$tmp/tlog"
+        st2=$?
+        vs_cpu=$(grep -o 'max abs error [^,]*' "$tmp/r2" | head -1)
+        kern=$(grep '(sdpa):' "$tmp/tlog" | sed 's/.*(sdpa): //' | sort | uniq -c | tr -s ' \n' ' ')
+        [ $st = 0 ] && [ $st2 = 0 ] && r=pass || r=FAIL
+        say "zoo $m, cuda TG_CUDA_MATH=bf16: $r; vs eager $eager (f32 interpreter: $f32); vs the f32 interpreter $vs_cpu; sdpa: $kern"
+        cat "$tmp/r" "$tmp/r2" "$tmp/tlog" >>"$log/zoo.log"
+    done
+fi
 
 for dev in cpu cuda; do
     ./tools/trun --device $dev "$tmp/convnet.tg" share/examples/convnet.in.npy -o "$tmp/out" \

@@ -395,6 +395,44 @@ static void case_conv(tg_op op)
     }
 }
 
+/* sdpa in bf16 and fp16: on the cuda device, the flash kernels' cases (head
+ * dims 64 and 128; lengths no multiple of a tile, prefill over 16 queries
+ * and decode up to 16; causal, bool and additive masks broadcast, GQA, a
+ * scale) and a head dim they refuse (40: the simple kernel, converted);
+ * interpreted only: the CPU's code generator takes sdpa in f32 only */
+static void sdpa_half(tg_op op, tg_dtype t, int k)
+{
+    static const struct {
+        int64_t hq, hk, L, S, D;
+        const char *what;
+    } c[] = {
+        {4, 2, 37, 45, 64, "d64 prefill causal gqa"},
+        {4, 4, 5, 70, 128, "d128 decode bool mask [batch,1,L,S]"},
+        {2, 1, 33, 19, 64, "d64 prefill additive mask [L,S], scale 0.3, mqa"},
+        {2, 2, 7, 9, 40, "d40 (no flash kernel)"},
+    };
+    tg_graph *g = tg_graph_new();
+    int q = cg_input(g, "q", t, DIMS(c[k].hq, c[k].L, c[k].D));
+    int kk = cg_input(g, "k", t, DIMS(c[k].hk, c[k].S, c[k].D));
+    int v = cg_input(g, "v", t, DIMS(c[k].hk, c[k].S, c[k].D));
+    int in[4] = {q, kk, v}, n = 3;
+    tg_attr a[2];
+    int na = 0;
+    if (k == 0)
+        a[na++] = tg_attr_int("causal", 1);
+    if (k == 0 || k == 2)
+        a[na++] = tg_attr_int("gqa", 1);
+    if (k == 1)
+        in[n++] = cg_input(g, "mask", TG_BOOL, DIMS(1, c[k].L, c[k].S));
+    if (k == 2) {
+        in[n++] = cg_const(g, "mask", t, DIMS(c[k].L, c[k].S), NULL);
+        a[na++] = tg_attr_float("scale", 0.3);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s, %s", dt(t), c[k].what);
+    run(op, what, one_node(g, op, n, in, na, a), (cg_case){.interpreted = true});
+}
+
 static void case_sdpa(tg_op op)
 {
     for (int k = 0; k < 4; k++) {
@@ -419,6 +457,9 @@ static void case_sdpa(tg_op op)
         static const char *const what[] = {"causal", "float mask, scale 1", "scale 0.3", "gqa"};
         run(op, what[k], one_node(g, op, n, in, na, a), (cg_case){0});
     }
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 4; k++)
+            sdpa_half(op, t ? TG_F16 : TG_BF16, k);
 }
 
 static void case_pool(tg_op op)

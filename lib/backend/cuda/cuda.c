@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../error.h"
+#include "flash.h"
 
 #define WORKSPACE (32u << 20)
 
@@ -26,6 +27,24 @@ int tgc_fail(int err, const char *what)
 int tgc_blas_fail(cublasStatus_t st, const char *what)
 {
     return tg_err("cuda: %s: cuBLASLt status %d", what, (int)st);
+}
+
+/* TG_CUDA_MATH: words separated by commas; tf32 for the GEMMs, bf16 or
+ * fp16 for attention (the last one given wins); others are ignored. */
+static void read_math(const char *math)
+{
+    state.tf32 = false;
+    state.attn_f32 = -1;
+    for (const char *w = math; w && *w;) {
+        size_t n = strcspn(w, ",");
+        if (n == 4 && !strncmp(w, "tf32", n))
+            state.tf32 = true;
+        else if (n == 4 && !strncmp(w, "bf16", n))
+            state.attn_f32 = TGF_BF16;
+        else if (n == 4 && !strncmp(w, "fp16", n))
+            state.attn_f32 = TGF_F16;
+        w += n + (w[n] == ',');
+    }
 }
 
 static void set_up(void)
@@ -56,8 +75,7 @@ static void set_up(void)
     }
     state.workspace_size = WORKSPACE;
     state.sm = prop.major * 10 + prop.minor;
-    const char *math = getenv("TG_CUDA_MATH");
-    state.tf32 = math && !strcmp(math, "tf32");
+    read_math(getenv("TG_CUDA_MATH"));
     absent[0] = 0;
 }
 

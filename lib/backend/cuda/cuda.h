@@ -1,5 +1,6 @@
 /* The CUDA backend's parts (cuda.c: the device, its memory and the struct;
- * run.c: a node's attributes into kernel calls; gemm.c: cuBLASLt). One
+ * run.c: a node's attributes into kernel calls; attention.c: sdpa; gemm.c:
+ * cuBLASLt). One
  * device (the current one), one stream, work queued in graph order. */
 #ifndef TG_BACKEND_CUDA_CUDA_H
 #define TG_BACKEND_CUDA_CUDA_H
@@ -21,7 +22,9 @@ typedef struct {
     void *workspace;            /* cuBLASLt's */
     size_t workspace_size;
     int64_t *flag;              /* device scratch: an index or division error */
-    bool tf32;                  /* TG_CUDA_MATH=tf32: GEMMs on tf32 tensor cores */
+    bool tf32;                  /* TG_CUDA_MATH has tf32: GEMMs on tf32 tensor cores */
+    int attn_f32;               /* TG_CUDA_MATH has bf16 or fp16: float32 attention in that
+                                 * type through the flash kernels (a tgf_dtype); -1: not */
     int sm;                     /* compute capability, major * 10 + minor */
 } tgc_state;
 
@@ -36,6 +39,9 @@ int tgc_blas_fail(cublasStatus_t st, const char *what);
 /* run.c: whether the kernels cover node n of g (why when not), and its run. */
 bool tgc_supports(const tg_graph *g, int n, char *why);
 int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c);
+
+/* attention.c: an sdpa node, through the flash kernels where they take it. */
+int tgc_run_sdpa(const tgc_state *cs, const tg_run_ctx *c);
 
 /* gemm.c: y [M,N] = x [M,K] w^T (+ b [N]), float32; and NumPy's matmul of
  * a [arank] by b [brank] into y. 0 or -1 (tg_err). */

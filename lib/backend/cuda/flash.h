@@ -1,6 +1,6 @@
 /* Flash attention forward on NVIDIA GPUs (sm_80 and up): the kernels the CUDA
- * backend (issue 18) will call for fused sdpa nodes. Standalone until that
- * backend exists; tests/cuda and bench/cuda/attention drive it directly.
+ * backend calls for sdpa nodes (attention.c); tests/cuda and
+ * bench/cuda/attention drive them directly too.
  *
  * q [batch, hq, L, D], k and v [batch, hk, S, D], o [batch, hq, L, D], all
  * bf16 or all fp16, on the device; fp32 accumulation and softmax. The

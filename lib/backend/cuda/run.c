@@ -14,7 +14,8 @@
 /* ---- what runs here ----------------------------------------------------------- */
 
 /* The ops whose kernels take float32 only (the CPU converts other floats
- * to float32 for them; here the CPU runs those). */
+ * to float32 for them; here the CPU runs those). sdpa takes bf16 and fp16
+ * too (attention.c), and a bool mask. */
 static bool f32_only(tg_op op)
 {
     switch (op) {
@@ -54,8 +55,8 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
             snprintf(why, TG_WHY_MAX, "%s has no CUDA kernels", tg_dtype_name(t));
             return false;
         }
-        /* sdpa's mask may be bool */
-        if (f32_only(n->op) && t != TG_F32 && !(n->op == TG_OP_SDPA && k == 3 && t == TG_BOOL)) {
+        if (f32_only(n->op) && t != TG_F32 &&
+            !(n->op == TG_OP_SDPA && (t == TG_BF16 || t == TG_F16 || (k == 3 && t == TG_BOOL)))) {
             snprintf(why, TG_WHY_MAX, "its CUDA kernel takes f32 only, not %s", tg_dtype_name(t));
             return false;
         }
@@ -280,44 +281,6 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
                                  c->out[0]->data, cs->stream));
 }
 
-/* The mask read through broadcast strides, or expanded first where the
- * leading batch dims do not fold into one stride (as on the CPU). */
-static int run_sdpa(const tgc_state *cs, const tg_run_ctx *c)
-{
-    const tg_tensor *q = c->in[0], *m = opt_in(c, 3);
-    tgk_sdpa_desc d;
-    tg_run_sdpa_desc(c, &d);
-    void *expanded = NULL;
-    const void *mask = NULL;
-    if (m) {
-        int r = q->rank;
-        int64_t sd[TG_MAX_RANK], st[TG_MAX_RANK];
-        mask = m->data;
-        if (!tg_run_sdpa_mask_layout(m, q, d.S, sd, st)) {
-            size_t es = tg_dtype_size(m->dtype);
-            tgc_iter it = {.rank = r};
-            memcpy(it.dims, sd, sizeof(int64_t) * (size_t)r);
-            contiguous(r, sd, it.st[0]);
-            memcpy(it.st[1], st, sizeof(int64_t) * (size_t)r);
-            int64_t total = tg_run_prod(sd, 0, r);
-            int e = cudaMallocAsync(&expanded, (size_t)(total ? total : 1) * es, cs->stream);
-            if (e || (e = tgc_copy(es, &it, m->data, expanded, cs->stream))) {
-                if (expanded)
-                    cudaFreeAsync(expanded, cs->stream);
-                return tgc_fail(e, "expanding the mask");
-            }
-            mask = expanded;
-            contiguous(r, sd, st);
-        }
-        tg_run_sdpa_mask_strides(r, st, &d);
-    }
-    int e = tgc_sdpa_f32(&d, mask, m && m->dtype == TG_BOOL, q->data, c->in[1]->data,
-                         c->in[2]->data, c->out[0]->data, cs->stream);
-    if (expanded)
-        cudaFreeAsync(expanded, cs->stream);
-    return launched(e);
-}
-
 /* ---- data movement --------------------------------------------------------------------- */
 
 /* y (contiguous) = x read through strides xs over y's dims, from x + off elements */
@@ -515,7 +478,7 @@ int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c)
     case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
         return run_pool(cs, c);
     case TG_OP_CONV: return run_conv(cs, c);
-    case TG_OP_SDPA: return run_sdpa(cs, c);
+    case TG_OP_SDPA: return tgc_run_sdpa(cs, c);
     case TG_OP_LINEAR: {
         int64_t K = x->dims[x->rank - 1];
         return tgc_linear(cs, x->data, c->in[1]->data, opt_data(c, 2), y->data,
