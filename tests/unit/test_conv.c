@@ -5,8 +5,9 @@
  * with output padding; pointwise (every register tile,
  * tails of panels and rows); images large enough for several im2col
  * slabs; batches large enough to run images on different threads; the
- * direct path for small dense stride-1 convolutions (c x taps <= 256), in
- * both of its ways of splitting work and with every tail of its tiles.
+ * direct path for small dense convolutions (c x taps <= 256), stride 1
+ * and strided, in both of its ways of splitting work and with every tail of
+ * its tiles.
  * Tolerance: max error over the largest magnitude of the summed terms 1e-5
  * (x 1 + terms/1000). */
 #include "kcheck.h"
@@ -316,6 +317,26 @@ int main(void)
                           kc_int(0, kh < kw ? kh : kw), false);
                 run_case(&c, kc_int(0, 1));
             }
+    /* direct, strided (the input split by stride phase): MobileNetV3's and
+     * EfficientNet's stem (3 -> 16/32, 3x3, stride 2) and ResNet's (3 -> 64,
+     * 7x7, stride 2, padding 3), then strides 2-3 with kernels within and past
+     * the stride, odd sizes, padding up to the kernel size, both ways of
+     * splitting work */
+    c = fixed(1, 3, 16, 1, 64, 64, 3, 3, 2, 1, false);
+    run_case(&c, true);
+    c = fixed(2, 3, 32, 1, 33, 31, 3, 3, 2, 1, false);
+    run_case(&c, false);
+    c = fixed(1, 3, 64, 1, 38, 38, 7, 7, 2, 3, false);
+    run_case(&c, true);
+    for (int r = 0; r < 24; r++) {
+        int64_t kh = kc_int(1, 5), kw = kc_int(1, 5), h = kc_int(7, 29), w = kc_int(7, 29);
+        c = (ccase){.d = {.n = r % 2 ? kc_int(8, 10) : kc_int(1, 3), .c = kc_int(1, 8),
+                          .k = kc_int(1, 21), .groups = 1, .relu = r % 3 == 0},
+                    .in = {1, h, w}, .ker = {1, kh, kw}, .str = {1, kc_int(1, 3), kc_int(2, 3)},
+                    .pad = {0, kc_int(0, kh - 1), kc_int(0, kw - 1)}, .dil = {1, 1, 1}};
+        CHECK(ccase_finish(&c, 2, 0));
+        run_case(&c, kc_int(0, 1));
+    }
 
     /* pointwise (tgk_pointwise_f32: images read in place as the packed GEMM's
      * panels, the last partial panel packed) with each register tile the CPU
@@ -353,6 +374,7 @@ int main(void)
         {1, 24, 40, 1, 8, 8, 1, 1, 1, 0},       /* pointwise */
         {2, 13, 7, 1, 5, 7, 1, 1, 1, 0},        /* pointwise, partial panels */
         {1, 16, 21, 1, 13, 19, 3, 3, 1, 1},     /* direct */
+        {2, 3, 16, 1, 32, 30, 3, 3, 2, 1},      /* direct, strided (a stem) */
         {1, 64, 16, 1, 12, 12, 3, 3, 2, 1},     /* im2col */
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */

@@ -1,7 +1,8 @@
 /* Convolution, 1-3 spatial dims, as im2col + GEMM per (image, group); its
- * transpose as GEMM + col2im; depthwise directly (conv_dw.c); small dense stride-1
- * convolutions (few input channels x taps) directly with a register-blocked
- * micro-kernel, where GEMM's packing would cost as much as the products.
+ * transpose as GEMM + col2im; depthwise directly (conv_dw.c); small dense
+ * convolutions (few input channels x taps: first layers, stems with stride 2)
+ * directly with a register-blocked micro-kernel, where GEMM's packing would
+ * cost as much as the products.
  *
  * Every case is run as 3-D: missing leading dims have size 1. The im2col
  * columns are built a slab of output rows at a time, so scratch stays near
@@ -155,7 +156,7 @@ static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
     if (g->in[0] != 1 || g->ker[0] != 1 || g->pad[0] != 0)
         return false;
     for (int i = 0; i < 3; i++)
-        if (g->str[i] != 1 || g->dil[i] != 1)
+        if (g->dil[i] != 1)
             return false;
     return true;
 }
@@ -280,26 +281,43 @@ typedef struct {
     const direct_kernel *kern;
     float *pad;                 /* every image padded up front, or NULL: items pad their slab */
     int64_t nvb, wp, nr;        /* vectors a row; padded row length; padded rows a plane */
+    int64_t nph, halo;          /* stride phases a channel; rows a slab reads past its own */
     int64_t nkb, nkg;           /* channel blocks; groups of them, one a work item */
     int64_t tapoff[DIRECT_MAX_TAPS];
 } direct_job;
 
-/* input rows [r0, r0 + rows) of the zero-padded image, c channels, into
- * buf [c][nr][wp], whose padding columns are already zero */
+/* Rows [r0, r0 + rows) of the zero-padded image's stride phases, c
+ * channels, into buf [c][sh][sw][nr][wp]: row rr, column q of phase (a, b)
+ * holds the padded image's row (r0 + rr) * sh + a, column q * sw + b. A
+ * strided convolution so reads each tap (kh, kw) at a constant offset, in
+ * phase (kh % sh, kw % sw) at (kh / sh, kw / sw), as a stride-1 one does.
+ * The columns outside the image are already zero and stay so. */
 static void direct_pad(const direct_job *dj, const float *xn, int64_t c, int64_t r0,
                        int64_t rows, float *buf)
 {
     const tgk_conv_geom *g = &dj->j->g;
-    int64_t ih_n = g->in[1], iw = g->in[2];
+    int64_t ih_n = g->in[1], iw = g->in[2], sh = g->str[1], sw = g->str[2];
     for (int64_t ch = 0; ch < c; ch++)
-        for (int64_t rr = 0; rr < rows; rr++) {
-            float *dst = buf + (ch * dj->nr + rr) * dj->wp + g->pad[2];
-            int64_t ih = r0 - g->pad[1] + rr;
-            if (ih >= 0 && ih < ih_n)
-                memcpy(dst, xn + (ch * ih_n + ih) * iw, (size_t)iw * sizeof *dst);
-            else
-                memset(dst, 0, (size_t)iw * sizeof *dst);
-        }
+        for (int64_t a = 0; a < sh; a++)
+            for (int64_t b = 0; b < sw; b++) {
+                int64_t q0, q1;
+                tgk_conv_valid_range(dj->wp, sw, b - g->pad[2], iw, &q0, &q1);
+                float *phase = buf + ((ch * sh + a) * sw + b) * dj->nr * dj->wp;
+                for (int64_t rr = 0; rr < rows; rr++) {
+                    float *dst = phase + rr * dj->wp;
+                    int64_t ih = (r0 + rr) * sh + a - g->pad[1];
+                    if (ih < 0 || ih >= ih_n) {
+                        memset(dst + q0, 0, (size_t)(q1 - q0) * sizeof *dst);
+                        continue;
+                    }
+                    const float *src = xn + (ch * ih_n + ih) * iw + b - g->pad[2];
+                    if (sw == 1)
+                        memcpy(dst + q0, src + q0, (size_t)(q1 - q0) * sizeof *dst);
+                    else
+                        for (int64_t q = q0; q < q1; q++)
+                            dst[q] = src[q * sw];
+                }
+            }
 }
 
 /* planes (image, channel) of dj->pad */
@@ -308,7 +326,7 @@ static void direct_pad_planes(void *ctx, int64_t begin, int64_t end)
     const direct_job *dj = ctx;
     for (int64_t p = begin; p < end; p++)
         direct_pad(dj, dj->j->x + p * dj->j->g.in_sp, 1, 0, dj->nr,
-                   dj->pad + p * dj->nr * dj->wp);
+                   dj->pad + p * dj->nph * dj->nr * dj->wp);
 }
 
 /* the vectors of output rows [r0, r0 + rows), in raster order, then repeats
@@ -357,7 +375,17 @@ TGK_CLONES static void pool_block(const conv_job *j, const float *restrict s, in
         }
 }
 
-/* items (image, slab of output rows, group of channel blocks) */
+/* y[off, off + n) = act(y + res), either NULL */
+TGK_CLONES static void epilogue_span(const tgk_conv_desc *d, float *y, int64_t off, int64_t n)
+{
+    for (int64_t i = 0; d->res && i < n; i++)
+        y[off + i] += d->res[off + i];
+    if (d->act)
+        d->act(n, y + off, y + off);
+}
+
+/* items (image, slab of output rows, group of channel blocks); the
+ * epilogue on each block's rows while they are in cache */
 static void direct_items(void *ctx, int64_t begin, int64_t end)
 {
     const direct_job *dj = ctx;
@@ -366,7 +394,7 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
     int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1], P = j->d->pool;
     direct_vec *vec = malloc((size_t)(j->slab * dj->nvb + dj->kern->nv) * sizeof *vec);
     float *buf = NULL, *sc = NULL;
-    if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nr * dj->wp), sizeof *buf))) ||
+    if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nph * dj->nr * dj->wp), sizeof *buf))) ||
         (P > 1 && !(sc = malloc((size_t)(dk * j->slab * g->out[2]) * sizeof *sc)))) {
         atomic_store(&j->failed, true);
         free(vec);
@@ -380,8 +408,8 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
         int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
         int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
         if (buf)
-            direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + g->ker[1] - 1, buf);
-        bl.buf = buf ? buf : dj->pad + (n * c * dj->nr + r0) * dj->wp;
+            direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + dj->halo, buf);
+        bl.buf = buf ? buf : dj->pad + (n * c * dj->nph * dj->nr + r0) * dj->wp;
         bl.nvec = direct_vectors(dj, P > 1 ? 0 : r0, rows, vec);
         for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
             bl.w = j->w + kb * dk * bl.taps;
@@ -392,6 +420,9 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
             if (sc)
                 pool_block(j, sc, bl.nk, rows, r0,
                            j->y + (n * k + kb * dk) * (oh_n / P) * (g->out[2] / P));
+            for (int64_t i = 0; !sc && (j->d->res || j->d->act) && i < bl.nk; i++)
+                epilogue_span(j->d, j->y, (n * k + kb * dk + i) * g->out_sp + r0 * g->out[2],
+                              rows * g->out[2]);
         }
     }
     free(sc);
@@ -410,13 +441,16 @@ static int direct_conv(conv_job *j)
     const tgk_conv_geom *g = &j->g;
     direct_job dj = {.j = j, .kern = direct_pick()};
     int64_t n = j->d->n, c = j->d->c, oh_n = g->out[1], kh_n = g->ker[1], dv = dj.kern->dv;
+    int64_t sh = g->str[1], sw = g->str[2];
     bool parallel = tgk_num_threads() > 1 &&
                     2 * n * j->d->k * g->out_sp * c * g->kprod >= DIRECT_PARALLEL_FLOPS;
     int64_t want = parallel ? 4 * (int64_t)tgk_num_threads() : 1, per_image = (want + n - 1) / n;
     dj.nvb = (g->out[2] + dv - 1) / dv;
-    dj.wp = dj.nvb * dv + g->ker[2] - 1;
+    dj.wp = dj.nvb * dv + (g->ker[2] - 1) / sw;
+    dj.nph = sh * sw;
+    dj.halo = (kh_n - 1) / sh;
     dj.nkb = (j->d->k + dj.kern->dk - 1) / dj.kern->dk;
-    int64_t plane = (oh_n + kh_n - 1) * dj.wp;
+    int64_t plane = dj.nph * (oh_n + dj.halo) * dj.wp;
     dj.nkg = 1;
     if (per_image > 1 && n * c * plane * (int64_t)sizeof(float) <= COL_BYTES)
         for (dj.nkg = per_image < dj.nkb ? per_image : dj.nkb; dj.nkb % dj.nkg; dj.nkg++)
@@ -425,21 +459,23 @@ static int direct_conv(conv_job *j)
     /* a slab is whole pooling windows of rows */
     j->slab = ((oh_n + nslab - 1) / nslab + P - 1) / P * P;
     if (dj.nkg > 1) {
-        dj.nr = oh_n + kh_n - 1;
+        dj.nr = oh_n + dj.halo;
         if (!(dj.pad = calloc((size_t)(n * c * plane), sizeof *dj.pad)))
             return -1;
         tgk_parallel_for(n * c, 1 + 65536 / plane, direct_pad_planes, &dj);
     } else {
-        int64_t most = (COL_BYTES / (c * dj.wp * (int64_t)sizeof(float)) - (kh_n - 1)) / P * P;
+        int64_t most = (COL_BYTES / (c * dj.nph * dj.wp * (int64_t)sizeof(float)) - dj.halo) /
+                       P * P;
         j->slab = j->slab < most ? j->slab : most > P ? most : P;
-        dj.nr = j->slab + kh_n - 1;
+        dj.nr = j->slab + dj.halo;
     }
     j->nslab = (oh_n + j->slab - 1) / j->slab;
     int64_t t = 0;
     for (int64_t ch = 0; ch < c; ch++)
         for (int64_t kh = 0; kh < kh_n; kh++)
             for (int64_t kw = 0; kw < g->ker[2]; kw++)
-                dj.tapoff[t++] = (ch * dj.nr + kh) * dj.wp + kw;
+                dj.tapoff[t++] = (((ch * sh + kh % sh) * sw + kw % sw) * dj.nr + kh / sh) * dj.wp +
+                                 kw / sw;
     if (parallel)
         tgk_parallel_for(n * j->nslab * dj.nkg, 1, direct_items, &dj);
     else
@@ -538,14 +574,10 @@ TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
 
 /* y = act(y + res) over the output of the paths that do not apply them as
  * they go */
-TGK_CLONES static void epilogue_planes(void *ctx, int64_t begin, int64_t end)
+static void epilogue_planes(void *ctx, int64_t begin, int64_t end)
 {
     const conv_job *j = ctx;
-    int64_t off = begin * j->g.out_sp, n = (end - begin) * j->g.out_sp;
-    for (int64_t i = 0; j->d->res && i < n; i++)
-        j->y[off + i] += j->d->res[off + i];
-    if (j->d->act)
-        j->d->act(n, j->y + off, j->y + off);
+    epilogue_span(j->d, j->y, begin * j->g.out_sp, (end - begin) * j->g.out_sp);
 }
 
 /* The convolution into a scratch result, then its max pool into y: the
@@ -583,7 +615,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     const tgk_conv_geom *g = &j.g;
     j.cg = d->c / d->groups;
     j.kg = d->k / d->groups;
-    bool relu_done = false;
+    bool relu_done = false, epilogue_done = false;
     if (d->transposed) {
         int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
         j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
@@ -598,10 +630,10 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     } else if (d->groups == 1 && d->pool <= 1 && is_pointwise(g)) {
         return tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, x, w, b, d->res, y,
                                  d->relu ? tgk_vec_relu_f32 : d->act);
-    } else if (use_direct(d, g)) {  /* relu as it stores */
+    } else if (use_direct(d, g)) {  /* relu as it stores, the epilogue a block at a time */
         if (direct_conv(&j))
             return -1;
-        relu_done = true;
+        relu_done = epilogue_done = true;
     } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
         if (tgk_conv_depthwise_f32(d, g, x, w, b, y))
             return -1;
@@ -616,7 +648,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     }
     if (d->relu && !relu_done && !atomic_load(&j.failed))
         tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, relu_planes, &j);
-    if ((d->res || d->act) && !atomic_load(&j.failed))
+    if ((d->res || d->act) && !epilogue_done && !atomic_load(&j.failed))
         tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, epilogue_planes, &j);
     return atomic_load(&j.failed) ? -1 : 0;
 }
