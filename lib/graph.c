@@ -750,3 +750,38 @@ int tg_shape_eval(const tg_shape *s, const int64_t *symvals, int64_t *dims)
     }
     return 0;
 }
+
+/* Whether d is coef*s + off with coef > 0 (s alone, to the first power). */
+static bool linear_in(tg_dim d, int s, int64_t *coef, int64_t *off)
+{
+    *coef = *off = 0;
+    for (int t = 0; t < d.nterms; t++) {
+        int deg = 0;
+        for (int q = 0; q < TG_MAX_SYMS; q++)
+            deg += d.t[t].pow[q];
+        if (deg == 0)
+            *off = d.t[t].coef;
+        else if (deg == 1 && d.t[t].pow[s] == 1)
+            *coef = d.t[t].coef;
+        else
+            return false;
+    }
+    return *coef > 0;
+}
+
+int tg_graph_symbol_source(const tg_graph *g, int s, int *input, int *axis, int64_t *coef,
+                           int64_t *off)
+{
+    int64_t c, o;
+    *input = -1;
+    for (int i = 0; i < g->ninput; i++) {
+        const tg_shape *sh = &g->values[g->inputs[i]].shape;
+        for (int k = 0; k < sh->rank; k++)
+            if (linear_in(sh->d[k], s, &c, &o) && (*input < 0 || c < *coef))
+                *input = i, *axis = k, *coef = c, *off = o;
+    }
+    if (*input < 0)
+        return tg_err("symbol %s: no input dim is a multiple of it alone, so its value"
+                      " cannot be read from the inputs", g->sym[s].name);
+    return 0;
+}

@@ -203,4 +203,10 @@ int tg_graph_validate(const tg_graph *g);
  * attribute: only the interpreter runs those; 0 otherwise. */
 int tg_graph_check_static(const tg_graph *g, const char *tool);
 
+/* Where symbol s is read from at run time: the dim `axis` of input `input`
+ * (an index into g->inputs) that is coef*s + off, the smallest coef; -1
+ * (tg_err) when no input dim is s alone. */
+int tg_graph_symbol_source(const tg_graph *g, int s, int *input, int *axis, int64_t *coef,
+                           int64_t *off);
+
 #endif

@@ -135,3 +135,12 @@ os.close(r)
 os.dup2(w, 1)
 os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 }
+
+# random_npy DESCR SHAPE ITEMSIZE FILE: a .npy of random bytes ("<i8" "1, 64" 8 f),
+# for inputs that trun --random would refuse to make. One dim: "2,".
+random_npy() {
+    local dict="{'descr': '$1', 'fortran_order': False, 'shape': ($2), }"
+    local n=$(( $(echo "$2" | sed 's/, *$//' | tr ',' '*') * $3 ))
+    { printf '\x93NUMPY\x01\x00\x76\x00%s%*s\n' "$dict" $((117 - ${#dict})) ''
+      head -c "$n" /dev/urandom; } >"$4"
+}

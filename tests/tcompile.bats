@@ -22,15 +22,6 @@ setup() {
     SEED=$RANDOM$RANDOM
 }
 
-# random_npy DESCR SHAPE ITEMSIZE FILE: a .npy of random bytes ("<i8" "1, 64" 8 f),
-# for inputs that trun --random would refuse to make.
-random_npy() {
-    local dict="{'descr': '$1', 'fortran_order': False, 'shape': ($2), }"
-    local n=$(( $(echo "$2" | tr ',' '*') * $3 ))
-    { printf '\x93NUMPY\x01\x00\x76\x00%s%*s\n' "$dict" $((117 - ${#dict})) ''
-      head -c "$n" /dev/urandom; } >"$4"
-}
-
 @test "tcompile --help prints usage on stdout and exits 0" {
     run_ok "$TCOMPILE" --help
     [[ "$output" == *"Usage: tcompile [OPTION]... [GRAPH]"* ]]

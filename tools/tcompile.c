@@ -22,9 +22,10 @@ static void help(void)
            "\n"
            "  -o, --output=FILE    write the .so to FILE (default: standard output, which\n"
            "                       must not be a terminal)\n"
-           "      --target=NAME    the device to compile for (default cpu; or a backend's\n"
-           "                       shared object, as trun --device finds it); a node it\n"
-           "                       cannot compile is an error that says why\n"
+           "      --target=NAME    the device to compile for (default cpu; cuda: an NVIDIA\n"
+           "                       GPU, when built with CUDA; or a backend's shared\n"
+           "                       object, as trun --device finds it); the nodes it\n"
+           "                       cannot compile are an error listing each and why\n"
            "      --header=FILE    also write a C header describing the model's inputs,\n"
            "                       outputs and symbols\n"
            "      --cpu=CPU        target CPU: native (default), x86-64-v3 (AVX2) or\n"
@@ -38,7 +39,7 @@ static void help(void)
            "  -V, --version        show the version and exit\n"
            "\n"
            "Environment: CC (the compiler, default cc), TGRAPH_RUNTIME_DIR (where\n"
-           "libtgkernels.a is), TLOG (graph, passes, fusion, memory, codegen: see\n"
+           "libtgkernels.a and libtgcuda.a are), TLOG (graph, passes, fusion, memory, codegen: see\n"
            "tgraph(7)).\n"
            "Exit status: 0 success, 1 the graph could not be compiled, 2 bad usage.\n");
 }

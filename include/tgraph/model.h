@@ -59,6 +59,7 @@ typedef enum {
     TGRAPH_E_SPACE = -6,    /* a caller-provided output buffer is too small */
     TGRAPH_E_DATA = -7,     /* bad input values (an index out of range ...) */
     TGRAPH_E_WEIGHTS = -8,  /* the weights file is missing, unreadable or not this model's */
+    TGRAPH_E_DEVICE = -9,   /* the device failed (a CUDA error: its words in tgraph_last_error) */
 } tgraph_status;
 
 typedef struct tgraph_model tgraph_model;

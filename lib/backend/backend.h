@@ -36,7 +36,7 @@
 
 /* A backend's struct says which version of this interface it fills; a backend
  * loaded at run time with another is refused. */
-#define TG_BACKEND_ABI 1
+#define TG_BACKEND_ABI 2
 
 /* Where a device's buffers live: host memory the CPU can read, or memory
  * only the device reads (reached through upload and download). */
@@ -124,6 +124,10 @@ struct tg_backend {
      * object to `so`. 0 or -1 (tg_err with the compiler's messages). */
     int (*compile)(const tg_backend *be, const tg_graph *g, const tg_plan *p,
                    const tg_build_opts *o, FILE *so);
+    /* Whether compile handles node n (why when not), whether or not the
+     * device is present here (a GPU's models build on machines without one).
+     * NULL: supports_node decides. (Version 2 of this interface added it.) */
+    bool (*compiles_node)(const tg_backend *be, const tg_graph *g, int n, char *why);
 };
 
 /* ---- the registry (registry.c) ------------------------------------------------ */

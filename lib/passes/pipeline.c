@@ -115,21 +115,39 @@ tg_plan *tg_plan_fuse(const tg_graph *g, const tg_group_rules *rules)
 }
 
 /* Every node must be one the target compiles: the first it refuses is the error. */
+/* Every node the target cannot compile, listed all at once (one line each). */
 static int check_target(const tg_graph *g, const tg_backend *be)
 {
+    char *list = NULL, first[2 * TG_WHY_MAX + 256] = "";
+    size_t len = 0;
+    int nbad = 0;
+    FILE *f = open_memstream(&list, &len);
+    if (!f)
+        return tg_err("out of memory");
     for (int n = 0; n < g->nnode; n++) {
-        char why[TG_WHY_MAX];
+        char why[TG_WHY_MAX] = "";
         const tg_node *nd = &g->nodes[n];
-        if (tg_backend_supports(be, g, n, why)) {
+        bool ok = be->compiles_node ? be->compiles_node(be, g, n, why)
+                                    : tg_backend_supports(be, g, n, why);
+        if (ok) {
             TG_LOG(CODEGEN, TG_LOG_DEBUG, "%s (%s): %s", nd->name, tg_op_name(nd->op), be->name);
             continue;
         }
         TG_LOG(CODEGEN, TG_LOG_INFO, "%s (%s): %s refused: %s", nd->name, tg_op_name(nd->op),
                be->name, why);
-        return tg_err("node '%s' (%s): target %s cannot compile it: %s", nd->name,
-                      tg_op_name(nd->op), be->name, why);
+        if (!nbad++)
+            snprintf(first, sizeof first, "node '%s' (%s): target %s cannot compile it: %s",
+                     nd->name, tg_op_name(nd->op), be->name, why);
+        fprintf(f, "\n  node '%s' (%s): %s", nd->name, tg_op_name(nd->op), why);
     }
-    return 0;
+    fclose(f);
+    int rc = 0;
+    if (nbad == 1)
+        rc = tg_err("%s", first);
+    else if (nbad)
+        rc = tg_err("target %s cannot compile %d nodes:%s", be->name, nbad, list);
+    free(list);
+    return rc;
 }
 
 tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)

@@ -4,9 +4,11 @@
 # (make check-cuda), test_backend (the device interface), test_backend_ops
 # on the cuda device (every op of ops.def), then trun
 # --device cuda against the references of the demo model and of every
-# generated fixture, then (ZOO=DIR) the zoo's transformer models with the
-# flash-attention path on, and time the demo model on both devices. Logs go
-# to LOGDIR (default .); the last lines printed are the summary.
+# generated fixture, the same with each fixture compiled by tcompile --target
+# cuda (and tests/tcompile_cuda.bats), then (ZOO=DIR) the zoo's transformer
+# models with the flash-attention path on, and time the demo model on both
+# devices and compiled. Logs go to LOGDIR (default .); the last lines printed
+# are the summary.
 #   tests/cuda/gpu_check.sh [LOGDIR]
 set -u
 log=${1:-.}
@@ -71,6 +73,43 @@ for m in $(ls $fix/*.pt2 | sed 's|.*/||; s|\.core\.pt2$||; s|\.pt2$||' | sort -u
     done
 done
 say "trun --device cuda against the references: $pass passed, $fail failed (trun.log; refused nodes: $(sort -u "$log/trun_refused.log" | sed 's/.*refused it (//; s/); on cpu//' | sort | uniq -c | sort -rn | head -5 | tr -s ' \n' ' '))"
+
+# tcompile --target cuda: every fixture's compiled model against the same
+# references, then its bats tests (shapes, streams, device memory, threads)
+pass=0 fail=0
+compiled() {   # NAME TG INPUTS REFS
+    if ./tools/tcompile --target cuda "$2" -o "$tmp/m.so" >"$tmp/r" 2>&1 &&
+        ./tools/trun "$tmp/m.so" $3 --check "$4" -o "$tmp/out" $tol >>"$tmp/r" 2>&1; then
+        pass=$((pass + 1)); echo "pass $1: $(tail -1 "$tmp/r")" >>"$log/tcompile.log"
+    else
+        fail=$((fail + 1)); echo "FAIL $1: $(cat "$tmp/r")" >>"$log/tcompile.log"
+    fi
+}
+compiled convnet "$tmp/convnet.tg" share/examples/convnet.in.npy share/examples/convnet.out.npy
+for m in $(ls $fix/*.pt2 | sed 's|.*/||; s|\.core\.pt2$||; s|\.pt2$||' | sort -u); do
+    for ir in pt2 core.pt2; do
+        [ -f "$fix/$m.$ir" ] || continue
+        ./tools/texport -o "$tmp/m.tg" "$fix/$m.$ir" 2>/dev/null || continue
+        if ls $fix/$m.in0.b1.npy >/dev/null 2>&1; then
+            for b in 1 3; do
+                compiled "$m.$ir b$b" "$tmp/m.tg" "$fix/$m.in0.b$b.npy" "$fix/$m.out0.b$b.npy"
+            done
+        elif ls $fix/$m.in0.npy >/dev/null 2>&1; then
+            compiled "$m.$ir" "$tmp/m.tg" "$(ls $fix/$m.in*.npy | sort | tr '\n' ' ')" \
+                "$(ls $fix/$m.out*.npy | sort | paste -sd, -)"
+        fi
+    done
+done
+say "tcompile --target cuda, trun of the .so against the references: $pass passed, $fail failed (tcompile.log: $(grep '^FAIL' "$log/tcompile.log" | grep -o 'cannot compile.*' | sort | uniq -c | head -3 | tr -s ' \n' ' '))"
+if command -v bats >/dev/null; then
+    env $env TG_TOOLS=$PWD/tools TG_FIXTURES=$PWD/tests/fixtures TG_SRCDIR=$PWD \
+        bats tests/tcompile_cuda.bats >"$log/bats_tcompile_cuda.log" 2>&1
+    say "bats tests/tcompile_cuda.bats: exit $?; $(grep -c '^ok' "$log/bats_tcompile_cuda.log") ok, $(grep -c '^not ok' "$log/bats_tcompile_cuda.log") not ok, $(grep -c '# skip' "$log/bats_tcompile_cuda.log") skipped"
+fi
+./tools/tcompile --target cuda "$tmp/convnet.tg" -o "$tmp/convnet.so"
+./tools/trun "$tmp/convnet.so" share/examples/convnet.in.npy -o "$tmp/out" --bench 50 \
+    2>"$log/bench_cuda_so.log" >/dev/null
+say "convnet --bench 50, tcompile --target cuda .so: $(grep -i median "$log/bench_cuda_so.log" | head -1)"
 
 # The zoo's transformer models (ZOO=DIR: a folder a model, with m.tg or m.pt2,
 # its inputs in*.b1.npy and eager PyTorch's output out0.b1.npy) on cuda with

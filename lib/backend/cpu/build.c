@@ -1,10 +1,13 @@
 /* Build a model's shared object: write the C file, the weights and an export
  * list into a temporary directory, run the C compiler there (relative names
  * only, so the result does not depend on where it was built), copy the .so
- * out. */
+ * out. The folder, the run and the runtime's lookup serve every target
+ * (build.h). */
 #define _GNU_SOURCE
 #include "cpu.h"
+#include "build.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -23,22 +26,25 @@
 #define TG_PKGLIBDIR "/usr/local/lib/tgraph"
 #endif
 
-#define MAX_ARGS 64
+/* ---- what targets share (build.h) ---------------------------------------------- */
 
-typedef struct {
-    char dir[4096];
-    char path[4096 + 64];
-} tmpdir;
+int tg_build_dir_make(tg_build_dir *t)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(t->dir, sizeof t->dir, "%s/tcompile.XXXXXX",
+             tmp && *tmp && strlen(tmp) < 4000 ? tmp : "/tmp");
+    return mkdtemp(t->dir) ? 0 : tg_err("%s: %s", t->dir, strerror(errno));
+}
 
-static const char *in_dir(tmpdir *t, const char *name)
+const char *tg_build_path(tg_build_dir *t, const char *name)
 {
     snprintf(t->path, sizeof t->path, "%s/%s", t->dir, name);
     return t->path;
 }
 
-static int write_file(tmpdir *t, const char *name, const void *data, size_t n)
+int tg_build_write(tg_build_dir *t, const char *name, const void *data, size_t n)
 {
-    FILE *f = fopen(in_dir(t, name), "wb");
+    FILE *f = fopen(tg_build_path(t, name), "wb");
     if (!f)
         return tg_err("%s: %s", t->path, strerror(errno));
     size_t w = fwrite(data, 1, n, f);
@@ -47,9 +53,9 @@ static int write_file(tmpdir *t, const char *name, const void *data, size_t n)
     return 0;
 }
 
-static char *read_file(tmpdir *t, const char *name, size_t *n)
+char *tg_build_read(tg_build_dir *t, const char *name, size_t *n)
 {
-    FILE *f = fopen(in_dir(t, name), "rb");
+    FILE *f = fopen(tg_build_path(t, name), "rb");
     char *buf = NULL;
     size_t cap = 0;
     *n = 0;
@@ -73,22 +79,21 @@ static char *read_file(tmpdir *t, const char *name, size_t *n)
     return buf;
 }
 
-static void remove_dir(tmpdir *t)
+void tg_build_dir_remove(tg_build_dir *t)
 {
-    static const char *const names[] = {"model.c", "weights.bin", "exports.map", "model.so",
-                                        "cc.log"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(in_dir(t, names[i]));
+    DIR *d = opendir(t->dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(tg_build_path(t, e->d_name));
+    if (d)
+        closedir(d);
     rmdir(t->dir);
 }
 
-/* Where libtgkernels.a is: the environment (make check sets it to the build
- * tree), else where make install put it, else beside the tools of a build
- * tree (tools/tcompile and ./libtgkernels.a). */
-static int runtime_lib(char *lib, size_t n)
+int tg_build_runtime(const char *name, char *lib, size_t n)
 {
     const char *d = getenv("TGRAPH_RUNTIME_DIR");
-    snprintf(lib, n, "%s/libtgkernels.a", d && *d ? d : TG_PKGLIBDIR);
+    snprintf(lib, n, "%s/%s", d && *d ? d : TG_PKGLIBDIR, name);
     if (access(lib, R_OK) == 0 || (d && *d))
         return access(lib, R_OK) == 0 ? 0 : tg_err("%s: %s", lib, strerror(errno));
     char exe[4096];
@@ -96,23 +101,31 @@ static int runtime_lib(char *lib, size_t n)
     char *slash = k > 0 ? (exe[k] = 0, strrchr(exe, '/')) : NULL;
     if (slash) {
         *slash = 0;
-        snprintf(lib, n, "%s/../libtgkernels.a", exe);
+        snprintf(lib, n, "%s/../%s", exe, name);
         if (access(lib, R_OK) == 0)
             return 0;
     }
-    snprintf(lib, n, "%s/libtgkernels.a", TG_PKGLIBDIR);
+    snprintf(lib, n, "%s/%s", TG_PKGLIBDIR, name);
     return tg_err("%s: %s (set TGRAPH_RUNTIME_DIR to the directory that has it)", lib,
                   strerror(ENOENT));
 }
 
-/* Run argv in dir t with stdout and stderr into cc.log. */
-static int run_in(tmpdir *t, char **argv)
+int tg_build_run(tg_build_dir *t, char **argv, const char *what)
 {
+    if (tg_log_on(CODEGEN, TG_LOG_INFO)) {
+        char cmd[8192];
+        size_t k = 0;
+        for (int i = 0; argv[i] && k < sizeof cmd; i++)
+            k += snprintf(cmd + k, sizeof cmd - k, "%s%s", i ? " " : "", argv[i]);
+        TG_LOG(CODEGEN, TG_LOG_INFO, "compiler: %s", cmd);
+    }
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
     pid_t pid = fork();
     if (pid < 0)
         return tg_err("fork: %s", strerror(errno));
     if (pid == 0) {
-        int fd = open(in_dir(t, "cc.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fd = open(tg_build_path(t, "cc.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd < 0 || chdir(t->dir) < 0)
             _exit(127);
         dup2(fd, 1);
@@ -126,30 +139,58 @@ static int run_in(tmpdir *t, char **argv)
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return tg_err("waitpid: %s", strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    TG_LOG(CODEGEN, TG_LOG_INFO, "compiler took %.2f s",
+           (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
     size_t n;
-    char *log = read_file(t, "cc.log", &n);
-    tg_err("the C compiler failed (%s %d):\n%s", WIFEXITED(st) ? "exit" : "signal",
+    char *log = tg_build_read(t, "cc.log", &n);
+    tg_err("%s failed (%s %d):\n%s", what, WIFEXITED(st) ? "exit" : "signal",
            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), log ? log : "");
     free(log);
     return -1;
 }
 
-/* The compiler command: $CC split at blanks, then the fixed flags. */
-static int compile(tmpdir *t, const tg_build_opts *o, char *ccbuf)
+int tg_build_cc(const char *cc, char **buf, char **argv, int max)
 {
-    char *argv[MAX_ARGS];
+    const char *env = getenv("CC");
+    cc = cc ? cc : env && *env ? env : "cc";
+    if (!(*buf = strdup(cc)))
+        return tg_err("out of memory");
     int argc = 0;
-    for (char *tok = strtok(ccbuf, " \t"); tok && argc < MAX_ARGS - 24; tok = strtok(NULL, " \t"))
+    for (char *tok = strtok(*buf, " \t"); tok && argc < max; tok = strtok(NULL, " \t"))
         argv[argc++] = tok;
-    if (!argc)
-        return tg_err("the C compiler ($CC) is empty");
+    return argc ? argc : tg_err("the C compiler ($CC) is empty");
+}
+
+int tg_build_copy_out(tg_build_dir *t, FILE *so)
+{
+    size_t n;
+    char *bin = tg_build_read(t, "model.so", &n);
+    int rc = 0;
+    if (!bin)
+        rc = tg_err("the compiler wrote no model.so");
+    else if (fwrite(bin, 1, n, so) != n)
+        rc = tg_err("write error: %s", strerror(errno));
+    free(bin);
+    return rc;
+}
+
+/* ---- the CPU's build ------------------------------------------------------------- */
+
+/* The compiler command: $CC split at blanks, then the fixed flags. */
+static int compile(tg_build_dir *t, const tg_build_opts *o)
+{
+    char *argv[TG_BUILD_MAX_ARGS], *ccbuf = NULL;
+    int argc = tg_build_cc(o->cc, &ccbuf, argv, TG_BUILD_MAX_ARGS - 24);
     char march[64], prefix[4096 + 32], lib[4096 + 32];
     snprintf(march, sizeof march, "-march=%s", o->cpu ? o->cpu : "native");
     snprintf(prefix, sizeof prefix, "-ffile-prefix-map=%s=.", t->dir);
-    if (runtime_lib(lib, sizeof lib))
+    if (argc < 0 || tg_build_runtime("libtgkernels.a", lib, sizeof lib)) {
+        free(ccbuf);
         return -1;
+    }
     const char *fixed[] = {
         /* -fno-trapping-math lets the emitted loops' selects vectorize
          * without AVX-512 masks (see kernels/vecmath.h) */
@@ -162,25 +203,14 @@ static int compile(tmpdir *t, const tg_build_opts *o, char *ccbuf)
     for (int i = 0; fixed[i]; i++)
         argv[argc++] = (char *)fixed[i];
     argv[argc] = NULL;
-    if (tg_log_on(CODEGEN, TG_LOG_INFO)) {
-        char cmd[8192];
-        size_t k = 0;
-        for (int i = 0; i < argc && k < sizeof cmd; i++)
-            k += snprintf(cmd + k, sizeof cmd - k, "%s%s", i ? " " : "", argv[i]);
-        TG_LOG(CODEGEN, TG_LOG_INFO, "compiler: %s", cmd);
-    }
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = run_in(t, argv);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    TG_LOG(CODEGEN, TG_LOG_INFO, "compiler took %.2f s",
-           (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9);
+    int rc = tg_build_run(t, argv, "the C compiler");
+    free(ccbuf);
     return rc;
 }
 
 /* Write the C file (and --emit-c's copy), the weights and the export list. */
-static int write_inputs(tmpdir *t, const tg_graph *g, const tg_plan *p, const tg_build_opts *o,
-                        const tg_weights *w)
+static int write_inputs(tg_build_dir *t, const tg_graph *g, const tg_plan *p,
+                        const tg_build_opts *o, const tg_weights *w)
 {
     static const char exports[] = "{ global: tgraph_*; local: *; };\n";
     const char *base = NULL;
@@ -193,7 +223,7 @@ static int write_inputs(tmpdir *t, const tg_graph *g, const tg_plan *p, const tg
             return tg_err("%s: %s", o->weights_path, tg_errmsg());
         base = strrchr(o->weights_path, '/') ? strrchr(o->weights_path, '/') + 1
                                              : o->weights_path;
-    } else if (write_file(t, "weights.bin", w->data, w->size)) {
+    } else if (tg_build_write(t, "weights.bin", w->data, w->size)) {
         return -1;
     }
     tg_codegen_weights how = {o->weights_path ? NULL : "weights.bin", base};
@@ -205,9 +235,9 @@ static int write_inputs(tmpdir *t, const tg_graph *g, const tg_plan *p, const tg
     int rc = tg_codegen_c(g, p, w, &how, f);
     fclose(f);
     if (!rc)
-        rc = write_file(t, "model.c", src, n);
+        rc = tg_build_write(t, "model.c", src, n);
     if (!rc)
-        rc = write_file(t, "exports.map", exports, sizeof exports - 1);
+        rc = tg_build_write(t, "exports.map", exports, sizeof exports - 1);
     if (!rc && o->emit_c) {
         tg_outfile cf;
         if (tg_outfile_open(&cf, o->emit_c, false))
@@ -222,35 +252,20 @@ static int write_inputs(tmpdir *t, const tg_graph *g, const tg_plan *p, const tg
 int tg_cpu_compile(const tg_backend *be, const tg_graph *g, const tg_plan *p,
                    const tg_build_opts *o, FILE *so)
 {
-    const char *tmp = getenv("TMPDIR");
-    tmpdir t;
+    tg_build_dir t;
     tg_weights w;
-    snprintf(t.dir, sizeof t.dir, "%s/tcompile.XXXXXX",
-             tmp && *tmp && strlen(tmp) < 4000 ? tmp : "/tmp");
-    if (!mkdtemp(t.dir))
-        return tg_err("%s: %s", t.dir, strerror(errno));
+    if (tg_build_dir_make(&t))
+        return -1;
     if (tg_weights_make(g, &w)) {
         rmdir(t.dir);
         return -1;
     }
-    const char *cc = o->cc ? o->cc : getenv("CC");
-    char *ccbuf = strdup(cc && *cc ? cc : "cc");
-    int rc = ccbuf ? 0 : tg_err("out of memory");
+    int rc = write_inputs(&t, g, p, o, &w);
     if (!rc)
-        rc = write_inputs(&t, g, p, o, &w);
+        rc = compile(&t, o);
     if (!rc)
-        rc = compile(&t, o, ccbuf);
-    if (!rc) {
-        size_t n;
-        char *bin = read_file(&t, "model.so", &n);
-        if (!bin)
-            rc = tg_err("the compiler wrote no model.so");
-        else if (fwrite(bin, 1, n, so) != n)
-            rc = tg_err("write error: %s", strerror(errno));
-        free(bin);
-    }
-    free(ccbuf);
+        rc = tg_build_copy_out(&t, so);
     tg_weights_free(&w);
-    remove_dir(&t);
+    tg_build_dir_remove(&t);
     return rc;
 }

@@ -173,43 +173,16 @@ const char *cg_quote(tg_cg *c, const char *s)
 
 /* ---- the symbols ------------------------------------------------------------ */
 
-/* Whether d is coef*s + off with coef > 0 (s alone, to the first power). */
-static bool linear_in(tg_dim d, int s, int64_t *coef, int64_t *off)
-{
-    *coef = *off = 0;
-    for (int t = 0; t < d.nterms; t++) {
-        int deg = 0;
-        for (int q = 0; q < TG_MAX_SYMS; q++)
-            deg += d.t[t].pow[q];
-        if (deg == 0)
-            *off = d.t[t].coef;
-        else if (deg == 1 && d.t[t].pow[s] == 1)
-            *coef = d.t[t].coef;
-        else
-            return false;
-    }
-    return *coef > 0;
-}
-
-/* For each symbol, the input dim coef*s + offset to read it from (the
- * smallest coef, preferring 1). */
+/* For each symbol, the input dim coef*s + offset to read it from. */
 static int bind_symbols(const tg_graph *g, FILE *f)
 {
     fprintf(f, "static const tgrt_bind BIND[] = {\n");
     for (int s = 0; s < g->nsym; s++) {
-        int best_i = -1, best_k = 0;
-        int64_t best_coef = 0, best_off = 0, coef, off;
-        for (int i = 0; i < g->ninput; i++) {
-            const tg_shape *sh = &g->values[g->inputs[i]].shape;
-            for (int k = 0; k < sh->rank; k++)
-                if (linear_in(sh->d[k], s, &coef, &off) && (best_i < 0 || coef < best_coef))
-                    best_i = i, best_k = k, best_coef = coef, best_off = off;
-        }
-        if (best_i < 0)
-            return tg_err("symbol %s: no input dim is a multiple of it alone, so its value"
-                          " cannot be read from the inputs", g->sym[s].name);
-        fprintf(f, "    {%d, %d, %" PRId64 ", %" PRId64 "},\n", best_i, best_k, best_coef,
-                best_off);
+        int i, k;
+        int64_t coef, off;
+        if (tg_graph_symbol_source(g, s, &i, &k, &coef, &off))
+            return -1;
+        fprintf(f, "    {%d, %d, %" PRId64 ", %" PRId64 "},\n", i, k, coef, off);
     }
     if (!g->nsym)
         fprintf(f, "    {0, 0, 1, 0},\n");

@@ -21,7 +21,7 @@
 #include "kernels/tensor_ops.h"
 
 struct tgraph_model {
-    const tgrt_model *d;
+    const tgrt_model *d;        /* first, as every runtime's (model_rt.h) */
     const unsigned char *w;     /* weights: embedded, or inside map */
     void *map;
     size_t maplen;
@@ -82,6 +82,7 @@ const char *tgrt_strerror(int status)
     case TGRAPH_E_SPACE: return "output buffer too small";
     case TGRAPH_E_DATA: return "invalid input data";
     case TGRAPH_E_WEIGHTS: return "bad weights file";
+    case TGRAPH_E_DEVICE: return "device error";
     }
     return "unknown status";
 }
@@ -307,10 +308,7 @@ static void output_shapes(const tgrt_model *d, const int64_t *D, tgraph_tensor *
     }
 }
 
-/* Everything a run checks before it touches data: the arguments, the
- * symbols, every dim; fills S, D, slot and the outputs' shapes in res, and
- * the workspace size in *need. */
-static int check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
+int tgrt_check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
                       const tgraph_tensor *out, int nout, int64_t *S, int64_t *D, size_t *slot,
                       tgraph_tensor *res, size_t *need)
 {
@@ -329,18 +327,11 @@ static int check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
     return 0;
 }
 
-/* Room for check_call's arrays, sized for model m (NULL: none). */
-#define CALL_ARRAYS(m) \
-    const tgrt_model *d = (m) ? (m)->d : NULL; \
-    int64_t S[d ? d->nsym + 1 : 1], D[d ? d->ndim + 1 : 1]; \
-    size_t slot[d ? d->nslot + 1 : 1], need; \
-    tgraph_tensor res[d ? d->nout + 1 : 1]
-
 int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
                      tgraph_tensor *out, int nout)
 {
     CALL_ARRAYS(m);
-    int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
+    int rc = tgrt_check_call(m, in, nin, out, nout, S, D, slot, res, &need);
     for (int i = 0; !rc && i < nout; i++) {     /* the caller's data pointer stays */
         res[i].data = out[i].data;
         out[i] = res[i];
@@ -378,7 +369,7 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
 {
     tgk_parallel_prime();   /* the workers wake while the call is checked */
     CALL_ARRAYS(m);
-    int rc = check_call(m, in, nin, out, nout, S, D, slot, res, &need);
+    int rc = tgrt_check_call(m, in, nin, out, nout, S, D, slot, res, &need);
     if (rc)
         return rc;
     void *outp[d->nout + 1], *inp[d->nin + 1];
@@ -436,8 +427,7 @@ static int check_placement(const char *what, tgraph_placement p)
     return 0;
 }
 
-int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out,
-                int nout, const tgraph_run_opts *o)
+int tgrt_check_opts(const tgraph_run_opts *o)
 {
     int rc;
     if (o && (o->version < 1 || o->version > TGRAPH_RUN_OPTS_VERSION))
@@ -449,6 +439,13 @@ int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor
     if (o && ((rc = check_placement("input", o->inputs)) ||
               (rc = check_placement("output", o->outputs))))
         return rc;
+    return 0;
+}
+
+int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out,
+                int nout, const tgraph_run_opts *o)
+{
+    int rc = tgrt_check_opts(o);
     /* the CPU: device memory is the host's, and no queue to order on */
-    return tgrt_run(m, in, nin, out, nout);
+    return rc ? rc : tgrt_run(m, in, nin, out, nout);
 }

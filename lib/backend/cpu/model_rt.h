@@ -54,7 +54,10 @@ typedef struct {
     const char *weights_file;       /* for --weights builds: file name beside the .so */
 } tgrt_model;
 
-/* The ABI functions, forwarded to by the generated file. */
+/* The ABI functions, forwarded to by the generated file. They serve any
+ * runtime whose struct tgraph_model begins with its table, a
+ * `const tgrt_model *d` (the CPU's here, the CUDA one's in
+ * ../cuda/model_rt.c, which builds its table from its graph at open). */
 tgraph_model *tgrt_open(const tgrt_model *d, const char *weights_path);
 void tgrt_close(tgraph_model *m);
 int tgrt_num(const tgraph_model *m, int what);      /* 0 inputs, 1 outputs, 2 symbols */
@@ -66,6 +69,20 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
 int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out,
                 int nout, const tgraph_run_opts *opts);
 const char *tgrt_strerror(int status);
+/* Everything a run checks before it touches data: the arguments, the
+ * symbols, every dim; fills S, D, slot and the outputs' shapes in res, and
+ * the workspace size in *need. 0 or a tgraph_status (tgrt_fail). */
+int tgrt_check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
+                    const tgraph_tensor *out, int nout, int64_t *S, int64_t *D, size_t *slot,
+                    tgraph_tensor *res, size_t *need);
+/* Room for tgrt_check_call's arrays, sized for model m (NULL: none). */
+#define CALL_ARRAYS(m) \
+    const tgrt_model *d = (m) ? *(const tgrt_model *const *)(m) : NULL; \
+    int64_t S[d ? d->nsym + 1 : 1], D[d ? d->ndim + 1 : 1]; \
+    size_t slot[d ? d->nslot + 1 : 1], need; \
+    tgraph_tensor res[d ? d->nout + 1 : 1]
+/* The run options' version, size and placements. 0 or TGRAPH_E_ARG. */
+int tgrt_check_opts(const tgraph_run_opts *o);
 const char *tgrt_last_error(void);
 
 /* Per-kernel timing (tgraph_set_profile). The generated plan brackets each

@@ -160,11 +160,12 @@ static int cuda_run(const tg_backend *be, const tg_run_ctx *c)
     return cs ? tgc_run_node(cs, c) : -1;
 }
 
-/* Runs graphs node by node; compiles none (NULL compile: tcompile refuses). */
+/* Runs graphs node by node; compiles them into a runtime that captures
+ * the same kernels (compile.c). */
 const tg_backend tg_backend_cuda = {
     .abi = TG_BACKEND_ABI,
     .name = "cuda",
-    .about = "an NVIDIA GPU through the CUDA runtime and cuBLASLt (runs graphs; compiles none)",
+    .about = "an NVIDIA GPU through the CUDA runtime and cuBLASLt",
     .memory = TG_MEM_DEVICE,
     .alignment = 256,
     .alloc = cuda_alloc,
@@ -174,4 +175,6 @@ const tg_backend tg_backend_cuda = {
     .synchronize = cuda_synchronize,
     .supports_node = cuda_supports_node,
     .run = cuda_run,
+    .compile = tgc_compile,
+    .compiles_node = tgc_compiles_node,
 };

@@ -22,6 +22,8 @@ typedef struct {
     void *workspace;            /* cuBLASLt's */
     size_t workspace_size;
     int64_t *flag;              /* device scratch: an index or division error */
+    bool deferred;              /* a captured run (tcompile's model): the flag is set before
+                                   and read after the whole run, not around each node */
     bool tf32;                  /* TG_CUDA_MATH has tf32: GEMMs on tf32 tensor cores */
     int attn_f32;               /* TG_CUDA_MATH has bf16 or fp16: float32 attention in that
                                  * type through the flash kernels (a tgf_dtype); -1: not */
@@ -39,6 +41,16 @@ int tgc_blas_fail(cublasStatus_t st, const char *what);
 /* run.c: whether the kernels cover node n of g (why when not), and its run. */
 bool tgc_supports(const tg_graph *g, int n, char *why);
 int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c);
+/* Whether node n reports bad data through the flag (indexing, integer
+ * division), and the flag's value before it runs: any other value after is
+ * the error, which tgc_flag_error words. */
+bool tgc_node_checks(const tg_graph *g, int n, int64_t *init);
+int tgc_flag_error(const tg_graph *g, int n, const int64_t *in_dims, int64_t flag);
+
+/* compile.c: tcompile --target cuda (tg_backend's compiles_node and compile). */
+bool tgc_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why);
+int tgc_compile(const tg_backend *be, const tg_graph *g, const tg_plan *p,
+                const tg_build_opts *o, FILE *so);
 
 /* attention.c: an sdpa node, through the flash kernels where they take it. */
 int tgc_run_sdpa(const tgc_state *cs, const tg_run_ctx *c);

@@ -111,20 +111,57 @@ static int copy_bytes(const tgc_state *cs, void *y, const void *x, size_t n)
 }
 
 /* The device flag set to v before a kernel that may report into it, and its
- * value after (a sync). */
+ * value after (a sync); in a deferred run neither (its caller does both for
+ * the whole run: a captured graph cannot wait). */
 static int flag_set(const tgc_state *cs, int64_t v)
 {
     static const int64_t values[2] = {0, INT64_MIN};
+    if (cs->deferred)
+        return 0;
     return launched(cudaMemcpyAsync(cs->flag, &values[v == INT64_MIN], sizeof v,
                                     cudaMemcpyHostToDevice, cs->stream));
 }
 
-static int flag_get(const tgc_state *cs, int64_t *v)
+static int flag_get(const tgc_state *cs, int64_t *v, int64_t init)
 {
+    if (cs->deferred) {
+        *v = init;
+        return 0;
+    }
     int e = cudaMemcpyAsync(v, cs->flag, sizeof *v, cudaMemcpyDeviceToHost, cs->stream);
     if (!e)
         e = cudaStreamSynchronize(cs->stream);
     return e ? tgc_fail(e, "reading the error flag") : 0;
+}
+
+static bool int_division(const tg_graph *g, const tg_node *n)
+{
+    return (n->op == TG_OP_DIV || n->op == TG_OP_REMAINDER || n->op == TG_OP_FMOD) &&
+           !tg_dtype_is_float(g->values[n->in[0]].dtype);
+}
+
+static bool indexes(const tg_node *n)
+{
+    return n->op == TG_OP_GATHER || n->op == TG_OP_INDEX_SELECT || n->op == TG_OP_INDEX_COPY;
+}
+
+bool tgc_node_checks(const tg_graph *g, int i, int64_t *init)
+{
+    const tg_node *n = &g->nodes[i];
+    *init = indexes(n) ? INT64_MIN : 0;
+    return indexes(n) || int_division(g, n);
+}
+
+int tgc_flag_error(const tg_graph *g, int i, const int64_t *in_dims, int64_t flag)
+{
+    const tg_node *n = &g->nodes[i];
+    if (!indexes(n))
+        return tg_err("integer division by zero");
+    int rank = g->values[n->in[0]].shape.rank;
+    int64_t ax = tg_node_int(n, "axis", 0);
+    ax = ax < 0 ? ax + rank : ax;
+    return tg_err("index %" PRId64 " is out of range for axis %d of size %" PRId64, flag,
+                  (int)ax, in_dims[ax]);
 }
 
 /* ---- elementwise ------------------------------------------------------------------- */
@@ -136,12 +173,12 @@ static int run_binary(const tgc_state *cs, const tg_run_ctx *c, tgk_binary_op k)
     memcpy(it.dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
     tgk_broadcast_strides(y->rank, y->dims, a->rank, a->dims, it.st[1]);
     tgk_broadcast_strides(y->rank, y->dims, b->rank, b->dims, it.st[2]);
-    bool divides = (k == TGK_DIV || k == TGK_REMAINDER || k == TGK_FMOD) && !tg_dtype_is_float(a->dtype);
+    bool divides = int_division(c->g, c->n);
     int64_t bad = 0;
     if ((divides && flag_set(cs, 0)) ||
         launched(tgc_binary(k, tg_run_kt(a->dtype), &it, a->data, b->data, y->data, cs->flag,
                             cs->stream)) ||
-        (divides && flag_get(cs, &bad)))
+        (divides && flag_get(cs, &bad, 0)))
         return -1;
     return bad ? tg_err("integer division by zero") : 0;
 }
@@ -421,12 +458,9 @@ static int run_index(const tgc_state *cs, const tg_run_ctx *c)
                              y->data, cs->flag, cs->stream);
     }
     int64_t bad;
-    if (launched(e) || flag_get(cs, &bad))
+    if (launched(e) || flag_get(cs, &bad, INT64_MIN))
         return -1;
-    if (bad != INT64_MIN)
-        return tg_err("index %" PRId64 " is out of range for axis %d of size %" PRId64, bad, ax,
-                      x->dims[ax]);
-    return 0;
+    return bad != INT64_MIN ? tgc_flag_error(c->g, (int)(c->n - c->g->nodes), x->dims, bad) : 0;
 }
 
 static int run_movement(const tgc_state *cs, const tg_run_ctx *c)

@@ -1,0 +1,32 @@
+/* A compiled CUDA model's graph and memory plan as one block of bytes:
+ * tcompile --target cuda writes it into the shared object, whose runtime
+ * (model_rt.c) reads it back at open. Not the TG file: that needs cJSON,
+ * and the model may need nothing but the CUDA libraries. Host byte order:
+ * the block is read by the machine kind it was built for. */
+#ifndef TG_BACKEND_CUDA_BLOB_H
+#define TG_BACKEND_CUDA_BLOB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../../graph.h"
+#include "../../passes/passes.h"
+
+#define TGC_BLOB_MAGIC "TGCUDA01"
+
+/* g with its constants' data, and p's alias and slot of every value. 0 or -1 (tg_err). */
+int tgc_blob_write(const tg_graph *g, const tg_plan *p, FILE *f);
+
+/* What tgc_blob_read gives back: the graph (constants' data point into the
+ * block, which must outlive it) and the plan's arrays. */
+typedef struct {
+    tg_graph *g;
+    int *alias, *slot;          /* per value */
+    int nslot;
+} tgc_blob;
+
+/* 0, or -1 (tg_err) when the block is truncated or not one. */
+int tgc_blob_read(const uint8_t *buf, size_t len, tgc_blob *b);
+void tgc_blob_free(tgc_blob *b);
+
+#endif

@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# tcompile --target cuda (CUDA in tgraph(7)). Everywhere with a CUDA build:
+# --help, the refusals (every node the GPU cannot run listed at once,
+# --weights), the .so's libraries and exports. On a GPU (skipped only when
+# the CUDA runtime finds no device): every fixture's compiled model against
+# PyTorch's outputs at batch 1 and 3, and tests/cuda/model_cuda (shapes
+# captured and replayed, the caller's stream, device memory, threads).
+# Without CUDA built, the target is unknown: that is tested, the rest skips.
+
+load common
+
+setup_file() {
+    export GRAPHS=$BATS_FILE_TMPDIR
+    "$TEXPORT" "$FIX/mlp.pt2" -o "$GRAPHS/mlp.tg"
+}
+
+setup() {
+    common_setup
+}
+
+# cuda_build_or_skip: skip when this build has no CUDA backend (it is then
+# unknown to tcompile, which the first test checks)
+cuda_build_or_skip() {
+    if ! "$TCOMPILE" --target cuda "$GRAPHS/mlp.tg" -o "$TMP/probe.so" 2>"$TMP/probe.err"; then
+        grep -q "no device 'cuda'" "$TMP/probe.err" &&
+            skip "built without CUDA (configure found no nvcc, cudart and cuBLASLt)"
+        cat "$TMP/probe.err"
+        return 1
+    fi
+}
+
+# gpu_or_skip: also skip when the CUDA runtime finds no usable device here
+gpu_or_skip() {
+    cuda_build_or_skip
+    if ! "$TRUN" "$TMP/probe.so" "$FIX/mlp.in0.b1.npy" -o "$TMP/probe.npy" 2>"$TMP/probe.err"; then
+        grep -Eq "cudaErrorNoDevice|cudaErrorInsufficientDriver" "$TMP/probe.err" &&
+            skip "no CUDA device here: $(head -1 "$TMP/probe.err")"
+        cat "$TMP/probe.err"
+        return 1
+    fi
+}
+
+@test "tcompile --help names the cuda target" {
+    run_ok "$TCOMPILE" --help
+    [[ "$output" == *"cuda: an NVIDIA"* ]]
+    [[ "$output" == *"libtgcuda.a"* ]]
+}
+
+@test "tcompile --target cuda without CUDA built is a usage error naming the known devices" {
+    run --separate-stderr "$TCOMPILE" --target cuda "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    if [ "$status" -eq 0 ]; then
+        [ -s "$TMP/m.so" ]      # built with CUDA: it compiles
+    else
+        [ "$status" -eq 2 ]
+        [[ "$stderr" == *"no device 'cuda' (known: cpu"* ]]
+    fi
+}
+
+@test "tcompile --target cuda lists every node the GPU cannot run, each with its reason" {
+    cuda_build_or_skip
+    "$TQUANT" --scheme dynamic "$GRAPHS/mlp.tg" -o "$TMP/q.tg" 2>/dev/null
+    run_fails 1 "target cuda cannot compile [0-9]+ nodes:" "$TCOMPILE" --target cuda "$TMP/q.tg" \
+        -o "$TMP/q.so"
+    n=$(grep -c ":   node '.*' (qlinear): quantized and 2:4 sparse ops have no CUDA kernels yet$" <<<"$stderr")
+    [ "$n" -ge 3 ]
+    [[ "$stderr" == *"cannot compile $n nodes:"* ]]
+    [ ! -e "$TMP/q.so" ]
+}
+
+@test "tcompile --target cuda refuses --weights: the model carries its weights" {
+    cuda_build_or_skip
+    run_fails 1 "weights: a CUDA model carries its weights in the .so" \
+        "$TCOMPILE" --target cuda --weights "$TMP/w.bin" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+}
+
+@test "a cuda model needs only the CUDA runtime, cuBLASLt and the C library" {
+    cuda_build_or_skip
+    need readelf binutils
+    needed=$(readelf -d "$TMP/probe.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+    echo "NEEDED: $needed"
+    [[ "$needed" == *libcudart.so* && "$needed" == *libcublasLt.so* ]]
+    for lib in $needed; do
+        [[ "$lib" =~ ^lib(cudart|cublasLt|c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so ]] ||
+            [[ "$lib" =~ ^ld-linux ]] || { echo "unexpected: $lib"; return 1; }
+    done
+    ! grep -q "tgraph\|cjson\|protobuf\|libz" <<<"$needed"
+}
+
+@test "a cuda model exports only the ABI and carries its version note" {
+    cuda_build_or_skip
+    need nm binutils
+    syms=$(nm -D --defined-only "$TMP/probe.so" | awk '{print $3}')
+    [ -n "$syms" ]
+    ! grep -v '^tgraph_' <<<"$syms"
+    grep -qx tgraph_model_run_ex <<<"$syms"
+    readelf -n "$TMP/probe.so" | grep -q tgraph
+}
+
+@test "every fixture compiled for cuda matches PyTorch's outputs at batch 1 and 3 (GPU)" {
+    gpu_or_skip
+    local n=0
+    for m in mlp cnn tinygpt; do
+        "$TEXPORT" "$FIX/$m.pt2" -o "$TMP/$m.tg"
+        run_ok "$TCOMPILE" --target cuda "$TMP/$m.tg" -o "$TMP/$m.so"
+        for b in 1 3; do
+            run_ok "$TRUN" "$TMP/$m.so" "$FIX/$m.in0.b$b.npy" --check "$FIX/$m.out0.b$b.npy" \
+                --rtol 1e-4 --atol 1e-4
+            n=$((n + 1))
+        done
+    done
+    [ "$n" -eq 6 ]
+}
+
+@test "a cuda model: shapes replayed, the caller's stream, device memory, threads (GPU)" {
+    gpu_or_skip
+    "$TEXPORT" "$FIX/cnn.pt2" -o "$TMP/cnn.tg"
+    run_ok "$TCOMPILE" --target cuda "$TMP/cnn.tg" -o "$TMP/cnn.so"
+    run --separate-stderr "$UNIT/../cuda/model_cuda" "$TMP/cnn.so" "$FIX/cnn.in0.b1.npy" \
+        "$FIX/cnn.in0.b3.npy"
+    [ "$status" -ne 77 ] || skip "no CUDA device"
+    [ "$status" -eq 0 ] || { tg_show_run; return 1; }
+    [[ "$output" == *" passed, 0 failed" ]]
+}
+
+@test "a cuda model reports an index out of range as bad data, naming the node (GPU)" {
+    gpu_or_skip
+    "$TEXPORT" "$FIX/kvcache.pt2" -o "$TMP/kv.tg"
+    run_ok "$TCOMPILE" --target cuda "$TMP/kv.tg" -o "$TMP/kv.so"
+    run_ok "$TRUN" "$TMP/kv.so" "$FIX/kvcache.in0.npy" "$FIX/kvcache.in1.npy" \
+        --check "$FIX/kvcache.out0.npy" --rtol 1e-4 --atol 1e-4
+    # positions of 64 random bits: out of range (the chance of two in range: 2^-120)
+    random_npy '<i8' "2," 8 "$TMP/bad.npy"
+    run_fails 1 "node '.*' \\([a-z_]+\\): index -?[0-9]+ is out of range" \
+        "$TRUN" "$TMP/kv.so" "$FIX/kvcache.in0.npy" "$TMP/bad.npy" -o "$TMP/y.npy"
+}
