@@ -104,6 +104,25 @@ static inline bool cg_interpretable_on(const tg_backend *be, const char *what, c
     return true;
 }
 
+/* Whether backend be's compiled model of g can run here: its compiler takes
+ * every node (compiles_node) and the device is here to run them (a GPU's
+ * supports_node refuses all without one); false after cg_refuse with the
+ * first it refuses. */
+static inline bool cg_compilable_on(const tg_backend *be, const char *what, const tg_graph *g)
+{
+    for (int i = 0; be->compiles_node && i < g->nnode; i++) {
+        char why[TG_WHY_MAX], path[64], node[TG_WHY_MAX + 64];
+        if (!be->compiles_node(be, g, i, why) || !tg_backend_supports(be, g, i, why)) {
+            cg_path(path, sizeof path, be, "compiled");
+            snprintf(node, sizeof node, "%s (%s): %s", g->nodes[i].name,
+                     tg_op_name(g->nodes[i].op), why);
+            cg_refuse(what, path, node);
+            return false;
+        }
+    }
+    return true;
+}
+
 static inline bool cg_interpretable(const char *what, const tg_graph *g)
 {
     return cg_interpretable_on(&tg_backend_cpu, what, g);
@@ -579,7 +598,8 @@ static inline void check_case_with(const char *what, tg_graph *g, const cg_case 
             interp[ninterp++] = be;
             cg_count_on(d, what, g);
         }
-        for (int level = 0; be->compile && !o->interpreted && level < 2; level++)
+        bool compiles = be->compile && !o->interpreted && cg_compilable_on(be, what, g);
+        for (int level = 0; compiles && level < 2; level++)
             if ((o->levels ? o->levels : 2u) & (1u << level))
                 ok = cg_load(what, be, g, level, &cm[ncm++]) && ok;
     }

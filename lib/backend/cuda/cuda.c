@@ -18,17 +18,6 @@ static tgc_state state;
 static char absent[TG_WHY_MAX];     /* why there is no device: "" once set up */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-int tgc_fail(int err, const char *what)
-{
-    return tg_err("cuda: %s: %s (%s)", what, cudaGetErrorString((cudaError_t)err),
-                  cudaGetErrorName((cudaError_t)err));
-}
-
-int tgc_blas_fail(cublasStatus_t st, const char *what)
-{
-    return tg_err("cuda: %s: cuBLASLt status %d", what, (int)st);
-}
-
 /* TG_CUDA_MATH: words separated by commas; tf32 for the GEMMs, bf16 or
  * fp16 for attention (the last one given wins); others are ignored. */
 static void read_math(const char *math)
