@@ -94,7 +94,7 @@ setup() {
 
 @test "a backend built for another interface version is refused, naming both" {
     TG_BACKEND_PATH=$OTHER run_fails 2 \
-        "^trun: --device: $OTHER/libtgraph-backend-old.so: built for device interface version 99, this tgraph's is 1$" \
+        "^trun: --device: $OTHER/libtgraph-backend-old.so: built for device interface version 99, this tgraph's is 2$" \
         "$TRUN" --device old --random "$TMP/g.tg"
 }
 

@@ -174,6 +174,7 @@ static const tg_backend toy = {
     /* .nlower = */ 0,
     /* .groups = */ &toy_groups,
     /* .compile = */ NULL,     /* it runs graphs only */
+    /* .compiles_node = */ NULL,
 };
 
 const tg_backend *tg_backend_entry(void)

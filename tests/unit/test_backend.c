@@ -167,6 +167,7 @@ static const tg_backend inverted = {
     /* .nlower = */ 0,
     /* .groups = */ NULL,
     /* .compile = */ NULL,     /* it runs graphs only */
+    /* .compiles_node = */ NULL,
 };
 
 static uint64_t rng;

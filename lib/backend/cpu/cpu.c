@@ -122,4 +122,5 @@ const tg_backend tg_backend_cpu = {
     /* .nlower = */ sizeof cpu_lower / sizeof cpu_lower[0],
     /* .groups = */ &cpu_groups,
     /* .compile = */ tg_cpu_compile,
+    /* .compiles_node = */ NULL,   /* supports_node decides */
 };
