@@ -46,12 +46,16 @@ const char *cg_float(tg_cg *c, double v);
 const char *cg_double(tg_cg *c, double v);
 /* A C string literal for s, quotes included. */
 const char *cg_quote(tg_cg *c, const char *s);
+/* Axis attribute `name` of nd normalized to [0, rank) into *ax; -1 (tg_err,
+ * naming the node) when it is not an int or out of range. */
+int cg_axis(const tg_node *nd, const char *name, int64_t dflt, int rank, int *ax);
 
 /* One node as kernel calls into c->f; -1 (tg_err) when the CPU code generator
  * cannot compile it. */
 int cg_emit_node(tg_cg *c, int n);
 /* One entry per family of ops.def (cg_node_<family>: emit_node.c, qops in
- * emit_qops.c, sparse in emit_sparse.c), found through emit_node.c's table
+ * emit_qops.c, sparse in emit_sparse.c, a family of one op in its kernel's
+ * file, as kernels/cumsum.c), found through emit_node.c's table
  * generated from it; an entry of several ops switches on nd->op. Writes the
  * node's kernel calls into c->f; -1 (tg_err) when it cannot. */
 #define OP(id, name, min_in, max_in, infer, family, flag) \

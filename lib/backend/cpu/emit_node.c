@@ -108,7 +108,7 @@ int cg_node_where(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-static int axis_attr(const tg_node *nd, const char *name, int64_t dflt, int rank, int *ax)
+int cg_axis(const tg_node *nd, const char *name, int64_t dflt, int rank, int *ax)
 {
     int64_t a;
     if (tg_attr_get_int(nd, name, dflt, &a) || tg_axis_norm(a, rank, ax))
@@ -154,7 +154,7 @@ int cg_node_arg_reduce(tg_cg *c, const tg_node *nd)
             return -1;
         s = &flat;
         rank = 1;
-    } else if (axis_attr(nd, "axis", 0, rank, &ax)) {
+    } else if (cg_axis(nd, "axis", 0, rank, &ax)) {
         return -1;
     }
     cg_dims_array(c, "x", s);
@@ -168,26 +168,12 @@ int cg_node_softmax(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     int ax;
-    if (need_f32(nd, x) || axis_attr(nd, "axis", -1, x->shape.rank, &ax))
+    if (need_f32(nd, x) || cg_axis(nd, "axis", -1, x->shape.rank, &ax))
         return -1;
     fprintf(c->f, "    tgk_softmax_f32(%s, %s, %s, %s, %s, %d);\n", cg_ptr(c, nd->in[0]),
             OUT(c, nd - c->g->nodes), cg_prod(c, &x->shape, 0, ax),
             cg_dim(c, x->shape.d[ax]), cg_prod(c, &x->shape, ax + 1, x->shape.rank),
             nd->op == TG_OP_LOG_SOFTMAX);
-    return 0;
-}
-
-int cg_node_cumsum(tg_cg *c, const tg_node *nd)
-{
-    const tg_value *x = in_val(c, nd, 0);
-    int ax = 0, r = x->shape.rank;
-    if (r && axis_attr(nd, "axis", 0, r, &ax))
-        return -1;
-    fprintf(c->f, "    (void)tgk_cumsum(%s, %s, %s, %s, %d, %d, %s, %s);\n",
-            dt_enum(c, x->dtype), cg_prod(c, &x->shape, 0, ax),
-            r ? cg_dim(c, x->shape.d[ax]) : "1", cg_prod(c, &x->shape, ax + 1, r),
-            (int)tg_node_int(nd, "exclusive", 0), (int)tg_node_int(nd, "reverse", 0),
-            cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes));
     return 0;
 }
 
@@ -202,7 +188,7 @@ int cg_node_norm(tg_cg *c, const tg_node *nd)
         return -1;
     switch (nd->op) {
     case TG_OP_LAYER_NORM:
-        if (axis_attr(nd, "axis", -1, s->rank, &ax))
+        if (cg_axis(nd, "axis", -1, s->rank, &ax))
             return -1;
         fprintf(c->f, "    tgk_layer_norm_f32(%s, %s, %s, %s, %s, %s, %s);\n", xp,
                 opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_prod(c, s, 0, ax),
@@ -487,7 +473,7 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
         return 0;
     case TG_OP_SLICE: {
         tg_dim zero = tg_dim_const(0), start;
-        if (axis_attr(nd, "axis", 0, x->shape.rank, &ax) ||
+        if (cg_axis(nd, "axis", 0, x->shape.rank, &ax) ||
             tg_attr_get_dim(nd, "start", &zero, &start))
             return tg_err("node '%s': %s", nd->name, tg_errmsg());
         fprintf(c->f, "    int64_t start = %s;\n    if (start > x[%d])\n        start = x[%d];\n"
@@ -497,7 +483,7 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
         return 0;
     }
     case TG_OP_CONCAT:
-        if (axis_attr(nd, "axis", 0, x->shape.rank, &ax))
+        if (cg_axis(nd, "axis", 0, x->shape.rank, &ax))
             return -1;
         fprintf(c->f, "    const void *const in[] = {");
         for (int i = 0; i < nd->nin; i++)
@@ -550,7 +536,7 @@ int cg_node_index(tg_cg *c, const tg_node *nd)
         return tg_err("node '%s': %s with %s indices is not supported by the CPU code"
                       " generator (i64 only)", nd->name, tg_op_name(nd->op),
                       tg_dtype_name(idx->dtype));
-    if (axis_attr(nd, "axis", 0, x->shape.rank, &ax))
+    if (cg_axis(nd, "axis", 0, x->shape.rank, &ax))
         return -1;
     fprintf(c->f, "    int64_t bad = 0;\n");
     if (nd->op == TG_OP_INDEX_COPY) {
@@ -589,7 +575,7 @@ int cg_node_quant(tg_cg *c, const tg_node *nd)
     int nch = sa->kind == TG_ATTR_FLOATS ? sa->n : 1, ax = 0;
     if (need_f32(nd, q ? x : out_val(c, nd)))
         return -1;
-    if (nch > 1 && axis_attr(nd, "axis", 0, x->shape.rank, &ax))
+    if (nch > 1 && cg_axis(nd, "axis", 0, x->shape.rank, &ax))
         return -1;
     fprintf(c->f, "    static const float scale[] = {");
     for (int i = 0; i < nch; i++)

@@ -1,4 +1,4 @@
-/* Reductions over axes, argmax/argmin, softmax, log_softmax and cumsum. */
+/* Reductions over axes, argmax/argmin, softmax and log_softmax. */
 #include "../../ops/infer.h"
 #include "opmap.h"
 #include "run.h"
@@ -63,17 +63,4 @@ int tg_run_softmax(const tg_run_ctx *c)
         return tg_run_f32_close(c, &io, -1);
     tgk_softmax_f32(io.in[0], io.out, outer, len, inner, log);
     return tg_run_f32_close(c, &io, 0);
-}
-
-int tg_run_cumsum(const tg_run_ctx *c)
-{
-    const tg_tensor *x = c->in[0];
-    int ax = x->rank ? tg_run_axis(c, "axis", 0, x->rank) : 0;
-    if (ax < 0)
-        return -1;
-    if (tgk_cumsum(tg_run_kt(x->dtype), tg_run_prod(x->dims, 0, ax), x->rank ? x->dims[ax] : 1,
-                   tg_run_prod(x->dims, ax + 1, x->rank), tg_node_int(c->n, "exclusive", 0),
-                   tg_node_int(c->n, "reverse", 0), x->data, c->out[0]->data))
-        return tg_err("not defined for dtype %s", tg_dtype_name(x->dtype));
-    return 0;
 }

@@ -29,6 +29,21 @@ static bool f32_only(tg_op op)
     }
 }
 
+/* The families of ops.def that tgc_run_node has glue for: an op of any other
+ * family (one added with its own CPU kernel, say) is refused, and runs on the
+ * CPU, rather than falling into another family's glue. */
+static bool has_glue(tg_op op)
+{
+    static const char *const families[] = {
+        "unary", "binary", "where", "cast", "alias", "reduce", "arg_reduce", "softmax",
+        "cumsum", "norm", "linalg", "pool", "movement", "index", "gen",
+    };
+    for (size_t k = 0; k < sizeof families / sizeof families[0]; k++)
+        if (!strcmp(tg_op_table[op].family, families[k]))
+            return true;
+    return false;
+}
+
 bool tgc_supports(const tg_graph *g, int i, char *why)
 {
     const tg_node *n = &g->nodes[i];
@@ -44,6 +59,11 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
         snprintf(why, TG_WHY_MAX, "quantized and 2:4 sparse ops have no CUDA kernels yet");
         return false;
     default:
+        if (!has_glue(n->op)) {
+            snprintf(why, TG_WHY_MAX, "no CUDA glue for the %s family",
+                     tg_op_table[n->op].family);
+            return false;
+        }
         break;
     }
     for (int k = 0; k < n->nin + n->nout; k++) {

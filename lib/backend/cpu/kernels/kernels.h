@@ -10,6 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks a kernel's definition in its file under kernels/ as its declaration: the
+ * build copies each TGK_DECL signature, up to its line that ends in ")", into
+ * kernels_decl.h (Makefile.am), so a kernel of its own file needs no line in
+ * a header. Such a file may also hold its op's glue (tg_run_<family>,
+ * cg_node_<family>) inside #ifndef TGK_KERNELS_ONLY, which the build of
+ * libtgkernels.a defines (kernels/cumsum.c). */
+#define TGK_DECL
+
 /* ---- threads (parallel.c): a persistent pthread pool ---------------------- */
 typedef void (*tgk_task_fn)(void *ctx, int64_t begin, int64_t end);
 /* Split [0, n) into chunks of at least `grain` and run fn on tgk_num_threads()

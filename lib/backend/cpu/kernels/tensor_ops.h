@@ -95,11 +95,6 @@ int tgk_reduce(tgk_reduce_op op, tgk_dtype t, int rank, const int64_t *dims, uin
  * equals, NaN counts as largest and smallest (like torch). y: the other dims. */
 void tgk_arg_reduce(bool max, tgk_dtype t, int rank, const int64_t *dims, int axis,
                     const void *x, int64_t *y);
-/* Running sums along the middle axis of [outer, n, inner]: y_j = sum of x_i
- * for i <= j (exclusive: i < j; reverse: from the end), in double for floats,
- * wrapping int64 for integers, stored as t. x == y allowed. -1: t is bool. */
-int tgk_cumsum(tgk_dtype t, int64_t outer, int64_t n, int64_t inner, bool exclusive,
-               bool reverse, const void *x, void *y);
 
 /* ---- data movement (movement.c): any type, by element size ----------------------- */
 /* y[i] = x[sum i_k xs_k] over dims (rank up to 2*TGK_MAX_RANK), y through ys
@@ -161,5 +156,11 @@ int tgk_quantize_f32(int64_t n, const float *x, tgk_dtype qt, const float *scale
                      const int32_t *zero, int64_t nch, int64_t inner, void *q);
 int tgk_dequantize_f32(int64_t n, const void *q, tgk_dtype qt, const float *scale,
                        const int32_t *zero, int64_t nch, int64_t inner, float *x);
+
+/* ---- kernels declared where they are defined ----------------------------------- */
+/* The build collects each TGK_DECL definition under kernels/ (kernels.h) into
+ * kernels_decl.h; tcompile pastes that text after this header, where this
+ * include is left out. */
+#include "backend/cpu/kernels/kernels_decl.h"
 
 #endif
