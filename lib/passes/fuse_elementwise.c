@@ -19,11 +19,12 @@
 
 #define MAX_MEMBERS 32
 
-/* The reductions a loop can end with (over its trailing axes). */
+/* A reduction (ops.def's REDUCTION flag) ends a loop, over its trailing
+ * axes, when the target's loop_supports takes it; it never joins as a
+ * producer. Which reductions a loop computes is the target's answer. */
 static bool fused_reduction(tg_op op)
 {
-    return op == TG_OP_REDUCE_SUM || op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_MAX ||
-           op == TG_OP_REDUCE_MIN || op == TG_OP_REDUCE_ANY;
+    return tg_op_table[op].flags & TG_OPF_REDUCTION;
 }
 
 /* ---- the loop of a group ------------------------------------------------- */
