@@ -378,8 +378,8 @@ int tg_attr_check(const tg_attr *a)
     if (a->kind == TG_ATTR_STRING && !a->u.s)
         return tg_err("attribute '%s': string missing", a->name);
     if (a->kind == TG_ATTR_INPUT && a->n != TG_ATTR_INT && a->n != TG_ATTR_INTS &&
-        a->n != TG_ATTR_FLOAT && a->n != TG_ATTR_DIMS)
-        return tg_err("attribute '%s': a run-time attribute is int, ints, float or dims",
+        a->n != TG_ATTR_FLOAT && a->n != TG_ATTR_FLOATS && a->n != TG_ATTR_DIMS)
+        return tg_err("attribute '%s': a run-time attribute is int, ints, float, floats or dims",
                       a->name);
     if (a->kind == TG_ATTR_DTYPE && !tg_dtype_size((tg_dtype)a->u.i))
         return tg_err("attribute '%s': invalid dtype %lld", a->name, (long long)a->u.i);

@@ -247,3 +247,27 @@ check_model() {
     run_fails 1 "node 'y1' \(reshape\): attribute 'shape' is read from '.*' at run time; tcompile needs it constant" \
         "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
 }
+
+@test "onnx ops: Resize with constant scales and sizes (modes, axes, keep_aspect_ratio_policy, a 2-D input)" {
+    check_model "$ONNX" resize
+}
+
+@test "onnx ops: Resize with scales and sizes given at run time" { check_model "$ONNX" resize_runtime; }
+
+@test "onnx: a run-time Resize scale on the batch axis fails when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/resize_runtime.onnx"
+    run_fails 1 "node 'y_scales' \(resize\): scales 2 and 1 of the batch and channel axes must be 1" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX/resize_runtime.in0.b1.npy" \
+        "$ONNX/resize_runtime_bad_scales.npy" "$ONNX/resize_runtime.in2.b1.npy"
+}
+
+@test "onnx: Resize over a region of interest (tf_crop_and_resize) is refused, naming node, op and opset" {
+    run_fails 1 "node 'crop' \(Resize, opset 19\): coordinate_transformation_mode tf_crop_and_resize" \
+        "$TEXPORT" -o "$TMP/r.tg" "$ONNX/resize_crop.onnx"
+}
+
+@test "onnx: tcompile refuses a Resize with run-time scales, naming node and attribute" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/resize_runtime.onnx"
+    run_fails 1 "node 'y_scales' \(resize\): attribute 'size' is read from '.*' at run time; tcompile needs it constant" \
+        "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
+}

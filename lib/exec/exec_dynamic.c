@@ -28,9 +28,9 @@ bool tg_exec_node_is_dynamic(const tg_graph *g, const tg_node *n)
 }
 
 /* Run-time attribute a (the node's input t) as a concrete attribute of its kind;
- * ints/dims storage in buf (room for TG_MAX_RANK * 2 values). */
+ * ints/floats/dims storage in the bufs (room for TG_MAX_RANK * 2 values each). */
 static int concrete_attr(const tg_attr *a, const tg_tensor *t, tg_attr *out, int64_t *ibuf,
-                         tg_dim *dbuf)
+                         double *fbuf, tg_dim *dbuf)
 {
     int64_t n = tg_tensor_numel(t->rank, t->dims);
     if (n < 0 || n > TG_MAX_RANK * 2 || ((a->n == TG_ATTR_INT || a->n == TG_ATTR_FLOAT) && n != 1))
@@ -38,6 +38,12 @@ static int concrete_attr(const tg_attr *a, const tg_tensor *t, tg_attr *out, int
                       a->name, n, a->n == TG_ATTR_INT || a->n == TG_ATTR_FLOAT ? "1" : "at most 16");
     if (a->n == TG_ATTR_FLOAT) {
         *out = tg_attr_float(a->name, tg_load_f64(t->dtype, t->data, 0));
+        return 0;
+    }
+    if (a->n == TG_ATTR_FLOATS) {
+        for (int64_t i = 0; i < n; i++)
+            fbuf[i] = tg_load_f64(t->dtype, t->data, (size_t)i);
+        *out = tg_attr_floats(a->name, (int)n, fbuf);
         return 0;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -69,6 +75,7 @@ tg_graph *tg_exec_concrete_node(const tg_graph *g, const tg_node *n, const tg_te
     int ids[own ? own : 1];
     tg_attr attrs[n->nattr ? n->nattr : 1];
     int64_t ibuf[n->nattr ? n->nattr : 1][TG_MAX_RANK * 2];
+    double fbuf[n->nattr ? n->nattr : 1][TG_MAX_RANK * 2];
     tg_dim dbuf[n->nattr ? n->nattr : 1][TG_MAX_RANK * 2];
     if (!c)
         return tg_err("out of memory"), NULL;
@@ -86,7 +93,7 @@ tg_graph *tg_exec_concrete_node(const tg_graph *g, const tg_node *n, const tg_te
         const tg_attr *a = &n->attr[k];
         attrs[k] = *a;
         if (a->kind == TG_ATTR_INPUT &&
-            concrete_attr(a, in[a->u.i], &attrs[k], ibuf[k], dbuf[k]))
+            concrete_attr(a, in[a->u.i], &attrs[k], ibuf[k], fbuf[k], dbuf[k]))
             goto fail;
     }
     if (tg_graph_add_node(c, n->op, n->name, own, ids, n->nattr, attrs) < 0) {

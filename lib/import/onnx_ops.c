@@ -15,130 +15,7 @@
 #include "../render.h"
 #include "../tensor.h"
 #include "onnx_internal.h"
-
-#define MAXV (TG_MAX_RANK * 2)
-
-typedef struct onnx_op_map onnx_op_map;
-typedef int (*map_fn)(onnx_ctx *c, const onnx_op_map *m);
-struct onnx_op_map {
-    const char *type;
-    map_fn fn;
-    tg_op op;           /* for the generic mappers */
-};
-
-/* ---- node helpers ----------------------------------------------------------------- */
-
-static const Onnx__NodeProto *N(onnx_ctx *c) { return c->node; }
-
-/* Entry of input i; NULL (no error) when the input is absent or empty. */
-static onnx_ent *in_opt(onnx_ctx *c, int i)
-{
-    const Onnx__NodeProto *n = N(c);
-    if (i >= (int)n->n_input || !n->input[i] || !*n->input[i]) return NULL;
-    return onnx_get(c, n->input[i]);
-}
-
-static onnx_ent *in_req(onnx_ctx *c, int i)
-{
-    onnx_ent *e = in_opt(c, i);
-    if (!e && (i >= (int)N(c)->n_input || !*N(c)->input[i]))
-        tg_err("input %d is missing", i);
-    return e;
-}
-
-static int in_val(onnx_ctx *c, int i)
-{
-    onnx_ent *e = in_req(c, i);
-    return e ? onnx_value(c, e) : -1;
-}
-
-static int in_val_opt(onnx_ctx *c, int i)
-{
-    if (i >= (int)N(c)->n_input || !*N(c)->input[i]) return -1;
-    return in_val(c, i);
-}
-
-static int def_out(onnx_ctx *c, int k, int v)
-{
-    if (v < 0) return -1;
-    if (k >= (int)N(c)->n_output || !*N(c)->output[k]) return 0;
-    return onnx_def_value(c, N(c)->output[k], v);
-}
-
-static tg_shape shape_of(onnx_ctx *c, int v) { return c->g->values[v].shape; }
-static tg_dtype dtype_of(onnx_ctx *c, int v) { return c->g->values[v].dtype; }
-
-static int only_first_output(onnx_ctx *c)
-{
-    for (size_t k = 1; k < N(c)->n_output; k++)
-        if (*N(c)->output[k]) return tg_err("output %zu ('%s') is not supported", k, N(c)->output[k]);
-    return 0;
-}
-
-/* Integer list attribute, at most max. *n = -1 when absent. */
-static int attr_ints(onnx_ctx *c, const char *name, int max, int64_t *v, int *n)
-{
-    const Onnx__AttributeProto *a = onnx_attr(N(c), name);
-    *n = -1;
-    if (!a) return 0;
-    if (a->n_ints > (size_t)max) return tg_err("attribute %s has too many values", name);
-    for (size_t i = 0; i < a->n_ints; i++) v[i] = a->ints[i];
-    *n = (int)a->n_ints;
-    return 0;
-}
-
-static int unary_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int nattr, const tg_attr *a)
-{
-    int in[1] = {x};
-    return onnx_add(c, op, sfx, 1, in, nattr, a);
-}
-
-static int binary_on(onnx_ctx *c, tg_op op, const char *sfx, int a, int b)
-{
-    int in[2] = {a, b};
-    return onnx_add(c, op, sfx, 2, in, 0, NULL);
-}
-
-/* A graph constant named after the node (sfx, numbered when taken); takes p. */
-static int const_named(onnx_ctx *c, const char *sfx, tg_dtype dt, int rank, const int64_t *dims, void *p)
-{
-    char name[300];
-    snprintf(name, sizeof name, "%s/%s", N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0], sfx);
-    for (int k = 1; tg_graph_find_value(c->g, name) >= 0; k++)
-        snprintf(name, sizeof name, "%s/%s_%d", N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0], sfx, k);
-    tg_shape s = {.rank = rank};
-    for (int i = 0; i < rank; i++) s.d[i] = tg_dim_const(dims[i]);
-    return tg_graph_add_const(c->g, name, dt, &s, p, (size_t)tg_tensor_numel(rank, dims) * tg_dtype_size(dt));
-}
-
-static int scalar_const(onnx_ctx *c, const char *sfx, tg_dtype dt, double v)
-{
-    void *p = calloc(1, 8);
-    if (!p) return tg_err("out of memory");
-    tg_store_f64(dt, p, 0, v);
-    return const_named(c, sfx, dt, 0, NULL, p);
-}
-
-static int axis_norm(int64_t axis, int rank, int *out)
-{
-    if (axis < -rank || axis >= rank) return tg_err("axis %lld out of range for rank %d", (long long)axis, rank);
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return 0;
-}
-
-/* A known int64 vector or scalar: what shape arithmetic works on. */
-static bool is_shape_vec(const onnx_ent *e)
-{
-    return e->kind == ONNX_ENT_SYMS ||
-           (e->kind == ONNX_ENT_CONST && e->dtype == TG_I64 && e->rank <= 1 &&
-            e->nbytes <= MAXV * sizeof(int64_t));
-}
-
-/* Define output 0 as the shape vector v of rank 0 or 1. */
-static int def_shape_vec(onnx_ctx *c, int rank, int n, const tg_dim *v)
-{
-    return onnx_def_syms(c, N(c)->output[0], rank, n, v);
-}
+#include "onnx_node.h"
 
 /* ---- elementwise --------------------------------------------------------------------- */
 
@@ -205,12 +82,6 @@ static int map_hard_sigmoid(onnx_ctx *c, const onnx_op_map *m)
     y = y < 0 ? -1 : binary_on(c, TG_OP_ADD, "shift", y, scalar_const(c, "beta", dt, beta));
     tg_attr a[2] = {tg_attr_float("min", 0), tg_attr_float("max", 1)};
     return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_CLAMP, NULL, y, 2, a));
-}
-
-static int where_on(onnx_ctx *c, const char *sfx, int cond, int a, int b)
-{
-    int in[3] = {cond, a, b};
-    return cond < 0 || a < 0 || b < 0 ? -1 : onnx_add(c, TG_OP_WHERE, sfx, 3, in, 0, NULL);
 }
 
 /* log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)), which does not overflow. */
@@ -510,15 +381,6 @@ typedef struct {
     int rt;
     tg_shape kept, dropped;
 } reduce_axes;
-
-/* A data symbol for a dim of at most hi. */
-static int data_dim(onnx_ctx *c, int64_t hi, tg_dim *d)
-{
-    int s = tg_graph_add_data_symbol(c->g, 0, hi > 0 ? hi : 1);
-    if (s < 0) return tg_err("its output's shape is only known at run time, and %s", tg_errmsg());
-    *d = tg_dim_sym(s);
-    return 0;
-}
 
 /* The cached declared outputs for axes rt on shape xs, a new entry when none. */
 static onnx_rt_reduce *rt_reduce_entry(onnx_ctx *c, int rt, const tg_shape *xs)
@@ -1985,14 +1847,15 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
 {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) return 1;
     if (!n->op_type) return 1;
-    for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0]; i++)
-        if (!strcmp(onnx_ops[i].type, n->op_type)) {
-            if (n->n_output < 1) return tg_err("node has no outputs");
-            int first = c->g->nnode;
-            if (onnx_ops[i].fn(c, &onnx_ops[i]) < 0)
-                return -1;
-            tg_graph_log_mapped(c->g, first, n->op_type, n->name);
-            return 0;
-        }
-    return 1;
+    const onnx_op_map *m = NULL;
+    for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0] && !m; i++)
+        if (!strcmp(onnx_ops[i].type, n->op_type)) m = &onnx_ops[i];
+    for (int i = 0; i < onnx_nn_nops && !m; i++)
+        if (!strcmp(onnx_nn_ops[i].type, n->op_type)) m = &onnx_nn_ops[i];
+    if (!m) return 1;
+    if (n->n_output < 1) return tg_err("node has no outputs");
+    int first = c->g->nnode;
+    if (m->fn(c, m) < 0) return -1;
+    tg_graph_log_mapped(c->g, first, n->op_type, n->name);
+    return 0;
 }

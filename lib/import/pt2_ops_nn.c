@@ -390,7 +390,7 @@ static int h_upsample(pt2_ctx *c, const cJSON *node)
         return -1;
     const char *coord = align ? "align_corners" : !nearest ? "half_pixel"
                       : strstr(name, "exact") ? "tf_half_pixel_for_nn" : "asymmetric";
-    bool scaled = scale[0] > 0 || scale[nsp - 1] > 0;
+    bool scaled = !align && (scale[0] > 0 || scale[nsp - 1] > 0); /* align_corners: PyTorch's ignore them */
     for (int i = 0; i < nsp; i++)    /* a scale left out: in/out, as PyTorch */
         if (scaled && !(scale[i] > 0))
             return tg_err("%s with a scale for some spatial dimensions only", name);

@@ -51,8 +51,14 @@ int tg_resize_read(const tg_node *n, int nsp, tg_resize *r)
         return 0;
     const double *s;
     int ns = tg_node_floats(n, "scales", &s);
-    if (ns != nsp)
-        return tg_err("attribute 'scales' must be %d floats, one per spatial axis", nsp);
+    if (ns != nsp && ns != nsp + 2)
+        return tg_err("attribute 'scales' must be %d floats, one per spatial axis (or %d, one "
+                      "per axis)", nsp, nsp + 2);
+    if (ns == nsp + 2) {        /* an importer's run-time scales over all axes */
+        if (s[0] != 1 || s[1] != 1)
+            return tg_err("scales %g and %g of the batch and channel axes must be 1", s[0], s[1]);
+        s += 2;
+    }
     for (int i = 0; i < nsp; i++) {
         if (!(s[i] > 0) || !isfinite(s[i]))
             return tg_err("scale %g must be positive and finite (spatial axis %d)", s[i], i);
@@ -73,7 +79,12 @@ int tg_infer_resize(tg_graph *g, int node)
     int nsp = x->shape.rank - 2;
     if (tg_resize_read(n, nsp, &r) || tg_attr_dim_list(n, "size", TG_MAX_RANK, size, &count))
         return -1;
-    if (count != nsp)
+    if (count == nsp + 2) {     /* over all axes: the batch and channel ones kept */
+        for (int i = 0; i < 2; i++)
+            if (!tg_dim_eq(size[i], x->shape.d[i]))
+                return tg_err("attribute 'size' changes axis %d (batch or channel)", i);
+        memmove(size, size + 2, sizeof size[0] * (size_t)nsp);
+    } else if (count != nsp)
         return tg_err("attribute 'size' has %d values for %d spatial axes", count, nsp);
     tg_shape s = x->shape;
     for (int i = 0; i < nsp; i++) {

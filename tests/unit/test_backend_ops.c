@@ -501,6 +501,8 @@ static void case_resize(tg_op op)
          {18, 16}, {2, 2}, -0.75},
         {"1-D linear, scale 1.5", "linear", "pytorch_half_pixel", "floor", 1, {15}, {1.5},
          -0.75},
+        {"2-D linear, align_corners, scales 1.6 and 0.7 (ONNX's length)", "linear",
+         "align_corners", "floor", 2, {14, 5}, {1.6, 0.7}, -0.75},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         tg_graph *g = tg_graph_new();
@@ -514,6 +516,15 @@ static void case_resize(tg_op op)
         run(op, k[i].what, one_node(g, op, 1, &x, k[i].scales[0] > 0 ? 6 : 5, a),
             (cg_case){.exact = !strcmp(k[i].mode, "nearest")});
     }
+    /* size and scales over all axes, the batch and channel ones as they are */
+    tg_graph *g = tg_graph_new();
+    int x = cg_input(g, "x", TG_F32, DIMS(3, 6, 5));
+    tg_dim size[4] = {g->values[x].shape.d[0], tg_dim_const(3), tg_dim_const(9), tg_dim_const(4)};
+    double scales[4] = {1, 1, 1.5, 0.8};
+    tg_attr a[3] = {tg_attr_dims("size", 4, size), tg_attr_string("mode", "cubic"),
+                    tg_attr_floats("scales", 4, scales)};
+    run(op, "2-D cubic, size and scales over all axes", one_node(g, op, 1, &x, 3, a),
+        (cg_case){0});
 }
 
 static void case_reshape(tg_op op)

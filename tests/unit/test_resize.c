@@ -16,8 +16,10 @@ static double coord(const tgk_resize_desc *d, int ax, int64_t o)
     float r = d->scale[ax] > 0 ? (float)(1.0 / d->scale[ax]) : (float)in / (float)out;
     float c = (float)o + 0.5f;
     switch (d->coord) {
-    case TGK_COORD_ALIGN_CORNERS:
-        return out > 1 ? (float)(in - 1) / (float)(out - 1) * (float)o : 0.0f;
+    case TGK_COORD_ALIGN_CORNERS: {   /* with a scale, ONNX's unfloored length in * scale */
+        float len = d->scale[ax] > 0 ? (float)((double)in * d->scale[ax]) : (float)out;
+        return out > 1 ? (float)(in - 1) / (len - 1) * (float)o : 0.0f;
+    }
     case TGK_COORD_PYTORCH_HALF_PIXEL: return out > 1 ? r * c - 0.5f : 0.0f;
     case TGK_COORD_ASYMMETRIC: return r * (float)o;
     case TGK_COORD_TF_HALF_PIXEL_FOR_NN: return r * c;

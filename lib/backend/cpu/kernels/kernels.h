@@ -179,7 +179,8 @@ typedef enum { TGK_RESIZE_NEAREST, TGK_RESIZE_LINEAR, TGK_RESIZE_CUBIC } tgk_res
 /* Output coordinate o -> source coordinate, with r = 1/scale rounded to float
  * (r = in/out when no scale is given) and all arithmetic in float, as PyTorch:
  * HALF_PIXEL (o + 0.5) r - 0.5; PYTORCH_HALF_PIXEL the same, 0 when out is 1;
- * ALIGN_CORNERS o (in - 1)/(out - 1), 0 when out is 1; ASYMMETRIC o r;
+ * ALIGN_CORNERS o (in - 1)/(len - 1), 0 when out is 1, len = out (with a scale,
+ * ONNX's in * scale, >= out); ASYMMETRIC o r;
  * TF_HALF_PIXEL_FOR_NN (o + 0.5) r; HALF_PIXEL_SYMMETRIC ONNX's: half_pixel
  * shifted by in/2 (1 - out r / in). */
 typedef enum {

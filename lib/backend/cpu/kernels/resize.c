@@ -22,8 +22,11 @@ typedef struct {
 static float source_coord(const tgk_resize_desc *d, int ax, int64_t o)
 {
     int64_t in = d->in[ax], out = d->out[ax];
-    if (d->coord == TGK_COORD_ALIGN_CORNERS)
-        return out > 1 ? (float)(in - 1) / (float)(out - 1) * (float)o : 0.0f;
+    if (d->coord == TGK_COORD_ALIGN_CORNERS) {
+        /* with a scale, ONNX's: the output length in * scale before flooring */
+        float len = d->scale[ax] > 0 ? (float)((double)in * d->scale[ax]) : (float)out;
+        return out > 1 ? (float)(in - 1) / (len - 1) * (float)o : 0.0f;
+    }
     float r = d->scale[ax] > 0 ? (float)(1.0 / d->scale[ax]) : (float)in / (float)out;
     float c = (float)o + 0.5f;
     switch (d->coord) {

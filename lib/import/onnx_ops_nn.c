@@ -1,0 +1,311 @@
+/* ONNX neural-network operators that onnx_ops.c does not map: resizing. Each
+ * maps onto existing tgraph ops; what those have no form for is refused by name. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../tensor.h"
+#include "onnx_internal.h"
+#include "onnx_node.h"
+
+/* ---- Resize, Upsample ------------------------------------------------------------------- */
+
+/* How large a resized dim read at run time may be. */
+#define RESIZE_MAX_DIM ((int64_t)1 << 31)
+
+typedef struct {
+    int rank;
+    int naxes;
+    int64_t axes[TG_MAX_RANK];  /* the axes the scales / sizes input lists, in its order */
+    int policy;                 /* keep_aspect_ratio_policy: 0 stretch, 1 not_larger, 2 not_smaller */
+} resize_axes;
+
+static int resize_axes_read(onnx_ctx *c, int rank, resize_axes *ra)
+{
+    int n;
+    ra->rank = rank;
+    if (attr_ints(c, "axes", TG_MAX_RANK, ra->axes, &n)) return -1;
+    if (n < 0)
+        for (n = 0; n < rank; n++) ra->axes[n] = n;
+    for (int i = 0; i < n; i++) {
+        int a = 0;
+        if (axis_norm(ra->axes[i], rank, &a)) return -1;
+        for (int j = 0; j < i; j++)
+            if (ra->axes[j] == a) return tg_err("attribute axes repeats axis %d", a);
+        ra->axes[i] = a;
+    }
+    ra->naxes = n;
+    const char *p = onnx_attr_string(N(c), "keep_aspect_ratio_policy", "stretch");
+    ra->policy = !strcmp(p, "stretch") ? 0 : !strcmp(p, "not_larger") ? 1 : !strcmp(p, "not_smaller") ? 2 : -1;
+    if (ra->policy < 0) return tg_err("keep_aspect_ratio_policy '%s' is not one of stretch, not_larger, not_smaller", p);
+    return 0;
+}
+
+/* Static scales and sizes over all axes from constant scales or sizes (one
+ * per listed axis), as ONNX computes them: a size of floor(in * scale); from
+ * sizes, a scale of size/in, or one scale for all listed axes with a
+ * keep_aspect_ratio_policy (and sizes rounded half up). */
+static int resize_static(onnx_ctx *c, const tg_shape *xs, const resize_axes *ra, const onnx_ent *e,
+                         bool sizes, double *scale, tg_dim *size)
+{
+    double v[TG_MAX_RANK];
+    int64_t iv[TG_MAX_RANK];
+    int n;
+    if (sizes ? onnx_int_list(e, TG_MAX_RANK, iv, &n) : 0) return -1;
+    if (!sizes) {
+        n = (int)tg_tensor_numel(e->rank, e->dims);
+        if (n > TG_MAX_RANK) return tg_err("scales has %d values for rank %d", n, ra->rank);
+        for (int i = 0; i < n; i++) v[i] = tg_load_f64(e->dtype, e->data, (size_t)i);
+    }
+    if (n != ra->naxes)
+        return tg_err("%s has %d values for %d axes", sizes ? "sizes" : "scales", n, ra->naxes);
+    for (int i = 0; i < ra->rank; i++) scale[i] = 1, size[i] = xs->d[i];
+    double keep = ra->policy == 1 ? INFINITY : -INFINITY;
+    for (int k = 0; k < n; k++) {
+        int a = (int)ra->axes[k];
+        int64_t in;
+        bool known = tg_dim_is_const(xs->d[a], &in);
+        if (sizes) {
+            if (iv[k] < 0) return tg_err("sizes[%d] = %lld is negative", k, (long long)iv[k]);
+            if (!known) return tg_err("axis %d is dynamic: a size needs its input size known", a);
+            scale[a] = in ? (double)iv[k] / (double)in : 1;
+            size[a] = tg_dim_const(iv[k]);
+            keep = ra->policy == 1 ? fmin(keep, scale[a]) : fmax(keep, scale[a]);
+            continue;
+        }
+        if (!(v[k] > 0) || !isfinite(v[k])) return tg_err("scales[%d] = %g is not positive and finite", k, v[k]);
+        scale[a] = v[k];
+        if (v[k] == 1) continue;
+        if (!known) return tg_err("axis %d is dynamic: a scale other than 1 needs its input size known", a);
+        size[a] = tg_dim_const((int64_t)floor((double)in * v[k]));
+    }
+    if (sizes && ra->policy)
+        for (int k = 0; k < n; k++) {
+            int a = (int)ra->axes[k];
+            int64_t in;
+            tg_dim_is_const(xs->d[a], &in);
+            scale[a] = keep;
+            size[a] = tg_dim_const((int64_t)(keep * (double)in + 0.5));
+        }
+    return 0;
+}
+
+/* A constant vector of the input's dims (f64), which must be static. */
+static int dims_f64(onnx_ctx *c, const tg_shape *xs, const char *sfx)
+{
+    int64_t r = xs->rank, in;
+    double *p = malloc(sizeof(double) * TG_MAX_RANK);
+    if (!p) return tg_err("out of memory");
+    for (int i = 0; i < xs->rank; i++) {
+        if (!tg_dim_is_const(xs->d[i], &in)) {
+            free(p);
+            return tg_err("scales or sizes given at run time need a static input shape");
+        }
+        p[i] = (double)in;
+    }
+    return const_named(c, sfx, TG_F64, 1, &r, p);
+}
+
+/* Run-time vector v (one value per listed axis) over all axes, dflt where an
+ * axis is not listed: an index_select of v followed by the defaults. */
+static int resize_full_vec(onnx_ctx *c, int v, const resize_axes *ra, int dflt, const char *sfx)
+{
+    int64_t n = ra->rank, *idx = malloc(sizeof(int64_t) * TG_MAX_RANK), len;
+    if (!idx) return tg_err("out of memory");
+    tg_shape vs = shape_of(c, v);
+    if (vs.rank != 1 || !tg_dim_is_const(vs.d[0], &len) || len != ra->naxes) {
+        free(idx);
+        return tg_err("'%s' must be a vector of %d values, one per axis", c->g->values[v].name, ra->naxes);
+    }
+    for (int i = 0; i < ra->rank; i++) idx[i] = len + i;
+    for (int k = 0; k < ra->naxes; k++) idx[ra->axes[k]] = k;
+    tg_attr ax = tg_attr_int("axis", 0);
+    int cat_in[2] = {v, dflt};
+    int all = dflt < 0 ? -1 : onnx_add(c, TG_OP_CONCAT, sfx, 2, cat_in, 1, &ax);
+    int in[2] = {all, const_named(c, "axes_index", TG_I64, 1, &n, idx)};
+    return all < 0 || in[1] < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, sfx, 2, in, 1, &ax);
+}
+
+static int cast_to(onnx_ctx *c, int x, tg_dtype dt, const char *sfx)
+{
+    tg_attr a = tg_attr_dtype("dtype", dt);
+    return x < 0 ? -1 : unary_on(c, TG_OP_CAST, sfx, x, 1, &a);
+}
+
+/* Scales and sizes over all axes as run-time values (f64 and i64), from a
+ * run-time scales or sizes input e: computed by graph nodes as resize_static
+ * computes them. */
+static int resize_runtime(onnx_ctx *c, const tg_shape *xs, const resize_axes *ra, int e, bool sizes,
+                          int *scale, int *size)
+{
+    int in = dims_f64(c, xs, "input_dims");
+    int64_t r = ra->rank;
+    if (in < 0) return -1;
+    double *ones = malloc(sizeof(double) * TG_MAX_RANK);
+    if (!ones) return tg_err("out of memory");
+    for (int i = 0; i < ra->rank; i++) ones[i] = 1;
+    int one = const_named(c, "unit_scales", TG_F64, 1, &r, ones);
+    if (!sizes) {
+        *scale = resize_full_vec(c, cast_to(c, e, TG_F64, "scales_f64"), ra, one, "scales");
+        int f = *scale < 0 ? -1 : unary_on(c, TG_OP_FLOOR, "size_f64", binary_on(c, TG_OP_MUL, "scaled", *scale, in), 0, NULL);
+        *size = cast_to(c, f, TG_I64, "size");
+        return *size < 0 ? -1 : 0;
+    }
+    int full = resize_full_vec(c, cast_to(c, e, TG_F64, "sizes_f64"), ra, in, "sizes");
+    int ratio = full < 0 ? -1 : binary_on(c, TG_OP_DIV, "ratio", full, in);
+    if (!ra->policy) {
+        *scale = ratio;
+        *size = cast_to(c, full, TG_I64, "size");
+        return *size < 0 ? -1 : 0;
+    }
+    /* one scale for the listed axes: the other axes' ratios (1) left out by +-inf */
+    bool *listed = calloc(TG_MAX_RANK, sizeof(bool));
+    if (!listed) return tg_err("out of memory");
+    for (int k = 0; k < ra->naxes; k++) listed[ra->axes[k]] = true;
+    int lv = const_named(c, "listed", TG_BOOL, 1, &r, listed);
+    double skip = ra->policy == 1 ? INFINITY : -INFINITY;
+    int only = where_on(c, "listed_ratio", lv, ratio, scalar_const(c, "skip", TG_F64, skip));
+    int64_t ax = 0;
+    tg_attr ra_[2] = {tg_attr_ints("axes", 1, &ax), tg_attr_int("keepdim", 1)};
+    int keep = only < 0 ? -1 : unary_on(c, ra->policy == 1 ? TG_OP_REDUCE_MIN : TG_OP_REDUCE_MAX, "keep_scale", only, 2, ra_);
+    *scale = where_on(c, "scales", lv, keep, one);
+    int half = *scale < 0 ? -1 : binary_on(c, TG_OP_ADD, "size_half", binary_on(c, TG_OP_MUL, "scaled", *scale, in),
+                                           scalar_const(c, "half", TG_F64, 0.5));
+    *size = cast_to(c, half < 0 ? -1 : unary_on(c, TG_OP_FLOOR, "size_f64", half, 0, NULL), TG_I64, "size");
+    return *size < 0 ? -1 : 0;
+}
+
+/* The resize op's string attributes from the ONNX node's (copied into s:
+ * onnx_attr_string's buffer holds one); legacy (Upsample, Resize-10) is
+ * asymmetric with floor, which is what their nearest repeats. */
+static int resize_modes(onnx_ctx *c, bool legacy, char (*s)[64], tg_attr *a, int *na)
+{
+    char *mode = s[0], *coord = s[1], *near = s[2];
+    snprintf(mode, 64, "%s", onnx_attr_string(N(c), "mode", "nearest"));
+    snprintf(coord, 64, "%s", legacy ? "asymmetric" : onnx_attr_string(N(c), "coordinate_transformation_mode", "half_pixel"));
+    snprintf(near, 64, "%s", legacy ? "floor" : onnx_attr_string(N(c), "nearest_mode", "round_prefer_floor"));
+    if (!strcmp(mode, "bilinear")) snprintf(mode, 64, "linear");
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        return tg_err("mode '%s' is not one of nearest, linear, cubic", mode);
+    if (!strcmp(coord, "tf_crop_and_resize"))
+        return tg_err("coordinate_transformation_mode tf_crop_and_resize (a region of interest) is not supported");
+    a[(*na)++] = tg_attr_string("mode", mode);
+    a[(*na)++] = tg_attr_string("coord", coord);
+    a[(*na)++] = tg_attr_string("nearest_mode", near);
+    a[(*na)++] = tg_attr_float("cubic_a", onnx_attr_float(N(c), "cubic_coeff_a", -0.75));
+    a[(*na)++] = tg_attr_int("exclude_outside", onnx_attr_int(N(c), "exclude_outside", 0));
+    return 0;
+}
+
+/* Static resize of x: the resized axes must be the last one or two; other
+ * leading layouts than [N, C, sp...] are reshaped to [1, rest, sp...]. */
+static int resize_static_on(onnx_ctx *c, int x, const double *scale, const tg_dim *size, tg_attr *a, int na)
+{
+    tg_shape xs = shape_of(c, x);
+    int first = xs.rank;                        /* first resized axis */
+    for (int i = 0; i < xs.rank; i++)
+        if (scale[i] != 1 || !tg_dim_eq(size[i], xs.d[i])) {
+            first = i;
+            break;
+        }
+    if (first == xs.rank) return x;             /* nothing to resize */
+    if (xs.rank - first > 2)
+        return tg_err("resizing %d axes (%d..%d) is not supported: at most the last two", xs.rank - first, first,
+                      xs.rank - 1);
+    int nsp = xs.rank - first, y = x;
+    if (xs.rank >= 3 && first >= 2 && xs.rank <= 4) nsp = xs.rank - 2;
+    bool flat = xs.rank - nsp != 2;
+    if (flat) {                                 /* [1, prod(leading), sp...] */
+        tg_dim d[4] = {tg_dim_const(1), tg_dim_const(1)};
+        for (int i = 0; i < xs.rank - nsp; i++)
+            if (tg_dim_mul(d[1], xs.d[i], &d[1])) return -1;
+        for (int i = 0; i < nsp; i++) d[2 + i] = xs.d[xs.rank - nsp + i];
+        tg_attr r = tg_attr_dims("shape", 2 + nsp, d);
+        if ((y = unary_on(c, TG_OP_RESHAPE, "nc", x, 1, &r)) < 0) return -1;
+    }
+    a[na++] = tg_attr_dims("size", nsp, size + xs.rank - nsp);
+    a[na++] = tg_attr_floats("scales", nsp, scale + xs.rank - nsp);
+    y = unary_on(c, TG_OP_RESIZE, flat ? "resize" : NULL, y, na, a);
+    if (!flat || y < 0) return y;
+    tg_dim back[TG_MAX_RANK];
+    for (int i = 0; i < xs.rank; i++) back[i] = size[i];
+    tg_attr r = tg_attr_dims("shape", xs.rank, back);
+    return unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &r);
+}
+
+/* Resize (opsets 10-19) and Upsample (7-9): the resize op on the last one or
+ * two axes. Scales or sizes given at run time make the resized dims data
+ * symbols and the op's size and scales run-time attributes over all axes,
+ * whose batch and channel entries the op checks are left as they are. */
+static int map_resize(onnx_ctx *c, const onnx_op_map *m)
+{
+    bool upsample = m->op == TG_OP_NONE, legacy = upsample || c->opset < 11;
+    int x = in_val(c, 0), na = 0;
+    tg_attr a[8];
+    char strs[3][64];
+    if (x < 0 || resize_modes(c, legacy, strs, a, &na)) return -1;
+    tg_shape xs = shape_of(c, x);
+    resize_axes ra;
+    if (resize_axes_read(c, xs.rank, &ra)) return -1;
+    onnx_ent *sc = legacy ? in_opt(c, 1) : in_opt(c, 2), *sz = legacy ? NULL : in_opt(c, 3);
+    const Onnx__AttributeProto *sattr = upsample ? onnx_attr(N(c), "scales") : NULL;
+    double scale[TG_MAX_RANK];
+    tg_dim size[TG_MAX_RANK];
+    if (sattr) {                                /* Upsample-7 */
+        if ((int)sattr->n_floats != xs.rank) return tg_err("attribute scales must have one value per axis");
+        for (int i = 0; i < xs.rank; i++) scale[i] = sattr->floats[i];
+        int64_t n = xs.rank;
+        float *p = malloc(sizeof(float) * TG_MAX_RANK);
+        if (!p) return tg_err("out of memory");
+        memcpy(p, sattr->floats, sizeof(float) * (size_t)n);
+        onnx_ent tmp = {.kind = ONNX_ENT_CONST, .dtype = TG_F32, .rank = 1, .dims = {n}, .data = p};
+        int rc = resize_static(c, &xs, &ra, &tmp, false, scale, size);
+        free(p);
+        return rc ? -1 : def_out(c, 0, resize_static_on(c, x, scale, size, a, na));
+    }
+    if (sc && tg_tensor_numel(sc->rank, sc->dims) == 0 && sc->kind == ONNX_ENT_CONST) sc = NULL;
+    if (!sc == !sz) return tg_err("exactly one of scales and sizes must be given");
+    onnx_ent *e = sc ? sc : sz;
+    if (onnx_attr_int(N(c), "antialias", 0)) {
+        bool up = e->kind == ONNX_ENT_CONST && sc;
+        for (int i = 0; up && i < tg_tensor_numel(e->rank, e->dims); i++) up = tg_load_f64(e->dtype, e->data, (size_t)i) >= 1;
+        if (!up) return tg_err("antialias=1 is only supported for constant scales >= 1 (where it has no effect)");
+    }
+    if (e->kind != ONNX_ENT_VALUE) {
+        if (e->kind == ONNX_ENT_SYMS) {
+            tg_dim d[TG_MAX_RANK];
+            int n;
+            int64_t *v = malloc(sizeof(int64_t) * TG_MAX_RANK), dn;
+            if (!v || onnx_dim_list(c, e, TG_MAX_RANK, d, &n)) return free(v), -1;
+            for (int i = 0; i < n; i++)
+                if (!tg_dim_is_const(d[i], &v[i])) return free(v), tg_err("sizes must be known at import or given at run time as data");
+            dn = n;
+            onnx_ent tmp = {.kind = ONNX_ENT_CONST, .dtype = TG_I64, .rank = 1, .dims = {dn}, .data = v};
+            int rc = resize_static(c, &xs, &ra, &tmp, true, scale, size);
+            free(v);
+            if (rc) return -1;
+        } else if (resize_static(c, &xs, &ra, e, !sc, scale, size))
+            return -1;
+        return def_out(c, 0, resize_static_on(c, x, scale, size, a, na));
+    }
+    if (xs.rank != 3 && xs.rank != 4) return tg_err("scales or sizes given at run time need a 3-D or 4-D input");
+    int rs = -1, rz = -1, ev = onnx_value(c, e);
+    if (ev < 0 || resize_runtime(c, &xs, &ra, ev, !sc, &rs, &rz)) return -1;
+    tg_shape ys = xs;
+    for (int i = 2; i < xs.rank; i++)
+        if (data_dim(c, RESIZE_MAX_DIM, &ys.d[i])) return -1;
+    a[na++] = tg_attr_input("size", 1, TG_ATTR_DIMS);
+    a[na++] = tg_attr_input("scales", 2, TG_ATTR_FLOATS);
+    int in[3] = {x, rz, rs};
+    return def_out(c, 0, onnx_add_dynamic(c, TG_OP_RESIZE, NULL, 3, in, na, a, dtype_of(c, x), &ys));
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+const onnx_op_map onnx_nn_ops[] = {
+    {"Resize", map_resize, TG_OP_RESIZE}, {"Upsample", map_resize, TG_OP_NONE},
+};
+const int onnx_nn_nops = (int)(sizeof onnx_nn_ops / sizeof onnx_nn_ops[0]);
