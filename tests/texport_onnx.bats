@@ -138,9 +138,13 @@ check_model() {
         "$TEXPORT" "$ONNX/dropout_training.onnx"
 }
 
-@test "onnx: Attention with a local window is refused" {
-    run_fails 1 "\(Attention, opset 25\): left_window_size/right_window_size \(local attention\) are not supported" \
-        "$TEXPORT" "$ONNX/attention_window.onnx"
+@test "onnx: Attention with past_key but no past_value is refused, naming the op and opset" {
+    run_fails 1 "\(Attention, opset 25\): past_key and past_value must be given together" \
+        "$TEXPORT" "$ONNX/attention_half_cache.onnx"
+}
+
+@test "onnx ops: Attention written out: KV cache, causal, softcap, qk_matmul_output, nonpad_kv_seqlen, windows" {
+    check_model "$ONNX" attention_cache
 }
 
 @test "onnx ops: Mod (fmod 0 and 1, float and int64, mixed signs), IsNaN, IsInf" {

@@ -1693,97 +1693,6 @@ static int map_loss(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, nll_on(c, x, t, w));
 }
 
-/* ---- attention ------------------------------------------------------------------------------ */
-
-/* [B, S, H*E] -> [B, H, S, E] (3-D Attention inputs). */
-static int split_heads(onnx_ctx *c, int x, int64_t heads, const char *sfx)
-{
-    tg_shape s = shape_of(c, x);
-    int64_t hidden;
-    if (!tg_dim_is_const(s.d[2], &hidden) || heads < 1 || hidden % heads)
-        return tg_err("hidden size of input '%s' is not a multiple of %lld heads",
-                      c->g->values[x].name, (long long)heads);
-    tg_dim d[4] = {s.d[0], s.d[1], tg_dim_const(heads), tg_dim_const(hidden / heads)};
-    int64_t perm[4] = {0, 2, 1, 3};
-    tg_attr r = tg_attr_dims("shape", 4, d), p = tg_attr_ints("perm", 4, perm);
-    int y = unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &r);
-    return y < 0 ? -1 : unary_on(c, TG_OP_PERMUTE, sfx, y, 1, &p);
-}
-
-/* The mask Attention applies when is_causal is set together with attn_mask:
- * key j is seen from query i when j <= i (no cache: top-left aligned), so a
- * bool mask is and-ed with the lower triangle, an additive one gets -inf above it. */
-static int causal_mask(onnx_ctx *c, int mask, tg_dim l, tg_dim s)
-{
-    tg_dim d[2] = {l, s};
-    tg_attr f[3] = {tg_attr_dims("shape", 2, d), tg_attr_float("value", 1), tg_attr_dtype("dtype", TG_F32)};
-    tg_attr k = tg_attr_int("k", 0);
-    int ones = onnx_add(c, TG_OP_FULL, "causal_ones", 0, NULL, 3, f);
-    int tri = ones < 0 ? -1 : unary_on(c, TG_OP_TRIL, "causal_tri", ones, 1, &k);
-    int keep = tri < 0 ? -1 : binary_on(c, TG_OP_GT, "causal", tri, scalar_const(c, "zero", TG_F32, 0));
-    if (keep < 0) return -1;
-    tg_dtype dt = dtype_of(c, mask);
-    if (dt == TG_BOOL) return binary_on(c, TG_OP_LOGICAL_AND, "mask", mask, keep);
-    int in[3] = {keep, mask, scalar_const(c, "neg_inf", dt, -INFINITY)};
-    return in[2] < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "mask", 3, in, 0, NULL);
-}
-
-/* Attention (opsets 23-25): scaled dot-product attention over 4-D inputs, or
- * 3-D ones split into heads; a mask shorter than the keys is padded as ONNX
- * does (false, -inf). What the sdpa op has no form for is refused by name. */
-static int map_attention(onnx_ctx *c, const onnx_op_map *m)
-{
-    if (in_opt(c, 4) || in_opt(c, 5)) return tg_err("past_key/past_value (a KV cache) are not supported");
-    if (in_opt(c, 6)) return tg_err("input nonpad_kv_seqlen is not supported");
-    if (onnx_attr_float(N(c), "softcap", 0) != 0) return tg_err("attribute softcap is not supported");
-    if (onnx_attr_int(N(c), "left_window_size", -1) != -1 || onnx_attr_int(N(c), "right_window_size", -1) != -1)
-        return tg_err("left_window_size/right_window_size (local attention) are not supported");
-    if (only_first_output(c)) return -1;
-    int in[4] = {in_val(c, 0), in_val(c, 1), in_val(c, 2), in_val_opt(c, 3)};
-    if (in[0] < 0 || in[1] < 0 || in[2] < 0 || (in[3] < 0 && in_opt(c, 3))) return -1;
-    tg_shape q = shape_of(c, in[0]);
-    int rank = q.rank;
-    if (rank == 3) {
-        int64_t qh = onnx_attr_int(N(c), "q_num_heads", 0), kh = onnx_attr_int(N(c), "kv_num_heads", 0);
-        if ((in[0] = split_heads(c, in[0], qh, "q_heads")) < 0 || (in[1] = split_heads(c, in[1], kh, "k_heads")) < 0 ||
-            (in[2] = split_heads(c, in[2], kh, "v_heads")) < 0)
-            return -1;
-        q = shape_of(c, in[0]);
-    }
-    tg_shape k = shape_of(c, in[1]);
-    if (q.rank != 4 || k.rank != 4 || shape_of(c, in[2]).rank != 4)
-        return tg_err("inputs must be 4-D [batch, heads, seq, dim] or 3-D [batch, seq, hidden]");
-    bool causal = onnx_attr_int(N(c), "is_causal", 0);
-    if (in[3] >= 0) {
-        tg_shape ms = shape_of(c, in[3]);
-        int64_t mlen, klen;
-        if (ms.rank < 1) return tg_err("attn_mask must have at least one dim");
-        if (!tg_dim_eq(ms.d[ms.rank - 1], k.d[2])) {
-            if (!tg_dim_is_const(ms.d[ms.rank - 1], &mlen) || !tg_dim_is_const(k.d[2], &klen) || mlen > klen)
-                return tg_err("attn_mask's last dim does not match the key length");
-            int64_t pads[2 * TG_MAX_RANK] = {0};
-            pads[2 * ms.rank - 1] = klen - mlen;
-            bool b = dtype_of(c, in[3]) == TG_BOOL;
-            tg_attr pa[2] = {tg_attr_ints("pads", 2 * ms.rank, pads), tg_attr_float("value", b ? 0 : -INFINITY)};
-            if ((in[3] = unary_on(c, TG_OP_PAD, "mask_pad", in[3], 2, pa)) < 0) return -1;
-        }
-        if (causal && (in[3] = causal_mask(c, in[3], q.d[2], k.d[2])) < 0) return -1;
-        causal = false;
-    }
-    tg_attr a[3] = {tg_attr_int("causal", causal), tg_attr_float("scale", onnx_attr_float(N(c), "scale", 0)),
-                    tg_attr_int("gqa", !tg_dim_eq(q.d[1], k.d[1]))};
-    int y = onnx_add(c, TG_OP_SDPA, rank == 3 ? "heads" : NULL, in[3] < 0 ? 3 : 4, in, 3, a);
-    if (y < 0 || rank == 4) return def_out(c, 0, y);
-    int64_t perm[4] = {0, 2, 1, 3}, e;           /* back to [B, S, H*Ev] */
-    tg_shape ys = shape_of(c, y);
-    tg_attr p = tg_attr_ints("perm", 4, perm);
-    if (!tg_dim_is_const(ys.d[3], &e)) return tg_err("dynamic head size");
-    tg_dim d[3] = {ys.d[0], ys.d[2], tg_dim_const(e * onnx_attr_int(N(c), "q_num_heads", 0))};
-    tg_attr r = tg_attr_dims("shape", 3, d);
-    y = unary_on(c, TG_OP_PERMUTE, "merge", y, 1, &p);
-    return def_out(c, 0, y < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, NULL, y, 1, &r));
-}
-
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static const onnx_op_map onnx_ops[] = {
@@ -1840,7 +1749,7 @@ static const onnx_op_map onnx_ops[] = {
     {"Tile", map_tile, 0}, {"Pad", map_pad, 0}, {"Trilu", map_trilu, 0},
     {"Constant", map_constant, 0}, {"ConstantOfShape", map_constant_of_shape, 0},
     {"Range", map_range, 0}, {"GatherND", map_gather_nd, 0}, {"ScatterND", map_scatter, 0},
-    {"ScatterElements", map_scatter, 0}, {"Scatter", map_scatter, 0}, {"Attention", map_attention, 0},
+    {"ScatterElements", map_scatter, 0}, {"Scatter", map_scatter, 0},
 };
 
 int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)

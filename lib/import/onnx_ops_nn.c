@@ -1,4 +1,5 @@
-/* ONNX neural-network operators that onnx_ops.c does not map: resizing. Each
+/* ONNX neural-network operators that onnx_ops.c does not map: resizing,
+ * attention. Each
  * maps onto existing tgraph ops; what those have no form for is refused by name. */
 #include <math.h>
 #include <stdint.h>
@@ -303,9 +304,247 @@ static int map_resize(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, onnx_add_dynamic(c, TG_OP_RESIZE, NULL, 3, in, na, a, dtype_of(c, x), &ys));
 }
 
+/* ---- attention ------------------------------------------------------------------------------ */
+
+/* [B, S, H*E] -> [B, H, S, E] (3-D Attention inputs). */
+static int split_heads(onnx_ctx *c, int x, int64_t heads, const char *sfx)
+{
+    tg_shape s = shape_of(c, x);
+    int64_t hidden;
+    if (!tg_dim_is_const(s.d[2], &hidden) || heads < 1 || hidden % heads)
+        return tg_err("hidden size of input '%s' is not a multiple of %lld heads",
+                      c->g->values[x].name, (long long)heads);
+    tg_dim d[4] = {s.d[0], s.d[1], tg_dim_const(heads), tg_dim_const(hidden / heads)};
+    int64_t perm[4] = {0, 2, 1, 3};
+    tg_attr r = tg_attr_dims("shape", 4, d), p = tg_attr_ints("perm", 4, perm);
+    int y = unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &r);
+    return y < 0 ? -1 : unary_on(c, TG_OP_PERMUTE, sfx, y, 1, &p);
+}
+
+/* The mask Attention applies when is_causal is set together with attn_mask:
+ * key j is seen from query i when j <= i (no cache: top-left aligned), so a
+ * bool mask is and-ed with the lower triangle, an additive one gets -inf above it. */
+static int causal_mask(onnx_ctx *c, int mask, tg_dim l, tg_dim s)
+{
+    tg_dim d[2] = {l, s};
+    tg_attr f[3] = {tg_attr_dims("shape", 2, d), tg_attr_float("value", 1), tg_attr_dtype("dtype", TG_F32)};
+    tg_attr k = tg_attr_int("k", 0);
+    int ones = onnx_add(c, TG_OP_FULL, "causal_ones", 0, NULL, 3, f);
+    int tri = ones < 0 ? -1 : unary_on(c, TG_OP_TRIL, "causal_tri", ones, 1, &k);
+    int keep = tri < 0 ? -1 : binary_on(c, TG_OP_GT, "causal", tri, scalar_const(c, "zero", TG_F32, 0));
+    if (keep < 0) return -1;
+    tg_dtype dt = dtype_of(c, mask);
+    if (dt == TG_BOOL) return binary_on(c, TG_OP_LOGICAL_AND, "mask", mask, keep);
+    int in[3] = {keep, mask, scalar_const(c, "neg_inf", dt, -INFINITY)};
+    return in[2] < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "mask", 3, in, 0, NULL);
+}
+
+static int reshape_dims(onnx_ctx *c, int x, int n, const tg_dim *d, const char *sfx)
+{
+    tg_attr a = tg_attr_dims("shape", n, d);
+    return x < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
+}
+
+/* [0, n) as int64 of shape [n] reshaped to shape (n at position at of rank). */
+static int positions(onnx_ctx *c, tg_dim n, int rank, int at, const char *sfx)
+{
+    tg_attr a[2] = {tg_attr_dims("end", 1, &n), tg_attr_dtype("dtype", TG_I64)};
+    tg_dim d[4] = {tg_dim_const(1), tg_dim_const(1), tg_dim_const(1), tg_dim_const(1)};
+    d[at] = n;
+    return reshape_dims(c, onnx_add(c, TG_OP_ARANGE, sfx, 0, NULL, 2, a), rank, d, sfx);
+}
+
+static int and_on(onnx_ctx *c, int a, int b, const char *sfx)
+{
+    return a < 0 ? b : b < 0 ? a : binary_on(c, TG_OP_LOGICAL_AND, sfx, a, b);
+}
+
+/* Where key j may be seen from query i, as ONNX's Attention decides it, or -2
+ * when every key may: the causal rule j <= i + offset and the window
+ * i + offset - left <= j <= i + offset + right, where offset is the past
+ * length, or per batch nonpad_kv_seqlen - L (nonpad >= 0: [B] int64, which
+ * also hides keys j >= nonpad_kv_seqlen). Shape [L, S] or [B, 1, L, S]. */
+static int attention_allowed(onnx_ctx *c, tg_dim l, tg_dim s, int64_t past, int nonpad, bool causal,
+                             int64_t left, int64_t right)
+{
+    if (!causal && left < 0 && right < 0 && nonpad < 0) return -2;
+    int rank = nonpad >= 0 ? 4 : 2, allowed = -1;
+    int i = positions(c, l, rank, rank - 2, "query_pos"), j = positions(c, s, rank, rank - 1, "key_pos");
+    int off = scalar_const(c, "past_len", TG_I64, (double)past), seen = -1;
+    if (nonpad >= 0) {
+        tg_dim d[4] = {shape_of(c, nonpad).d[0], tg_dim_const(1), tg_dim_const(1), tg_dim_const(1)};
+        int64_t lv;
+        if (!tg_dim_is_const(l, &lv)) return tg_err("nonpad_kv_seqlen needs a static query length");
+        int np = reshape_dims(c, cast_to(c, nonpad, TG_I64, "nonpad_i64"), 4, d, "nonpad");
+        seen = np < 0 ? -1 : binary_on(c, TG_OP_LT, "key_valid", j, np);
+        off = seen < 0 ? -1 : binary_on(c, TG_OP_SUB, "offset", np, scalar_const(c, "query_len", TG_I64, (double)lv));
+        allowed = seen;
+    }
+    int diff = i < 0 || j < 0 || off < 0 ? -1 : binary_on(c, TG_OP_SUB, "distance", binary_on(c, TG_OP_ADD, "query_abs", i, off), j);
+    if (diff < 0) return -1;
+    if (causal) allowed = and_on(c, allowed, binary_on(c, TG_OP_GE, "causal", diff, scalar_const(c, "zero", TG_I64, 0)), "causal_seen");
+    if (left >= 0)
+        allowed = and_on(c, allowed, binary_on(c, TG_OP_LE, "left_window", diff, scalar_const(c, "left", TG_I64, (double)left)), "left_seen");
+    if (right >= 0)
+        allowed = and_on(c, allowed, binary_on(c, TG_OP_GE, "right_window", diff, scalar_const(c, "right", TG_I64, -(double)right)), "right_seen");
+    return allowed;
+}
+
+/* [B, H, S, E] -> [B, H*r, S, E], each head repeated r times in place (GQA). */
+static int repeat_heads(onnx_ctx *c, int x, int64_t r, const char *sfx)
+{
+    tg_shape s = shape_of(c, x);
+    int64_t h;
+    if (!tg_dim_is_const(s.d[1], &h)) return tg_err("dynamic head count");
+    tg_dim d5[5] = {s.d[0], s.d[1], tg_dim_const(1), s.d[2], s.d[3]};
+    int y = reshape_dims(c, x, 5, d5, sfx);
+    d5[2] = tg_dim_const(r);
+    tg_attr e = tg_attr_dims("shape", 5, d5);
+    y = y < 0 ? -1 : unary_on(c, TG_OP_EXPAND, sfx, y, 1, &e);
+    tg_dim d4[4] = {s.d[0], tg_dim_const(h * r), s.d[2], s.d[3]};
+    return reshape_dims(c, y, 4, d4, sfx);
+}
+
+/* Attention written out (past key/value, softcap, windows, nonpad_kv_seqlen,
+ * qk_matmul_output): as onnx's reference: scores of q and k each scaled by
+ * sqrt(scale), softcap, plus the bias (mask, causal, windows, padding),
+ * softmax (a row with no key seen gives 0), times v. q, k, v are 4-D, k and v
+ * with the past already prepended; mask -1 or padded to the key length. */
+static int attention_explicit(onnx_ctx *c, int q, int k, int v, int mask, int64_t past, int nonpad)
+{
+    tg_shape qs = shape_of(c, q), ks = shape_of(c, k);
+    tg_dtype dt = dtype_of(c, q);
+    int64_t e, hq, hk;
+    if (!tg_dim_is_const(qs.d[3], &e) || !tg_dim_is_const(qs.d[1], &hq) || !tg_dim_is_const(ks.d[1], &hk))
+        return tg_err("dynamic head count or size");
+    if (hq != hk && (hk < 1 || hq % hk)) return tg_err("%lld query heads are not a multiple of %lld key heads", (long long)hq, (long long)hk);
+    if (hq != hk && ((k = repeat_heads(c, k, hq / hk, "k_repeat")) < 0 || (v = repeat_heads(c, v, hq / hk, "v_repeat")) < 0))
+        return -1;
+    double scale = onnx_attr_float(N(c), "scale", 1 / sqrt((double)e));
+    int sq = scalar_const(c, "scale_sqrt", dt, sqrt(scale));
+    int64_t perm[4] = {0, 1, 3, 2};
+    tg_attr p = tg_attr_ints("perm", 4, perm);
+    int kt = unary_on(c, TG_OP_PERMUTE, "k_t", k, 1, &p);
+    int scores = kt < 0 || sq < 0 ? -1 : binary_on(c, TG_OP_MATMUL, "scores", binary_on(c, TG_OP_MUL, "q_scaled", q, sq),
+                                                   binary_on(c, TG_OP_MUL, "k_scaled", kt, sq));
+    double cap = onnx_attr_float(N(c), "softcap", 0);
+    if (cap > 0) {
+        int cv = scalar_const(c, "softcap", dt, cap);
+        int t = scores < 0 || cv < 0 ? -1 : unary_on(c, TG_OP_TANH, "capped_tanh", binary_on(c, TG_OP_DIV, "capped_in", scores, cv), 0, NULL);
+        scores = t < 0 ? -1 : binary_on(c, TG_OP_MUL, "capped", t, cv);
+    }
+    if (scores < 0) return -1;
+    int neg = scalar_const(c, "neg_inf", dt, -INFINITY), zero = scalar_const(c, "zero_bias", dt, 0), bias = -1;
+    if (mask >= 0) bias = dtype_of(c, mask) == TG_BOOL ? where_on(c, "mask_bias", mask, zero, neg) : mask;
+    int allowed = attention_allowed(c, qs.d[2], ks.d[2], past, nonpad, onnx_attr_int(N(c), "is_causal", 0),
+                                    onnx_attr_int(N(c), "left_window_size", -1), onnx_attr_int(N(c), "right_window_size", -1));
+    if (allowed == -1 || (mask >= 0 && bias < 0)) return -1;
+    if (allowed >= 0) {
+        int ab = where_on(c, "seen_bias", allowed, zero, neg);
+        bias = bias < 0 ? ab : ab < 0 ? -1 : binary_on(c, TG_OP_ADD, "bias", bias, ab);
+        if (bias < 0) return -1;
+    }
+    int biased = bias < 0 ? scores : binary_on(c, TG_OP_ADD, "biased", scores, bias);
+    tg_dtype sdt = dt;
+    const Onnx__AttributeProto *sp = onnx_attr(N(c), "softmax_precision");
+    if (sp && (sdt = onnx_elem_dtype((int32_t)sp->i)) != TG_F32 && sdt != TG_F16 && sdt != TG_F64 && sdt != TG_BF16)
+        return tg_err("softmax_precision %lld is not a floating-point type", (long long)sp->i);
+    tg_attr ax = tg_attr_int("axis", -1);
+    int pr = sdt == dt ? biased : cast_to(c, biased, sdt, "softmax_in");
+    pr = pr < 0 ? -1 : unary_on(c, TG_OP_SOFTMAX, "probs", pr, 1, &ax);
+    if (sdt != dt) pr = cast_to(c, pr, dt, "probs_cast");
+    if (bias >= 0) {                            /* a row with no key seen: 0 */
+        int64_t last = -1;
+        tg_attr ra[2] = {tg_attr_ints("axes", 1, &last), tg_attr_int("keepdim", 1)};
+        int mx = unary_on(c, TG_OP_REDUCE_MAX, "bias_max", bias, 2, ra);
+        int none = mx < 0 ? -1 : binary_on(c, TG_OP_EQ, "none_seen", mx, neg);
+        pr = pr < 0 ? -1 : where_on(c, "probs_seen", none, zero, pr);
+    }
+    if (pr < 0) return -1;
+    if (N(c)->n_output > 3 && *N(c)->output[3]) {
+        int64_t mode = onnx_attr_int(N(c), "qk_matmul_output_mode", 0);
+        if (mode < 0 || mode > 3) return tg_err("qk_matmul_output_mode %lld is not 0 to 3", (long long)mode);
+        if (def_out(c, 3, mode == 3 ? pr : mode == 2 ? biased : scores)) return -1;
+    }
+    return binary_on(c, TG_OP_MATMUL, "heads_out", pr, v);
+}
+
+/* Attention (opsets 23-25): scaled dot-product attention over 4-D inputs, or
+ * 3-D ones split into heads; a mask shorter than the keys is padded as ONNX
+ * does (false, -inf). The sdpa op runs it unless it needs what sdpa has no
+ * form for (a KV cache, softcap, windows, nonpad_kv_seqlen, the scores as an
+ * output): then it is written out. */
+static int map_attention(onnx_ctx *c, const onnx_op_map *m)
+{
+    int in[4] = {in_val(c, 0), in_val(c, 1), in_val(c, 2), in_val_opt(c, 3)};
+    int pk = in_val_opt(c, 4), pv = in_val_opt(c, 5), nonpad = in_val_opt(c, 6);
+    if (in[0] < 0 || in[1] < 0 || in[2] < 0 || (in[3] < 0 && in_opt(c, 3)) || (pk < 0 && in_opt(c, 4)) ||
+        (pv < 0 && in_opt(c, 5)) || (nonpad < 0 && in_opt(c, 6)))
+        return -1;
+    if ((pk < 0) != (pv < 0)) return tg_err("past_key and past_value must be given together");
+    if (pk >= 0 && nonpad >= 0) return tg_err("nonpad_kv_seqlen cannot be combined with past_key/past_value");
+    tg_shape q = shape_of(c, in[0]);
+    int rank = q.rank;
+    if (rank == 3) {
+        int64_t qh = onnx_attr_int(N(c), "q_num_heads", 0), kh = onnx_attr_int(N(c), "kv_num_heads", 0);
+        if ((in[0] = split_heads(c, in[0], qh, "q_heads")) < 0 || (in[1] = split_heads(c, in[1], kh, "k_heads")) < 0 ||
+            (in[2] = split_heads(c, in[2], kh, "v_heads")) < 0)
+            return -1;
+        q = shape_of(c, in[0]);
+    }
+    if (q.rank != 4 || shape_of(c, in[1]).rank != 4 || shape_of(c, in[2]).rank != 4)
+        return tg_err("inputs must be 4-D [batch, heads, seq, dim] or 3-D [batch, seq, hidden]");
+    int64_t past = 0;
+    if (pk >= 0) {                              /* the cache: past then new keys */
+        tg_attr ax = tg_attr_int("axis", 2);
+        int kin[2] = {pk, in[1]}, vin[2] = {pv, in[2]};
+        if (!tg_dim_is_const(shape_of(c, pk).d[2], &past)) return tg_err("past_key needs a static length");
+        if ((in[1] = onnx_add(c, TG_OP_CONCAT, "present_key", 2, kin, 1, &ax)) < 0 ||
+            (in[2] = onnx_add(c, TG_OP_CONCAT, "present_value", 2, vin, 1, &ax)) < 0)
+            return -1;
+    }
+    if (def_out(c, 1, in[1]) || def_out(c, 2, in[2])) return -1;
+    tg_shape k = shape_of(c, in[1]);
+    if (in[3] >= 0) {
+        tg_shape ms = shape_of(c, in[3]);
+        int64_t mlen, klen;
+        if (ms.rank < 1) return tg_err("attn_mask must have at least one dim");
+        if (!tg_dim_eq(ms.d[ms.rank - 1], k.d[2])) {
+            if (!tg_dim_is_const(ms.d[ms.rank - 1], &mlen) || !tg_dim_is_const(k.d[2], &klen) || mlen > klen)
+                return tg_err("attn_mask's last dim does not match the key length");
+            int64_t pads[2 * TG_MAX_RANK] = {0};
+            pads[2 * ms.rank - 1] = klen - mlen;
+            bool b = dtype_of(c, in[3]) == TG_BOOL;
+            tg_attr pa[2] = {tg_attr_ints("pads", 2 * ms.rank, pads), tg_attr_float("value", b ? 0 : -INFINITY)};
+            if ((in[3] = unary_on(c, TG_OP_PAD, "mask_pad", in[3], 2, pa)) < 0) return -1;
+        }
+    }
+    bool causal = onnx_attr_int(N(c), "is_causal", 0), qk_out = N(c)->n_output > 3 && *N(c)->output[3];
+    int y;
+    if (pk >= 0 || nonpad >= 0 || qk_out || onnx_attr_float(N(c), "softcap", 0) != 0 ||
+        onnx_attr_int(N(c), "left_window_size", -1) != -1 || onnx_attr_int(N(c), "right_window_size", -1) != -1) {
+        y = attention_explicit(c, in[0], in[1], in[2], in[3], past, nonpad);
+    } else {
+        if (in[3] >= 0 && causal && (in[3] = causal_mask(c, in[3], q.d[2], k.d[2])) < 0) return -1;
+        tg_attr a[3] = {tg_attr_int("causal", causal && in[3] < 0),
+                        tg_attr_float("scale", onnx_attr_float(N(c), "scale", 0)),
+                        tg_attr_int("gqa", !tg_dim_eq(q.d[1], k.d[1]))};
+        y = onnx_add(c, TG_OP_SDPA, rank == 3 ? "heads" : NULL, in[3] < 0 ? 3 : 4, in, 3, a);
+    }
+    if (y < 0 || rank == 4) return def_out(c, 0, y);
+    int64_t perm[4] = {0, 2, 1, 3}, e, h;        /* back to [B, S, H*Ev] */
+    tg_shape ys = shape_of(c, y);
+    tg_attr p = tg_attr_ints("perm", 4, perm);
+    if (!tg_dim_is_const(ys.d[3], &e) || !tg_dim_is_const(ys.d[1], &h)) return tg_err("dynamic head count or size");
+    tg_dim d[3] = {ys.d[0], ys.d[2], tg_dim_const(e * h)};
+    y = unary_on(c, TG_OP_PERMUTE, "merge", y, 1, &p);
+    return def_out(c, 0, reshape_dims(c, y, 3, d, NULL));
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const onnx_op_map onnx_nn_ops[] = {
     {"Resize", map_resize, TG_OP_RESIZE}, {"Upsample", map_resize, TG_OP_NONE},
+    {"Attention", map_attention, 0},
 };
 const int onnx_nn_nops = (int)(sizeof onnx_nn_ops / sizeof onnx_nn_ops[0]);
