@@ -258,6 +258,10 @@ check_model() {
 
 @test "onnx ops: Resize with scales and sizes given at run time" { check_model "$ONNX" resize_runtime; }
 
+@test "onnx ops: Resize to sizes made of the input's batch and channel dims and constants (torch.onnx's form)" {
+    check_model "$ONNX" resize_shape
+}
+
 @test "onnx: a run-time Resize scale on the batch axis fails when the node runs, naming it" {
     run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/resize_runtime.onnx"
     run_fails 1 "node 'y_scales' \(resize\): scales 2 and 1 of the batch and channel axes must be 1" \

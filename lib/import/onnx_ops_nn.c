@@ -279,11 +279,22 @@ static int map_resize(onnx_ctx *c, const onnx_op_map *m)
         if (e->kind == ONNX_ENT_SYMS) {
             tg_dim d[TG_MAX_RANK];
             int n;
-            int64_t *v = malloc(sizeof(int64_t) * TG_MAX_RANK), dn;
+            int64_t *v = malloc(sizeof(int64_t) * TG_MAX_RANK), dn = 0;
             if (!v || onnx_dim_list(c, e, TG_MAX_RANK, d, &n)) return free(v), -1;
-            for (int i = 0; i < n; i++)
-                if (!tg_dim_is_const(d[i], &v[i])) return free(v), tg_err("sizes must be known at import or given at run time as data");
-            dn = n;
+            if (n != ra.naxes) return free(v), tg_err("sizes has %d values for %d axes", n, ra.naxes);
+            /* A symbolic size equal to its axis' input dim (torch.onnx's
+             * Concat(Shape(x)[:2], [H, W])) leaves that axis as it is: drop
+             * it from the axes, unless a policy scales all listed axes alike. */
+            int keep = 0;
+            for (int i = 0; i < n; i++) {
+                if (tg_dim_is_const(d[i], &v[dn])) {
+                    ra.axes[keep++] = ra.axes[i], dn++;
+                    continue;
+                }
+                if (ra.policy || !tg_dim_eq(d[i], xs.d[ra.axes[i]]))
+                    return free(v), tg_err("sizes must be known at import or given at run time as data");
+            }
+            ra.naxes = keep;
             onnx_ent tmp = {.kind = ONNX_ENT_CONST, .dtype = TG_I64, .rank = 1, .dims = {dn}, .data = v};
             int rc = resize_static(c, &xs, &ra, &tmp, true, scale, size);
             free(v);
