@@ -246,6 +246,44 @@ check_model() {
         "$ONNX/runtime_reshape_bad_shape.npy" "$ONNX/runtime_reshape.in2.b1.npy"
 }
 
+@test "onnx: Tile repeats, Expand shape, Pad pads, value and axes, Split sizes given at run time" {
+    check_model "$ONNX" runtime_shapes
+    check_model "$ONNX" runtime_split
+}
+
+@test "onnx: run-time split sizes past the input's dim fail when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_split.onnx"
+    run_fails 1 "node 'y_s0/2' \(slice\): slice end 5 is past the end of axis 2" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX/runtime_split.in0.b1.npy" "$ONNX/runtime_split_bad_sizes.npy"
+}
+
+@test "onnx: Slice starts, ends, axes and steps, Squeeze and Unsqueeze axes given at run time" {
+    check_model "$ONNX" runtime_slice
+    check_model "$ONNX" runtime_squeeze
+}
+
+@test "onnx: Range of run-time start, limit and delta (int32 down, float32), and of float constants" {
+    check_model "$ONNX" runtime_range
+}
+
+@test "onnx: run-time Squeeze axes that name a dim other than 1 fail when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_squeeze.onnx"
+    run_fails 1 "node 'ys' \(reshape\): cannot reshape \[3, 1, 4, 1\]" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX"/runtime_squeeze.in[0-2].b1.npy "$ONNX/runtime_squeeze_bad_axes.npy"
+}
+
+@test "onnx: tcompile refuses Tile, Expand, Pad and Split with run-time inputs, naming the attribute" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_shapes.onnx"
+    run_fails 1 "node 'y_tile' \(tile\): attribute 'repeats' is read from 'rep' at run time; tcompile needs it constant" \
+        "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
+    run_ok "$TEXPORT" -o "$TMP/s.tg" "$ONNX/runtime_split.onnx"
+    run_fails 1 "node 'y_s0/0' \(slice\): attribute 'start' is read from 'y_s0/start' at run time" \
+        "$TCOMPILE" -o "$TMP/s.so" "$TMP/s.tg"
+    run_ok "$TEXPORT" -o "$TMP/l.tg" "$ONNX/runtime_slice.onnx"
+    run_fails 1 "node 'y/axis0' \(slice\): attribute 'start' is read from '.*' at run time" \
+        "$TCOMPILE" -o "$TMP/l.so" "$TMP/l.tg"
+}
+
 @test "onnx: tcompile refuses a Reshape to a run-time shape, naming node and attribute" {
     run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_reshape.onnx"
     run_fails 1 "node 'y1' \(reshape\): attribute 'shape' is read from '.*' at run time; tcompile needs it constant" \

@@ -16,6 +16,7 @@
 #include "../tensor.h"
 #include "onnx_internal.h"
 #include "onnx_node.h"
+#include "onnx_rt.h"
 
 /* ---- elementwise --------------------------------------------------------------------- */
 
@@ -1102,6 +1103,11 @@ static int map_squeeze(onnx_ctx *c, const onnx_op_map *m)
     onnx_ent *e = in_req(c, 0);
     int64_t axes[TG_MAX_RANK];
     int na;
+    onnx_ent *ae = e ? in_opt(c, 1) : NULL;
+    if (ae && ae->kind == ONNX_ENT_VALUE) {     /* axes read at run time */
+        int x = onnx_value(c, e), av = x < 0 ? -1 : onnx_value(c, ae);
+        return def_out(c, 0, av < 0 ? -1 : onnx_rt_squeeze(c, x, av, unsq));
+    }
     if (!e || axes_of(c, axes, &na)) return -1;
     if (is_shape_vec(e) && (unsq ? e->rank == 0 : e->rank == 1)) {
         tg_dim v[MAXV];                         /* scalar <-> 1-element vector */
@@ -1198,6 +1204,10 @@ static int map_split(onnx_ctx *c, const onnx_op_map *m)
     int64_t sizes[64];
     if (nout > 64) return tg_err("too many outputs");
     onnx_ent *sp = in_opt(c, 1);
+    if (sp && sp->kind == ONNX_ENT_VALUE) {
+        int v = onnx_value(c, sp);
+        return v < 0 ? -1 : onnx_rt_split(c, x, axis, v, nout);
+    }
     if (sp) {
         if (onnx_int_list(sp, 64, sizes, &n)) return -1;
     } else if (attr_ints(c, "split", 64, sizes, &n))
@@ -1243,6 +1253,19 @@ static int slice_bound(tg_dim d, int64_t v, tg_dim *out)
     return 0;
 }
 
+/* Slice where a start, end, axis or step is read at run time: constant axes
+ * stay constant (only those axes change), the rest become values. */
+static int slice_runtime(onnx_ctx *c, onnx_ent *data, onnx_ent *es, onnx_ent *ee, onnx_ent *ea, onnx_ent *esp)
+{
+    int64_t ax[TG_MAX_RANK];
+    int na = -1, x = onnx_value(c, data), st = x < 0 ? -1 : onnx_value(c, es), en = st < 0 ? -1 : onnx_value(c, ee);
+    int av = ea && ea->kind == ONNX_ENT_VALUE ? onnx_value(c, ea) : -1, sp = esp ? onnx_value(c, esp) : -1;
+    if (en < 0 || (ea && ea->kind == ONNX_ENT_VALUE && av < 0) || (esp && sp < 0) ||
+        (ea && av < 0 && onnx_int_list(ea, TG_MAX_RANK, ax, &na)))
+        return -1;
+    return onnx_rt_slice(c, x, st, en, av, na, ax, sp);
+}
+
 static int map_slice(onnx_ctx *c, const onnx_op_map *m)
 {
     int64_t st[TG_MAX_RANK], en[TG_MAX_RANK], ax[TG_MAX_RANK], sp[TG_MAX_RANK];
@@ -1257,8 +1280,11 @@ static int map_slice(onnx_ctx *c, const onnx_op_map *m)
     } else {
         onnx_ent *es = in_req(c, 1), *ee = es ? in_req(c, 2) : NULL;
         if (!ee) return -1;
-        if (onnx_int_list(es, TG_MAX_RANK, st, &n) || onnx_int_list(ee, TG_MAX_RANK, en, &n2)) return -1;
         onnx_ent *ea = in_opt(c, 3), *esp = in_opt(c, 4);
+        if (es->kind == ONNX_ENT_VALUE || ee->kind == ONNX_ENT_VALUE || (ea && ea->kind == ONNX_ENT_VALUE) ||
+            (esp && esp->kind == ONNX_ENT_VALUE))
+            return def_out(c, 0, slice_runtime(c, data, es, ee, ea, esp));
+        if (onnx_int_list(es, TG_MAX_RANK, st, &n) || onnx_int_list(ee, TG_MAX_RANK, en, &n2)) return -1;
         if ((ea && onnx_int_list(ea, TG_MAX_RANK, ax, &na)) || (esp && onnx_int_list(esp, TG_MAX_RANK, sp, &ns)))
             return -1;
     }
@@ -1323,6 +1349,10 @@ static int map_expand(onnx_ctx *c, const onnx_op_map *m)
     int x = in_val(c, 0);
     onnx_ent *sh = x < 0 ? NULL : in_req(c, 1);
     if (!sh) return -1;
+    if (sh->kind == ONNX_ENT_VALUE) {
+        int v = onnx_value(c, sh);
+        return def_out(c, 0, v < 0 ? -1 : onnx_rt_expand(c, x, v));
+    }
     tg_dim want[TG_MAX_RANK], out[TG_MAX_RANK];
     int n;
     if (onnx_dim_list(c, sh, TG_MAX_RANK, want, &n)) return -1;
@@ -1344,6 +1374,10 @@ static int map_tile(onnx_ctx *c, const onnx_op_map *m)
     onnx_ent *r = x < 0 ? NULL : in_req(c, 1);
     int64_t rep[TG_MAX_RANK];
     int n;
+    if (r && r->kind == ONNX_ENT_VALUE) {
+        int v = onnx_value(c, r);
+        return def_out(c, 0, v < 0 ? -1 : onnx_rt_tile(c, x, v));
+    }
     if (!r || onnx_int_list(r, TG_MAX_RANK, rep, &n)) return -1;
     tg_attr a = tg_attr_ints("repeats", n, rep);
     return def_out(c, 0, unary_on(c, TG_OP_TILE, NULL, x, 1, &a));
@@ -1364,6 +1398,16 @@ static int map_pad(onnx_ctx *c, const onnx_op_map *m)
     } else {
         onnx_ent *pe = in_req(c, 1), *ve = in_opt(c, 2), *ae = in_opt(c, 3);
         value = 0;
+        if (pe && (pe->kind == ONNX_ENT_VALUE || (ve && ve->kind == ONNX_ENT_VALUE))) {
+            int pv = onnx_value(c, pe), vv = ve && ve->kind == ONNX_ENT_VALUE ? onnx_value(c, ve) : -1;
+            if (pv < 0 || (ve && ve->kind == ONNX_ENT_VALUE && vv < 0) ||
+                (ve && vv < 0 && onnx_scalar_f64(ve, &value)))
+                return -1;
+            int av = ae && ae->kind == ONNX_ENT_VALUE ? onnx_value(c, ae) : -1;
+            if ((ae && ae->kind == ONNX_ENT_VALUE && av < 0) || (ae && av < 0 && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
+                return -1;
+            return def_out(c, 0, onnx_rt_pad(c, x, pv, na, axes, av, value, vv));
+        }
         if (!pe || onnx_int_list(pe, 2 * TG_MAX_RANK, p, &np) || (ve && onnx_scalar_f64(ve, &value)) ||
             (ae && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
             return -1;
@@ -1605,16 +1649,38 @@ static int map_constant_of_shape(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, onnx_add(c, TG_OP_FULL, NULL, 0, NULL, 3, at));
 }
 
+/* Range of floating-point constants, folded: start + i delta for i < n =
+ * max(ceil((limit - start) / delta), 0), in float64, stored in start's dtype. */
+static int range_const(onnx_ctx *c, onnx_ent **e)
+{
+    double v[3];
+    for (int i = 0; i < 3; i++)
+        if (onnx_scalar_f64(e[i], &v[i])) return -1;
+    double n = v[2] ? ceil((v[1] - v[0]) / v[2]) : NAN;
+    if (!(n < (double)(1 << 24))) return tg_err("Range from %g to %g by %g is too long", v[0], v[1], v[2]);
+    int64_t len = n > 0 ? (int64_t)n : 0;
+    void *p = calloc(len ? (size_t)len : 1, tg_dtype_size(e[0]->dtype));
+    if (!p) return tg_err("out of memory");
+    for (int64_t i = 0; i < len; i++) tg_store_f64(e[0]->dtype, p, (size_t)i, v[0] + (double)i * v[2]);
+    return const_named(c, "values", e[0]->dtype, 1, &len, p);
+}
+
 static int map_range(onnx_ctx *c, const onnx_op_map *m)
 {
     onnx_ent *e[3];
     for (int i = 0; i < 3; i++)
         if (!(e[i] = in_req(c, i))) return -1;
     tg_dim start, end, step;
-    int n;
-    for (int i = 0; i < 3; i++)
-        if (e[i]->kind == ONNX_ENT_CONST && !tg_dtype_is_int(e[i]->dtype))
-            return tg_err("Range over floating point values is not supported");
+    int n, v[3];
+    if (e[0]->kind == ONNX_ENT_CONST && e[1]->kind == ONNX_ENT_CONST && e[2]->kind == ONNX_ENT_CONST &&
+        !tg_dtype_is_int(e[0]->dtype))
+        return def_out(c, 0, range_const(c, e));
+    for (int i = 0; i < 3; i++)                 /* read at run time */
+        if (e[i]->kind == ONNX_ENT_VALUE || (e[i]->kind == ONNX_ENT_CONST && !tg_dtype_is_int(e[i]->dtype))) {
+            for (int k = 0; k < 3; k++)
+                if ((v[k] = onnx_value(c, e[k])) < 0) return -1;
+            return def_out(c, 0, onnx_rt_range(c, v[0], v[1], v[2]));
+        }
     if (onnx_dim_list(c, e[0], 1, &start, &n) || onnx_dim_list(c, e[1], 1, &end, &n) ||
         onnx_dim_list(c, e[2], 1, &step, &n))
         return -1;

@@ -1,0 +1,21 @@
+/* ONNX ops whose shape-setting inputs are read at run time (onnx_ops_rt.c). */
+#ifndef TG_ONNX_RT_H
+#define TG_ONNX_RT_H
+
+#include <stdbool.h>
+
+#include "onnx_internal.h"
+
+int onnx_rt_tile(onnx_ctx *c, int x, int repeats);
+int onnx_rt_expand(onnx_ctx *c, int x, int shape);
+int onnx_rt_pad(onnx_ctx *c, int x, int pads, int naxes, const int64_t *axes, int axes_rt, double value,
+                int value_rt);
+/* Defines the node's nout outputs itself. */
+int onnx_rt_split(onnx_ctx *c, int x, int axis, int sizes, int nout);
+
+/* Slice: axes a value av, or na constant axes (na < 0: none given); steps sp or -1. */
+int onnx_rt_slice(onnx_ctx *c, int x, int starts, int ends, int av, int na, const int64_t *axes, int sp);
+int onnx_rt_squeeze(onnx_ctx *c, int x, int axes, bool unsqueeze);
+int onnx_rt_range(onnx_ctx *c, int start, int limit, int delta);
+
+#endif
