@@ -5,6 +5,8 @@
 # the CUDA runtime finds no device): every fixture's compiled model against
 # PyTorch's outputs at batch 1 and 3, and tests/cuda/model_cuda (shapes
 # captured and replayed, the caller's stream, device memory, threads).
+# --dtype: refused on the cpu target (everywhere); bf16 and fp16 weights
+# written in half (a CUDA build); each type's outputs against PyTorch's (GPU).
 # Without CUDA built, the target is unknown: that is tested, the rest skips.
 
 load common
@@ -54,6 +56,33 @@ gpu_or_skip() {
         [ "$status" -eq 2 ]
         [[ "$stderr" == *"no device 'cuda' (known: cpu"* ]]
     fi
+}
+
+@test "tcompile --dtype: fp32 on any target, bf16, fp16 and tf32 for cuda only, else a usage error" {
+    run_ok "$TCOMPILE" --help
+    [[ "$output" == *"--dtype=TYPE"* ]]
+    run_ok "$TCOMPILE" --dtype fp32 "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    [ -s "$TMP/m.so" ]
+    for d in bf16 fp16 tf32; do
+        run_fails 2 "^tcompile: --dtype $d: the cpu target compiles float32 only" \
+            "$TCOMPILE" --dtype $d "$GRAPHS/mlp.tg" -o "$TMP/$d.so"
+        [ ! -e "$TMP/$d.so" ]
+    done
+    run_fails 2 "--dtype: 'int8' is not fp32, bf16, fp16 or tf32" \
+        "$TCOMPILE" --dtype int8 "$GRAPHS/mlp.tg" -o "$TMP/i.so"
+    run_fails 2 "--dtype: 'BF16' is not" "$TCOMPILE" --dtype BF16 "$GRAPHS/mlp.tg" -o "$TMP/i.so"
+}
+
+@test "tcompile --target cuda --dtype bf16 and fp16 carry the GEMMs' weights in half, tf32 in float32" {
+    cuda_build_or_skip
+    for d in fp32 bf16 fp16 tf32; do
+        run_ok "$TCOMPILE" --target cuda --dtype $d "$GRAPHS/mlp.tg" -o "$TMP/$d.so"
+    done
+    size() { stat -c %s "$1"; }
+    # mlp's linear weights: 2 bytes an element fewer
+    [ "$(size "$TMP/bf16.so")" -lt "$(size "$TMP/fp32.so")" ]
+    [ "$(size "$TMP/bf16.so")" -eq "$(size "$TMP/fp16.so")" ]
+    [ "$(size "$TMP/tf32.so")" -eq "$(size "$TMP/fp32.so")" ]
 }
 
 @test "tcompile --target cuda lists every node the GPU cannot run, each with its reason" {
@@ -109,6 +138,31 @@ gpu_or_skip() {
         done
     done
     [ "$n" -eq 6 ]
+}
+
+# --dtype's tolerances against PyTorch's float32: bf16 keeps 8 significant
+# bits (the operands of every product rounded), fp16 and tf32 11; attention
+# (tinygpt, hf_llama) in bf16/fp16 through the flash kernels where they take it
+@test "every fixture compiled for cuda with --dtype bf16, fp16, tf32 stays near PyTorch's outputs (GPU)" {
+    gpu_or_skip
+    local n=0
+    for m in mlp cnn tinygpt hf_llama; do
+        "$TEXPORT" "$FIX/$m.pt2" -o "$TMP/$m.tg"
+        for d in bf16:5e-2 fp16:1e-2 tf32:1e-2; do
+            run_ok "$TCOMPILE" --target cuda --dtype ${d%:*} "$TMP/$m.tg" -o "$TMP/$m.so"
+            for b in 1 3; do
+                if [ $m = hf_llama ]; then     # one batch, two inputs (ids and mask)
+                    [ $b = 1 ] || continue
+                    set -- "$FIX/$m.in0.npy" "$FIX/$m.in1.npy" --check "$FIX/$m.out0.npy"
+                else
+                    set -- "$FIX/$m.in0.b$b.npy" --check "$FIX/$m.out0.b$b.npy"
+                fi
+                run_ok "$TRUN" "$TMP/$m.so" "$@" --rtol ${d#*:} --atol ${d#*:}
+                n=$((n + 1))
+            done
+        done
+    done
+    [ "$n" -eq 21 ]
 }
 
 @test "a cuda model: shapes replayed, the caller's stream, device memory, threads (GPU)" {

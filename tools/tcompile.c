@@ -33,6 +33,12 @@ static void help(void)
            "      --weights=FILE   write the weights to FILE instead of into the .so; the\n"
            "                       model maps FILE at open (looked up beside the .so)\n"
            "      --emit-c=FILE    also write the generated C source to FILE\n"
+           "      --dtype=TYPE     the arithmetic of a cuda model (default fp32): bf16 or\n"
+           "                       fp16 (the GEMMs' weights converted now, their\n"
+           "                       activations when they run, float32 accumulation and\n"
+           "                       outputs; attention through the flash kernels in that\n"
+           "                       type; everything else float32), or tf32 (the GEMMs on\n"
+           "                       tf32 tensor cores); the cpu target takes fp32 only\n"
            "  -O, --opt=LEVEL      0: only dead code, constant folding and the memory\n"
            "                       plan; 1: every pass (default)\n"
            "  -h, --help           show this help and exit\n"
@@ -52,6 +58,7 @@ static const struct option opts[] = {
     {"weights", required_argument, NULL, 'w'},
     {"emit-c", required_argument, NULL, 'e'},
     {"opt", required_argument, NULL, 'O'},
+    {"dtype", required_argument, NULL, 'd'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {0},
@@ -94,6 +101,12 @@ int main(int argc, char **argv)
             break;
         case 'w': bo.weights_path = optarg; break;
         case 'e': bo.emit_c = optarg; break;
+        case 'd':
+            if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16") && strcmp(optarg, "fp16") &&
+                strcmp(optarg, "tf32"))
+                cli_usage("--dtype: '%s' is not fp32, bf16, fp16 or tf32", optarg);
+            bo.dtype = optarg;
+            break;
         case 'O': po.level = (int)cli_int("--opt", optarg, 0, 1); break;
         case 'h': help(); return 0;
         case 'V': cli_version(); return 0;
@@ -102,6 +115,10 @@ int main(int argc, char **argv)
     }
     if (argc - optind > 1)
         cli_usage("one graph at a time");
+    /* only the cuda target reads it: another would silently compile float32 */
+    if (bo.dtype && strcmp(bo.dtype, "fp32") && strcmp(po.target->name, "cuda"))
+        cli_usage("--dtype %s: the %s target compiles float32 only (--dtype %s is for"
+                  " --target cuda)", bo.dtype, po.target->name, bo.dtype);
     const char *in = optind < argc ? argv[optind] : "-";
     cli_refuse_tty_out(out, "a shared object");
 

@@ -83,6 +83,8 @@ typedef struct {
     const char *cpu;            /* -march= value; NULL: "native" */
     const char *weights_path;   /* --weights: write them there, not into the .so */
     const char *emit_c;         /* also write the generated source there */
+    const char *dtype;          /* --dtype: NULL or "fp32"; "bf16", "fp16", "tf32" (the
+                                   targets that take it: tcompile checks) */
 } tg_build_opts;
 
 typedef struct tg_backend tg_backend;

@@ -5,7 +5,9 @@
 # on the cuda device (every op of ops.def), then trun
 # --device cuda against the references of the demo model and of every
 # generated fixture, the same with each fixture compiled by tcompile --target
-# cuda (and tests/tcompile_cuda.bats), then (ZOO=DIR) the zoo's transformer
+# cuda (and tests/tcompile_cuda.bats), each fixture (and ZOO's models)
+# compiled with each tcompile --dtype against the float32 interpreter, then
+# (ZOO=DIR) the zoo's transformer
 # models with the flash-attention path on, and time the demo model on both
 # devices and compiled. Logs go to LOGDIR (default .); the last lines printed
 # are the summary.
@@ -106,6 +108,48 @@ if command -v bats >/dev/null; then
         bats tests/tcompile_cuda.bats >"$log/bats_tcompile_cuda.log" 2>&1
     say "bats tests/tcompile_cuda.bats: exit $?; $(grep -c '^ok' "$log/bats_tcompile_cuda.log") ok, $(grep -c '^not ok' "$log/bats_tcompile_cuda.log") not ok, $(grep -c '# skip' "$log/bats_tcompile_cuda.log") skipped"
 fi
+# tcompile --target cuda --dtype: the max abs error of each type's compiled
+# model against the CPU's float32 interpreter (and against PyTorch's, after
+# the slash), every fixture at batch 1 and each of ZOO's models (DIR/M/m.pt2,
+# in*.b1.npy, out0.b1.npy); trun --check at tolerance 0 gives the figure.
+worst() { grep -o 'max abs error [^,]*' "$1" | awk '{print $4}' | sort -g | tail -1; }
+dtypes() {   # NAME TG INPUTS REFS
+    local cpu=$tmp/f32.npy line=""
+    rm -rf "$tmp/f32"
+    if [ "${4#*,}" != "$4" ]; then
+        mkdir "$tmp/f32"; cpu=$tmp/f32
+    fi
+    ./tools/trun "$2" $3 -o "$cpu" >/dev/null 2>>"$log/dtype.log" || return
+    [ -d "$cpu" ] && cpu=$(ls "$cpu"/out*.npy | sort | paste -sd, -)
+    ./tools/trun "$2" $3 --check "$4" --rtol 0 --atol 0 >"$tmp/r" 2>&1
+    line="interpreter/eager $(worst "$tmp/r");"
+    for d in fp32 tf32 bf16 fp16; do
+        if ./tools/tcompile --target cuda --dtype $d "$2" -o "$tmp/d.so" 2>>"$log/dtype.log"; then
+            ./tools/trun "$tmp/d.so" $3 --check "$cpu" --rtol 0 --atol 0 >"$tmp/r" 2>&1
+            ./tools/trun "$tmp/d.so" $3 --check "$4" --rtol 0 --atol 0 >"$tmp/r2" 2>&1
+            line="$line $d $(worst "$tmp/r")/$(worst "$tmp/r2")"
+            cat "$tmp/r" >>"$log/dtype.log"
+        else
+            line="$line $d not compiled"
+        fi
+    done
+    say "dtype $1: $line"
+}
+for m in $(ls $fix/*.pt2 | sed 's|.*/||; s|\.core\.pt2$||; s|\.pt2$||' | sort -u); do
+    [ -f "$fix/$m.pt2" ] && ./tools/texport -o "$tmp/m.tg" "$fix/$m.pt2" 2>/dev/null || continue
+    if ls $fix/$m.in0.b1.npy >/dev/null 2>&1; then
+        dtypes "$m" "$tmp/m.tg" "$fix/$m.in0.b1.npy" "$fix/$m.out0.b1.npy"
+    elif ls $fix/$m.in0.npy >/dev/null 2>&1; then
+        dtypes "$m" "$tmp/m.tg" "$(ls $fix/$m.in*.npy | sort | tr '\n' ' ')" \
+            "$(ls $fix/$m.out*.npy | sort | paste -sd, -)"
+    fi
+done
+for d in ${ZOO:+"$ZOO"/*/}; do
+    ./tools/texport -o "$tmp/zoo.tg" "$d/m.pt2" 2>>"$log/dtype.log" || continue
+    dtypes "zoo $(basename "$d")" "$tmp/zoo.tg" "$(ls "$d"/in*.b1.npy | sort | tr '\n' ' ')" \
+        "$d/out0.b1.npy"
+done
+
 ./tools/tcompile --target cuda "$tmp/convnet.tg" -o "$tmp/convnet.so"
 ./tools/trun "$tmp/convnet.so" share/examples/convnet.in.npy -o "$tmp/out" --bench 50 \
     2>"$log/bench_cuda_so.log" >/dev/null

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../dtype.h"
 #include "../../error.h"
+#include "cuda.h"
 
 /* ---- writing ------------------------------------------------------------------- */
 
@@ -47,9 +49,44 @@ static void put_attr(FILE *f, const tg_attr *a)
     }
 }
 
-int tgc_blob_write(const tg_graph *g, const tg_plan *p, FILE *f)
+/* Whether value v is read only as a GEMM's weight (linear's input 1,
+ * matmul's right operand), and by at least one, and is no output. */
+static bool gemm_weight(const tg_graph *g, int v)
 {
+    bool used = false;
+    for (int i = 0; i < g->noutput; i++)
+        if (g->outputs[i] == v)
+            return false;
+    for (int i = 0; i < g->nnode; i++) {
+        const tg_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin; k++) {
+            if (n->in[k] != v)
+                continue;
+            if (k != 1 || (n->op != TG_OP_LINEAR && n->op != TG_OP_MATMUL))
+                return false;
+            used = true;
+        }
+    }
+    return used;
+}
+
+/* x's float32 data as bf16 or fp16 (half): the weight's bytes and dtype. */
+static void put_half(FILE *f, const tg_value *x, tg_dtype half)
+{
+    size_t n = x->nbytes / sizeof(float);
+    const float *d = x->data;
+    put_i64(f, (int64_t)(n * 2));
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = half == TG_BF16 ? tg_f32_to_bf16(d[i]) : tg_f32_to_f16(d[i]);
+        put(f, &h, sizeof h);
+    }
+}
+
+int tgc_blob_write(const tg_graph *g, const tg_plan *p, int math, FILE *f)
+{
+    tg_dtype half = math == TGC_MATH_BF16 ? TG_BF16 : math == TGC_MATH_F16 ? TG_F16 : TG_F32;
     put(f, TGC_BLOB_MAGIC, 8);
+    put_i64(f, math);
     put_i64(f, g->nsym);
     for (int s = 0; s < g->nsym; s++) {
         put_str(f, g->sym[s].name);
@@ -59,14 +96,20 @@ int tgc_blob_write(const tg_graph *g, const tg_plan *p, FILE *f)
     put_i64(f, g->nvalue);
     for (int v = 0; v < g->nvalue; v++) {
         const tg_value *x = &g->values[v];
+        bool conv = half != TG_F32 && x->kind == TG_VALUE_CONST && x->dtype == TG_F32 &&
+                    gemm_weight(g, v);
         put_str(f, x->name);
         put_i64(f, x->kind);
-        put_i64(f, x->dtype);
+        put_i64(f, conv ? half : x->dtype);
         put(f, &x->shape, sizeof x->shape);
         put_i64(f, x->producer);
-        put_i64(f, x->kind == TG_VALUE_CONST ? (int64_t)x->nbytes : 0);
-        if (x->kind == TG_VALUE_CONST)
-            put(f, x->data, x->nbytes);
+        if (conv)
+            put_half(f, x, half);
+        else {
+            put_i64(f, x->kind == TG_VALUE_CONST ? (int64_t)x->nbytes : 0);
+            if (x->kind == TG_VALUE_CONST)
+                put(f, x->data, x->nbytes);
+        }
         put_i64(f, p->alias[v]);
         put_i64(f, p->slot[v]);
     }
@@ -185,6 +228,9 @@ int tgc_blob_read(const uint8_t *buf, size_t len, tgc_blob *b)
     const void *magic = take(&c, 8);
     if (!magic || memcmp(magic, TGC_BLOB_MAGIC, 8))
         return tg_err("the model's graph is not a " TGC_BLOB_MAGIC " block");
+    b->math = (int)get_i64(&c);
+    if (b->math < TGC_MATH_F32 || b->math > TGC_MATH_F16)
+        c.bad = true;
     tg_graph *g = b->g = calloc(1, sizeof *g);
     if (!g)
         return tg_err("out of memory");

@@ -12,10 +12,13 @@
 #include "../../graph.h"
 #include "../../passes/passes.h"
 
-#define TGC_BLOB_MAGIC "TGCUDA01"
+#define TGC_BLOB_MAGIC "TGCUDA02"
 
-/* g with its constants' data, and p's alias and slot of every value. 0 or -1 (tg_err). */
-int tgc_blob_write(const tg_graph *g, const tg_plan *p, FILE *f);
+/* g with its constants' data, and p's alias and slot of every value; math:
+ * tcompile --dtype (a tgc_math, cuda.h), with bf16 and fp16 the float32
+ * weights of GEMMs (constants read only as a linear's weight or a matmul's
+ * right operand) written in that type. 0 or -1 (tg_err). */
+int tgc_blob_write(const tg_graph *g, const tg_plan *p, int math, FILE *f);
 
 /* What tgc_blob_read gives back: the graph (constants' data point into the
  * block, which must outlive it) and the plan's arrays. */
@@ -23,6 +26,7 @@ typedef struct {
     tg_graph *g;
     int *alias, *slot;          /* per value */
     int nslot;
+    int math;                   /* a tgc_math */
 } tgc_blob;
 
 /* 0, or -1 (tg_err) when the block is truncated or not one. */

@@ -43,7 +43,12 @@ static int write_inputs(tg_build_dir *t, const tg_graph *g, const tg_plan *p,
     FILE *f = open_memstream(&blob, &n);
     if (!f)
         return tg_err("out of memory");
-    int rc = tgc_blob_write(g, p, f);
+    const char *d = o->dtype ? o->dtype : "fp32";
+    int math = !strcmp(d, "tf32")   ? TGC_MATH_TF32
+               : !strcmp(d, "bf16") ? TGC_MATH_BF16
+               : !strcmp(d, "fp16") ? TGC_MATH_F16
+                                    : TGC_MATH_F32;
+    int rc = tgc_blob_write(g, p, math, f);
     fclose(f);
     if (!rc)
         rc = tg_build_write(t, "model.bin", blob, n);

@@ -24,6 +24,7 @@ static void read_math(const char *math)
 {
     state.tf32 = false;
     state.attn_f32 = -1;
+    state.gemm_dtype = TG_F32;
     for (const char *w = math; w && *w;) {
         size_t n = strcspn(w, ",");
         if (n == 4 && !strncmp(w, "tf32", n))

@@ -27,8 +27,15 @@ typedef struct {
     bool tf32;                  /* TG_CUDA_MATH has tf32: GEMMs on tf32 tensor cores */
     int attn_f32;               /* TG_CUDA_MATH has bf16 or fp16: float32 attention in that
                                  * type through the flash kernels (a tgf_dtype); -1: not */
+    tg_dtype gemm_dtype;        /* the GEMMs' operands: TG_F32, or TG_BF16 / TG_F16 in a
+                                 * model compiled with --dtype bf16 / fp16 */
     int sm;                     /* compute capability, major * 10 + minor */
 } tgc_state;
+
+/* tcompile --dtype, as a compiled model records it (blob.h) */
+typedef enum { TGC_MATH_F32, TGC_MATH_TF32, TGC_MATH_BF16, TGC_MATH_F16 } tgc_math;
+/* cs's GEMM and attention settings for math */
+void tgc_set_math(tgc_state *cs, tgc_math math);
 
 /* The device, set up on first use; NULL (tg_err with the reason) when there
  * is none (no driver, no GPU, a failed set-up). */
@@ -55,11 +62,13 @@ int tgc_compile(const tg_backend *be, const tg_graph *g, const tg_plan *p,
 /* attention.c: an sdpa node, through the flash kernels where they take it. */
 int tgc_run_sdpa(const tgc_state *cs, const tg_run_ctx *c);
 
-/* gemm.c: y [M,N] = x [M,K] w^T (+ b [N]), float32; and NumPy's matmul of
- * a [arank] by b [brank] into y. 0 or -1 (tg_err). */
-int tgc_linear(const tgc_state *cs, const float *x, const float *w, const float *b, float *y,
-               int64_t M, int64_t N, int64_t K);
+/* gemm.c: y [M,N] = x [M,K] w^T (+ b [N]); and NumPy's matmul of a [arank]
+ * by b [brank] into y. x, a, b (bias), y float32; w and b of dtype wt, bt:
+ * float32, or cs->gemm_dtype (a weight tcompile --dtype converted). 0 or -1
+ * (tg_err). */
+int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, const float *b,
+               float *y, int64_t M, int64_t N, int64_t K);
 int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
-               const int64_t *bdims, const float *b, float *y);
+               const int64_t *bdims, tg_dtype bt, const void *b, float *y);
 
 #endif

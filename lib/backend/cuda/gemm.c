@@ -1,11 +1,24 @@
 /* Matrix products through cuBLASLt, float32 (tf32 tensor cores when
- * TG_CUDA_MATH=tf32), the bias added by its epilogue. Row-major Y = A B is
- * column-major Y^T = B^T A^T, so B goes in as cuBLASLt's A and A as its B. */
+ * TG_CUDA_MATH=tf32 or tcompile --dtype tf32), the bias added by its
+ * epilogue; with tcompile --dtype bf16 or fp16 the operands in that type
+ * (the weights converted when compiled, the activations here) and the
+ * accumulation and the output float32. Row-major Y = A B is column-major
+ * Y^T = B^T A^T, so B goes in as cuBLASLt's A and A as its B. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../error.h"
+#include "../cpu/run.h"
 #include "cuda.h"
+#include "flash.h"
+
+/* here, not in cuda.c: a compiled model sets it too (model_rt.c) */
+void tgc_set_math(tgc_state *cs, tgc_math math)
+{
+    cs->tf32 = math == TGC_MATH_TF32;
+    cs->gemm_dtype = math == TGC_MATH_BF16 ? TG_BF16 : math == TGC_MATH_F16 ? TG_F16 : TG_F32;
+    cs->attn_f32 = math == TGC_MATH_BF16 ? TGF_BF16 : math == TGC_MATH_F16 ? TGF_F16 : -1;
+}
 
 /* One product Y[M,N] = A[M,K] B (+ bias[N]): B is [K,N], or [N,K] when nk (a
  * linear layer's weight); batch of them sa, sb, sy elements apart (sa, sb
@@ -13,25 +26,27 @@
 typedef struct {
     int64_t M, N, K, batch, sa, sb, sy;
     bool nk;
-    const float *a, *b, *bias;
+    const void *a, *b;          /* in cs->gemm_dtype */
+    const float *bias;
     float *y;
 } gemm;
 
 /* the largest power of two up to 16 dividing every address and stride */
-static int32_t alignment(const gemm *g)
+static int32_t alignment(const tgc_state *cs, const gemm *g)
 {
+    uintptr_t es = tg_dtype_size(cs->gemm_dtype);
     uintptr_t v = (uintptr_t)g->a | (uintptr_t)g->b | (uintptr_t)g->y | (uintptr_t)g->bias |
-                  (uintptr_t)(g->sa * 4) | (uintptr_t)(g->sb * 4) | (uintptr_t)(g->sy * 4);
+                  (uintptr_t)g->sa * es | (uintptr_t)g->sb * es | (uintptr_t)(g->sy * 4);
     int32_t al = 16;
     while (al > 4 && v % (uintptr_t)al)
         al /= 2;
     return al;
 }
 
-static int layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t ld,
-                  int32_t batch, int64_t stride)
+static int layout(cublasLtMatrixLayout_t *l, cudaDataType t, uint64_t rows, uint64_t cols,
+                  int64_t ld, int32_t batch, int64_t stride)
 {
-    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld);
+    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, t, rows, cols, ld);
     if (!st && batch > 1) {
         st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
                                               sizeof batch);
@@ -53,12 +68,15 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
     cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t ta = g->nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    int32_t batch = (int32_t)g->batch, al = alignment(g);
+    int32_t batch = (int32_t)g->batch, al = alignment(cs, g);
+    cudaDataType ab = cs->gemm_dtype == TG_BF16 ? CUDA_R_16BF
+                      : cs->gemm_dtype == TG_F16 ? CUDA_R_16F : CUDA_R_32F;
     uint64_t ws = cs->workspace_size;
     int rc = -1, nres = 0;
     cublasLtMatmulHeuristicResult_t res;
     cublasStatus_t st = cublasLtMatmulDescCreate(
-        &op, cs->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        &op, cs->tf32 && ab == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+        CUDA_R_32F);
     if (!st)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (!st)
@@ -73,8 +91,10 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
         goto done;
     }
     /* B^T as stored: [K,N] row-major is N x K column-major (ld N); [N,K] is K x N (ld K) */
-    if (layout(&la, g->nk ? g->K : g->N, g->nk ? g->N : g->K, g->nk ? g->K : g->N, batch, g->sb) ||
-        layout(&lb, g->K, g->M, g->K, batch, g->sa) || layout(&ly, g->N, g->M, g->N, batch, g->sy))
+    if (layout(&la, ab, g->nk ? g->K : g->N, g->nk ? g->N : g->K, g->nk ? g->K : g->N, batch,
+               g->sb) ||
+        layout(&lb, ab, g->K, g->M, g->K, batch, g->sa) ||
+        layout(&ly, CUDA_R_32F, g->N, g->M, g->N, batch, g->sy))
         goto done;
     st = cublasLtMatmulPreferenceCreate(&pref);
     if (!st)
@@ -109,6 +129,32 @@ done:
     return rc;
 }
 
+/* An operand of n elements of dtype have, as cs->gemm_dtype: p itself, or a
+ * copy converted into *tmp (given back on the stream after the product). */
+static int operand(const tgc_state *cs, tg_dtype have, const void *p, int64_t n,
+                   const void **r, void **tmp)
+{
+    *r = p;
+    *tmp = NULL;
+    if (have == cs->gemm_dtype)
+        return 0;
+    int e = cudaMallocAsync(tmp, (size_t)(n ? n : 1) * tg_dtype_size(cs->gemm_dtype), cs->stream);
+    if (!e)
+        e = tgc_cast(tg_run_kt(cs->gemm_dtype), *tmp, tg_run_kt(have), p, n, cs->stream);
+    *r = *tmp;
+    return e ? tgc_fail(e, "converting a product's operand") : 0;
+}
+
+static int give_back(const tgc_state *cs, int rc, void *t1, void *t2)
+{
+    int e = 0;
+    if (t1)
+        e = cudaFreeAsync(t1, cs->stream);
+    if (t2 && !e)
+        e = cudaFreeAsync(t2, cs->stream);
+    return rc ? rc : e ? tgc_fail(e, "freeing a product's operand") : 0;
+}
+
 /* K == 0: y is the bias on every row (zero without one: y came zeroed) */
 static int bias_rows(const tgc_state *cs, const float *b, float *y, int64_t M, int64_t N)
 {
@@ -119,21 +165,26 @@ static int bias_rows(const tgc_state *cs, const float *b, float *y, int64_t M, i
     return e ? tgc_fail(e, "launching a kernel") : 0;
 }
 
-int tgc_linear(const tgc_state *cs, const float *x, const float *w, const float *b, float *y,
-               int64_t M, int64_t N, int64_t K)
+int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, const float *b,
+               float *y, int64_t M, int64_t N, int64_t K)
 {
     if (K == 0)
         return bias_rows(cs, b, y, M, N);
-    gemm g = {M, N, K, 1, M * K, N * K, M * N, true, x, w, b, y};
-    return run_gemm(cs, &g);
+    const void *xa, *wa;
+    void *t1, *t2 = NULL;
+    int rc = operand(cs, TG_F32, x, M * K, &xa, &t1);
+    if (!rc)
+        rc = operand(cs, wt, w, N * K, &wa, &t2);
+    gemm g = {M, N, K, 1, M * K, N * K, M * N, true, xa, wa, b, y};
+    return give_back(cs, rc ? rc : run_gemm(cs, &g), t1, t2);
 }
 
 /* NumPy's matmul: 1-D operands made [1,K] and [K,N=1]; the batch dims
  * broadcast. One strided-batched product when each operand's batches are
  * equally spaced (a broadcast right operand folds the batches into M), else
  * one product a batch. */
-int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
-               const int64_t *bdims, const float *b, float *y)
+static int matmul(const tgc_state *cs, int arank, const int64_t *adims, const char *a, int brank,
+                  const int64_t *bdims, const char *b, float *y)
 {
     int64_t M = arank == 1 ? 1 : adims[arank - 2], K = adims[arank - 1];
     int64_t N = brank == 1 ? 1 : bdims[brank - 1];
@@ -177,11 +228,30 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
         rc = run_gemm(cs, &g);
     } else {
         for (int64_t i = 0; i < nb && !rc; i++) {
-            gemm g = {M, N, K, 1, 0, 0, 0, false, a + offs[2 * i] * M * K,
-                      b + offs[2 * i + 1] * K * N, NULL, y + i * M * N};
+            size_t es = tg_dtype_size(cs->gemm_dtype);
+            gemm g = {M, N, K, 1, 0, 0, 0, false, a + (size_t)(offs[2 * i] * M * K) * es,
+                      b + (size_t)(offs[2 * i + 1] * K * N) * es, NULL, y + i * M * N};
             rc = run_gemm(cs, &g);
         }
     }
     free(offs);
     return rc;
+}
+
+int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
+               const int64_t *bdims, tg_dtype bt, const void *b, float *y)
+{
+    int64_t na = 1, nb = 1;
+    for (int k = 0; k < arank; k++)
+        na *= adims[k];
+    for (int k = 0; k < brank; k++)
+        nb *= bdims[k];
+    const void *aa, *ba;
+    void *t1, *t2 = NULL;
+    int rc = operand(cs, TG_F32, a, na, &aa, &t1);
+    if (!rc)
+        rc = operand(cs, bt, b, nb, &ba, &t2);
+    if (!rc)
+        rc = matmul(cs, arank, adims, aa, brank, bdims, ba, y);
+    return give_back(cs, rc, t1, t2);
 }

@@ -218,7 +218,7 @@ static int set_up(tgraph_model *m)
         return cuda_fail(e, "finding the device");
     m->cs.sm = prop.major * 10 + prop.minor;
     m->cs.deferred = true;
-    m->cs.attn_f32 = -1;                /* float32 throughout: no TG_CUDA_MATH here */
+    tgc_set_math(&m->cs, m->b->math);   /* tcompile --dtype; no TG_CUDA_MATH here */
     m->cs.workspace_size = WORKSPACE;
     if ((e = cudaStreamCreateWithFlags(&m->cs.stream, cudaStreamNonBlocking)) ||
         (e = cudaStreamCreateWithFlags(&m->own, cudaStreamNonBlocking)) ||

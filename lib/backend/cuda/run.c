@@ -535,12 +535,12 @@ int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c)
     case TG_OP_SDPA: return tgc_run_sdpa(cs, c);
     case TG_OP_LINEAR: {
         int64_t K = x->dims[x->rank - 1];
-        return tgc_linear(cs, x->data, c->in[1]->data, opt_data(c, 2), y->data,
+        return tgc_linear(cs, x->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2), y->data,
                           numel(x) / (K ? K : 1), c->in[1]->dims[0], K);
     }
     case TG_OP_MATMUL:
         return tgc_matmul(cs, x->rank, x->dims, x->data, c->in[1]->rank, c->in[1]->dims,
-                          c->in[1]->data, y->data);
+                          c->in[1]->dtype, c->in[1]->data, y->data);
     case TG_OP_FULL:
         tgk_store_f64(tg_run_kt(y->dtype), value, 0, tg_node_float(n, "value", 0));
         return launched(tgc_fill(tg_dtype_size(y->dtype), numel(y), value, y->data, cs->stream));
