@@ -262,6 +262,16 @@ check_model() {
     check_model "$ONNX" runtime_squeeze
 }
 
+@test "onnx: TopK with k given at run time and constant, ties in index order" {
+    check_model "$ONNX" runtime_topk
+}
+
+@test "onnx: a run-time TopK k past the axis fails when the node runs, naming it" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_topk.onnx"
+    run_fails 1 "node 'v0/first_k' \(slice\): slice end 9 is past the end" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX/runtime_topk.in0.b1.npy" "$ONNX/runtime_topk_bad_k.npy"
+}
+
 @test "onnx: Range of run-time start, limit and delta (int32 down, float32), and of float constants" {
     check_model "$ONNX" runtime_range
 }

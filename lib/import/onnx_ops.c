@@ -1425,6 +1425,23 @@ static int map_pad(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, unary_on(c, TG_OP_PAD, NULL, x, 2, a));
 }
 
+/* TopK (opset 10 on: k an input; 1 to 9: an attribute), sorted either way. */
+static int map_topk(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), kv = -1, vals, idx, n = 1;
+    int64_t k = onnx_attr_int(N(c), "k", 1);
+    onnx_ent *ke = x < 0 || c->opset < 10 ? NULL : in_req(c, 1);
+    if (x < 0 || (c->opset >= 10 && !ke)) return -1;
+    if (ke && ke->kind == ONNX_ENT_VALUE) {
+        if ((kv = onnx_value(c, ke)) < 0) return -1;
+    } else if (ke && (onnx_int_list(ke, 1, &k, &n) || n != 1))
+        return n != 1 ? tg_err("k must hold one value") : -1;
+    if (onnx_rt_topk(c, x, (int)onnx_attr_int(N(c), "axis", -1), kv, k, onnx_attr_int(N(c), "largest", 1) != 0,
+                     &vals, &idx))
+        return -1;
+    return def_out(c, 0, vals) || def_out(c, 1, idx) ? -1 : 0;
+}
+
 static int map_trilu(onnx_ctx *c, const onnx_op_map *m)
 {
     int x = in_val(c, 0);
@@ -1812,7 +1829,7 @@ static const onnx_op_map onnx_ops[] = {
     {"Transpose", map_transpose, 0}, {"Concat", map_concat, 0}, {"Split", map_split, 0},
     {"Slice", map_slice, 0}, {"Gather", map_gather, TG_OP_INDEX_SELECT},
     {"GatherElements", map_gather, TG_OP_GATHER}, {"Expand", map_expand, 0},
-    {"Tile", map_tile, 0}, {"Pad", map_pad, 0}, {"Trilu", map_trilu, 0},
+    {"Tile", map_tile, 0}, {"Pad", map_pad, 0}, {"Trilu", map_trilu, 0}, {"TopK", map_topk, 0},
     {"Constant", map_constant, 0}, {"ConstantOfShape", map_constant_of_shape, 0},
     {"Range", map_range, 0}, {"GatherND", map_gather_nd, 0}, {"ScatterND", map_scatter, 0},
     {"ScatterElements", map_scatter, 0}, {"Scatter", map_scatter, 0},

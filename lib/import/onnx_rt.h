@@ -17,5 +17,7 @@ int onnx_rt_split(onnx_ctx *c, int x, int axis, int sizes, int nout);
 int onnx_rt_slice(onnx_ctx *c, int x, int starts, int ends, int av, int na, const int64_t *axes, int sp);
 int onnx_rt_squeeze(onnx_ctx *c, int x, int axes, bool unsqueeze);
 int onnx_rt_range(onnx_ctx *c, int start, int limit, int delta);
+/* TopK: k constant, or read at run time from value kv (>= 0). */
+int onnx_rt_topk(onnx_ctx *c, int x, int axis, int kv, int64_t k, bool largest, int *values, int *indices);
 
 #endif
