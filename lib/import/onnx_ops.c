@@ -1292,9 +1292,9 @@ static int map_slice(onnx_ctx *c, const onnx_op_map *m)
     for (int i = 0; i < n; i++) {
         if (na < 0) ax[i] = i;
         if (ns < 0) sp[i] = 1;
-        if (sp[i] <= 0) return tg_err("Slice with step %lld is not supported", (long long)sp[i]);
+        if (sp[i] == 0) return tg_err("Slice with step 0");
     }
-    if (is_shape_vec(data) && data->rank == 1) { /* slicing a shape vector */
+    if (is_shape_vec(data) && data->rank == 1 && (n != 1 || sp[0] > 0)) { /* slicing a shape vector */
         tg_dim v[MAXV], out[MAXV];
         int nv, k = 0;
         if (n != 1 || onnx_dim_list(c, data, MAXV, v, &nv)) return n != 1 ? tg_err("bad slice of a shape vector") : -1;
@@ -1315,7 +1315,8 @@ static int map_slice(onnx_ctx *c, const onnx_op_map *m)
         if (axis_norm(ax[i], s.rank, &a) || slice_bound(s.d[a], st[i], &b) ||
             slice_bound(s.d[a], en[i], &e))
             return -1;
-        x = slice_on(c, x, a, b, e, sp[i], i + 1 < n ? "part" : NULL);
+        x = sp[i] < 0 ? onnx_slice_down(c, x, a, st[i], en[i], sp[i], i + 1 < n ? "part" : NULL)
+                      : slice_on(c, x, a, b, e, sp[i], i + 1 < n ? "part" : NULL);
     }
     return def_out(c, 0, x);
 }

@@ -263,6 +263,52 @@ static int entry(onnx_ctx *c, const char *sfx, int v, int q)
     return v < 0 || iv < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, sfx, 2, in, 1, &ax);
 }
 
+static int clamp_to(onnx_ctx *c, const char *sfx, int v, int lo, int hi)
+{
+    v = v < 0 || lo < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "at_least", v, lo);
+    return v < 0 || hi < 0 ? -1 : binary_on(c, TG_OP_MINIMUM, sfx, v, hi);
+}
+
+/* Slice with steps read at run time, of either sign: per position an index
+ * vector arange(start, end, step) over ONNX's clamped bounds (a positive step
+ * within [0, d], a negative one start within [0, d-1] and end within [-1, d-1],
+ * the end never past the start, so that an empty slice counts 0), then
+ * index_select. A step of 0 fails when the arange runs. */
+static int slice_steps(onnx_ctx *c, int x, int hit, int st, int en, int sp, int dv, int rank, const bool *named,
+                       const int64_t *xd)
+{
+    int64_t lo[TG_MAX_RANK], top[TG_MAX_RANK];
+    for (int q = 0; q < rank; q++) lo[q] = -xd[q] - 1, top[q] = xd[q] - 1;
+    int zero = scalar_const(c, "zero", TG_I64, 0), m1 = scalar_const(c, "minus_one", TG_I64, -1);
+    int low = vec_const(c, "minus_dims_1", rank, lo), last = vec_const(c, "last_index", rank, top);
+    int k = pick(c, "step", hit, sp, scalar_const(c, "one", TG_I64, 1)), u[2];
+    int down = k < 0 || zero < 0 ? -1 : binary_on(c, TG_OP_LT, "step_negative", k, zero);
+    for (int b = 0; b < 2; b++) {               /* from the end, then within [-1, d] */
+        int v = pick(c, b ? "end_given" : "start_given", hit, b ? en : st, b ? dv : zero);
+        int t = clamp_to(c, "bound", v, low, dv), neg = t < 0 || zero < 0 ? -1 : binary_on(c, TG_OP_LT, "from_end", t, zero);
+        u[b] = neg < 0 ? -1 : where_on(c, b ? "end_index" : "start_index", neg, binary_on(c, TG_OP_ADD, "plus_dim", t, dv), t);
+    }
+    int s = where_on(c, "start", down, clamp_to(c, "start_down", u[0], zero, last), clamp_to(c, "start_up", u[0], zero, dv));
+    int e = where_on(c, "end_clamped", down, clamp_to(c, "end_down", u[1], m1, last), clamp_to(c, "end_up", u[1], zero, dv));
+    e = e < 0 || s < 0 ? -1 : where_on(c, "end", down, binary_on(c, TG_OP_MINIMUM, "end_down_start", e, s),
+                                       binary_on(c, TG_OP_MAXIMUM, "end_up_start", e, s));
+    if (e < 0) return -1;
+    for (int q = 0; q < rank && x >= 0; q++) {
+        if (!named[q]) continue;
+        char sfx[32];
+        snprintf(sfx, sizeof sfx, "axis%d", q);
+        int in[3] = {entry(c, "start_at", s, q), entry(c, "end_at", e, q), entry(c, "step_at", k, q)};
+        tg_attr a[4] = {tg_attr_dtype("dtype", TG_I64), tg_attr_input("start", 0, TG_ATTR_INT),
+                        tg_attr_input("end", 1, TG_ATTR_DIMS), tg_attr_input("step", 2, TG_ATTR_INT)};
+        tg_shape is = {.rank = 1};
+        if (in[0] < 0 || in[1] < 0 || in[2] < 0 || data_dim(c, xd[q], &is.d[0])) return -1;
+        int idx = onnx_add_dynamic(c, TG_OP_ARANGE, "indices", 3, in, 4, a, TG_I64, &is), sel[2] = {x, idx};
+        tg_attr ax = tg_attr_int("axis", q);
+        x = idx < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, sfx, 2, sel, 1, &ax);
+    }
+    return x;
+}
+
 /* Slice with starts st, ends en (values), axes av (a value, or na constant axes
  * when av < 0; all in order when na < 0) and steps sp (a value, or -1: all 1).
  * Each position an axis may name becomes a slice op on that axis, its start, end
@@ -295,20 +341,18 @@ int onnx_rt_slice(onnx_ctx *c, int x, int st, int en, int av, int na, const int6
     int s = slice_bounds(c, "start", pick(c, "start_given", hit, st, scalar_const(c, "zero", TG_I64, 0)), dv, nd);
     int e = slice_bounds(c, "end_clamped", pick(c, "end_given", hit, en, dv), dv, nd);
     e = e < 0 || s < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "end", e, s);   /* empty, not reversed */
-    int k = sp < 0 ? -1 : pick(c, "step", hit, sp, scalar_const(c, "one", TG_I64, 1));
-    if (e < 0 || (sp >= 0 && k < 0)) return -1;
+    if (e < 0) return -1;
+    if (sp >= 0) return slice_steps(c, x, hit, st, en, sp, dv, rank, named, xd);
     for (int q = 0; q < rank && x >= 0; q++) {
         if (!named[q]) continue;
         char sfx[32];
         snprintf(sfx, sizeof sfx, "axis%d", q);
-        int in[4] = {x, entry(c, "start_at", s, q), entry(c, "end_at", e, q), k < 0 ? -1 : entry(c, "step_at", k, q)};
-        tg_attr a[4] = {tg_attr_int("axis", q), tg_attr_input("step", 3, TG_ATTR_INT),
-                        tg_attr_input("start", 1, TG_ATTR_DIMS), tg_attr_input("end", 2, TG_ATTR_DIMS)};
+        int in[3] = {x, entry(c, "start_at", s, q), entry(c, "end_at", e, q)};
+        tg_attr a[4] = {tg_attr_int("axis", q), tg_attr_int("step", 1), tg_attr_input("start", 1, TG_ATTR_DIMS),
+                        tg_attr_input("end", 2, TG_ATTR_DIMS)};
         tg_shape ys = shape_of(c, x);
-        if (in[1] < 0 || in[2] < 0 || (k >= 0 && in[3] < 0) || data_dim(c, xd[q], &ys.d[q])) return -1;
-        if (k < 0) a[1] = tg_attr_int("step", 1);  /* constants first, run-time ones in input order */
-        else a[1] = a[2], a[2] = a[3], a[3] = tg_attr_input("step", 3, TG_ATTR_INT);
-        x = onnx_add_dynamic(c, TG_OP_SLICE, sfx, k < 0 ? 3 : 4, in, 4, a, dtype_of(c, x), &ys);
+        if (in[1] < 0 || in[2] < 0 || data_dim(c, xd[q], &ys.d[q])) return -1;
+        x = onnx_add_dynamic(c, TG_OP_SLICE, sfx, 3, in, 4, a, dtype_of(c, x), &ys);
     }
     return x;
 }
@@ -484,4 +528,25 @@ int onnx_rt_topk(onnx_ctx *c, int x, int axis, int kv, int64_t k, bool largest, 
     *values = axis_back(c, "values", val, r, p);
     *indices = axis_back(c, "indices", idx, r, p);
     return *values < 0 || *indices < 0 ? -1 : 0;
+}
+
+/* Slice of a static axis with a constant negative step: the indices ONNX's
+ * clamping gives (start within [0, d-1], end within [-1, d-1]) as a constant,
+ * then index_select. */
+int onnx_slice_down(onnx_ctx *c, int x, int axis, int64_t start, int64_t end, int64_t step, const char *sfx)
+{
+    int64_t d, n = 0;
+    if (!tg_dim_is_const(shape_of(c, x).d[axis], &d))
+        return tg_err("Slice with step %lld needs a static axis", (long long)step);
+    start = start < 0 ? (start < -d ? -1 : start + d) : start;
+    end = end < 0 ? (end < -d ? -1 : end + d) : end;
+    start = start < 0 ? 0 : start > d - 1 ? d - 1 : start;
+    end = end < -1 ? -1 : end > d - 1 ? d - 1 : end;
+    int64_t *idx = malloc((size_t)(d > 0 ? d : 1) * sizeof *idx);
+    if (!idx) return tg_err("out of memory");
+    for (int64_t i = start; i > end && d > 0; i += step) idx[n++] = i;
+    int iv = mat_const(c, "indices", 1, &n, idx), in[2] = {x, iv};
+    free(idx);
+    tg_attr ax = tg_attr_int("axis", axis);
+    return iv < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, sfx, 2, in, 1, &ax);
 }

@@ -19,5 +19,7 @@ int onnx_rt_squeeze(onnx_ctx *c, int x, int axes, bool unsqueeze);
 int onnx_rt_range(onnx_ctx *c, int start, int limit, int delta);
 /* TopK: k constant, or read at run time from value kv (>= 0). */
 int onnx_rt_topk(onnx_ctx *c, int x, int axis, int kv, int64_t k, bool largest, int *values, int *indices);
+/* Slice of x's static axis by a constant negative step. */
+int onnx_slice_down(onnx_ctx *c, int x, int axis, int64_t start, int64_t end, int64_t step, const char *sfx);
 
 #endif
