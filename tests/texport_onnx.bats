@@ -276,6 +276,13 @@ check_model() {
     check_model "$ONNX" runtime_range
 }
 
+@test "onnx: a run-time Range too long for any dim fails when it runs, naming the node" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_range.onnx"
+    run_fails 1 "node 'yf/index' \(arange\): output 'yf/index' dim 0 = 2147483648 is outside its range" \
+        "$TRUN" -o "$TMP/out" "$TMP/r.tg" "$ONNX"/runtime_range.in[0-3].b1.npy "$ONNX/runtime_range_huge_limit.npy" \
+        "$ONNX/runtime_range.in5.b1.npy"
+}
+
 @test "onnx: run-time Squeeze axes that name a dim other than 1 fail when the node runs, naming it" {
     run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_squeeze.onnx"
     run_fails 1 "node 'ys' \(reshape\): cannot reshape \[3, 1, 4, 1\]" \

@@ -425,7 +425,11 @@ int onnx_rt_range(onnx_ctx *c, int s, int l, int d)
     int zero = scalar_const(c, "zero", TG_F64, 0);
     int q = binary_on(c, TG_OP_DIV, "count_exact", binary_on(c, TG_OP_SUB, "span", v[1], v[0]), v[2]);
     q = q < 0 ? -1 : unary_on(c, TG_OP_CEIL, "count_up", q, 0, NULL);
-    q = q < 0 || zero < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "count_f64", q, zero);
+    q = q < 0 || zero < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "count_nonneg", q, zero);
+    /* past the dim's range (and NaN) as one more than it allows: the cast stays
+     * defined and the arange's output fails the range check, naming the node */
+    int over = scalar_const(c, "too_many", TG_F64, (double)RT_DIM_MAX + 1), nan = q < 0 ? -1 : binary_on(c, TG_OP_NE, "is_nan", q, q);
+    q = over < 0 || nan < 0 ? -1 : where_on(c, "count_f64", nan, over, binary_on(c, TG_OP_MINIMUM, "count_bounded", q, over));
     q = q < 0 ? -1 : unary_on(c, TG_OP_CAST, "count", q, 1, &t);
     tg_shape ys = {.rank = 1};
     if (q < 0 || data_dim(c, RT_DIM_MAX, &ys.d[0])) return -1;
