@@ -321,3 +321,33 @@ extern "C" int tgc_sdpa_f32(const tgk_sdpa_desc *d, const void *mask, bool mask_
                                                                       o, rows);
     return tgc_launched();
 }
+
+/* ---- 2:4 sparse weights: one thread a group of four ----------------------------- */
+
+/* The dense w [N,K] of linear_24's values [N,K/2] and meta [N,ceil(K/8)], as
+ * tg_sparse24_expand (compress.c): indices that coincide (only in a file made
+ * elsewhere) add up, as the CPU kernel's two products do. */
+__global__ void expand24_k(const float *v, const uint8_t *m, float *w, int64_t K, int64_t mb,
+                           int64_t groups)
+{
+    TGC_FOR(i, groups) {
+        int64_t n = i / (K / 4), g = i % (K / 4);
+        int bits = m[n * mb + g / 2] >> (g % 2 * 4);
+        float q[4] = {0, 0, 0, 0};
+        q[bits & 3] += v[n * (K / 2) + 2 * g];
+        q[bits >> 2 & 3] += v[n * (K / 2) + 2 * g + 1];
+        for (int j = 0; j < 4; j++)
+            w[n * K + 4 * g + j] = q[j];
+    }
+}
+
+extern "C" int tgc_expand24_f32(const float *values, const uint8_t *meta, float *w, int64_t N,
+                                int64_t K, cudaStream_t s)
+{
+    int64_t groups = N * (K / 4);
+    if (groups == 0)
+        return 0;
+    expand24_k<<<tgc_blocks(groups), TGC_THREADS, 0, s>>>(values, meta, w, K, (K / 4 + 1) / 2,
+                                                          groups);
+    return tgc_launched();
+}

@@ -102,6 +102,10 @@ int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
  * v, o (the desc's strides unused); a mask of bool (mask_bool) or float. */
 int tgc_sdpa_f32(const tgk_sdpa_desc *d, const void *mask, bool mask_bool, const float *q,
                  const float *k, const float *v, float *o, cudaStream_t s);
+/* linear_24's compressed weight (values [N,K/2], meta [N,ceil(K/8)]) into the
+ * dense w [N,K], as tg_sparse24_expand. */
+int tgc_expand24_f32(const float *values, const uint8_t *meta, float *w, int64_t N, int64_t K,
+                     cudaStream_t s);
 
 #ifdef __cplusplus
 }

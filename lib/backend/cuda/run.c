@@ -54,10 +54,11 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
     case TG_OP_LINEAR_PACKED:
         snprintf(why, TG_WHY_MAX, "its weight is in the CPU's packed layout");
         return false;
-    case TG_OP_LINEAR_24: case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: case TG_OP_QLINEAR:
-    case TG_OP_QCONV:
-        snprintf(why, TG_WHY_MAX, "quantized and 2:4 sparse ops have no CUDA kernels yet");
+    case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: case TG_OP_QLINEAR: case TG_OP_QCONV:
+        snprintf(why, TG_WHY_MAX, "quantized ops have no CUDA kernels yet");
         return false;
+    case TG_OP_LINEAR_24:       /* f32 and u8, as its inference demands */
+        break;
     default:
         if (!has_glue(n->op)) {
             snprintf(why, TG_WHY_MAX, "no CUDA glue for the %s family",
@@ -338,6 +339,28 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
                                  c->out[0]->data, cs->stream));
 }
 
+/* linear_24: the compressed weight expanded into a dense one on the device
+ * (a temporary, given back on the stream after the GEMM), then the linear's
+ * cuBLASLt GEMM: the same float32 products as a dense linear on the pruned
+ * weight (tf32 when TG_CUDA_MATH=tf32, as linear). Expanded at each run, as
+ * the CPU packs it at each run. */
+static int run_linear_24(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *v = c->in[1];
+    int64_t K = x->dims[x->rank - 1], N = v->dims[0];
+    float *w = NULL;
+    size_t bytes = sizeof *w * (size_t)(N * K > 0 ? N * K : 1);
+    int e = cudaMallocAsync((void **)&w, bytes, cs->stream);
+    if (e)
+        return tgc_fail(e, "allocating linear_24's dense weight");
+    int rc = launched(tgc_expand24_f32(v->data, c->in[2]->data, w, N, K, cs->stream));
+    if (!rc)
+        rc = tgc_linear(cs, x->data, TG_F32, w, opt_data(c, 3), c->out[0]->data,
+                        numel(x) / (K ? K : 1), N, K);
+    cudaFreeAsync(w, cs->stream);
+    return rc;
+}
+
 /* ---- data movement --------------------------------------------------------------------- */
 
 /* y (contiguous) = x read through strides xs over y's dims, from x + off elements */
@@ -538,6 +561,7 @@ int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c)
         return tgc_linear(cs, x->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2), y->data,
                           numel(x) / (K ? K : 1), c->in[1]->dims[0], K);
     }
+    case TG_OP_LINEAR_24: return run_linear_24(cs, c);
     case TG_OP_MATMUL:
         return tgc_matmul(cs, x->rank, x->dims, x->data, c->in[1]->rank, c->in[1]->dims,
                           c->in[1]->dtype, c->in[1]->data, y->data);
