@@ -38,7 +38,11 @@ static void help(void)
            "                       activations when they run, float32 accumulation and\n"
            "                       outputs; attention through the flash kernels in that\n"
            "                       type; everything else float32), or tf32 (the GEMMs on\n"
-           "                       tf32 tensor cores); the cpu target takes fp32 only\n"
+           "                       tf32 tensor cores); the cpu target takes fp32 or\n"
+           "                       bf16 (linear layers on constant weights: weights\n"
+           "                       rounded now, inputs when they run, float32 sums\n"
+           "                       and outputs; AMX or AVX512_BF16 where the CPU has\n"
+           "                       them)\n"
            "  -O, --opt=LEVEL      0: only dead code, constant folding and the memory\n"
            "                       plan; 1: every pass (default)\n"
            "  -h, --help           show this help and exit\n"
@@ -115,10 +119,16 @@ int main(int argc, char **argv)
     }
     if (argc - optind > 1)
         cli_usage("one graph at a time");
-    /* only the cuda target reads it: another would silently compile float32 */
-    if (bo.dtype && strcmp(bo.dtype, "fp32") && strcmp(po.target->name, "cuda"))
-        cli_usage("--dtype %s: the %s target compiles float32 only (--dtype %s is for"
-                  " --target cuda)", bo.dtype, po.target->name, bo.dtype);
+    /* the cpu target reads bf16 through the passes (po.dtype), cuda all of them
+     * when it compiles (bo.dtype); another would silently compile float32 */
+    bool cpu = po.target == &tg_backend_cpu;
+    if (bo.dtype && strcmp(bo.dtype, "fp32") && strcmp(po.target->name, "cuda") &&
+        !(cpu && !strcmp(bo.dtype, "bf16")))
+        cli_usage("--dtype %s: the %s target compiles float32%s only (--dtype %s is for"
+                  " --target cuda)", bo.dtype, po.target->name, cpu ? " and bf16" : "",
+                  bo.dtype);
+    if (cpu && bo.dtype && !strcmp(bo.dtype, "bf16"))
+        po.dtype = TG_BF16;
     const char *in = optind < argc ? argv[optind] : "-";
     cli_refuse_tty_out(out, "a shared object");
 

@@ -42,11 +42,21 @@ int tg_infer_matmul(tg_graph *g, int node)
     return tg_infer_set(g, node, a->dtype, &s);
 }
 
+/* A linear's weight has x's dtype, or is bf16 on a float32 x: then the
+ * linear computes in bf16 (x rounded to bf16, products summed in float32, a
+ * float32 result), as tcompile --dtype bf16 makes it. */
+static int check_weight_dtype(const tg_value *w, const tg_value *x)
+{
+    if (w->dtype == TG_BF16 && x->dtype == TG_F32)
+        return 0;
+    return tg_check_same_dtype(w, 1, x, 0);
+}
+
 int tg_infer_linear(tg_graph *g, int node)
 {
     const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
     const tg_value *b = tg_infer_opt(g, node, 2);
-    if (!x || !w || tg_check_numeric(x, 0) || tg_check_same_dtype(w, 1, x, 0) ||
+    if (!x || !w || tg_check_numeric(x, 0) || check_weight_dtype(w, x) ||
         tg_check_rank(x, 0, 1, TG_MAX_RANK) || tg_check_rank(w, 1, 2, 2) ||
         tg_check_dim_eq(g, x->shape.d[x->shape.rank - 1], w->shape.d[1],
                         "input features differ from weight [N, K]'s K"))
@@ -68,7 +78,7 @@ int tg_infer_linear_packed(tg_graph *g, int node)
     const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
     const tg_value *b = tg_infer_opt(g, node, 2);
     int64_t n = tg_node_int(nd, "n", 0);
-    if (!x || !w || tg_check_same_dtype(w, 1, x, 0) || tg_check_rank(x, 0, 1, TG_MAX_RANK) ||
+    if (!x || !w || check_weight_dtype(w, x) || tg_check_rank(x, 0, 1, TG_MAX_RANK) ||
         tg_check_rank(w, 1, 3, 3))
         return -1;
     if (x->dtype != TG_F32)
@@ -81,6 +91,12 @@ int tg_infer_linear_packed(tg_graph *g, int node)
                       "[1, %d]", INT32_MAX);
     tg_shape ws = {.rank = 3, .d = {tg_dim_const((n + p - 1) / p),
                                     x->shape.d[x->shape.rank - 1], tg_dim_const(p)}};
+    int64_t K;
+    if (w->dtype == TG_BF16) {      /* k in pairs, whole AMX tiles: K rounded up to 32 */
+        if (!tg_dim_is_const(ws.d[1], &K))
+            return tg_err("linear_packed with a bf16 weight needs a constant K");
+        ws.d[1] = tg_dim_const((K + 31) / 32 * 32);
+    }
     tg_shape bs = {.rank = 1, .d = {tg_dim_const(n)}};
     if (tg_check_shape(g, w, 1, &ws) || (b && (tg_check_same_dtype(b, 2, x, 0) ||
                                                tg_check_shape(g, b, 2, &bs))))

@@ -22,6 +22,7 @@ int tg_pass_bn_fold(tg_graph *g);    /* batch_norm after conv/linear into their 
 int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */
 int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
 int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sdpa node */
+int tg_pass_bf16_weights(tg_graph *g);    /* linears' constant weights in bf16 (--dtype bf16) */
 
 /* Give value `to` the name of value `from` (which gets "<name>.replaced"), so
  * a rewrite keeps the names users see (graph outputs). 0 or -1. */
@@ -149,6 +150,10 @@ struct tg_backend;
 typedef struct {
     int level;              /* 0: dce, fold, the target's lowering, memplan only; 1: every pass */
     const struct tg_backend *target;    /* whose lowering and grouping rules */
+    /* What linear layers on constant weights compute in (tcompile --dtype):
+     * TG_DTYPE_NONE or TG_F32, as the graph says; TG_BF16, their weights
+     * rounded to bf16 before the target lowers (tg_pass_bf16_weights) */
+    tg_dtype dtype;
 } tg_passes_opts;
 
 /* Run the pipeline on g (rewritten in place) for o->target and make its plan:

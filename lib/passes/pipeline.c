@@ -160,6 +160,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"layout", tg_pass_layout, 1},
         {"bn_fold", tg_pass_bn_fold, 1},
         {"fuse_bias", tg_pass_fuse_bias, 1},
+        {"bf16", tg_pass_bf16_weights, 0},     /* only for --dtype bf16 */
         {"lower", NULL, 0},     /* the target's own passes (its weight formats) */
         {"fold", tg_pass_fold, 1},
         {"dce", tg_pass_dce, 0},
@@ -169,7 +170,8 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         return NULL;
     tg_graph_log(g, "import");
     for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++) {
-        if (graph_passes[i].level > o->level)
+        if (graph_passes[i].level > o->level ||
+            (graph_passes[i].f == tg_pass_bf16_weights && o->dtype != TG_BF16))
             continue;
         if (!graph_passes[i].f) {
             for (int k = 0; k < be->nlower; k++)

@@ -225,7 +225,7 @@ static int emit_matmul(tg_cg *c, const tg_node *nd)
 static int emit_linear(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *w = in_val(c, nd, 1);
-    if (need_f32(nd, x))
+    if (need_f32(nd, x) || need_f32(nd, w))     /* a bf16 weight is packed (prepack) */
         return -1;
     fprintf(c->f, "    tgk_linear_f32(%s, %s, %s, %s, %s, %s, %s);\n", cg_ptr(c, nd->in[0]),
             cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes),
@@ -240,7 +240,18 @@ static int emit_linear_packed(tg_cg *c, const tg_node *nd)
     const char *act, *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);
     const char *K = cg_dim(c, x->shape.d[x->shape.rank - 1]);
     int res, n = (int)(nd - c->g->nodes);
-    if (!cg_linear_epilogue(c, c->p->root[n], &act, &res)) {
+    bool ep = cg_linear_epilogue(c, c->p->root[n], &act, &res);
+    if (in_val(c, nd, 1)->dtype == TG_BF16) {   /* one kernel, with or without epilogue */
+        check_status(c, nd,
+                     cg_str(c, "tgk_linear_packed_bf16(%s, %s, %s, %s, %s, %s, %" PRId64
+                            ", %s, %s)", cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]),
+                            opt_ptr(c, nd, 2), ep && res >= 0 ? cg_ptr(c, res) : "NULL",
+                            OUT(c, n), M, tg_node_int(nd, "n", 0), K,
+                            ep && act ? cg_str(c, "tgk_vec_%s_f32", act) : "NULL"),
+                     "TGRAPH_E_NOMEM", "out of memory");
+        return 0;
+    }
+    if (!ep) {
         fprintf(c->f, "    tgk_linear_packed_f32(%s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
                 cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, n), M,
                 tg_node_int(nd, "n", 0), K);

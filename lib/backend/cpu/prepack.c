@@ -5,7 +5,9 @@
  * - A float32 linear on a constant weight [N, K] becomes a linear_packed on
  *   the weight laid out in panels of 16 output columns, [ceil(N/16), K, 16]
  *   (tgk_pack_weight_f32): its kernel then streams the weight with one
- *   vector load per panel row and packs nothing at run time.
+ *   vector load per panel row and packs nothing at run time. A bf16 weight
+ *   (tcompile --dtype bf16) is packed with k in pairs for vdpbf16ps
+ *   (tgk_pack_weight_bf16).
  * - The attention kernel takes an additive float mask. A constant boolean
  *   mask (true: attend) becomes a constant of 0 and -inf; a computed one gets
  *   a where node that makes the same. A mask every layer shares (BERT's,
@@ -50,29 +52,52 @@ static int packed_node(tg_graph *g, int mv, tg_dtype dt)
     return tg_graph_add_node(g, TG_OP_WHERE, NULL, 3, in, 0, NULL);
 }
 
-/* linear node n on a constant float32 weight -> linear_packed: 1, or 0 when
- * it does not apply */
+/* Weight w [N, K] packed as the kernel of its dtype reads it: float32 in
+ * panels [ceil(N/16), K, 16], bf16 (a linear computing in bf16) in panels of
+ * k pairs [ceil(N/16), K rounded up to a multiple of 32, 16]. The value, or -1. */
+static int packed_weight(tg_graph *g, const tg_value *w, int64_t N, int64_t K)
+{
+    bool bf = w->dtype == TG_BF16;
+    int64_t size = bf ? tgk_packed_bf16_size(N, K) : tgk_packed_size(N, K);
+    int64_t dims[3] = {(N + TGK_PANEL - 1) / TGK_PANEL, bf ? TGK_BF16_KPAD(K) : K, TGK_PANEL};
+    size_t es = bf ? sizeof(uint16_t) : sizeof(float);
+    void *data = malloc((size_t)(size > 0 ? size : 1) * es);
+    float *wf = bf ? malloc((size_t)(N * K > 0 ? N * K : 1) * sizeof *wf) : NULL;
+    if (!data || (bf && !wf)) {
+        free(data), free(wf);
+        return tg_err("out of memory");
+    }
+    if (bf) {   /* bf16 to float32 and back is exact */
+        for (int64_t i = 0; i < N * K; i++)
+            wf[i] = tg_bf16_to_f32(((const uint16_t *)w->data)[i]);
+        tgk_pack_weight_bf16(wf, K, N, K, data);
+        free(wf);
+    } else {
+        tgk_pack_weight_f32(w->data, K, N, K, data);
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%s.packed", w->name);
+    tg_shape s = tg_shape_of(3, dims);
+    return tg_graph_add_const(g, name, w->dtype, &s, data, (size_t)size * es);
+}
+
+/* linear node n on a constant weight (float32, or bf16 on a float32 x) ->
+ * linear_packed: 1, or 0 when it does not apply */
 static int pack_linear(tg_graph *g, int n)
 {
     const tg_node *nd = &g->nodes[n];
     int wv = nd->in[1];
     const tg_value *x = &g->values[nd->in[0]], *w = &g->values[wv];
     int64_t N, K;
-    if (w->kind != TG_VALUE_CONST || w->dtype != TG_F32 || x->dtype != TG_F32 ||
-        !tg_dim_is_const(w->shape.d[0], &N) || !tg_dim_is_const(w->shape.d[1], &K))
+    if (w->kind != TG_VALUE_CONST || (w->dtype != TG_F32 && w->dtype != TG_BF16) ||
+        x->dtype != TG_F32 || !tg_dim_is_const(w->shape.d[0], &N) ||
+        !tg_dim_is_const(w->shape.d[1], &K))
         return 0;
     char name[512];
     snprintf(name, sizeof name, "%s.packed", w->name);
     int wp = tg_graph_find_value(g, name);     /* made for an earlier linear (tied weights)? */
     if (wp < 0) {
-        int64_t size = tgk_packed_size(N, K), dims[3] = {(N + TGK_PANEL - 1) / TGK_PANEL, K,
-                                                         TGK_PANEL};
-        float *data = malloc((size_t)(size > 0 ? size : 1) * sizeof *data);
-        if (!data)
-            return tg_err("out of memory");
-        tgk_pack_weight_f32(w->data, K, N, K, data);
-        tg_shape s = tg_shape_of(3, dims);
-        if ((wp = tg_graph_add_const(g, name, TG_F32, &s, data, (size_t)size * sizeof *data)) < 0)
+        if ((wp = packed_weight(g, w, N, K)) < 0)
             return -1;
         nd = &g->nodes[n];      /* adding a value may move the arrays */
     }

@@ -128,6 +128,24 @@ static int run_sdpa(const tg_run_ctx *c, const tg_run_f32 *io)
     return 0;
 }
 
+/* x rounded to bf16 (nearest even), as float32, in a buffer io frees: a
+ * linear on a bf16 weight computes on it. NULL (tg_err). */
+static const float *round_bf16(const tg_tensor *x, tg_run_f32 *io)
+{
+    int64_t n = tg_run_numel(x);
+    float *r = malloc((size_t)(n ? n : 1) * sizeof *r);
+    if (!r) {
+        tg_err("out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++)
+        r[i] = tg_bf16_to_f32(tg_f32_to_bf16(io->in[0][i]));
+    free(io->tmp[0]);
+    io->tmp[0] = r;
+    io->in[0] = r;
+    return r;
+}
+
 int tg_run_linalg(const tg_run_ctx *c)
 {
     tg_run_f32 io;
@@ -143,16 +161,24 @@ int tg_run_linalg(const tg_run_ctx *c)
     case TG_OP_LINEAR: {
         const tg_tensor *x = c->in[0], *w = c->in[1];
         int64_t K = x->dims[x->rank - 1];
-        tgk_linear_f32(io.in[0], io.in[1], io.in[2], io.out, tg_run_numel(x) / (K ? K : 1),
+        const float *xv = io.in[0];
+        if (w->dtype == TG_BF16 && x->dtype == TG_F32 && !(xv = round_bf16(x, &io)))
+            return tg_run_f32_close(c, &io, -1);
+        tgk_linear_f32(xv, io.in[1], io.in[2], io.out, tg_run_numel(x) / (K ? K : 1),
                        w->dims[0], K);
         rc = 0;
         break;
     }
     case TG_OP_LINEAR_PACKED: {
         const tg_tensor *x = c->in[0];
-        int64_t K = x->dims[x->rank - 1];
-        tgk_linear_packed_f32(io.in[0], io.in[1], io.in[2], io.out,
-                              tg_run_numel(x) / (K ? K : 1), tg_node_int(c->n, "n", 0), K);
+        int64_t K = x->dims[x->rank - 1], M = tg_run_numel(x) / (K ? K : 1);
+        int64_t N = tg_node_int(c->n, "n", 0);
+        if (c->in[1]->dtype == TG_BF16) {   /* the packed bf16 pairs, read as they are */
+            rc = tgk_linear_packed_bf16(io.in[0], c->in[1]->data, io.in[2], NULL, io.out, M,
+                                        N, K, NULL) ? tg_err("out of memory") : 0;
+            break;
+        }
+        tgk_linear_packed_f32(io.in[0], io.in[1], io.in[2], io.out, M, N, K);
         rc = 0;
         break;
     }

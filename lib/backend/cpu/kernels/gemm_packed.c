@@ -202,34 +202,47 @@ TGK_CLONES static void add_row(int64_t n, const float *r, float *y)
         y[i] += r[i];
 }
 
-/* rows [r0, r1) x columns [c0, c1) of y just computed: the residual added,
- * then the activation */
+void tgk_gemm_epilogue(float *y, int64_t ldy, const float *res, tgk_vec_fn act, int64_t r0,
+                       int64_t r1, int64_t c0, int64_t c1)
+{
+    for (int64_t r = r0; (res || act) && r < r1; r++) {
+        float *yr = y + r * ldy + c0;
+        if (res)
+            add_row(c1 - c0, res + r * ldy + c0, yr);
+        if (act)
+            act(c1 - c0, yr, yr);
+    }
+}
+
 static void epilogue(const pgemm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
 {
-    for (int64_t r = r0; (j->res || j->act) && r < r1; r++) {
-        float *y = j->y + r * j->ldy + c0;
-        if (j->res)
-            add_row(c1 - c0, j->res + r * j->ldy + c0, y);
-        if (j->act)
-            j->act(c1 - c0, y, y);
-    }
+    tgk_gemm_epilogue(j->y, j->ldy, j->res, j->act, r0, r1, c0, c1);
+}
+
+/* Panel chunks vary fastest: a thread's run of tasks keeps one chunk of rows
+ * in cache and sweeps the weight, which stays in L2 (tinygpt's largest is
+ * 256 KiB), instead of streaming all of x once per chunk of panels (M = 4096:
+ * 1.1-1.5x faster). */
+void tgk_gemm_task(int64_t t, int64_t M, int64_t N, int64_t row_chunk, int64_t panel_chunk,
+                   int64_t b[4])
+{
+    int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
+    int64_t pchunks = (panels + panel_chunk - 1) / panel_chunk;
+    b[0] = t / pchunks * row_chunk;
+    b[1] = b[0] + row_chunk < M ? b[0] + row_chunk : M;
+    b[2] = t % pchunks * panel_chunk;
+    b[3] = b[2] + panel_chunk < panels ? b[2] + panel_chunk : panels;
 }
 
 static void run_chunks(void *ctx, int64_t begin, int64_t end)
 {
     const pgemm_job *j = ctx;
-    int64_t panels = (j->N + TGK_PANEL - 1) / TGK_PANEL;
-    int64_t pchunks = (panels + j->panel_chunk - 1) / j->panel_chunk;
-    /* panel chunks vary fastest: a thread's run of tasks keeps one chunk of
-     * rows in cache and sweeps the weight, which stays in L2 (tinygpt's
-     * largest is 256 KiB), instead of streaming all of x once per chunk of
-     * panels (M = 4096: 1.1-1.5x faster) */
     for (int64_t t = begin; t < end; t++) {
-        int64_t r0 = t / pchunks * j->row_chunk, p0 = t % pchunks * j->panel_chunk;
-        int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
-        int64_t p1 = p0 + j->panel_chunk < panels ? p0 + j->panel_chunk : panels;
-        j->fn(j, r0, r1, p0, p1);
-        epilogue(j, r0, r1, p0 * TGK_PANEL, p1 * TGK_PANEL < j->N ? p1 * TGK_PANEL : j->N);
+        int64_t b[4];
+        tgk_gemm_task(t, j->M, j->N, j->row_chunk, j->panel_chunk, b);
+        j->fn(j, b[0], b[1], b[2], b[3]);
+        epilogue(j, b[0], b[1], b[2] * TGK_PANEL,
+                 b[3] * TGK_PANEL < j->N ? b[3] * TGK_PANEL : j->N);
     }
 }
 

@@ -86,10 +86,37 @@ void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_
 int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
                       const float *w, const float *b, const float *res, float *y,
                       tgk_vec_fn act);
+/* Task t of a packed GEMM split into chunks of row_chunk rows x panel_chunk
+ * panels, panel chunks fastest: b = rows [b[0], b[1]), panels [b[2], b[3]). */
+void tgk_gemm_task(int64_t t, int64_t M, int64_t N, int64_t row_chunk, int64_t panel_chunk,
+                   int64_t b[4]);
+/* Rows [r0, r1) x columns [c0, c1) of a GEMM's y just computed (rows ldy
+ * apart): the residual res (the same layout; NULL: none) added, then act
+ * (NULL: none), while the block is in cache. */
+void tgk_gemm_epilogue(float *y, int64_t ldy, const float *res, tgk_vec_fn act, int64_t r0,
+                       int64_t r1, int64_t c0, int64_t c1);
 /* Tests: run the packed GEMM with one instruction set's register tile,
  * "base" (SSE2, 2 x 16), "avx2" (6 x 16) or "avx512" (8 x 32), instead of
  * the widest the CPU has; NULL: the widest again. false: the CPU lacks it. */
 bool tgk_gemm_packed_isa(const char *isa);
+
+/* ---- bf16 GEMM on pre-packed weights (gemm_bf16.c) -------------------------- */
+/* A linear weight w [N,K] (rows ldw apart) rounded to bf16 (nearest even) and
+ * packed: ceil(N/16) panels of [KPAD/2][16][2], k in pairs, KPAD = K rounded
+ * up to a multiple of 32 (zero past N and K), tgk_packed_bf16_size(N, K) bf16. */
+#define TGK_BF16_KPAD(K) (((K) + 31) / 32 * 32)
+int64_t tgk_packed_bf16_size(int64_t N, int64_t K);
+void tgk_pack_weight_bf16(const float *w, int64_t ldw, int64_t N, int64_t K, uint16_t *packed);
+/* y[M,N] = act(bf16(x)[M,K] * w^T + b + res) in float32 (b, res [M,N] not
+ * overlapping y, and act may be NULL), wp = w packed. 0, or -1 when scratch
+ * cannot be allocated. */
+int tgk_linear_packed_bf16(const float *x, const uint16_t *wp, const float *b, const float *res,
+                           float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act);
+/* Tests: "avx512bf16" (vdpbf16ps) or "base" (portable); NULL: the best the
+ * CPU has. false: the CPU lacks it. TGRAPH_CPU_BF16=base at start picks the
+ * portable one. tgk_gemm_bf16_path names the one in use. */
+bool tgk_gemm_bf16_isa(const char *isa);
+const char *tgk_gemm_bf16_path(void);
 
 /* ---- 2:4 sparse linear (sparse24.c) ---------------------------------------- */
 /* A weight w [N,K] (K a multiple of 4) with at most two nonzeros in each group
