@@ -75,7 +75,7 @@ static void unary_f32(tgk_unary_op op, int64_t n, const float *x, float *y,
     case TGK_CEIL: MAP_F32(ceilf(v));
     case TGK_ROUND: MAP_F32(nearbyintf(v));
     case TGK_CLAMP: MAP_F32((v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v));
-    default: break;
+    default: MAP_F32((float)tgk_unary_f64(op, v, p));     /* no float32 form yet: the double one */
     }
 }
 
