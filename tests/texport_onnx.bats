@@ -38,6 +38,18 @@ check_model() {
 @test "onnx ops: Gather (embedding), Range, ConstantOfShape, Trilu, GatherElements" { check_model "$ONNX" indexing; }
 @test "onnx ops: opset 23 Attention with GQA and a causal mask" { check_model "$ONNX" attention; }
 @test "onnx ops: opset 13 forms (reduce axes attribute, Split input)" { check_model "$ONNX" opset13; }
+# integers exactly (the int64 inputs stay below 2^53, exact in the comparison's double)
+@test "onnx ops: BitwiseAnd, Or, Xor, Not and BitShift on uint8, int32, int64" {
+    TOL=(--rtol=0 --atol=0)
+    check_model "$ONNX" bitwise
+}
+@test "onnx ops: the bitwise model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/b.tg" "$ONNX/bitwise.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/b.so" "$TMP/b.tg"
+    # shellcheck disable=SC2046
+    run_ok "$TRUN" "$TMP/b.so" $(ls "$ONNX"/bitwise.in*.b3.npy) \
+        --check "$(ls -v "$ONNX"/bitwise.out*.b3.npy | paste -sd, -)" --rtol=0 --atol=0
+}
 
 @test "onnx: dim_param becomes a symbol with the default range" {
     "$TEXPORT" "$ONNX/shapes.onnx" >"$TMP/s.tg"

@@ -1,4 +1,4 @@
-/* Helpers for the ONNX op mappers (onnx_ops.c, onnx_ops_nn.c): the node being
+/* Helpers for the ONNX op mappers (onnx_ops.c, onnx_ops_nn.c, onnx_ops_int.c): the node being
  * mapped, its inputs and outputs, and graph nodes and constants named after it. */
 #ifndef TG_ONNX_NODE_H
 #define TG_ONNX_NODE_H
@@ -27,6 +27,9 @@ struct onnx_op_map {
 /* The neural-network ops' table (onnx_ops_nn.c), searched after onnx_ops.c's. */
 extern const onnx_op_map onnx_nn_ops[];
 extern const int onnx_nn_nops;
+/* The integer ops' table (onnx_ops_int.c), searched last. */
+extern const onnx_op_map onnx_int_ops[];
+extern const int onnx_int_nops;
 
 /* ---- node helpers ----------------------------------------------------------------- */
 

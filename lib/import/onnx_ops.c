@@ -1845,6 +1845,8 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
         if (!strcmp(onnx_ops[i].type, n->op_type)) m = &onnx_ops[i];
     for (int i = 0; i < onnx_nn_nops && !m; i++)
         if (!strcmp(onnx_nn_ops[i].type, n->op_type)) m = &onnx_nn_ops[i];
+    for (int i = 0; i < onnx_int_nops && !m; i++)
+        if (!strcmp(onnx_int_ops[i].type, n->op_type)) m = &onnx_int_ops[i];
     if (!m) return 1;
     if (n->n_output < 1) return tg_err("node has no outputs");
     int first = c->g->nnode;

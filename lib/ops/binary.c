@@ -64,6 +64,15 @@ int tg_infer_binary(tg_graph *g, int node)
     return tg_infer_set(g, node, a->dtype, &s);
 }
 
+int tg_infer_binary_int(tg_graph *g, int node)
+{
+    const tg_value *a;
+    tg_shape s;
+    if (two_inputs(g, node, &a, &s) || tg_check_int(a, 0))
+        return -1;
+    return tg_infer_set(g, node, a->dtype, &s);
+}
+
 int tg_infer_compare(tg_graph *g, int node)
 {
     const tg_value *a;

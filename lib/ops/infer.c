@@ -59,6 +59,14 @@ int tg_check_numeric(const tg_value *v, int i)
     return 0;
 }
 
+int tg_check_int(const tg_value *v, int i)
+{
+    if (!tg_dtype_is_int(v->dtype))
+        return tg_err("input %d has dtype %s, expected an integer dtype", i,
+                      tg_dtype_name(v->dtype));
+    return 0;
+}
+
 int tg_check_same_dtype(const tg_value *v, int i, const tg_value *ref, int iref)
 {
     if (v->dtype != ref->dtype)

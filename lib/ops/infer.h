@@ -30,6 +30,7 @@ int tg_infer_set(tg_graph *g, int node, tg_dtype dt, const tg_shape *s);
 int tg_check_dtype(const tg_value *v, int i, tg_dtype want);
 int tg_check_float(const tg_value *v, int i);          /* f32 f64 f16 bf16 f8 */
 int tg_check_numeric(const tg_value *v, int i);        /* anything but bool */
+int tg_check_int(const tg_value *v, int i);            /* signed or unsigned integer */
 int tg_check_same_dtype(const tg_value *v, int i, const tg_value *ref, int iref);
 int tg_check_index(const tg_value *v, int i);          /* i64 or i32 */
 int tg_check_rank(const tg_value *v, int i, int min, int max);

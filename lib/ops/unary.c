@@ -66,6 +66,11 @@ int tg_infer_unary_bool(tg_graph *g, int node)
     return same_as_input(g, node, check_bool);
 }
 
+int tg_infer_unary_int(tg_graph *g, int node)
+{
+    return same_as_input(g, node, tg_check_int);
+}
+
 int tg_infer_cast(tg_graph *g, int node)
 {
     const tg_value *x = tg_infer_in(g, node, 0);

@@ -183,6 +183,8 @@ static void family_binary(tg_op op, const tg_dtype *types, int nt)
     cg_case o = {0};
     if (op == TG_OP_POW)
         o = f ? (cg_case){.lo = 0.5, .hi = 2} : (cg_case){.lo = 0, .hi = 4};
+    if (op == TG_OP_SHL || op == TG_OP_SHR)   /* counts past every width, and negative */
+        o = (cg_case){.lo = -4, .hi = 70};
     o.nonzero = op == TG_OP_DIV || op == TG_OP_REMAINDER || op == TG_OP_FMOD;
     run(op, "every dtype, same shape, row broadcast, constant", g, o);
 }
@@ -223,6 +225,7 @@ static void family_reduce(tg_op op, const tg_dtype *types, int nt)
 
 static const tg_dtype FLOATS[] = {TG_F32, TG_F64};
 static const tg_dtype ANY[] = {TG_F32, TG_F64, TG_I32, TG_I64, TG_I8};
+static const tg_dtype INTS[] = {TG_I32, TG_I64, TG_I8, TG_U8};
 static const tg_dtype NUMS[] = {TG_F32, TG_I32, TG_I64};
 
 static void case_cast(tg_op op)
@@ -856,6 +859,10 @@ static void cover(tg_op op)
                       op == TG_OP_EQ || op == TG_OP_NE ? 4 : 3);
     else if (f == tg_infer_logical)
         family_binary(op, (tg_dtype[]){TG_BOOL}, 1);
+    else if (f == tg_infer_binary_int)
+        family_binary(op, INTS, 4);
+    else if (f == tg_infer_unary_int)
+        family_unary(op, INTS, 4);
     else if (f == tg_infer_reduce)
         family_reduce(op, op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR ? FLOATS : ANY,
                       op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR ? 2 : 4);

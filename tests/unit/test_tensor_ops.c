@@ -263,6 +263,10 @@ static void test_binary(void)
         tgk_broadcast_strides(r, od, ra, ad, sa);
         tgk_broadcast_strides(r, od, rb, bd, sb);
         for (tgk_binary_op op = 0; op < TGK_BINARY_COUNT; op++) {
+            if (op >= TGK_BITWISE_AND && op <= TGK_SHR) {     /* integers only */
+                CHECK(tgk_binary(op, TGK_F32, r, od, a, sa, b, sb, y) == -1);
+                continue;
+            }
             CHECK(tgk_binary(op, TGK_F32, r, od, a, sa, b, sb, y) == 0);
             int bad = 0;
             for (int64_t i = 0; i < n; i++) {
@@ -311,6 +315,81 @@ static void test_binary(void)
     int64_t d2[1] = { 2 };
     tgk_binary(TGK_MAXIMUM, TGK_F32, 1, d2, fa, st, fb, st, fy);
     CHECK(isnan(fy[0]) && isnan(fy[1]));
+}
+
+/* Bitwise ops and shifts against C's own operators in each width: the
+ * reference is written per type, the kernel widens to int64 and truncates. */
+#define BITWISE_REF(T, W, SIGNED) do { \
+        const T *A = (const T *)a, *B = (const T *)b, *Y = (const T *)y; \
+        for (int64_t i = 0; i < n; i++) { \
+            T u = A[i], v = B[i], r; \
+            int64_t cv = (int64_t)v, su = (int64_t)u; \
+            bool out = cv < 0 || cv >= W; \
+            switch (op) { \
+            case TGK_BITWISE_AND: r = (T)(u & v); break; \
+            case TGK_BITWISE_OR: r = (T)(u | v); break; \
+            case TGK_BITWISE_XOR: r = (T)(u ^ v); break; \
+            case TGK_SHL: r = out ? 0 : (T)((uint64_t)u << v); break; \
+            default: r = out ? (T)(SIGNED && su < 0 ? -1 : 0) : (T)(u >> v); \
+            } \
+            bad += Y[i] != r; \
+        } \
+    } while (0)
+
+static void test_bitwise(void)
+{
+    static const tgk_dtype types[] = { TGK_U8, TGK_I8, TGK_I16, TGK_I32, TGK_I64 };
+    int64_t n = randint(1, 5000), d[1] = { n }, st[1] = { 1 };
+    uint8_t *a = malloc(8 * (size_t)n), *bits = malloc(8 * (size_t)n), *cnt = malloc(8 * (size_t)n),
+            *y = malloc(8 * (size_t)n);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        tgk_dtype t = types[k];
+        size_t es = tgk_dtype_size(t);
+        for (int64_t i = 0; i < n * (int64_t)es; i++) {
+            a[i] = (uint8_t)next_u64();
+            bits[i] = (uint8_t)next_u64();
+        }
+        for (int64_t i = 0; i < n; i++)         /* counts: in range, past the width, negative */
+            tgk_store_i64(t, cnt, i, i % 3 ? randint(0, 8 * (int64_t)es) : randint(-4, 70));
+        for (tgk_binary_op op = TGK_BITWISE_AND; op <= TGK_SHR; op++) {
+            const uint8_t *b = op < TGK_SHL ? bits : cnt;
+            CHECK(tgk_binary(op, t, 1, d, a, st, b, st, y) == 0);
+            int bad = 0;
+            switch (t) {
+            case TGK_U8: BITWISE_REF(uint8_t, 8, 0); break;
+            case TGK_I8: BITWISE_REF(int8_t, 8, 1); break;
+            case TGK_I16: BITWISE_REF(int16_t, 16, 1); break;
+            case TGK_I32: BITWISE_REF(int32_t, 32, 1); break;
+            default: BITWISE_REF(int64_t, 64, 1); break;
+            }
+            if (bad)
+                fprintf(stderr, "bitwise op %d on dtype %d: %d of %lld off\n", op, t, bad,
+                        (long long)n);
+            CHECK(bad == 0);
+        }
+        CHECK(tgk_unary(TGK_BITWISE_NOT, t, n, a, y, NULL) == 0);
+        int bad = 0;
+        for (int64_t i = 0; i < n * (int64_t)es; i++)
+            bad += y[i] != (uint8_t)~a[i];
+        CHECK(bad == 0);
+    }
+    /* ONNX BitShift's examples (uint8) */
+    uint8_t x[3] = { 16, 4, 1 }, c[3] = { 1, 2, 3 }, z[3];
+    int64_t d3[1] = { 3 };
+    CHECK(tgk_binary(TGK_SHR, TGK_U8, 1, d3, x, st, c, st, z) == 0);
+    CHECK(z[0] == 8 && z[1] == 1 && z[2] == 0);
+    CHECK(tgk_binary(TGK_SHL, TGK_U8, 1, d3, x, st, c, st, z) == 0);
+    CHECK(z[0] == 32 && z[1] == 16 && z[2] == 8);
+    /* floats and bool are refused */
+    float f[3] = { 1, 2, 3 };
+    CHECK(tgk_binary(TGK_BITWISE_AND, TGK_F32, 1, d3, f, st, f, st, f) == -1);
+    CHECK(tgk_binary(TGK_SHL, TGK_BOOL, 1, d3, x, st, c, st, z) == -1);
+    CHECK(tgk_unary(TGK_BITWISE_NOT, TGK_F32, 3, f, f, NULL) == -1);
+    CHECK(tgk_unary(TGK_BITWISE_NOT, TGK_BOOL, 3, x, z, NULL) == -1);
+    free(a);
+    free(bits);
+    free(cnt);
+    free(y);
 }
 
 static void test_where(void)
@@ -741,6 +820,7 @@ int main(void)
     test_conversions();
     test_unary();
     test_binary();
+    test_bitwise();
     test_where();
     test_reduce();
     test_movement();

@@ -17,7 +17,7 @@ static bool unary_float_only(tgk_unary_op op)
 {
     switch (op) {
     case TGK_NEG: case TGK_ABS: case TGK_RELU: case TGK_FLOOR: case TGK_CEIL:
-    case TGK_ROUND: case TGK_CLAMP: case TGK_LOGICAL_NOT:
+    case TGK_ROUND: case TGK_CLAMP: case TGK_LOGICAL_NOT: case TGK_BITWISE_NOT:
         return false;
     default:
         return true;
@@ -108,6 +108,8 @@ int tgk_unary(tgk_unary_op op, tgk_dtype t, int64_t n, const void *x, void *y,
         return -1;
     if (unary_float_only(op) && !tgk_dtype_is_float(t))
         return -1;
+    if (op == TGK_BITWISE_NOT && (tgk_dtype_is_float(t) || t == TGK_BOOL))
+        return -1;
     if (t == TGK_BOOL && op != TGK_LOGICAL_NOT && op != TGK_CLAMP && op != TGK_RELU &&
         op != TGK_ABS && op != TGK_FLOOR && op != TGK_CEIL && op != TGK_ROUND)
         return -1;
@@ -132,6 +134,12 @@ void tgk_broadcast_strides(int rank, const int64_t *dims, int in_rank, const int
         if (ik >= 0)
             s *= in[ik];
     }
+}
+
+static bool binary_int_only(tgk_binary_op op)
+{
+    return op == TGK_BITWISE_AND || op == TGK_BITWISE_OR || op == TGK_BITWISE_XOR ||
+           op == TGK_SHL || op == TGK_SHR;
 }
 
 static bool is_compare(tgk_binary_op op)
@@ -213,6 +221,8 @@ int tgk_binary(tgk_binary_op op, tgk_dtype t, int rank, const int64_t *dims,
                const void *a, const int64_t *sa, const void *b, const int64_t *sb, void *y)
 {
     if (op < 0 || op >= TGK_BINARY_COUNT || tgk_dtype_size(t) == 0 || rank > TGK_MAX_RANK)
+        return -1;
+    if (binary_int_only(op) && (tgk_dtype_is_float(t) || t == TGK_BOOL))
         return -1;
     if (t == TGK_BOOL && op != TGK_EQ && op != TGK_NE && op != TGK_LOGICAL_AND &&
         op != TGK_LOGICAL_OR && op != TGK_MAXIMUM && op != TGK_MINIMUM)

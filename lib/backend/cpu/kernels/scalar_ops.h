@@ -70,6 +70,7 @@ TGK_SCALAR int64_t tgk_unary_i64(tgk_unary_op op, int64_t v, const tgk_unary_par
         v = (double)v < p->lo ? (int64_t)ceil(p->lo) : v;  /* then max: min > max gives max */
         return (double)v > p->hi ? (int64_t)floor(p->hi) : v;
     case TGK_LOGICAL_NOT: return v == 0;
+    case TGK_BITWISE_NOT: return ~v;            /* the store truncates to the width */
     default: return v;                          /* floor, ceil, round */
     }
 }
@@ -134,6 +135,14 @@ TGK_SCALAR int64_t tgk_binary_i64(tgk_binary_op op, int64_t u, int64_t v, bool *
     }
     case TGK_MAXIMUM: return u > v ? u : v;
     case TGK_MINIMUM: return u < v ? u : v;
+    case TGK_BITWISE_AND: return u & v;
+    case TGK_BITWISE_OR: return u | v;
+    case TGK_BITWISE_XOR: return u ^ v;
+    /* Operands arrive widened to int64 (unsigned ones zero-extended), and the
+     * store truncates to the width: a shift within int64 is the shift within
+     * the width, and a count past it shifts every bit out (ONNX BitShift). */
+    case TGK_SHL: return v < 0 || v > 63 ? 0 : (int64_t)((uint64_t)u << v);
+    case TGK_SHR: return v < 0 || v > 63 ? (u < 0 ? -1 : 0) : u >> v;
     case TGK_EQ: return u == v;
     case TGK_NE: return u != v;
     case TGK_LT: return u < v;
