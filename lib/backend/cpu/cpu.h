@@ -1,6 +1,6 @@
 /* The CPU backend's parts as its files see one another: the interpreter's
  * dispatch and the backend's struct (cpu.c), the lowering (prepack.c), the
- * fused loop's abilities (loop.c), and the C emitter and its build (emit*.c,
+ * fused loop's abilities (emit_loop.c), and the C emitter and its build (emit*.c,
  * weights.c, build.c: one C file implementing <tgraph/model.h>, which the
  * system compiler turns into a shared object linked with libtgkernels.a). */
 #ifndef TG_BACKEND_CPU_H

@@ -198,21 +198,39 @@ static int emit_member(loop_cx *x, int n)
     return 0;
 }
 
+/* The reductions a loop can end with, the one list reduction() writes and
+ * tg_cpu_loop_supports takes (a REDUCTION op of ops.def not here stays a kernel
+ * call instead of being accumulated as something else). */
+typedef enum { RED_NONE, RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_ANY } loop_red;
+
+static loop_red reduction_of(tg_op op)
+{
+    switch (op) {
+    case TG_OP_REDUCE_SUM: return RED_SUM;
+    case TG_OP_REDUCE_MEAN: return RED_MEAN;
+    case TG_OP_REDUCE_MAX: return RED_MAX;
+    case TG_OP_REDUCE_MIN: return RED_MIN;
+    case TG_OP_REDUCE_ANY: return RED_ANY;
+    default: return RED_NONE;
+    }
+}
+
 /* The reduction of the root: accumulator, per-element step, result. */
 static void reduction(loop_cx *x, const char **init, const char **step, const char **fin)
 {
     tg_cg *c = x->c;
     const char *v = elem(x, x->rn->in[0]);
-    switch (x->rn->op) {
-    case TG_OP_REDUCE_MAX: case TG_OP_REDUCE_MIN: {
-        bool mx = x->rn->op == TG_OP_REDUCE_MAX;
+    loop_red r = reduction_of(x->rn->op);
+    switch (r) {
+    case RED_MAX: case RED_MIN: {
+        bool mx = r == RED_MAX;
         *init = mx ? "float acc = -INFINITY;" : "float acc = INFINITY;";
         *step = cg_str(c, "{ const float e = %s; if (e %s acc || e != e) acc = e; }", v,
                        mx ? ">" : "<");
         *fin = "y[r] = acc;";
         return;
     }
-    case TG_OP_REDUCE_ANY:
+    case RED_ANY:
         *init = "uint8_t acc = 0;";
         *step = cg_str(c, "acc |= %s != 0;", v);
         *fin = "y[r] = acc;";
@@ -220,8 +238,7 @@ static void reduction(loop_cx *x, const char **init, const char **step, const ch
     default:    /* sum, mean: in double, like the reduce kernel */
         *init = "double acc = 0;";
         *step = cg_str(c, "acc += %s;", v);
-        *fin = x->rn->op == TG_OP_REDUCE_MEAN ? "y[r] = (float)(acc / (double)inner);"
-                                               : "y[r] = (float)acc;";
+        *fin = r == RED_MEAN ? "y[r] = (float)(acc / (double)inner);" : "y[r] = (float)acc;";
     }
 }
 
@@ -420,4 +437,64 @@ int cg_emit_epilogue(tg_cg *c, int root)
         return -1;
     emit_call(c, &l, root);
     return 0;
+}
+
+/* ---- what the loop can compute: the CPU's loop_supports -------------------- */
+/* The grouping rules' question (lib/passes/passes.h) answered here, beside the
+ * switches of expr() and reduction() that write what it takes. */
+
+static bool plain_type(tg_dtype t)
+{
+    return t == TG_F32 || t == TG_BOOL || t == TG_I64 || t == TG_I32 || t == TG_U8 ||
+           t == TG_I8 || t == TG_I16;
+}
+
+/* The ops expr() writes for integer and bool operands as well as for float. */
+static bool int_expr(tg_op op)
+{
+    switch (op) {
+    case TG_OP_NEG: case TG_OP_ABS: case TG_OP_RELU: case TG_OP_ADD: case TG_OP_SUB:
+    case TG_OP_MUL: case TG_OP_MAXIMUM: case TG_OP_MINIMUM: case TG_OP_EQ: case TG_OP_NE:
+    case TG_OP_LT: case TG_OP_LE: case TG_OP_GT: case TG_OP_GE: case TG_OP_LOGICAL_AND:
+    case TG_OP_LOGICAL_OR: case TG_OP_LOGICAL_NOT: case TG_OP_IDENTITY: case TG_OP_WHERE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why)
+{
+    const tg_value *y = &g->values[nd->out[0]];
+    tg_dtype t = nd->nin ? g->values[nd->in[nd->op == TG_OP_WHERE ? 1 : 0]].dtype : y->dtype;
+    *why = NULL;
+    if (tg_op_table[nd->op].flags & TG_OPF_REDUCTION) {
+        switch (reduction_of(nd->op)) {
+        case RED_NONE:
+            return *why = "a reduction the fused loop does not write", false;
+        case RED_ANY:
+            if (plain_type(t))
+                return true;
+            return *why = "reduce_any of a dtype that is not plain", false;
+        default:
+            if (t == TG_F32)
+                return true;
+            return *why = "a reduction of another dtype than f32", false;
+        }
+    }
+    if (!tg_op_is_elementwise(nd->op) && nd->op != TG_OP_IDENTITY)
+        return *why = "not elementwise", false;
+    for (int i = 0; i < nd->nin; i++)
+        if (nd->in[i] < 0 || !plain_type(g->values[nd->in[i]].dtype))
+            return *why = "an input is not f32, bool or a plain integer", false;
+    if (!plain_type(y->dtype))
+        return *why = "the result is not f32, bool or a plain integer", false;
+    if (t == TG_F32 || int_expr(nd->op))
+        return true;
+    if (nd->op == TG_OP_CAST) {
+        if (y->dtype == TG_F32 || y->dtype == TG_BOOL)
+            return true;
+        return *why = "integer casts saturate", false;
+    }
+    return *why = "integer op left to its kernel (division, rounding, math)", false;
 }
