@@ -29,19 +29,15 @@ static bool f32_only(tg_op op)
     }
 }
 
-/* The families of ops.def that tgc_run_node has glue for: an op of any other
- * family (one added with its own CPU kernel, say) is refused, and runs on the
- * CPU, rather than falling into another family's glue. */
+static const struct family_glue *glue_of(tg_op op);
+
+/* The families of ops.def that tgc_run_node has glue for (the table at the
+ * end of this file): an op of any other family (one added with its own CPU
+ * kernel, say) is refused, and runs on the CPU, rather than falling into
+ * another family's glue. */
 static bool has_glue(tg_op op)
 {
-    static const char *const families[] = {
-        "unary", "binary", "where", "cast", "alias", "reduce", "arg_reduce", "softmax",
-        "cumsum", "norm", "linalg", "pool", "movement", "index", "gen",
-    };
-    for (size_t k = 0; k < sizeof families / sizeof families[0]; k++)
-        if (!strcmp(tg_op_table[op].family, families[k]))
-            return true;
-    return false;
+    return glue_of(op) != NULL;
 }
 
 bool tgc_supports(const tg_graph *g, int i, char *why)
@@ -530,59 +526,102 @@ static int run_movement(const tgc_state *cs, const tg_run_ctx *c)
     }
 }
 
-/* ---- the dispatch ------------------------------------------------------------------------ */
-
-int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c)
+static int run_unary(const tgc_state *cs, const tg_run_ctx *c)
 {
-    const tg_node *n = c->n;
-    const tg_tensor *x = n->nin ? c->in[0] : NULL;
-    tg_tensor *y = c->out[0];
     tgk_unary_op u;
     tgk_unary_param up;
-    uint8_t value[8];
-    switch (n->op) {
-    case TG_OP_CAST:
-        return launched(tgc_cast(tg_run_kt(y->dtype), y->data, tg_run_kt(x->dtype), x->data,
-                                 numel(x), cs->stream));
-    case TG_OP_WHERE: return run_where(cs, c);
-    case TG_OP_ARGMAX: return run_arg(cs, c, true);
-    case TG_OP_ARGMIN: return run_arg(cs, c, false);
-    case TG_OP_SOFTMAX: return run_softmax(cs, c, false);
-    case TG_OP_LOG_SOFTMAX: return run_softmax(cs, c, true);
-    case TG_OP_CUMSUM: return run_cumsum(cs, c);
-    case TG_OP_LAYER_NORM: case TG_OP_GROUP_NORM: case TG_OP_BATCH_NORM:
-        return run_norm(cs, c);
-    case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
-        return run_pool(cs, c);
+    tg_cpu_unary_desc(c->n, &u, &up);
+    return launched(tgc_unary(u, tg_run_kt(c->in[0]->dtype), numel(c->in[0]), c->in[0]->data,
+                              c->out[0]->data, &up, cs->stream));
+}
+
+static int run_binary_family(const tgc_state *cs, const tg_run_ctx *c)
+{
+    return run_binary(cs, c, tg_cpu_binary_kop[c->n->op]);
+}
+
+static int run_reduce_family(const tgc_state *cs, const tg_run_ctx *c)
+{
+    return run_reduce(cs, c, tg_cpu_reduce_kop[c->n->op]);
+}
+
+static int run_cast(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0], *y = c->out[0];
+    return launched(tgc_cast(tg_run_kt(y->dtype), y->data, tg_run_kt(x->dtype), x->data,
+                             numel(x), cs->stream));
+}
+
+static int run_arg_family(const tgc_state *cs, const tg_run_ctx *c)
+{
+    return run_arg(cs, c, c->n->op == TG_OP_ARGMAX);
+}
+
+static int run_softmax_family(const tgc_state *cs, const tg_run_ctx *c)
+{
+    return run_softmax(cs, c, c->n->op == TG_OP_LOG_SOFTMAX);
+}
+
+static int run_linalg(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const tg_tensor *x = c->in[0];
+    switch (c->n->op) {
     case TG_OP_CONV: return run_conv(cs, c);
     case TG_OP_SDPA: return tgc_run_sdpa(cs, c);
     case TG_OP_LINEAR: {
         int64_t K = x->dims[x->rank - 1];
-        return tgc_linear(cs, x->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2), y->data,
-                          numel(x) / (K ? K : 1), c->in[1]->dims[0], K);
+        return tgc_linear(cs, x->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2),
+                          c->out[0]->data, numel(x) / (K ? K : 1), c->in[1]->dims[0], K);
     }
-    case TG_OP_LINEAR_24: return run_linear_24(cs, c);
     case TG_OP_MATMUL:
         return tgc_matmul(cs, x->rank, x->dims, x->data, c->in[1]->rank, c->in[1]->dims,
-                          c->in[1]->dtype, c->in[1]->data, y->data);
-    case TG_OP_FULL:
-        tgk_store_f64(tg_run_kt(y->dtype), value, 0, tg_node_float(n, "value", 0));
+                          c->in[1]->dtype, c->in[1]->data, c->out[0]->data);
+    default:    /* linear_packed: tgc_supports refuses it */
+        return tg_err("%s has no CUDA glue", tg_op_table[c->n->op].name);
+    }
+}
+
+static int run_gen(const tgc_state *cs, const tg_run_ctx *c)
+{
+    tg_tensor *y = c->out[0];
+    uint8_t value[8];
+    if (c->n->op == TG_OP_FULL) {
+        tgk_store_f64(tg_run_kt(y->dtype), value, 0, tg_node_float(c->n, "value", 0));
         return launched(tgc_fill(tg_dtype_size(y->dtype), numel(y), value, y->data, cs->stream));
-    case TG_OP_ARANGE:
-        return launched(tgc_arange(tg_run_kt(y->dtype), y->dims[0], tg_node_int(n, "start", 0),
-                                   tg_node_int(n, "step", 1), y->data, cs->stream));
-    default:
-        break;
     }
-    const char *family = tg_op_table[n->op].family;
-    if (!strcmp(family, "unary")) {
-        tg_cpu_unary_desc(n, &u, &up);
-        return launched(tgc_unary(u, tg_run_kt(x->dtype), numel(x), x->data, y->data, &up,
-                                  cs->stream));
-    }
-    if (!strcmp(family, "binary"))
-        return run_binary(cs, c, tg_cpu_binary_kop[n->op]);
-    if (!strcmp(family, "reduce"))
-        return run_reduce(cs, c, tg_cpu_reduce_kop[n->op]);
-    return run_movement(cs, c);
+    return launched(tgc_arange(tg_run_kt(y->dtype), y->dims[0], tg_node_int(c->n, "start", 0),
+                               tg_node_int(c->n, "step", 1), y->data, cs->stream));
+}
+
+/* ---- the dispatch ------------------------------------------------------------------------ */
+
+/* One entry per family of ops.def (tg_op_info.family) that this backend runs,
+ * like the CPU's tables by family; has_glue asks the same table. */
+static const struct family_glue {
+    const char *family;
+    int (*run)(const tgc_state *cs, const tg_run_ctx *c);
+} glue[] = {
+    {"unary", run_unary}, {"binary", run_binary_family}, {"where", run_where},
+    {"cast", run_cast}, {"alias", run_movement}, {"reduce", run_reduce_family},
+    {"arg_reduce", run_arg_family}, {"softmax", run_softmax_family}, {"cumsum", run_cumsum},
+    {"norm", run_norm}, {"linalg", run_linalg}, {"pool", run_pool},
+    {"movement", run_movement}, {"index", run_movement}, {"gen", run_gen},
+    {"sparse", run_linear_24},
+};
+
+static const struct family_glue *glue_of(tg_op op)
+{
+    for (size_t k = 0; k < sizeof glue / sizeof glue[0]; k++)
+        if (!strcmp(tg_op_table[op].family, glue[k].family))
+            return &glue[k];
+    return NULL;
+}
+
+int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c)
+{
+    const struct family_glue *e = glue_of(c->n->op);
+    if (!e)
+        return tg_err("%s: the CUDA backend has no glue for family %s",
+                      tg_op_table[c->n->op].name, tg_op_table[c->n->op].family);
+    return e->run(cs, c);
 }
