@@ -208,7 +208,7 @@ static void test_attrs(void)
 
 static void test_shapes(void)
 {
-    tg_symbol syms[2] = {{"n", 1, 8}, {"m", 1, 8}};
+    tg_symbol syms[2] = {{"n", 1, 8, false}, {"m", 1, 8, false}};
     tg_shape s = {.rank = 3};
     s.d[0] = tg_dim_sym(0);
     s.d[1] = tg_dim_const(64);

@@ -6,7 +6,7 @@
 #include "sym.h"
 #include "unit.h"
 
-static const tg_symbol syms[3] = {{"s0", 1, 8}, {"s1", 2, 4}, {"batch", 1, 64}};
+static const tg_symbol syms[3] = {{"s0", 1, 8, false}, {"s1", 2, 4, false}, {"batch", 1, 64, false}};
 
 static tg_dim P(const char *s)
 {
@@ -190,7 +190,7 @@ static void test_eval_range(void)
     CHECK(lo == 64 && hi == 64);
     tg_dim_range(P("-s1"), syms, &lo, &hi);
     CHECK(lo == -4 && hi == -2);
-    tg_symbol wide[1] = {{"n", 1, INT64_MAX}};
+    tg_symbol wide[1] = {{"n", 1, INT64_MAX, false}};
     tg_dim_range(P("4*s0"), wide, &lo, &hi);
     CHECK(lo == 4 && hi == INT64_MAX);
 }

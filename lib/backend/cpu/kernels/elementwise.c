@@ -168,7 +168,8 @@ typedef struct {
             for (int64_t i = 0; i < n; i++) { float u = A[i * sa], v = B[i * sb]; Y[i] = (expr); } \
     } while (0)
 
-static void binary_run_f32(binary_ctx *c, const int64_t *off, int64_t n, int64_t sa, int64_t sb)
+/* Returns false for an op with no float32 form: binary_run then takes the double one. */
+static bool binary_run_f32(binary_ctx *c, const int64_t *off, int64_t n, int64_t sa, int64_t sb)
 {
     const float *A = (const float *)c->a + off[1], *B = (const float *)c->b + off[2];
     switch (c->op) {
@@ -189,18 +190,16 @@ static void binary_run_f32(binary_ctx *c, const int64_t *off, int64_t n, int64_t
     case TGK_GE: BIN_F32(uint8_t, u >= v); break;
     case TGK_LOGICAL_AND: BIN_F32(uint8_t, u != 0 && v != 0); break;
     case TGK_LOGICAL_OR: BIN_F32(uint8_t, u != 0 || v != 0); break;
-    default: break;
+    default: return false;
     }
+    return true;
 }
 
 static void binary_run(void *vctx, const int64_t *off, int64_t n, const int64_t *inner)
 {
     binary_ctx *c = vctx;
     int64_t sa = inner[1], sb = inner[2];
-    if (c->t == TGK_F32) {
-        binary_run_f32(c, off, n, sa, sb);
-        return;
-    }
+    if (c->t == TGK_F32 && binary_run_f32(c, off, n, sa, sb)) return;
     tgk_dtype ot = is_compare(c->op) ? TGK_BOOL : c->t;
     void *y = (char *)c->y + off[0] * (int64_t)tgk_dtype_size(ot);
     if (tgk_dtype_is_float(c->t)) {
