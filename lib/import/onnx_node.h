@@ -27,6 +27,10 @@ struct onnx_op_map {
 /* The neural-network ops' table (onnx_ops_nn.c), searched after onnx_ops.c's. */
 extern const onnx_op_map onnx_nn_ops[];
 extern const int onnx_nn_nops;
+/* The generic mappers (onnx_ops.c): m->op on input 0, or on inputs 0 and 1
+ * with NumPy (or, before opset 7, legacy) broadcasting. */
+int onnx_map_unary(onnx_ctx *c, const onnx_op_map *m);
+int onnx_map_binary(onnx_ctx *c, const onnx_op_map *m);
 /* The integer ops' table (onnx_ops_int.c), searched last. */
 extern const onnx_op_map onnx_int_ops[];
 extern const int onnx_int_nops;

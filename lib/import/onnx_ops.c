@@ -20,7 +20,7 @@
 
 /* ---- elementwise --------------------------------------------------------------------- */
 
-static int map_unary(onnx_ctx *c, const onnx_op_map *m)
+int onnx_map_unary(onnx_ctx *c, const onnx_op_map *m)
 {
     return def_out(c, 0, unary_on(c, m->op, NULL, in_val(c, 0), 0, NULL));
 }
@@ -287,7 +287,7 @@ static int legacy_broadcast(onnx_ctx *c, int a, int b)
     return trail ? unary_on(c, TG_OP_RESHAPE, "broadcast", b, 1, &r) : b;
 }
 
-static int map_binary(onnx_ctx *c, const onnx_op_map *m)
+int onnx_map_binary(onnx_ctx *c, const onnx_op_map *m)
 {
     if (m->op == TG_OP_ADD || m->op == TG_OP_SUB || m->op == TG_OP_MUL || m->op == TG_OP_DIV) {
         int rc = fold_shape_binary(c, m->op);
@@ -1780,16 +1780,16 @@ static int map_loss(onnx_ctx *c, const onnx_op_map *m)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static const onnx_op_map onnx_ops[] = {
-    {"Abs", map_unary, TG_OP_ABS}, {"Ceil", map_unary, TG_OP_CEIL}, {"Cos", map_unary, TG_OP_COS},
-    {"Erf", map_unary, TG_OP_ERF}, {"Exp", map_unary, TG_OP_EXP}, {"Floor", map_unary, TG_OP_FLOOR},
-    {"HardSwish", map_unary, TG_OP_HARDSWISH}, {"Log", map_unary, TG_OP_LOG},
-    {"Neg", map_unary, TG_OP_NEG}, {"Not", map_unary, TG_OP_LOGICAL_NOT},
-    {"Reciprocal", map_unary, TG_OP_RECIPROCAL}, {"Relu", map_unary, TG_OP_RELU},
-    {"Round", map_unary, TG_OP_ROUND}, {"Sigmoid", map_unary, TG_OP_SIGMOID},
-    {"Sin", map_unary, TG_OP_SIN}, {"Sqrt", map_unary, TG_OP_SQRT}, {"Tanh", map_unary, TG_OP_TANH},
-    {"Tan", map_unary, TG_OP_TAN}, {"Asin", map_unary, TG_OP_ASIN}, {"Acos", map_unary, TG_OP_ACOS},
-    {"Atan", map_unary, TG_OP_ATAN}, {"Sinh", map_unary, TG_OP_SINH}, {"Cosh", map_unary, TG_OP_COSH},
-    {"Asinh", map_unary, TG_OP_ASINH}, {"Acosh", map_unary, TG_OP_ACOSH}, {"Atanh", map_unary, TG_OP_ATANH},
+    {"Abs", onnx_map_unary, TG_OP_ABS}, {"Ceil", onnx_map_unary, TG_OP_CEIL}, {"Cos", onnx_map_unary, TG_OP_COS},
+    {"Erf", onnx_map_unary, TG_OP_ERF}, {"Exp", onnx_map_unary, TG_OP_EXP}, {"Floor", onnx_map_unary, TG_OP_FLOOR},
+    {"HardSwish", onnx_map_unary, TG_OP_HARDSWISH}, {"Log", onnx_map_unary, TG_OP_LOG},
+    {"Neg", onnx_map_unary, TG_OP_NEG}, {"Not", onnx_map_unary, TG_OP_LOGICAL_NOT},
+    {"Reciprocal", onnx_map_unary, TG_OP_RECIPROCAL}, {"Relu", onnx_map_unary, TG_OP_RELU},
+    {"Round", onnx_map_unary, TG_OP_ROUND}, {"Sigmoid", onnx_map_unary, TG_OP_SIGMOID},
+    {"Sin", onnx_map_unary, TG_OP_SIN}, {"Sqrt", onnx_map_unary, TG_OP_SQRT}, {"Tanh", onnx_map_unary, TG_OP_TANH},
+    {"Tan", onnx_map_unary, TG_OP_TAN}, {"Asin", onnx_map_unary, TG_OP_ASIN}, {"Acos", onnx_map_unary, TG_OP_ACOS},
+    {"Atan", onnx_map_unary, TG_OP_ATAN}, {"Sinh", onnx_map_unary, TG_OP_SINH}, {"Cosh", onnx_map_unary, TG_OP_COSH},
+    {"Asinh", onnx_map_unary, TG_OP_ASINH}, {"Acosh", onnx_map_unary, TG_OP_ACOSH}, {"Atanh", onnx_map_unary, TG_OP_ATANH},
     {"Identity", map_alias, TG_OP_IDENTITY}, {"Dropout", map_dropout, 0},
     {"LeakyRelu", map_leaky_relu, TG_OP_LEAKY_RELU}, {"Elu", map_leaky_relu, TG_OP_ELU},
     {"Softplus", map_activation, 0}, {"Mish", map_activation, 0}, {"Softsign", map_activation, 0},
@@ -1797,13 +1797,13 @@ static const onnx_op_map onnx_ops[] = {
     {"ThresholdedRelu", map_activation, 0}, {"Shrink", map_activation, 0}, {"Sign", map_activation, 0},
     {"Gelu", map_gelu, 0}, {"HardSigmoid", map_hard_sigmoid, 0}, {"Clip", map_clip, 0},
     {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE},
-    {"Add", map_binary, TG_OP_ADD}, {"Sub", map_binary, TG_OP_SUB}, {"Mul", map_binary, TG_OP_MUL},
-    {"Div", map_binary, TG_OP_DIV}, {"Pow", map_binary, TG_OP_POW}, {"Mod", map_mod, 0},
+    {"Add", onnx_map_binary, TG_OP_ADD}, {"Sub", onnx_map_binary, TG_OP_SUB}, {"Mul", onnx_map_binary, TG_OP_MUL},
+    {"Div", onnx_map_binary, TG_OP_DIV}, {"Pow", onnx_map_binary, TG_OP_POW}, {"Mod", map_mod, 0},
     {"IsNaN", map_isnan_isinf, TG_OP_NE}, {"IsInf", map_isnan_isinf, TG_OP_EQ},
-    {"Equal", map_binary, TG_OP_EQ}, {"Less", map_binary, TG_OP_LT},
-    {"LessOrEqual", map_binary, TG_OP_LE}, {"Greater", map_binary, TG_OP_GT},
-    {"GreaterOrEqual", map_binary, TG_OP_GE}, {"And", map_binary, TG_OP_LOGICAL_AND},
-    {"Or", map_binary, TG_OP_LOGICAL_OR}, {"Xor", map_binary, TG_OP_NE},
+    {"Equal", onnx_map_binary, TG_OP_EQ}, {"Less", onnx_map_binary, TG_OP_LT},
+    {"LessOrEqual", onnx_map_binary, TG_OP_LE}, {"Greater", onnx_map_binary, TG_OP_GT},
+    {"GreaterOrEqual", onnx_map_binary, TG_OP_GE}, {"And", onnx_map_binary, TG_OP_LOGICAL_AND},
+    {"Or", onnx_map_binary, TG_OP_LOGICAL_OR}, {"Xor", onnx_map_binary, TG_OP_NE},
     {"Min", map_variadic, TG_OP_MINIMUM}, {"Max", map_variadic, TG_OP_MAXIMUM},
     {"Sum", map_variadic, TG_OP_ADD}, {"Mean", map_variadic, TG_OP_DIV}, {"Where", map_where, 0},
     {"Softmax", map_softmax, TG_OP_SOFTMAX}, {"LogSoftmax", map_softmax, TG_OP_LOG_SOFTMAX},
