@@ -346,3 +346,14 @@ check_model() {
     run_fails 1 "node 'y_scales' \(resize\): attribute 'size' is read from '.*' at run time; tcompile needs it constant" \
         "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
 }
+
+@test "onnx ops: DepthToSpace, SpaceToDepth, PRelu, MeanVarianceNormalization, LRN, LpPool, 3-D MaxPool and AveragePool" {
+    check_model "$ONNX" spatial
+}
+
+@test "onnx ops: the spatial model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/s.tg" "$ONNX/spatial.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/s.so" "$TMP/s.tg"
+    run_ok "$TRUN" "$TMP/s.so" "$ONNX/spatial.in0.b3.npy" "$ONNX/spatial.in1.b3.npy" \
+        --check "$(ls -v "$ONNX"/spatial.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}

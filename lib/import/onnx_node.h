@@ -34,6 +34,9 @@ int onnx_map_binary(onnx_ctx *c, const onnx_op_map *m);
 /* The integer ops' table (onnx_ops_int.c), searched last. */
 extern const onnx_op_map onnx_int_ops[];
 extern const int onnx_int_nops;
+/* The spatial and vision ops' table (onnx_ops_spatial.c). */
+extern const onnx_op_map onnx_spatial_ops[];
+extern const int onnx_spatial_nops;
 
 /* ---- node helpers ----------------------------------------------------------------- */
 
@@ -106,6 +109,26 @@ static inline int binary_on(onnx_ctx *c, tg_op op, const char *sfx, int a, int b
 {
     int in[2] = {a, b};
     return onnx_add(c, op, sfx, 2, in, 0, NULL);
+}
+
+static inline int reshape_to(onnx_ctx *c, int x, int n, const tg_dim *dims, const char *sfx)
+{
+    tg_attr a = tg_attr_dims("shape", n, dims);
+    return x < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
+}
+
+static inline int permute_to(onnx_ctx *c, int x, int n, const int64_t *perm, const char *sfx)
+{
+    tg_attr a = tg_attr_ints("perm", n, perm);
+    return x < 0 ? -1 : unary_on(c, TG_OP_PERMUTE, sfx, x, 1, &a);
+}
+
+/* The first n dims of s as constants into d; which one is not, or -1. */
+static inline int const_dims(tg_shape s, int n, int64_t *d)
+{
+    for (int j = 0; j < n; j++)
+        if (!tg_dim_is_const(s.d[j], &d[j])) return j;
+    return -1;
 }
 
 /* A graph constant named after the node (sfx, numbered when taken); takes p. */

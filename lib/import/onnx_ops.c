@@ -916,6 +916,38 @@ static int map_group_norm(onnx_ctx *c, const onnx_op_map *m)
 
 /* ---- pooling ---------------------------------------------------------------------------- */
 
+/* A pool op over nsp spatial dims. The pool op takes 1 or 2; 3-D windows are
+ * boxes, and max, sum and window count all factor over the dims (each dim's
+ * padding and ceil_mode are its own), so a 3-D pool is a 2-D pool over
+ * [N, C*D, H, W] and then a 1-D pool over D, moved last: [N, C*H'*W', D]. */
+static int pool_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int nsp, const int64_t *k, const int64_t *st,
+                   const int64_t *pad, const int64_t *dil, int64_t ceil, int64_t include_pad)
+{
+    if (x < 0) return -1;
+    if (nsp < 3) {
+        tg_attr a[6] = {tg_attr_ints("kernel", nsp, k), tg_attr_ints("stride", nsp, st),
+                        tg_attr_ints("padding", nsp, pad), tg_attr_int("ceil_mode", ceil),
+                        tg_attr_ints("dilation", nsp, dil), tg_attr_int("count_include_pad", include_pad)};
+        return unary_on(c, op, sfx, x, op == TG_OP_AVG_POOL ? 6 : 5, a);
+    }
+    tg_shape xs = shape_of(c, x);
+    tg_dim cd, r[5];
+    if (tg_dim_mul(xs.d[1], xs.d[2], &cd)) return -1;
+    tg_dim d1[4] = {xs.d[0], cd, xs.d[3], xs.d[4]};
+    int hw = pool_on(c, op, "pool_hw", reshape_to(c, x, 4, d1, "depth_in_channels"), 2, k + 1, st + 1, pad + 1,
+                     dil + 1, ceil, include_pad);
+    if (hw < 0) return -1;
+    tg_shape hs = shape_of(c, hw);
+    tg_dim hwd, chw;
+    if (tg_dim_mul(hs.d[2], hs.d[3], &hwd) || tg_dim_mul(xs.d[1], hwd, &chw)) return -1;
+    tg_dim d2[4] = {xs.d[0], xs.d[1], xs.d[2], hwd}, d3[3] = {xs.d[0], chw, xs.d[2]};
+    int t = permute_to(c, reshape_to(c, hw, 4, d2, "depth_apart"), 4, (int64_t[]){0, 1, 3, 2}, "depth_last");
+    int dd = pool_on(c, op, "pool_d", reshape_to(c, t, 3, d3, "depth_rows"), 1, k, st, pad, dil, ceil, include_pad);
+    if (dd < 0) return -1;
+    r[0] = xs.d[0], r[1] = xs.d[1], r[2] = hs.d[2], r[3] = hs.d[3], r[4] = shape_of(c, dd).d[2];
+    return permute_to(c, reshape_to(c, dd, 5, r, "depth_back"), 5, (int64_t[]){0, 1, 4, 2, 3}, sfx);
+}
+
 /* MaxPool and AveragePool. Pads the pool op cannot take (asymmetric, or more
  * than half the kernel) become a pad op: -inf for max; for an average that
  * leaves the padding out, the window sums over the padded input divided by the
@@ -931,25 +963,60 @@ static int map_pool(onnx_ctx *c, const onnx_op_map *m)
     int nsp;
     if (window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
     bool avg = m->op == TG_OP_AVG_POOL, include_pad = onnx_attr_int(N(c), "count_include_pad", 0);
+    int64_t ceil = onnx_attr_int(N(c), "ceil_mode", 0);
     bool inline_pad = pads_symmetric(nsp, pads);
     for (int i = 0; i < nsp; i++) {
         inline_pad &= pads[i] >= 0 && 2 * pads[i] <= k[i];
         pad[i] = pads[i];
     }
     if (!inline_pad) memset(pad, 0, sizeof pad);
-    tg_attr a[6] = {tg_attr_ints("kernel", nsp, k), tg_attr_ints("stride", nsp, st),
-                    tg_attr_ints("padding", nsp, pad), tg_attr_int("ceil_mode", onnx_attr_int(N(c), "ceil_mode", 0)),
-                    tg_attr_ints("dilation", nsp, dil), tg_attr_int("count_include_pad", include_pad)};
-    if (inline_pad) return def_out(c, 0, unary_on(c, m->op, NULL, x, avg ? 6 : 5, a));
+    if (inline_pad) return def_out(c, 0, pool_on(c, m->op, NULL, x, nsp, k, st, pad, dil, ceil, include_pad));
     int px = pad_spatial(c, x, nsp, pads, avg ? 0 : -INFINITY, "pad");
-    if (!avg || include_pad) return def_out(c, 0, px < 0 ? -1 : unary_on(c, m->op, NULL, px, 6, a));
-    int sum = px < 0 ? -1 : unary_on(c, m->op, "sum", px, 6, a);
+    if (!avg || include_pad) return def_out(c, 0, pool_on(c, m->op, NULL, px, nsp, k, st, pad, dil, ceil, 1));
+    int sum = pool_on(c, m->op, "sum", px, nsp, k, st, pad, dil, ceil, 1);
     tg_attr one[3] = {tg_attr_dims("shape", xs.rank, xs.d), tg_attr_float("value", 1),
                       tg_attr_dtype("dtype", dtype_of(c, x))};
     int ones = sum < 0 ? -1 : onnx_add(c, TG_OP_FULL, "ones", 0, NULL, 3, one);
     int pones = ones < 0 ? -1 : pad_spatial(c, ones, nsp, pads, 0, "ones_pad");
-    int cnt = pones < 0 ? -1 : unary_on(c, m->op, "count", pones, 6, a);
+    int cnt = pool_on(c, m->op, "count", pones, nsp, k, st, pad, dil, ceil, 1);
     return def_out(c, 0, cnt < 0 ? -1 : binary_on(c, TG_OP_DIV, NULL, sum, cnt));
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p), the sum a grouped convolution
+ * with ones over x zero-padded (any padding, 1 to 3 spatial dims). */
+static int map_lp_pool(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (onnx_attr_int(N(c), "ceil_mode", 0)) return tg_err("ceil_mode=1 is not supported");
+    int x = in_val(c, 0);
+    if (x < 0) return -1;
+    tg_shape xs = shape_of(c, x);
+    int64_t k[3], st[3], dil[3], pads[6], zero[3] = {0, 0, 0}, wd[5], ch;
+    int nsp;
+    if (window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
+    if (!tg_dim_is_const(xs.d[1], &ch)) return tg_err("needs a static channel dim");
+    int64_t p = onnx_attr_int(N(c), "p", 2);
+    if (p < 1) return tg_err("p=%lld is not positive", (long long)p);
+    tg_dtype dt = dtype_of(c, x);
+    int ax = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
+    int pw = ax < 0 || p == 1 ? ax : p == 2 ? binary_on(c, TG_OP_MUL, "power", ax, ax)
+                                 : binary_on(c, TG_OP_POW, "power", ax, scalar_const(c, "p", dt, (double)p));
+    bool padded = false;
+    for (int i = 0; i < 2 * nsp; i++) padded |= pads[i] != 0;
+    int px = pw < 0 || !padded ? pw : pad_spatial(c, pw, nsp, pads, 0, "pad");
+    wd[0] = ch, wd[1] = 1;
+    for (int i = 0; i < nsp; i++) wd[2 + i] = k[i];
+    int64_t n = tg_tensor_numel(2 + nsp, wd);
+    void *ones = calloc((size_t)(n ? n : 1), tg_dtype_size(dt));
+    if (!ones) return tg_err("out of memory");
+    for (int64_t i = 0; i < n; i++) tg_store_f64(dt, ones, (size_t)i, 1);
+    int w = const_named(c, "ones", dt, 2 + nsp, wd, ones);
+    tg_attr a[5] = {tg_attr_ints("stride", nsp, st), tg_attr_ints("padding", nsp, zero),
+                    tg_attr_ints("dilation", nsp, dil), tg_attr_int("groups", ch), tg_attr_int("transposed", 0)};
+    int in[2] = {px, w};
+    int sum = px < 0 || w < 0 ? -1 : onnx_add(c, TG_OP_CONV, "window_sum", 2, in, 5, a);
+    int y = sum < 0 || p == 1 ? sum : p == 2 ? unary_on(c, TG_OP_SQRT, NULL, sum, 0, NULL)
+                              : binary_on(c, TG_OP_POW, NULL, sum, scalar_const(c, "inv_p", dt, 1.0 / (double)p));
+    return def_out(c, 0, y);
 }
 
 static int map_global_pool(onnx_ctx *c, const onnx_op_map *m)
@@ -994,20 +1061,6 @@ static int map_shape(onnx_ctx *c, const onnx_op_map *m)
     start = start < 0 ? 0 : start > rank ? rank : start;
     end = end < start ? start : end > rank ? rank : end;
     return onnx_def_syms(c, N(c)->output[0], 1, (int)(end - start), d + start);
-}
-
-static int reshape_to(onnx_ctx *c, int x, int n, const tg_dim *dims, const char *sfx)
-{
-    tg_attr a = tg_attr_dims("shape", n, dims);
-    return x < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
-}
-
-/* The first n dims of s as constants into d; which one is not, or -1. */
-static int const_dims(tg_shape s, int n, int64_t *d)
-{
-    for (int j = 0; j < n; j++)
-        if (!tg_dim_is_const(s.d[j], &d[j])) return j;
-    return -1;
 }
 
 /* Reshape to a shape read at run time from value s (int64, static length n): its 0
@@ -1822,6 +1875,7 @@ static const onnx_op_map onnx_ops[] = {
     {"GroupNormalization", map_group_norm, TG_OP_GROUP_NORM},
     {"InstanceNormalization", map_group_norm, TG_OP_NONE},
     {"MaxPool", map_pool, TG_OP_MAX_POOL}, {"AveragePool", map_pool, TG_OP_AVG_POOL},
+    {"LpPool", map_lp_pool, 0},
     {"GlobalAveragePool", map_global_pool, TG_OP_REDUCE_MEAN},
     {"GlobalMaxPool", map_global_pool, TG_OP_REDUCE_MAX},
     {"Shape", map_shape, 0}, {"Size", map_shape, TG_OP_REDUCE_PROD},
@@ -1847,6 +1901,8 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
         if (!strcmp(onnx_nn_ops[i].type, n->op_type)) m = &onnx_nn_ops[i];
     for (int i = 0; i < onnx_int_nops && !m; i++)
         if (!strcmp(onnx_int_ops[i].type, n->op_type)) m = &onnx_int_ops[i];
+    for (int i = 0; i < onnx_spatial_nops && !m; i++)
+        if (!strcmp(onnx_spatial_ops[i].type, n->op_type)) m = &onnx_spatial_ops[i];
     if (!m) return 1;
     if (n->n_output < 1) return tg_err("node has no outputs");
     int first = c->g->nnode;
