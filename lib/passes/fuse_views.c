@@ -101,6 +101,16 @@ static int reshape(tg_view *w, const tg_shape *to)
     return 0;
 }
 
+/* apply() has a case per STRIDED op of ops.def and takes the VIEW ones
+ * (whose output is their input's bytes) as reshapes: a new STRIDED op fails
+ * this count until it has its case. */
+enum { NSTRIDED = 0
+#define OP(id, name, min_in, max_in, infer, family, flag) + (TG_OPF_##flag == TG_OPF_STRIDED)
+#include "../ops/ops.def"
+#undef OP
+};
+_Static_assert(NSTRIDED == 3, "apply: a case per STRIDED op of ops.def (slice, permute, expand)");
+
 /* Apply one movement node to the view. */
 static int apply(const tg_graph *g, const tg_node *nd, tg_view *w)
 {

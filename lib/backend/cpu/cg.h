@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cpu.h"
+#include "../../ops/family.h"
 
 typedef struct {
     const tg_graph *g;
@@ -56,8 +57,9 @@ int cg_emit_node(tg_cg *c, int n);
 /* One entry per family of ops.def (cg_node_<family>: emit_node.c, qops in
  * emit_qops.c, sparse in emit_sparse.c, a family of one op in its kernel's
  * file, as kernels/cumsum.c), found through emit_node.c's table
- * generated from it; an entry of several ops switches on nd->op. Writes the
- * node's kernel calls into c->f; -1 (tg_err) when it cannot. */
+ * generated from it; an entry of several ops switches on nd->op, and states
+ * how many it handles (TG_FAMILY_HANDLES, family.h). Writes the node's
+ * kernel calls into c->f; -1 (tg_err) when it cannot. */
 #define OP(id, name, min_in, max_in, infer, family, flag) \
     int cg_node_##family(tg_cg *c, const tg_node *nd);
 #include "../../ops/ops.def"

@@ -463,6 +463,16 @@ static bool int_expr(tg_op op)
     }
 }
 
+/* Whether emit_member writes op: kernel_call's families, or expr()'s cast,
+ * where and identity (an elementwise op of another family stays its own
+ * node, run by its family's glue). */
+static bool loop_form(tg_op op)
+{
+    const char *f = tg_op_table[op].family;
+    return !strcmp(f, "unary") || !strcmp(f, "binary") || op == TG_OP_CAST ||
+           op == TG_OP_WHERE || op == TG_OP_IDENTITY;
+}
+
 bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why)
 {
     const tg_value *y = &g->values[nd->out[0]];
@@ -484,6 +494,8 @@ bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why
     }
     if (!tg_op_is_elementwise(nd->op) && nd->op != TG_OP_IDENTITY)
         return *why = "not elementwise", false;
+    if (!loop_form(nd->op))
+        return *why = "an elementwise op of a family with no loop form", false;
     for (int i = 0; i < nd->nin; i++)
         if (nd->in[i] < 0 || !plain_type(g->values[nd->in[i]].dtype))
             return *why = "an input is not f32, bool or a plain integer", false;

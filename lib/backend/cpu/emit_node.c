@@ -98,6 +98,7 @@ int cg_node_binary(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(where, 1);
 int cg_node_where(tg_cg *c, const tg_node *nd)
 {
     broadcast_arrays(c, nd, 3);
@@ -143,6 +144,7 @@ int cg_node_reduce(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(arg_reduce, 2);
 int cg_node_arg_reduce(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
@@ -164,6 +166,7 @@ int cg_node_arg_reduce(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(softmax, 2);
 int cg_node_softmax(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
@@ -177,6 +180,7 @@ int cg_node_softmax(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(norm, 3);
 int cg_node_norm(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
@@ -406,6 +410,7 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(resize, 1);
 int cg_node_resize(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
@@ -427,6 +432,7 @@ int cg_node_resize(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(pool, 3);
 int cg_node_pool(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
@@ -460,6 +466,7 @@ int cg_node_pool(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(movement, 8);
 int cg_node_movement(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
@@ -538,6 +545,7 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
     }
 }
 
+TG_FAMILY_HANDLES(index, 3);
 int cg_node_index(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *idx = in_val(c, nd, 1);
@@ -577,6 +585,7 @@ int cg_node_index(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(quant, 2);
 int cg_node_quant(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
@@ -607,6 +616,7 @@ int cg_node_quant(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(gen, 2);
 int cg_node_gen(tg_cg *c, const tg_node *nd)
 {
     const tg_value *y = out_val(c, nd);
@@ -622,6 +632,7 @@ int cg_node_gen(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(cast, 1);
 int cg_node_cast(tg_cg *c, const tg_node *nd)
 {
     fprintf(c->f, "    tgk_cast(%s, %s, %s, %s, %s);\n", dt_enum(c, out_val(c, nd)->dtype),
@@ -630,6 +641,7 @@ int cg_node_cast(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
+TG_FAMILY_HANDLES(linalg, 5);
 int cg_node_linalg(tg_cg *c, const tg_node *nd)
 {
     switch (nd->op) {

@@ -88,6 +88,7 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
     return 0;
 }
 
+TG_FAMILY_HANDLES(qops, 2);
 int cg_node_qops(tg_cg *c, const tg_node *nd)
 {
     tg_qlayer q;

@@ -5,6 +5,7 @@
  * weights. */
 #include "cg.h"
 
+TG_FAMILY_HANDLES(sparse, 1);
 int cg_node_sparse(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = tg_node_input(c->g, nd, 0), *v = tg_node_input(c->g, nd, 1);

@@ -10,6 +10,7 @@
 
 #include "../../error.h"
 #include "../../graph.h"
+#include "../../ops/family.h"
 #include "../../tensor.h"
 #include "../backend.h"         /* tg_run_ctx */
 #include "kernels/kernels.h"
@@ -19,7 +20,8 @@ typedef int (*tg_run_fn)(const tg_run_ctx *c);
 
 /* One entry point per family of ops.def (tg_run_<family>), found through
  * cpu.c's table generated from it; an entry of several ops switches on
- * c->n->op. 0 or -1 (tg_err). */
+ * c->n->op, and states how many it handles (TG_FAMILY_HANDLES, family.h).
+ * 0 or -1 (tg_err). */
 #define OP(id, name, min_in, max_in, infer, family, flag) int tg_run_##family(const tg_run_ctx *c);
 #include "../../ops/ops.def"
 #undef OP

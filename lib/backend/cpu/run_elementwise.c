@@ -31,6 +31,7 @@ int tg_run_binary(const tg_run_ctx *c)
     return 0;
 }
 
+TG_FAMILY_HANDLES(where, 1);
 int tg_run_where(const tg_run_ctx *c)
 {
     const tg_tensor *cond = c->in[0], *a = c->in[1], *b = c->in[2], *y = c->out[0];
@@ -43,6 +44,7 @@ int tg_run_where(const tg_run_ctx *c)
     return 0;
 }
 
+TG_FAMILY_HANDLES(cast, 1);
 int tg_run_cast(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];

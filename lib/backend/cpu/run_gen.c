@@ -1,6 +1,7 @@
 /* Generators: full and arange (sizes come from the output's dims). */
 #include "run.h"
 
+TG_FAMILY_HANDLES(gen, 2);
 int tg_run_gen(const tg_run_ctx *c)
 {
     tg_tensor *y = c->out[0];

@@ -146,6 +146,7 @@ static const float *round_bf16(const tg_tensor *x, tg_run_f32 *io)
     return r;
 }
 
+TG_FAMILY_HANDLES(linalg, 5);
 int tg_run_linalg(const tg_run_ctx *c)
 {
     tg_run_f32 io;

@@ -20,6 +20,7 @@ static const int64_t *index_i64(const tg_tensor *t, int64_t **tmp)
     return *tmp;
 }
 
+TG_FAMILY_HANDLES(index, 3);
 int tg_run_index(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *it = c->in[1];
@@ -95,6 +96,7 @@ static int run_pad(const tg_run_ctx *c)
     return 0;
 }
 
+TG_FAMILY_HANDLES(movement, 8);
 int tg_run_movement(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];

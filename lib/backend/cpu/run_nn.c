@@ -4,6 +4,7 @@
 #include "../../ops/resize.h"
 #include "run.h"
 
+TG_FAMILY_HANDLES(norm, 3);
 int tg_run_norm(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
@@ -50,6 +51,7 @@ int tg_run_pool_desc(const tg_run_ctx *c, tgk_pool_desc *d)
     return 0;
 }
 
+TG_FAMILY_HANDLES(pool, 3);
 int tg_run_pool(const tg_run_ctx *c)
 {
     const tg_node *n = c->n;
@@ -96,6 +98,7 @@ int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d)
     return 0;
 }
 
+TG_FAMILY_HANDLES(resize, 1);
 int tg_run_resize(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];

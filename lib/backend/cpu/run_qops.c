@@ -60,6 +60,7 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
     return rc ? tg_err("out of memory for the quantized convolution") : 0;
 }
 
+TG_FAMILY_HANDLES(qops, 2);
 int tg_run_qops(const tg_run_ctx *c)
 {
     tg_qlayer q;

@@ -32,6 +32,7 @@ static int qparams(const tg_run_ctx *c, const tg_tensor *x, float **scale, int32
     return 0;
 }
 
+TG_FAMILY_HANDLES(quant, 2);
 int tg_run_quant(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];

@@ -33,6 +33,7 @@ int tg_run_reduce(const tg_run_ctx *c)
     return 0;
 }
 
+TG_FAMILY_HANDLES(arg_reduce, 2);
 int tg_run_arg_reduce(const tg_run_ctx *c)
 {
     bool max = c->n->op == TG_OP_ARGMAX;
@@ -49,6 +50,7 @@ int tg_run_arg_reduce(const tg_run_ctx *c)
     return 0;
 }
 
+TG_FAMILY_HANDLES(softmax, 2);
 int tg_run_softmax(const tg_run_ctx *c)
 {
     bool log = c->n->op == TG_OP_LOG_SOFTMAX;

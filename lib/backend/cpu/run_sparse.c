@@ -7,6 +7,7 @@
 #include "../../ops/infer.h"
 #include "run.h"
 
+TG_FAMILY_HANDLES(sparse, 1);
 int tg_run_sparse(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *v = c->in[1], *m = c->in[2];

@@ -200,6 +200,7 @@ static int run_binary(const tgc_state *cs, const tg_run_ctx *c, tgk_binary_op k)
     return bad ? tg_err("integer division by zero") : 0;
 }
 
+TG_FAMILY_HANDLES(where, 1);
 static int run_where(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *y = c->out[0];
@@ -275,6 +276,9 @@ static int run_softmax(const tgc_state *cs, const tg_run_ctx *c, bool log)
                                     cs->stream));
 }
 
+#define TG_COUNTED cumsum
+#include "../../ops/family_size.h"
+TG_FAMILY_HANDLES(cumsum, 1);
 static int run_cumsum(const tgc_state *cs, const tg_run_ctx *c)
 {
     int64_t outer, len, inner;
@@ -287,6 +291,7 @@ static int run_cumsum(const tgc_state *cs, const tg_run_ctx *c)
 
 /* ---- nn -------------------------------------------------------------------------------- */
 
+TG_FAMILY_HANDLES(norm, 3);
 static int run_norm(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
@@ -310,6 +315,7 @@ static int run_norm(const tgc_state *cs, const tg_run_ctx *c)
                                        cs->stream));
 }
 
+TG_FAMILY_HANDLES(pool, 3);
 static int run_pool(const tgc_state *cs, const tg_run_ctx *c)
 {
     tgk_pool_desc d;
@@ -340,6 +346,7 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
  * cuBLASLt GEMM: the same float32 products as a dense linear on the pruned
  * weight (tf32 when TG_CUDA_MATH=tf32, as linear). Expanded at each run, as
  * the CPU packs it at each run. */
+TG_FAMILY_HANDLES(sparse, 1);
 static int run_linear_24(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *v = c->in[1];
@@ -474,6 +481,7 @@ static int run_tile(const tgc_state *cs, const tg_run_ctx *c)
     return launched(tgc_copy(tg_dtype_size(x->dtype), &it, x->data, y->data, cs->stream));
 }
 
+TG_FAMILY_HANDLES(index, 3);
 static int run_index(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *ix = c->in[1], *y = c->out[0];
@@ -502,13 +510,12 @@ static int run_index(const tgc_state *cs, const tg_run_ctx *c)
     return bad != INT64_MIN ? tgc_flag_error(c->g, (int)(c->n - c->g->nodes), x->dims, bad) : 0;
 }
 
+TG_FAMILY_HANDLES(movement, 8);
 static int run_movement(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
     int64_t xs[TG_MAX_RANK];
     switch (c->n->op) {
-    case TG_OP_RESHAPE: case TG_OP_IDENTITY:
-        return copy_bytes(cs, y->data, x->data, y->nbytes);
     case TG_OP_PERMUTE: return run_permute(cs, c);
     case TG_OP_EXPAND:
         tgk_broadcast_strides(y->rank, y->dims, x->rank, x->dims, xs);
@@ -522,8 +529,14 @@ static int run_movement(const tgc_state *cs, const tg_run_ctx *c)
                                 tg_run_prod(x->dims, 0, x->rank - 2), x->dims[x->rank - 2],
                                 x->dims[x->rank - 1], tg_node_int(c->n, "k", 0), x->data,
                                 y->data, cs->stream));
-    default: return run_index(cs, c);
+    default: return tg_err("not a data movement op");
     }
+}
+
+/* reshape, identity: the output is the input's bytes (ops.def's VIEW) */
+static int run_alias(const tgc_state *cs, const tg_run_ctx *c)
+{
+    return copy_bytes(cs, c->out[0]->data, c->in[0]->data, c->out[0]->nbytes);
 }
 
 static int run_unary(const tgc_state *cs, const tg_run_ctx *c)
@@ -545,6 +558,7 @@ static int run_reduce_family(const tgc_state *cs, const tg_run_ctx *c)
     return run_reduce(cs, c, tg_cpu_reduce_kop[c->n->op]);
 }
 
+TG_FAMILY_HANDLES(cast, 1);
 static int run_cast(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
@@ -552,16 +566,19 @@ static int run_cast(const tgc_state *cs, const tg_run_ctx *c)
                              numel(x), cs->stream));
 }
 
+TG_FAMILY_HANDLES(arg_reduce, 2);
 static int run_arg_family(const tgc_state *cs, const tg_run_ctx *c)
 {
     return run_arg(cs, c, c->n->op == TG_OP_ARGMAX);
 }
 
+TG_FAMILY_HANDLES(softmax, 2);
 static int run_softmax_family(const tgc_state *cs, const tg_run_ctx *c)
 {
     return run_softmax(cs, c, c->n->op == TG_OP_LOG_SOFTMAX);
 }
 
+TG_FAMILY_HANDLES(linalg, 5);
 static int run_linalg(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
@@ -581,6 +598,7 @@ static int run_linalg(const tgc_state *cs, const tg_run_ctx *c)
     }
 }
 
+TG_FAMILY_HANDLES(gen, 2);
 static int run_gen(const tgc_state *cs, const tg_run_ctx *c)
 {
     tg_tensor *y = c->out[0];
@@ -602,10 +620,10 @@ static const struct family_glue {
     int (*run)(const tgc_state *cs, const tg_run_ctx *c);
 } glue[] = {
     {"unary", run_unary}, {"binary", run_binary_family}, {"where", run_where},
-    {"cast", run_cast}, {"alias", run_movement}, {"reduce", run_reduce_family},
+    {"cast", run_cast}, {"alias", run_alias}, {"reduce", run_reduce_family},
     {"arg_reduce", run_arg_family}, {"softmax", run_softmax_family}, {"cumsum", run_cumsum},
     {"norm", run_norm}, {"linalg", run_linalg}, {"pool", run_pool},
-    {"movement", run_movement}, {"index", run_movement}, {"gen", run_gen},
+    {"movement", run_movement}, {"index", run_index}, {"gen", run_gen},
     {"sparse", run_linear_24},
 };
 

@@ -55,6 +55,9 @@ TGK_DECL int tgk_cumsum(tgk_dtype t, int64_t outer, int64_t n, int64_t inner,
 #include "../cg.h"
 #include "../run.h"
 
+#define TG_COUNTED cumsum
+#include "../../../ops/family_size.h"
+TG_FAMILY_HANDLES(cumsum, 1);
 int tg_run_cumsum(const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
