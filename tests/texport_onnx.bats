@@ -357,3 +357,32 @@ check_model() {
     run_ok "$TRUN" "$TMP/s.so" "$ONNX/spatial.in0.b3.npy" "$ONNX/spatial.in1.b3.npy" \
         --check "$(ls -v "$ONNX"/spatial.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
 }
+
+# Quantization (onnx_ops_quant.c): the quantized outputs may differ from ONNX
+# Runtime's by one step (its int8 kernels round their own way); here they match.
+@test "onnx ops: DynamicQuantizeLinear, QLinearMatMul and a per-axis QuantizeLinear within one step of ONNX Runtime" {
+    local TOL=(--rtol=0 --atol=1)
+    check_model "$ONNX" quant_ops
+}
+
+@test "onnx: a QDQ model's Conv and MatMul run on the int8 kernels (qconv, qlinear) within one output step" {
+    local TOL=(--rtol=0 --atol=0.1)     # y's scale
+    check_model "$ONNX" qdq_conv
+    run_ok "$TLOG" "$TMP/qdq_conv.tg"
+    [[ "$stderr" =~ qconv\ +1 ]] && [[ "$stderr" =~ qlinear\ +1 ]]
+    [[ ! "$stderr" =~ [^q]conv\ +[0-9] ]] && [[ ! "$stderr" =~ matmul ]]
+}
+
+@test "onnx: a QOperator model (QLinearConv, MaxPool on uint8, com.microsoft QGemm) runs on the int8 kernels, compiled too" {
+    local TOL=(--rtol=0 --atol=0.05)    # y's scale
+    check_model "$ONNX" qop_conv
+    run_ok "$TLOG" "$TMP/qop_conv.tg"
+    [[ "$stderr" =~ qconv\ +1 ]] && [[ "$stderr" =~ qlinear\ +1 ]] && [[ ! "$stderr" =~ max_pool.*u8 ]]
+    run_ok "$TCOMPILE" -o "$TMP/q.so" "$TMP/qop_conv.tg"
+    run_ok "$TRUN" "$TMP/q.so" "$ONNX/qop_conv.in0.b3.npy" --check "$ONNX/qop_conv.out0.b3.npy" "${TOL[@]}"
+}
+
+@test "onnx: QuantizeLinear to a type tgraph lacks is refused, naming op, opset and type" {
+    run_fails 1 "\(QuantizeLinear, opset 21\): output type 4 \(uint16\) is not one tgraph has" \
+        "$TEXPORT" -o "$TMP/q.tg" "$ONNX/quant_uint16.onnx"
+}

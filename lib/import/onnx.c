@@ -12,6 +12,7 @@
 #include "../error.h"
 #include "../exec/exec.h"
 #include "../log.h"
+#include "../quant/quant.h"
 #include "import.h"
 #include "onnx_internal.h"
 
@@ -522,6 +523,8 @@ static int map_folded(onnx_ctx *c, const Onnx__NodeProto *n)
 {
     size_t bytes = 0;
     int nin = 0;
+    /* a dequantized constant (weights) stays a dequantize: tg_quant_fold_qdq reads it */
+    if (n->op_type && !strcmp(n->op_type, "DequantizeLinear")) return 1;
     for (size_t i = 0; i < n->n_input; i++) {
         if (!n->input[i] || !*n->input[i]) continue;
         int e = hash_find(c, n->input[i]);
@@ -647,6 +650,19 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
     return 0;
 }
 
+/* QDQ models (QuantizeLinear -> DequantizeLinear around Conv, MatMul, Gemm) and
+ * QOperator ones (mapped to the same pairs) run as qconv/qlinear on the int8
+ * kernels wherever the weights are int8, symmetric, per tensor or per output
+ * channel, as ONNX Runtime fuses them; other pairs stay float. */
+static int fold_qdq(tg_graph *g)
+{
+    bool any = false;
+    for (int i = 0; i < g->nnode && !any; i++) any = g->nodes[i].op == TG_OP_DEQUANTIZE;
+    int r = any ? tg_quant_fold_qdq(g) : 0;
+    if (r > 0) TG_LOG(IMPORT, TG_LOG_INFO, "%d layers folded from quantize/dequantize pairs", r);
+    return r;
+}
+
 tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
                              const tg_import_opts *opts)
 {
@@ -662,7 +678,7 @@ tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
                (long long)c.opset, ONNX_MIN_OPSET);
     } else if (!(c.g = tg_graph_new())) {
         tg_err("out of memory");
-    } else if (import_graph(&c, m->graph, opts)) {
+    } else if (import_graph(&c, m->graph, opts) || fold_qdq(c.g) < 0) {
         tg_graph_free(c.g);
     } else {
         g = c.g;

@@ -37,6 +37,14 @@ extern const int onnx_int_nops;
 /* The spatial and vision ops' table (onnx_ops_spatial.c). */
 extern const onnx_op_map onnx_spatial_ops[];
 extern const int onnx_spatial_nops;
+/* The quantization ops' table (onnx_ops_quant.c). */
+extern const onnx_op_map onnx_quant_ops[];
+extern const int onnx_quant_nops;
+/* ONNX Runtime's quantized ops (domain com.microsoft), the only ones of that domain mapped. */
+extern const onnx_op_map onnx_quant_ms_ops[];
+extern const int onnx_quant_ms_nops;
+/* ONNX's float8 overflow rules for a cast of floating x to `to` (onnx_ops.c). */
+int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate);
 
 /* ---- node helpers ----------------------------------------------------------------- */
 

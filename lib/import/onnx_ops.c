@@ -193,7 +193,7 @@ static int map_clip(onnx_ctx *c, const onnx_op_map *m)
 /* ONNX's float8 overflow rules on top of cast's own (e4m3fn saturates, e5m2
  * overflows to inf): with saturate, e5m2 clamps to +-57344 (NaN kept); without,
  * e4m3fn turns what rounds past 448 (and inf) into NaN. */
-static int f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate)
+int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate)
 {
     tg_dtype dt = dtype_of(c, x);
     if (to == TG_F8E5M2 && saturate) {
@@ -243,7 +243,7 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     if (x < 0) return -1;
     if (dtype_of(c, x) == to) return def_out(c, 0, x);
     if ((to == TG_F8E4M3 || to == TG_F8E5M2) && tg_dtype_is_float(dtype_of(c, x)) &&
-        (x = f8_range(c, x, to, onnx_attr_int(N(c), "saturate", 1) != 0)) < 0)
+        (x = onnx_f8_range(c, x, to, onnx_attr_int(N(c), "saturate", 1) != 0)) < 0)
         return -1;
     tg_attr a = tg_attr_dtype("dtype", to);
     return def_out(c, 0, unary_on(c, TG_OP_CAST, NULL, x, 1, &a));
@@ -1892,9 +1892,12 @@ static const onnx_op_map onnx_ops[] = {
 
 int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
 {
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) return 1;
     if (!n->op_type) return 1;
     const onnx_op_map *m = NULL;
+    if (n->domain && !strcmp(n->domain, "com.microsoft"))
+        for (int i = 0; i < onnx_quant_ms_nops && !m; i++)
+            if (!strcmp(onnx_quant_ms_ops[i].type, n->op_type)) m = &onnx_quant_ms_ops[i];
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") && !m) return 1;
     for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0] && !m; i++)
         if (!strcmp(onnx_ops[i].type, n->op_type)) m = &onnx_ops[i];
     for (int i = 0; i < onnx_nn_nops && !m; i++)
@@ -1903,6 +1906,8 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
         if (!strcmp(onnx_int_ops[i].type, n->op_type)) m = &onnx_int_ops[i];
     for (int i = 0; i < onnx_spatial_nops && !m; i++)
         if (!strcmp(onnx_spatial_ops[i].type, n->op_type)) m = &onnx_spatial_ops[i];
+    for (int i = 0; i < onnx_quant_nops && !m; i++)
+        if (!strcmp(onnx_quant_ops[i].type, n->op_type)) m = &onnx_quant_ops[i];
     if (!m) return 1;
     if (n->n_output < 1) return tg_err("node has no outputs");
     int first = c->g->nnode;

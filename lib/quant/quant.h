@@ -108,8 +108,12 @@ int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib)
  * allow: a linear or conv (not transposed) reading dequantize(quantize(x))
  * (per tensor, u8 or i8, the same parameters on both) and dequantize(W) of a
  * constant i8 weight (symmetric: zero points 0; per output channel along
- * axis 0, or per tensor) becomes qlinear/qconv static. Pairs that do not fit
- * stay as they are. Returns the number of layers folded, or -1. */
+ * axis 0, or per tensor) becomes qlinear/qconv static; so does a matmul with
+ * dequantize of a constant i8 [K, N] (per tensor or per column), or a linear
+ * reading one through permute [1, 0]. A reshape/permute/slice/expand/max_pool
+ * of a per-tensor quantize is first rewritten as quantize of that op (equal).
+ * Pairs that do not fit stay as they are. Returns the number of layers
+ * folded, or -1. */
 int tg_quant_fold_qdq(tg_graph *g);
 
 /* Per output channel symmetric int8: scale[r] = max|w[r,:]| / 127, q = round(w / scale). */
