@@ -386,3 +386,16 @@ check_model() {
     run_fails 1 "\(QuantizeLinear, opset 21\): output type 4 \(uint16\) is not one tgraph has" \
         "$TEXPORT" -o "$TMP/q.tg" "$ONNX/quant_uint16.onnx"
 }
+
+@test "onnx ops: GridSample (opsets 16 and 22: every mode and padding, align_corners, a 3-D volume)" {
+    check_model "$ONNX" gridsample16
+    check_model "$ONNX" gridsample22
+}
+
+@test "onnx ops: the GridSample model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/g.tg" "$ONNX/gridsample22.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/g.so" "$TMP/g.tg"
+    # shellcheck disable=SC2046
+    run_ok "$TRUN" "$TMP/g.so" $(ls "$ONNX"/gridsample22.in*.b3.npy) \
+        --check "$(ls -v "$ONNX"/gridsample22.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}

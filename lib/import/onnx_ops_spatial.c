@@ -1,9 +1,10 @@
 /* ONNX spatial and vision operators that onnx_ops.c does not map: DepthToSpace,
- * SpaceToDepth, PRelu, MeanVarianceNormalization, LRN. Each is a decomposition
- * into existing tgraph ops (reshape, permute, pooling, elementwise); what those
- * have no form for is refused by name. */
+ * SpaceToDepth, PRelu, MeanVarianceNormalization, LRN (decompositions into
+ * existing tgraph ops: reshape, permute, pooling, elementwise) and GridSample
+ * (grid_sample). What those have no form for is refused by name. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../error.h"
@@ -121,8 +122,32 @@ static int map_lrn(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, pw < 0 ? -1 : binary_on(c, TG_OP_DIV, NULL, x, pw));
 }
 
+/* ---- GridSample ------------------------------------------------------------------------- */
+
+/* GridSample onto grid_sample: opset 16's mode names bilinear and bicubic are
+ * opset 20's linear and cubic; a grid of another float type is cast to x's. */
+static int map_grid_sample(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), grid = x < 0 ? -1 : in_val(c, 1);
+    if (grid < 0) return -1;
+    char mode[64];      /* onnx_attr_string's buffer is reused by the next call */
+    snprintf(mode, sizeof mode, "%s", onnx_attr_string(N(c), "mode", c->opset < 20 ? "bilinear" : "linear"));
+    const char *pad = onnx_attr_string(N(c), "padding_mode", "zeros");
+    if (!strcmp(mode, "bilinear")) strcpy(mode, "linear");
+    if (!strcmp(mode, "bicubic")) strcpy(mode, "cubic");
+    if (dtype_of(c, grid) != dtype_of(c, x)) {
+        tg_attr t = tg_attr_dtype("dtype", dtype_of(c, x));
+        if ((grid = unary_on(c, TG_OP_CAST, "grid_cast", grid, 1, &t)) < 0) return -1;
+    }
+    tg_attr a[3] = {tg_attr_string("mode", mode), tg_attr_string("padding", pad),
+                    tg_attr_int("align_corners", onnx_attr_int(N(c), "align_corners", 0))};
+    int in[2] = {x, grid};
+    return def_out(c, 0, onnx_add(c, TG_OP_GRID_SAMPLE, NULL, 2, in, 3, a));
+}
+
 const onnx_op_map onnx_spatial_ops[] = {
     {"DepthToSpace", map_depth_space, 0}, {"SpaceToDepth", map_depth_space, 0},
     {"PRelu", map_prelu, 0}, {"MeanVarianceNormalization", map_mvn, 0}, {"LRN", map_lrn, 0},
+    {"GridSample", map_grid_sample, 0},
 };
 const int onnx_spatial_nops = (int)(sizeof onnx_spatial_ops / sizeof onnx_spatial_ops[0]);

@@ -1,5 +1,5 @@
 /* aten operators of neural-network layers: matrix products, convolution,
- * normalization, attention, pooling, embedding. Both IR levels: the plain
+ * normalization, attention, pooling, resizing and grid sampling, embedding. Both IR levels: the plain
  * export's composites (linear, conv2d, batch_norm, layer_norm ...) and Core
  * ATen's forms (addmm, convolution, _native_batch_norm_legit_no_training,
  * native_layer_norm ...). */
@@ -402,6 +402,26 @@ static int h_upsample(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_RESIZE, 1, &x, scaled ? 5 : 4, a));
 }
 
+/* grid_sampler[_2d|_3d]: grid_sample. torch's interpolation_mode 0 bilinear, 1
+ * nearest, 2 bicubic; padding_mode 0 zeros, 1 border, 2 reflection. */
+static int h_grid_sample(pt2_ctx *c, const cJSON *node)
+{
+    int in[2];
+    int64_t mode, pad;
+    bool align;
+    if (pt2_tensor(c, node, "input", &in[0]) < 0 || pt2_tensor(c, node, "grid", &in[1]) < 0 ||
+        pt2_int(c, node, "interpolation_mode", 0, &mode) < 0 ||
+        pt2_int(c, node, "padding_mode", 0, &pad) < 0 || pt2_bool(node, "align_corners", false, &align) < 0)
+        return -1;
+    static const char *const modes[] = {"linear", "nearest", "cubic"}, *const pads[] = {"zeros", "border", "reflection"};
+    if (mode < 0 || mode > 2 || pad < 0 || pad > 2)
+        return tg_err("interpolation_mode %lld or padding_mode %lld is not one torch defines",
+                      (long long)mode, (long long)pad);
+    tg_attr a[3] = {tg_attr_string("mode", modes[mode]), tg_attr_string("padding", pads[pad]),
+                    tg_attr_int("align_corners", align)};
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_GRID_SAMPLE, 2, in, 3, a));
+}
+
 static int h_embedding(pt2_ctx *c, const cJSON *node)
 {
     int in[2];
@@ -444,6 +464,8 @@ const pt2_op_entry pt2_ops_nn[] = {
     {"upsample_linear1d", "default", h_upsample}, {"upsample_linear1d", "vec", h_upsample},
     {"upsample_bilinear2d", "default", h_upsample}, {"upsample_bilinear2d", "vec", h_upsample},
     {"upsample_bicubic2d", "default", h_upsample}, {"upsample_bicubic2d", "vec", h_upsample},
+    {"grid_sampler", "default", h_grid_sample}, {"grid_sampler_2d", "default", h_grid_sample},
+    {"grid_sampler_3d", "default", h_grid_sample},
     {"embedding", "default", h_embedding},
     {NULL, NULL, NULL},
 };

@@ -99,3 +99,40 @@ int tg_infer_resize(tg_graph *g, int node)
     }
     return tg_infer_set(g, node, x->dtype, &s);
 }
+
+static const char *const grid_modes[] = {"linear", "nearest", "cubic"};
+static const char *const grid_pads[] = {"zeros", "border", "reflection"};
+
+int tg_grid_sample_read(const tg_node *n, tg_grid_sample *r)
+{
+    int mode = choice(n, "mode", "linear", grid_modes, 3),
+        pad = choice(n, "padding", "zeros", grid_pads, 3), align;
+    if (mode < 0 || pad < 0 || tg_attr_get_flag(n, "align_corners", 0, &align))
+        return -1;
+    r->mode = (tg_grid_mode)mode;
+    r->padding = (tg_grid_padding)pad;
+    r->align_corners = align;
+    return 0;
+}
+
+int tg_infer_grid_sample(tg_graph *g, int node)
+{
+    const tg_value *x = tg_infer_in(g, node, 0), *grid = tg_infer_in(g, node, 1);
+    tg_grid_sample r;
+    if (!x || !grid || tg_check_float(x, 0) || tg_check_rank(x, 0, 3, 5) ||
+        tg_check_same_dtype(grid, 1, x, 0) || tg_grid_sample_read(tg_infer_node(g, node), &r))
+        return -1;
+    int nsp = x->shape.rank - 2;
+    int64_t last;
+    if (grid->shape.rank != nsp + 2 || !tg_dim_is_const(grid->shape.d[nsp + 1], &last) ||
+        last != nsp)
+        return tg_err("input 1 (grid) must be [N, %d output dims, %d] for %d spatial dims",
+                      nsp, nsp, nsp);
+    int64_t gn, xn;     /* symbolic batch dims are compared when the node runs */
+    if (tg_dim_is_const(grid->shape.d[0], &gn) && tg_dim_is_const(x->shape.d[0], &xn) && gn != xn)
+        return tg_err("input 1 (grid) has batch dim %" PRId64 ", input 0 %" PRId64, gn, xn);
+    tg_shape s = x->shape;
+    for (int i = 0; i < nsp; i++)
+        s.d[2 + i] = grid->shape.d[1 + i];
+    return tg_infer_set(g, node, x->dtype, &s);
+}

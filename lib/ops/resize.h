@@ -31,4 +31,16 @@ typedef struct {
  * 0, or -1 with tg_err. */
 int tg_resize_read(const tg_node *n, int nsp, tg_resize *r);
 
+/* grid_sample's attributes, in tgraph-ops(7)'s order of their choices. */
+typedef enum { TG_GRID_LINEAR, TG_GRID_NEAREST, TG_GRID_CUBIC } tg_grid_mode;
+typedef enum { TG_GRID_ZEROS, TG_GRID_BORDER, TG_GRID_REFLECTION } tg_grid_padding;
+typedef struct {
+    tg_grid_mode mode;
+    tg_grid_padding padding;
+    bool align_corners;
+} tg_grid_sample;
+
+/* Read and check grid_sample node n's attributes. 0, or -1 with tg_err. */
+int tg_grid_sample_read(const tg_node *n, tg_grid_sample *r);
+
 #endif

@@ -801,6 +801,40 @@ static void case_qconv(tg_op op)
     }
 }
 
+static void case_grid_sample(tg_op op)
+{
+    static const struct {
+        const char *what, *mode, *padding;
+        int align, nsp;
+    } k[] = {
+        {"2-D linear, zeros", "linear", "zeros", 0, 2},
+        {"2-D nearest, border, align_corners", "nearest", "border", 1, 2},
+        {"2-D cubic, reflection", "cubic", "reflection", 0, 2},
+        {"2-D cubic, zeros, align_corners", "cubic", "zeros", 1, 2},
+        {"3-D linear, reflection, align_corners", "linear", "reflection", 1, 3},
+        {"3-D nearest, zeros", "nearest", "zeros", 0, 3},
+        {"1-D linear, border", "linear", "border", 0, 1},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        tg_graph *g = tg_graph_new();
+        int nsp = k[i].nsp, x, grid;
+        if (nsp == 3) {
+            x = cg_input(g, "x", TG_F32, DIMS(2, 4, 5, 3));
+            grid = cg_input(g, "grid", TG_F32, DIMS(3, 2, 4, 3));
+        } else if (nsp == 2) {
+            x = cg_input(g, "x", TG_F32, DIMS(3, 5, 6));
+            grid = cg_input(g, "grid", TG_F32, DIMS(4, 7, 2));
+        } else {
+            x = cg_input(g, "x", TG_F32, DIMS(2, 6));
+            grid = cg_input(g, "grid", TG_F32, DIMS(9, 1));
+        }
+        tg_attr a[3] = {tg_attr_string("mode", k[i].mode), tg_attr_string("padding", k[i].padding),
+                        tg_attr_int("align_corners", k[i].align)};
+        /* grid points over [-1.3, 1.3): some outside the input */
+        run(op, k[i].what, one_node(g, op, 2, (int[]){x, grid}, 3, a), (cg_case){.lo = -1.3, .hi = 1.3});
+    }
+}
+
 static void case_cumsum(tg_op op)
 {
     for (int k = 0; k < 3; k++) {
@@ -827,6 +861,7 @@ static const struct {
     {TG_OP_LINEAR_PACKED, case_linear_packed}, {TG_OP_CONV, case_conv}, {TG_OP_SDPA, case_sdpa},
     {TG_OP_MAX_POOL, case_pool}, {TG_OP_AVG_POOL, case_pool},
     {TG_OP_ADAPTIVE_AVG_POOL, case_pool}, {TG_OP_RESIZE, case_resize},
+    {TG_OP_GRID_SAMPLE, case_grid_sample},
     {TG_OP_RESHAPE, case_reshape},
     {TG_OP_PERMUTE, case_permute}, {TG_OP_EXPAND, case_expand}, {TG_OP_SLICE, case_slice},
     {TG_OP_CONCAT, case_concat}, {TG_OP_PAD, case_pad}, {TG_OP_TILE, case_tile},
