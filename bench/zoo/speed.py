@@ -11,7 +11,9 @@ Each model (single-input ones) is built and exported as `make zoo` does
 Every engine runs in its own process (bench/frameworks.py --serve, one a
 Python engine; trun for the .so), so each one's peak RSS is its own. Outputs
 are checked once per batch against torch eager's (max abs error / max|ref|
-<= 1e-4, else the engine's times are flagged). Then ROUNDS rounds (default
+<= 1e-4, else the engine's times are flagged); without eager among the
+engines, at a batch the export saved an input for (1 and 3), that input is
+timed and the export's eager output is the reference. Then ROUNDS rounds (default
 5): each runs every engine in turn, WARMUP untimed runs and RUNS timed ones,
 starting one engine further along each round, so load and drift hit all
 alike; a cell is the median over the rounds of each round's median (and its
@@ -109,11 +111,16 @@ class Server:
         self.p.wait()
 
 
-def make_inputs(work, batches):
-    """in.bB.npy at each batch, random like the b1 input the export saved"""
+def make_inputs(work, batches, exported):
+    """in.bB.npy at each batch, random like the b1 input the export saved;
+    with exported, the export's own input at a batch it saved one for (its
+    out0.bB.npy, eager's output, is then the reference: no eager run)"""
     ref = np.load(os.path.join(work, "in0.b1.npy"))
     paths = {}
     for b in batches:
+        if exported and os.path.exists(os.path.join(work, f"out0.b{b}.npy")):
+            paths[b] = os.path.join(work, f"in0.b{b}.npy")
+            continue
         rng = np.random.default_rng(b)
         shape = (b,) + ref.shape[1:]
         x = (rng.integers(0, int(ref.max()) + 1, shape) if ref.dtype.kind in "iu"
@@ -152,23 +159,27 @@ def run_model(name, args):
         env = dict(os.environ, TGRAPH_RUNTIME_DIR=args.baseline)
         res["compile_s"][BASE] = round(timed([os.path.join(args.baseline, "tools", "tcompile"),
                                               tg, "-o", sos[BASE]], 900, env), 2)
-    inputs = make_inputs(work, args.batches)
+    inputs = make_inputs(work, args.batches, "eager" not in args.engines)
     servers = [Server(args, work, e, list(inputs.values())) for e in args.engines]
     servers = [s for s in servers if s.name]
     eager = next((s for s in servers if s.name == "torch-eager"), None)
     for b, x in inputs.items():
-        ref = os.path.join(work, f"ref.b{b}.npy")
+        ref, have_ref = os.path.join(work, f"ref.b{b}.npy"), True
         if eager:
             eager.ask("save", eager.name, x, ref)
+        elif x.endswith(f"in0.b{b}.npy"):
+            ref = os.path.join(work, f"out0.b{b}.npy")
+        else:
+            have_ref = False
         for t, path in sos.items():
             got = path[:-3] + f".b{b}.npy"
             subprocess.run([tool(args, "trun"), path, x, "-o", got, f"--threads={args.threads}"],
                            capture_output=True)
-            res["check"][f"{t} b{b}"] = check(got, ref) if eager else "no reference"
+            res["check"][f"{t} b{b}"] = check(got, ref) if have_ref else "no reference"
         for s in servers:
             got = os.path.join(work, f"{s.name}.b{b}.npy")
             s.ask("save", s.name, x, got)
-            res["check"][f"{s.name} b{b}"] = check(got, ref) if eager else "no reference"
+            res["check"][f"{s.name} b{b}"] = check(got, ref) if have_ref else "no reference"
     turns = list(sos) + [s.name for s in servers]
     for b, x in inputs.items():
         rounds = {t: [] for t in turns}

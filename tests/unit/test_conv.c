@@ -2,9 +2,8 @@
  * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise (strides
  * 1-3, dilation, multipliers, planes smaller than a vector, with each
  * instruction set's vectors the CPU runs); transposed
- * with output padding; pointwise (every register tile,
- * tails of panels and rows); images large enough for several im2col
- * slabs; batches large enough to run images on different threads; the
+ * with output padding; pointwise and im2col's panels (every register tile,
+ * tails of panels and rows, groups, strides, dilation); batches large enough to run images on different threads; the
  * direct path for small dense convolutions (c x taps <= 256), stride 1
  * and strided, in both of its ways of splitting work and with every tail of
  * its tiles.
@@ -363,6 +362,36 @@ int main(void)
                 continue;
             c = fixed(r[0], r[1], r[2], 1, r[3], r[4], 1, 1, 1, 0, false);
             c.d.relu = r[5];
+            run_case(&c, i % 2 == 0);
+        }
+    }
+    CHECK(tgk_gemm_packed_isa(NULL));
+    /* im2col straight into the GEMM's panels (tgk_conv_gemm_f32) with each
+     * register tile the CPU runs, 1 and 2 threads: DenseNet's 3x3 (128 -> 32),
+     * RegNet's grouped 3x3 (8 channels a group, stride 2), ResNet's strided
+     * 1x1 and 3x3, dilation, pixel chunks spanning rows and ending in a
+     * partial panel, output channels past a tile's rows, more tiles than one
+     * task takes, a batch of many (image, group) GEMMs; relu on some */
+    static const int64_t ic[][12] = {
+        /* n, c, k, groups, h, w, kh, kw, stride, pad, dil, relu */
+        {1, 128, 32, 1, 16, 16, 3, 3, 1, 1, 1, 0},
+        {1, 48, 48, 6, 14, 14, 3, 3, 2, 1, 1, 1},
+        {2, 320, 40, 1, 9, 9, 1, 1, 2, 0, 1, 0},
+        {1, 32, 100, 1, 7, 5, 3, 3, 2, 1, 1, 1},
+        {1, 24, 21, 3, 11, 13, 3, 3, 1, 2, 2, 0},
+        {5, 16, 24, 2, 6, 7, 2, 3, 1, 1, 1, 1},
+        {1, 56, 9, 1, 23, 3, 5, 1, 1, 2, 1, 0},
+    };
+    for (int nt = 1; nt <= 2; nt++) {
+        tgk_set_num_threads(nt);
+        for (size_t i = 0; i < sizeof ic / sizeof *ic * 3; i++) {
+            const int64_t *r = ic[i / 3];
+            if (!tgk_gemm_packed_isa(tiles[i % 3]))
+                continue;
+            c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
+            c.dil[1] = c.dil[2] = r[10];
+            CHECK(ccase_finish(&c, 2, 0));
+            c.d.relu = r[11];
             run_case(&c, i % 2 == 0);
         }
     }

@@ -1,14 +1,15 @@
-/* Convolution, 1-3 spatial dims, as im2col + GEMM per (image, group); its
- * transpose as GEMM + col2im; depthwise directly (conv_dw.c); small dense
- * convolutions (few input channels x taps: first layers, stems with stride 2)
- * directly with a register-blocked micro-kernel, where GEMM's packing would
- * cost as much as the products.
+/* Convolution, 1-3 spatial dims, as a GEMM over the pixels per (image,
+ * group) with im2col's columns packed straight into the GEMM's panels (a
+ * chunk of 64 pixels at a time, never the whole column matrix:
+ * tgk_conv_gemm_f32); its transpose as GEMM + col2im; 1x1 convolutions on
+ * the same GEMM with the pixels packed as they are; depthwise directly
+ * (conv_dw.c); small dense convolutions (few input channels x taps: first
+ * layers, stems with stride 2) directly with a register-blocked
+ * micro-kernel, where GEMM's packing would cost as much as the products.
  *
- * Every case is run as 3-D: missing leading dims have size 1. The im2col
- * columns are built a slab of output rows at a time, so scratch stays near
- * COL_BYTES whatever the image size. Work items are (image, group, slab):
- * with many of them each runs on one pool thread with a single-threaded GEMM;
- * with few, they run in turn and the GEMM itself is split across threads. */
+ * Every case is run as 3-D: missing leading dims have size 1. The
+ * transposed GEMM's columns go a slab of input rows at a time, so scratch
+ * stays near COL_BYTES whatever the image size. */
 #include "backend/cpu/kernels/conv_geom.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/vecmath.h"
@@ -32,54 +33,56 @@ typedef struct {
 } conv_job;
 
 
-typedef struct {
-    const tgk_conv_geom *g;
-    const float *xc;
-    int64_t r0, r1;
-    float *col;
-} im2col_job;
-
-/* columns of output rows [r0, r1) (row = (d, h) pair), channels [begin, end):
- * col[(c, kd, kh, kw), (row - r0) * out_w + ow] */
-static void im2col_channels(void *ctx, int64_t begin, int64_t end)
+/* im2col's columns of pixels [p0, p1) of (image, group) i, straight into the
+ * GEMM's panels (tgk_conv_gemm_f32). The chunk's pixels fall in a few runs
+ * along output rows, found once (no division per row of cols); each row of
+ * cols, (c, kd, kh, kw), is built in a line of 64 pixels, zero where the
+ * taps fall in the padding, then copied a panel at a time. */
+TGK_CLONES static void im2col_panels(const void *ctx, int64_t i, int64_t p0, int64_t p1,
+                                     float *buf)
 {
-    const im2col_job *j = ctx;
-    const tgk_conv_geom *g = j->g;
-    int64_t ow = g->out[2], ncol = (j->r1 - j->r0) * ow;
-    for (int64_t c = begin; c < end; c++)
+    const conv_job *j = ctx;
+    const tgk_conv_geom *g = &j->g;
+    int64_t ow = g->out[2], K = j->cg * g->kprod, np = (p1 - p0 + TGK_PANEL - 1) / TGK_PANEL;
+    const float *xi = j->x + i * j->cg * g->in_sp;
+    struct { int64_t at, o0, o1, id, ih; } run[4 * TGK_PANEL];
+    int nrun = 0;
+    for (int64_t p = p0; p < p1; nrun++) {
+        int64_t r = p / ow, o = p % ow, o1 = o + (p1 - p) < ow ? o + (p1 - p) : ow;
+        run[nrun].at = p - p0 - o;      /* pixel (r, q) at line[at + q] */
+        run[nrun].o0 = o, run[nrun].o1 = o1;
+        run[nrun].id = r / g->out[1] * g->str[0] - g->pad[0];
+        run[nrun].ih = r % g->out[1] * g->str[1] - g->pad[1];
+        p += o1 - o;
+    }
+    float line[4 * TGK_PANEL];
+    int64_t row = 0, sw = g->str[2];
+    for (int64_t c = 0; c < j->cg; c++)
         for (int64_t kd = 0; kd < g->ker[0]; kd++)
             for (int64_t kh = 0; kh < g->ker[1]; kh++)
-                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
-                    float *dst = j->col + (((c * g->ker[0] + kd) * g->ker[1] + kh) * g->ker[2] + kw) * ncol;
+                for (int64_t kw = 0; kw < g->ker[2]; kw++, row++) {
                     int64_t woff = kw * g->dil[2] - g->pad[2], w0, w1;
-                    tgk_conv_valid_range(ow, g->str[2], woff, g->in[2], &w0, &w1);
-                    for (int64_t r = j->r0; r < j->r1; r++, dst += ow) {
-                        int64_t id = r / g->out[1] * g->str[0] - g->pad[0] + kd * g->dil[0];
-                        int64_t ih = r % g->out[1] * g->str[1] - g->pad[1] + kh * g->dil[1];
-                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
-                            memset(dst, 0, (size_t)ow * sizeof *dst);
+                    tgk_conv_valid_range(ow, sw, woff, g->in[2], &w0, &w1);
+                    memset(line, 0, sizeof line);
+                    for (int k = 0; k < nrun; k++) {
+                        int64_t id = run[k].id + kd * g->dil[0], ih = run[k].ih + kh * g->dil[1];
+                        int64_t lo = run[k].o0 > w0 ? run[k].o0 : w0;
+                        int64_t hi = run[k].o1 < w1 ? run[k].o1 : w1;
+                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1])
                             continue;
-                        }
-                        const float *src = j->xc + ((c * g->in[0] + id) * g->in[1] + ih) * g->in[2] + woff;
-                        memset(dst, 0, (size_t)w0 * sizeof *dst);
-                        if (g->str[2] == 1)
-                            memcpy(dst + w0, src + w0, (size_t)(w1 - w0) * sizeof *dst);
+                        const float *src = xi + ((c * g->in[0] + id) * g->in[1] + ih) * g->in[2] + woff;
+                        float *dst = line + run[k].at;
+                        if (sw == 1)
+                            for (int64_t q = lo; q < hi; q++)
+                                dst[q] = src[q];
                         else
-                            for (int64_t o = w0; o < w1; o++)
-                                dst[o] = src[o * g->str[2]];
-                        memset(dst + w1, 0, (size_t)(ow - w1) * sizeof *dst);
+                            for (int64_t q = lo; q < hi; q++)
+                                dst[q] = src[q * sw];
                     }
+                    for (int64_t v = 0; v < np; v++)
+                        memcpy(buf + (v * K + row) * TGK_PANEL, line + v * TGK_PANEL,
+                               TGK_PANEL * sizeof *line);
                 }
-}
-
-/* On the caller's thread (few work items) the copy is split by channel too:
- * it is memory-bound work as long as the GEMM's. */
-static void im2col(const tgk_conv_geom *g, const float *xc, int64_t cg, int64_t r0, int64_t r1,
-                   float *col)
-{
-    im2col_job j = {g, xc, r0, r1, col};
-    int64_t per_channel = g->kprod * (r1 - r0) * g->out[2];
-    tgk_parallel_for(cg, 1 + 65536 / per_channel, im2col_channels, &j);
 }
 
 /* y[k, 0..n) = bias[k0 + k] (or 0) for k < nk, rows ld apart */
@@ -96,40 +99,6 @@ static bool is_pointwise(const tgk_conv_geom *g)
         if (g->ker[i] != 1 || g->str[i] != 1 || g->pad[i] != 0 || g->in[i] != g->out[i])
             return false;
     return true;
-}
-
-/* items (image, group, slab) */
-static void conv_items(void *ctx, int64_t begin, int64_t end)
-{
-    conv_job *j = ctx;
-    const tgk_conv_geom *g = &j->g;
-    int64_t rows = j->cg * g->kprod, ow = g->out[2];
-    bool pointwise = is_pointwise(g);
-    float *col = NULL;
-    if (!pointwise && !(col = malloc((size_t)(rows * j->slab * ow) * sizeof *col))) {
-        atomic_store(&j->failed, true);
-        return;
-    }
-    for (int64_t it = begin; it < end; it++) {
-        int64_t s = it % j->nslab, ng = it / j->nslab;
-        int64_t n = ng / j->d->groups, grp = ng % j->d->groups;
-        int64_t r0 = s * j->slab, nrows = g->out[0] * g->out[1];
-        int64_t r1 = r0 + j->slab < nrows ? r0 + j->slab : nrows;
-        const float *xc = j->x + (n * j->d->c + grp * j->cg) * g->in_sp;
-        const float *wg = j->w + grp * j->kg * rows;
-        float *yg = j->y + (n * j->d->k + grp * j->kg) * g->out_sp + r0 * ow;
-        int64_t ncol = (r1 - r0) * ow;
-        fill_bias(yg, j->b, grp * j->kg, j->kg, ncol, g->out_sp);
-        if (pointwise) {
-            tgk_gemm_f32(false, false, j->kg, ncol, rows, 1.0f, wg, rows, xc + r0 * ow,
-                         g->in_sp, 1.0f, yg, g->out_sp);
-        } else {
-            im2col(g, xc, j->cg, r0, r1, col);
-            tgk_gemm_f32(false, false, j->kg, ncol, rows, 1.0f, wg, rows, col, ncol, 1.0f, yg,
-                         g->out_sp);
-        }
-    }
-    free(col);
 }
 
 /* Direct path: DK output channels x NV vectors of DV output pixels held in
@@ -639,12 +608,13 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
             return -1;
         relu_done = true;
     } else {
-        int64_t nrows = g->out[0] * g->out[1];
-        int64_t per_row = j.cg * g->kprod * g->out[2] * (int64_t)sizeof(float);
-        j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
-        j.slab = j.slab < nrows ? j.slab : nrows;
-        j.nslab = (nrows + j.slab - 1) / j.slab;
-        run_items(d->n * d->groups * j.nslab, conv_items, &j);
+        tgk_conv_gemm c = {.n = d->n * d->groups, .groups = d->groups, .M = j.kg,
+                           .K = j.cg * g->kprod, .P = g->out_sp, .w = w, .b = b, .res = d->res,
+                           .y = y, .act = d->relu ? tgk_vec_relu_f32 : d->act,
+                           .cols = im2col_panels, .ctx = &j, .whole_rows = true};
+        if (tgk_conv_gemm_f32(&c))
+            return -1;
+        relu_done = epilogue_done = true;
     }
     if (d->relu && !relu_done && !atomic_load(&j.failed))
         tgk_parallel_for(d->n * d->k, 1 + 16384 / g->out_sp, relu_planes, &j);

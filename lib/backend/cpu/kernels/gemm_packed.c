@@ -361,71 +361,110 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
     gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, res, act);
 }
 
-/* ---- tgk_pointwise_f32: a 1x1 convolution -----------------------------------------
- * Per image, y[K, P] = w[K, C] x[C, P] + b: the weight is the register
- * tile's rows (one broadcast a channel) and the image's pixels its panels,
- * so y comes out in the image's layout, the bias starts the accumulators
- * (no pass filling y) and the epilogue runs on each chunk while it is in
- * cache. A task, (image, chunk of output channels, chunk of pixels), first
- * packs its pixels' panels, the last zero-filled: read in place, a panel's
- * rows are a plane apart, and with planes of a power of two bytes (64x64
- * and 32x32 maps) they all fall in one L1 set (16 -> 64 channels at 64x64,
- * 8 images: 2-3x slower in place). */
+/* ---- tgk_conv_gemm_f32: a convolution's GEMM over its pixels --------------------
+ * Per image (and group), y[M, P] = w[M, K] cols[K, P] + b: the weight is the
+ * register tile's rows (one broadcast a row of cols) and the pixels its
+ * panels, so y comes out in the image's layout, the bias starts the
+ * accumulators (no pass filling y) and the epilogue runs on each chunk while
+ * it is in cache. A task, (image, chunk of output channels, chunk of
+ * pixels), first has its pixels' panels of cols packed (c->cols: a 1x1
+ * convolution's pixels as they are, or im2col's columns written straight
+ * into panels, never the whole column matrix). Read in place, a 1x1's panel
+ * rows would be a plane apart, and with planes of a power of two bytes (64x64
+ * and 32x32 maps) all fall in one L1 set (16 -> 64 channels at 64x64, 8
+ * images: 2-3x slower in place). */
 typedef struct {
-    pgemm_job j;                /* image 0's; wp: its pixels, as given */
+    pgemm_job j;                /* image 0's; x: group 0's weight */
+    const tgk_conv_gemm *c;
     int64_t panels;             /* of an image's pixels, the last maybe partial */
-    int64_t img_x, img_y;       /* floats between images in x, and in y and res */
     int64_t rchunks, pchunks;
     atomic_bool failed;
-} pointwise_job;
+} conv_gemm_job;
 
-static void pointwise_tasks(void *ctx, int64_t begin, int64_t end)
+static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
 {
-    pointwise_job *pw = ctx;
-    int64_t P = pw->j.N, C = pw->j.K, pc = pw->j.panel_chunk;
-    float *buf = malloc((size_t)(C * pc * TGK_PANEL) * sizeof *buf);
+    conv_gemm_job *cj = ctx;
+    const tgk_conv_gemm *c = cj->c;
+    int64_t P = c->P, K = c->K, pc = cj->j.panel_chunk;
+    float *buf = malloc((size_t)(K * pc * TGK_PANEL) * sizeof *buf);
     if (!buf) {
-        atomic_store(&pw->failed, true);
+        atomic_store(&cj->failed, true);
         return;
     }
     for (int64_t t = begin; t < end; t++) {
-        int64_t img = t / (pw->rchunks * pw->pchunks), rc = t / pw->pchunks % pw->rchunks;
-        int64_t p0 = t % pw->pchunks * pc, r0 = rc * pw->j.row_chunk;
-        int64_t r1 = r0 + pw->j.row_chunk < pw->j.M ? r0 + pw->j.row_chunk : pw->j.M;
-        int64_t p1 = p0 + pc < pw->panels ? p0 + pc : pw->panels;
+        int64_t img = t / (cj->rchunks * cj->pchunks), rc = t / cj->pchunks % cj->rchunks;
+        int64_t grp = img % c->groups;
+        int64_t p0 = t % cj->pchunks * pc, r0 = rc * cj->j.row_chunk;
+        int64_t r1 = r0 + cj->j.row_chunk < c->M ? r0 + cj->j.row_chunk : c->M;
+        int64_t p1 = p0 + pc < cj->panels ? p0 + pc : cj->panels;
         int64_t c0 = p0 * TGK_PANEL, c1 = p1 * TGK_PANEL < P ? p1 * TGK_PANEL : P;
-        pack(pw->j.wp + img * pw->img_x + c0, 1, P, c1 - c0, C, buf);
-        pgemm_job j = pw->j;
+        c->cols(c->ctx, img, c0, c1, buf);
+        pgemm_job j = cj->j;
+        j.x += grp * c->M * K;
+        j.b = j.b ? j.b + grp * c->M : NULL;
         j.wp = buf;
         j.N = c1 - c0;
-        j.y += img * pw->img_y + c0;
-        j.res = j.res ? j.res + img * pw->img_y + c0 : NULL;
+        j.y += img * c->M * P + c0;
+        j.res = j.res ? j.res + img * c->M * P + c0 : NULL;
         j.fn(&j, r0, r1, 0, p1 - p0);
         epilogue(&j, r0, r1, 0, c1 - c0);
     }
     free(buf);
 }
 
+int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
+{
+    if (c->n <= 0 || c->M <= 0 || c->P <= 0)
+        return 0;
+    int64_t tiles = (c->M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
+    conv_gemm_job cj = {
+        .j = {.M = c->M, .N = c->P, .K = c->K, .ldx = c->K, .ldy = c->P, .x = c->w, .b = c->b,
+              .bias_rows = true, .y = c->y, .y_diag = TGK_NO_DIAG, .x_diag = TGK_NO_DIAG,
+              .res = c->res, .act = c->act, .panel_chunk = 4, .fn = kind.fn,
+              .pstride = c->K * TGK_PANEL, .ldb = TGK_PANEL},
+        .c = c, .panels = (c->P + TGK_PANEL - 1) / TGK_PANEL};
+    cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
+    if (c->whole_rows) {
+        /* each task packs its own pixels: to keep the threads busy, first
+         * fewer pixels a task, then (each packing them again) fewer rows */
+        int64_t want = 2 * (int64_t)tgk_num_threads();
+        while (c->n * cj.pchunks < want && cj.j.panel_chunk > 1) {
+            cj.j.panel_chunk /= 2;
+            cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
+        }
+        int64_t have = c->n * cj.pchunks;
+        row_chunks = have >= want ? 1 : (want + have - 1) / have;
+        row_chunks = row_chunks < tiles ? row_chunks : tiles;
+    }
+    cj.j.row_chunk = (tiles + row_chunks - 1) / row_chunks * kind.mr;
+    cj.rchunks = (c->M + cj.j.row_chunk - 1) / cj.j.row_chunk;
+    atomic_init(&cj.failed, false);
+    int64_t tasks = c->n * cj.rchunks * cj.pchunks;
+    double per_task = (double)c->n * (double)c->M * (double)c->P * (double)c->K / (double)tasks;
+    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, conv_gemm_tasks, &cj);
+    return atomic_load(&cj.failed) ? -1 : 0;
+}
+
+/* a 1x1 convolution's cols: the image's own pixels */
+typedef struct {
+    const float *x;
+    int64_t C, P;
+} pointwise_cols;
+
+static void pack_pointwise(const void *ctx, int64_t img, int64_t p0, int64_t p1, float *buf)
+{
+    const pointwise_cols *pc = ctx;
+    pack(pc->x + img * pc->C * pc->P + p0, 1, pc->P, p1 - p0, pc->C, buf);
+}
+
 int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
                       const float *w, const float *b, const float *res, float *y,
                       tgk_vec_fn act)
 {
-    if (n <= 0 || K <= 0 || P <= 0)
-        return 0;
-    int64_t tiles = (K + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
-    pointwise_job pw = {
-        .j = {.M = K, .N = P, .K = C, .ldx = C, .ldy = P, .x = w, .wp = x, .b = b,
-              .bias_rows = true, .y = y, .y_diag = TGK_NO_DIAG, .x_diag = TGK_NO_DIAG,
-              .res = res, .act = act, .row_chunk = (tiles + row_chunks - 1) / row_chunks * kind.mr,
-              .panel_chunk = 4, .fn = kind.fn, .pstride = C * TGK_PANEL, .ldb = TGK_PANEL},
-        .panels = (P + TGK_PANEL - 1) / TGK_PANEL, .img_x = C * P, .img_y = K * P};
-    pw.rchunks = (K + pw.j.row_chunk - 1) / pw.j.row_chunk;
-    pw.pchunks = (pw.panels + pw.j.panel_chunk - 1) / pw.j.panel_chunk;
-    atomic_init(&pw.failed, false);
-    int64_t tasks = n * pw.rchunks * pw.pchunks;
-    double per_task = (double)n * (double)K * (double)P * (double)C / (double)tasks;
-    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, pointwise_tasks, &pw);
-    return atomic_load(&pw.failed) ? -1 : 0;
+    pointwise_cols pc = {x, C, P};
+    tgk_conv_gemm c = {.n = n, .groups = 1, .M = K, .K = C, .P = P, .w = w, .b = b,
+                       .res = res, .y = y, .act = act, .cols = pack_pointwise, .ctx = &pc};
+    return tgk_conv_gemm_f32(&c);
 }
 
 /* ---- tgk_gemm_f32: any two operands, op(B) packed as it goes ------------------

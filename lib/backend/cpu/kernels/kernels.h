@@ -86,6 +86,27 @@ void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_
 int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
                       const float *w, const float *b, const float *res, float *y,
                       tgk_vec_fn act);
+/* A convolution as a GEMM over its pixels, n of them (images x groups: GEMM
+ * i is image i / groups, group i % groups): y[i] = act(w[g][M, K] cols_i[K, P]
+ * + b[g] + res[i]), g = i % groups; w [groups][M][K], b [groups * M] (one
+ * value an output channel; may be NULL), res and y [n][M][P] (res not
+ * overlapping y; res and act may be NULL). cols(ctx, i, p0, p1, buf) writes
+ * pixels [p0, p1) (at most 64) of cols_i into buf as panels of TGK_PANEL
+ * pixels, [panel][K][TGK_PANEL], the last panel's columns past p1 zeros.
+ * whole_rows (for cols costly to pack: im2col): a task takes all M rows
+ * unless the threads would go idle even with 16 pixels a task; else at
+ * most 64 rows. 0, or -1 when scratch
+ * cannot be allocated. */
+typedef struct {
+    int64_t n, groups, M, K, P;
+    const float *w, *b, *res;
+    float *y;
+    tgk_vec_fn act;
+    void (*cols)(const void *ctx, int64_t i, int64_t p0, int64_t p1, float *buf);
+    const void *ctx;
+    bool whole_rows;
+} tgk_conv_gemm;
+int tgk_conv_gemm_f32(const tgk_conv_gemm *c);
 /* Task t of a packed GEMM split into chunks of row_chunk rows x panel_chunk
  * panels, panel chunks fastest: b = rows [b[0], b[1]), panels [b[2], b[3]). */
 void tgk_gemm_task(int64_t t, int64_t M, int64_t N, int64_t row_chunk, int64_t panel_chunk,
