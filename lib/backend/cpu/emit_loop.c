@@ -94,6 +94,20 @@ static const char *vec_name(const tg_node *nd)
     }
 }
 
+/* Whether value v is a float32 constant whose every element is 2: pow's
+ * exponent in RMS norms (T5's x.pow(2).mean()), computed as x * x, which
+ * powf(x, 2) equals exactly, instead of a libm call an element. */
+static bool const_two(const tg_graph *g, int v)
+{
+    const tg_value *e = &g->values[v];
+    if (e->kind != TG_VALUE_CONST || e->dtype != TG_F32 || !e->data || !e->nbytes)
+        return false;
+    for (size_t i = 0; i < e->nbytes / sizeof(float); i++)
+        if (((const float *)e->data)[i] != 2.0f)
+            return false;
+    return true;
+}
+
 /* The expression for one element of node nd, or NULL when it is a vec call. */
 static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
 {
@@ -135,6 +149,7 @@ static const char *expr(loop_cx *x, const tg_node *nd, const char **vec)
     case TG_OP_SUB: return cg_str(c, "%s - %s", a, b);
     case TG_OP_MUL: return cg_str(c, "%s * %s", a, b);
     case TG_OP_DIV: return cg_str(c, "%s / %s", a, b);
+    case TG_OP_POW: return f && const_two(c->g, nd->in[1]) ? cg_str(c, "%s * %s", a, a) : NULL;
     /* maximum and minimum propagate NaN, like torch */
     case TG_OP_MAXIMUM: return cg_str(c, "(%s > %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
     case TG_OP_MINIMUM: return cg_str(c, "(%s < %s || %s != %s ? %s : %s)", a, b, a, a, a, b);
