@@ -15,7 +15,7 @@ check_model() {
     local dir=$1 name=$2 b ins refs
     run_ok "$TEXPORT" -o "$TMP/$name.tg" "$dir/$name.onnx"
     for b in 1 3; do
-        ins=$(ls "$dir/$name".in*.b$b.npy)
+        ins=$(ls -v "$dir/$name".in*.b$b.npy)
         refs=$(ls -v "$dir/$name".out*.b$b.npy | paste -sd, -)   # -v: out10 after out9
         # shellcheck disable=SC2086
         run_ok "$TRUN" "$TMP/$name.tg" $ins --check "$refs" "${TOL[@]}"
@@ -49,6 +49,27 @@ check_model() {
     # shellcheck disable=SC2046
     run_ok "$TRUN" "$TMP/b.so" $(ls "$ONNX"/bitwise.in*.b3.npy) \
         --check "$(ls -v "$ONNX"/bitwise.out*.b3.npy | paste -sd, -)" --rtol=0 --atol=0
+}
+
+@test "onnx ops: CausalConvWithState, RotaryEmbedding, LinearAttention, TensorScatter (opset 27)" {
+    check_model "$ONNX" seq_ops
+}
+@test "onnx ops: LSTM, GRU, RNN unrolled (bidirectional, peepholes, sequence_lens, linear_before_reset, clip)" {
+    check_model "$ONNX" recurrent
+}
+@test "onnx ops: EyeLike, CumProd, Det, Einsum, ReverseSequence" { check_model "$ONNX" math_ops; }
+@test "onnx ops: Hann, Hamming and Blackman windows of a size given at run time" { check_model "$ONNX" runtime_windows; }
+
+@test "onnx: a recurrent op over a sequence length unknown at import is refused, naming the op and opset" {
+    run_fails 1 "node 'lstm_node' \(LSTM, opset 22\): the sequence length must be known at import \(it is unrolled\)" \
+        "$TEXPORT" "$ONNX/recurrent_dynamic.onnx"
+}
+
+@test "onnx: a CumProd axis out of range at run time fails, naming the node" {
+    run_ok "$TEXPORT" -o "$TMP/m.tg" "$ONNX/math_ops.onnx"
+    # shellcheck disable=SC2046
+    run_fails 1 "node 'cp_rt/axis_checked' \(index_select\): index 2 is out of range" \
+        "$TRUN" -o "$TMP/out" "$TMP/m.tg" $(ls -v "$ONNX"/math_ops.in*.b1.npy | sed "s|.*/math_ops.in2.b1.npy|$ONNX/math_ops_bad_axis.npy|")
 }
 
 @test "onnx: dim_param becomes a symbol with the default range" {

@@ -45,6 +45,12 @@ extern const onnx_op_map onnx_quant_ms_ops[];
 extern const int onnx_quant_ms_nops;
 /* ONNX's float8 overflow rules for a cast of floating x to `to` (onnx_ops.c). */
 int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate);
+/* The sequence-model ops' table (onnx_ops_seq.c). */
+extern const onnx_op_map onnx_seq_ops[];
+extern const int onnx_seq_nops;
+/* The math ops' table (onnx_ops_math.c). */
+extern const onnx_op_map onnx_math_ops[];
+extern const int onnx_math_nops;
 
 /* ---- node helpers ----------------------------------------------------------------- */
 
@@ -184,6 +190,27 @@ static inline int where_on(onnx_ctx *c, const char *sfx, int cond, int a, int b)
 {
     int in[3] = {cond, a, b};
     return cond < 0 || a < 0 || b < 0 ? -1 : onnx_add(c, TG_OP_WHERE, sfx, 3, in, 0, NULL);
+}
+
+static inline int reshape_as(onnx_ctx *c, int x, int n, const tg_dim *d, const char *sfx)
+{
+    tg_attr a = tg_attr_dims("shape", n, d);
+    return x < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, sfx, x, 1, &a);
+}
+
+/* x[..., start:end, ...] on axis, constant bounds. */
+static inline int slice_range(onnx_ctx *c, int x, int axis, int64_t start, int64_t end, const char *sfx)
+{
+    tg_dim s = tg_dim_const(start), e = tg_dim_const(end);
+    tg_attr a[3] = {tg_attr_int("axis", axis), tg_attr_dims("start", 1, &s), tg_attr_dims("end", 1, &e)};
+    return x < 0 ? -1 : unary_on(c, TG_OP_SLICE, sfx, x, 3, a);
+}
+
+/* x as dtype dt (x itself when it has it). */
+static inline int cast_as(onnx_ctx *c, int x, tg_dtype dt, const char *sfx)
+{
+    tg_attr a = tg_attr_dtype("dtype", dt);
+    return x < 0 || dtype_of(c, x) == dt ? x : unary_on(c, TG_OP_CAST, sfx, x, 1, &a);
 }
 
 /* A data symbol for a dim of at most hi. */
