@@ -403,6 +403,13 @@ check_model() {
     run_ok "$TRUN" "$TMP/q.so" "$ONNX/qop_conv.in0.b3.npy" --check "$ONNX/qop_conv.out0.b3.npy" "${TOL[@]}"
 }
 
+@test "onnx: 30 QLinearConv in a row (the name table grows while they map) within one step, all on qconv" {
+    local TOL=(--rtol=0 --atol=0.008)   # y's scale, 2/255
+    check_model "$ONNX" qop_chain
+    run_ok "$TLOG" "$TMP/qop_chain.tg"
+    [[ "$stderr" =~ qconv\ +30 ]]
+}
+
 @test "onnx: QuantizeLinear to a type tgraph lacks is refused, naming op, opset and type" {
     run_fails 1 "\(QuantizeLinear, opset 21\): output type 4 \(uint16\) is not one tgraph has" \
         "$TEXPORT" -o "$TMP/q.tg" "$ONNX/quant_uint16.onnx"

@@ -4,8 +4,9 @@
 Builds small real models with random weights (fixed seeds): torchvision's
 resnet18 at 64x64, an MLP, and a transformer encoder block; exports each to
 ONNX (opset 17), runs ORT's quant_pre_process, quantizes it with onnxruntime.quantization.quantize_static
-(uint8 activations, int8 symmetric weights, per tensor; MinMax calibration on
-8 random inputs) in QDQ and in QOperator format, then runs the quantized model
+(int8 symmetric weights per tensor or per output channel, uint8 or int8
+activations; MinMax calibration on 8 random inputs) in QDQ and in QOperator
+format, then runs the quantized model
   texport -o m.tg m.onnx;  trun -o y.npy m.tg x.npy          (interpreter)
   tcompile -o m.so m.tg;   trun -o y.npy m.so x.npy          (compiled)
 and ONNX Runtime (CPU provider) on a fresh random input, and prints, per
@@ -61,6 +62,11 @@ def models():
     return [("resnet18_64", r18.eval(), (1, 3, 64, 64)),
             ("mlp", Mlp().eval(), (4, 64)),
             ("transformer_block", block.eval(), (1, 16, 64))]
+
+
+# format, weights per output channel, activation type (weights: int8 symmetric)
+VARIANTS = [(f, pc, act) for f in (QuantFormat.QDQ, QuantFormat.QOperator) for pc, act in
+            ((False, QuantType.QUInt8), (True, QuantType.QUInt8), (True, QuantType.QInt8))]
 
 
 class Reader(CalibrationDataReader):
@@ -156,11 +162,12 @@ def main():
         # ORT's recommended step: constants to initializers (the biases), shapes inferred
         quant_pre_process(fp32 + ".raw", fp32, skip_symbolic_shape=True)
         x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
-        for fmt in (QuantFormat.QDQ, QuantFormat.QOperator):
-            tag = f"{name}.{'qdq' if fmt == QuantFormat.QDQ else 'qop'}"
+        for fmt, pc, act in VARIANTS:
+            tag = (f"{name}.{'qdq' if fmt == QuantFormat.QDQ else 'qop'}{'.per_channel' if pc else ''}"
+                   f"{'.s8' if act == QuantType.QInt8 else ''}")
             qpath = os.path.join(work, tag + ".onnx")
-            quantize_static(fp32, qpath, Reader("x", shape), quant_format=fmt, per_channel=False,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            quantize_static(fp32, qpath, Reader("x", shape), quant_format=fmt, per_channel=pc,
+                            activation_type=act, weight_type=QuantType.QInt8)
             qops = collections.Counter(n.op_type for n in onnx.load(qpath).graph.node)
             sess = ort.InferenceSession(qpath, providers=["CPUExecutionProvider"])
             ref = sess.run(None, {"x": x})[0]

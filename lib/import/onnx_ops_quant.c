@@ -285,7 +285,8 @@ static int map_dynamic_quantize_linear(onnx_ctx *c, const onnx_op_map *m)
 }
 
 /* Map the standard op `type` on values in[] (-1: absent) with this node's
- * attributes, as if the model had that node: its output value. */
+ * attributes, as if the model had that node: its output value. It defines
+ * names, which may move the entry table: entries looked up before are stale. */
 static int map_as(onnx_ctx *c, const char *type, int nin, const int *in)
 {
     const Onnx__NodeProto *n = N(c);
@@ -316,6 +317,19 @@ static int map_as(onnx_ctx *c, const char *type, int nin, const int *in)
     return e ? onnx_value(c, e) : -1;
 }
 
+/* Output 0: y quantized per tensor with the scale and zero point of inputs is
+ * and iz (absent: uint8, 0). The entries are looked up here, after map_as:
+ * defining names may move the table. */
+static int requantize(onnx_ctx *c, int y, int is, int iz)
+{
+    onnx_ent *ys = in_req(c, is), *yz = in_opt(c, iz);
+    tg_dtype qdt = yz ? ent_dtype(c, yz) : TG_U8;
+    qaxis qy = {0, 0};
+    if (!ys || y < 0) return -1;
+    if (!int8_type(qdt)) return tg_err("y is %s, not int8 or uint8", tg_dtype_name(qdt));
+    return def_out(c, 0, quantize_val(c, y, ys, yz, &qy, qdt, true, NULL));
+}
+
 /* QLinearMatMul (10, 21 float16 scales): a per tensor or per row, b per tensor or
  * per column, y per tensor. */
 static int map_qlinear_matmul(onnx_ctx *c, const onnx_op_map *m)
@@ -323,15 +337,11 @@ static int map_qlinear_matmul(onnx_ctx *c, const onnx_op_map *m)
     (void)m;
     int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 3);
     onnx_ent *as = in_req(c, 1), *az = in_opt(c, 2), *bs = in_req(c, 4), *bz = in_opt(c, 5);
-    onnx_ent *ys = in_req(c, 6), *yz = in_opt(c, 7);
-    if (b < 0 || !as || !bs || !ys) return -1;
+    if (b < 0 || !as || !bs) return -1;
     int ra = shape_of(c, a).rank, rb = shape_of(c, b).rank;
-    qaxis qa = {ra > 1 ? ra - 2 : 0, 0}, qb = {rb - 1, 0}, qy = {0, 0};
-    tg_dtype qdt = yz ? ent_dtype(c, yz) : TG_U8;
-    if (!int8_type(qdt)) return tg_err("y is %s, not int8 or uint8", tg_dtype_name(qdt));
+    qaxis qa = {ra > 1 ? ra - 2 : 0, 0}, qb = {rb - 1, 0};
     int in[2] = {dequantize_val(c, a, as, az, &qa, TG_F32, "a"), dequantize_val(c, b, bs, bz, &qb, TG_F32, "b")};
-    int y = in[0] < 0 || in[1] < 0 ? -1 : map_as(c, "MatMul", 2, in);
-    return def_out(c, 0, quantize_val(c, y, ys, yz, &qy, qdt, true, NULL));
+    return requantize(c, in[0] < 0 || in[1] < 0 ? -1 : map_as(c, "MatMul", 2, in), 6, 7);
 }
 
 /* The int32 bias of QLinearConv and QGemm in float32: bias * x_scale * w_scale (per channel). */
@@ -371,16 +381,13 @@ static int map_qlinear_conv(onnx_ctx *c, const onnx_op_map *m)
     (void)m;
     int x = in_val(c, 0), w = x < 0 ? -1 : in_val(c, 3);
     onnx_ent *xs = in_req(c, 1), *xz = in_opt(c, 2), *ws = in_req(c, 4), *wz = in_opt(c, 5);
-    onnx_ent *ys = in_req(c, 6), *yz = in_opt(c, 7), *bias = in_opt(c, 8);
-    if (w < 0 || !xs || !ws || !ys) return -1;
-    tg_dtype qdt = yz ? ent_dtype(c, yz) : TG_U8;
-    if (!int8_type(qdt)) return tg_err("y is %s, not int8 or uint8", tg_dtype_name(qdt));
+    onnx_ent *bias = in_opt(c, 8);
+    if (w < 0 || !xs || !ws) return -1;
     qaxis qx = {0, 0}, qw = {0, 0};
     int in[3] = {dequantize_val(c, x, xs, xz, &qx, TG_F32, "x"), dequantize_val(c, w, ws, wz, &qw, TG_F32, "w"),
                  bias ? int32_bias(c, bias, xs, ws) : -1};
     if (in[0] < 0 || in[1] < 0 || (bias && in[2] < 0)) return -1;
-    int y = map_as(c, "Conv", bias ? 3 : 2, in);
-    return def_out(c, 0, quantize_val(c, y, ys, yz, &qx, qdt, true, NULL));
+    return requantize(c, map_as(c, "Conv", bias ? 3 : 2, in), 6, 7);
 }
 
 /* x - zero_point in float64 (exact for 8-bit values and their int32 sums). */
@@ -436,17 +443,12 @@ static int map_qlinear_ms(onnx_ctx *c, const onnx_op_map *m)
         qaxis q = {0, 0};
         if (!s || (in[i] = dequantize_val(c, x, s, in_opt(c, 3 * i + 2), &q, TG_F32, i ? "b" : "a")) < 0) return -1;
     }
-    onnx_ent *ys = in_req(c, 3 * k), *yz = in_opt(c, 3 * k + 1);
-    tg_dtype qdt = yz ? ent_dtype(c, yz) : TG_U8;
-    if (!ys) return -1;
-    if (!int8_type(qdt)) return tg_err("y is %s, not int8 or uint8", tg_dtype_name(qdt));
     /* QLinearSoftmax's opset attribute says which Softmax it is */
     int64_t opset = c->opset;
     if (!strcmp(qlinear_ms[e].as, "Softmax")) c->opset = onnx_attr_int(N(c), "opset", 0);
     int y = map_as(c, qlinear_ms[e].as, k, in);
     c->opset = opset;
-    qaxis qy = {0, 0};
-    return def_out(c, 0, quantize_val(c, y, ys, yz, &qy, qdt, true, NULL));
+    return requantize(c, y, 3 * k, 3 * k + 1);
 }
 
 /* QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point (per tensor or per
@@ -456,17 +458,15 @@ static int map_qgemm(onnx_ctx *c, const onnx_op_map *m)
 {
     (void)m;
     int a = in_val(c, 0), b = a < 0 ? -1 : in_val(c, 3);
-    onnx_ent *as = in_req(c, 1), *bs = in_req(c, 4), *bias = in_opt(c, 6), *ys = in_opt(c, 7), *yz = in_opt(c, 8);
+    onnx_ent *as = in_req(c, 1), *bs = in_req(c, 4), *bias = in_opt(c, 6);
     if (b < 0 || !as || !bs) return -1;
     if (bias && onnx_attr_float(N(c), "alpha", 1) != 1) return tg_err("alpha != 1 with a bias C is not supported");
-    tg_dtype qdt = yz ? ent_dtype(c, yz) : TG_U8;
-    if (ys && !int8_type(qdt)) return tg_err("y is %s, not int8 or uint8", tg_dtype_name(qdt));
-    qaxis qa = {0, 0}, qb = {onnx_attr_int(N(c), "transB", 0) ? 0 : 1, 0}, qy = {0, 0};
+    qaxis qa = {0, 0}, qb = {onnx_attr_int(N(c), "transB", 0) ? 0 : 1, 0};
     int in[3] = {dequantize_val(c, a, as, in_opt(c, 2), &qa, TG_F32, "a"), dequantize_val(c, b, bs, in_opt(c, 5), &qb, TG_F32, "b"),
                  bias ? int32_bias(c, bias, as, bs) : -1};
     if (in[0] < 0 || in[1] < 0 || (bias && in[2] < 0)) return -1;
     int y = map_as(c, "Gemm", bias ? 3 : 2, in);
-    return def_out(c, 0, ys ? quantize_val(c, y, ys, yz, &qy, qdt, true, NULL) : y);
+    return in_opt(c, 7) ? requantize(c, y, 7, 8) : def_out(c, 0, y);
 }
 
 const onnx_op_map onnx_quant_ms_ops[] = {
