@@ -410,6 +410,11 @@ check_model() {
     [[ "$stderr" =~ qconv\ +30 ]]
 }
 
+@test "onnx ops: QLinearConcat, Add, Mul, Sigmoid, LeakyRelu, AveragePool, GlobalAveragePool, Softmax (com.microsoft) within one step" {
+    local TOL=(--rtol=0 --atol=1)
+    check_model "$ONNX" qop_ops
+}
+
 @test "onnx: QuantizeLinear to a type tgraph lacks is refused, naming op, opset and type" {
     run_fails 1 "\(QuantizeLinear, opset 21\): output type 4 \(uint16\) is not one tgraph has" \
         "$TEXPORT" -o "$TMP/q.tg" "$ONNX/quant_uint16.onnx"

@@ -287,11 +287,14 @@ static int map_dynamic_quantize_linear(onnx_ctx *c, const onnx_op_map *m)
 /* Map the standard op `type` on values in[] (-1: absent) with this node's
  * attributes, as if the model had that node: its output value. It defines
  * names, which may move the entry table: entries looked up before are stale. */
+#define MAP_AS_MAX 64
+
 static int map_as(onnx_ctx *c, const char *type, int nin, const int *in)
 {
     const Onnx__NodeProto *n = N(c);
     const char *base = n->output[0];
-    char names[3][320], out[320], *inp[3], *outp[1] = {out};
+    char names[MAP_AS_MAX][320], out[320], *inp[MAP_AS_MAX], *outp[1] = {out};
+    if (nin > MAP_AS_MAX) return tg_err("more than %d inputs", MAP_AS_MAX);
     for (int i = 0; i < nin; i++) {
         inp[i] = names[i];
         names[i][0] = 0;
@@ -451,6 +454,23 @@ static int map_qlinear_ms(onnx_ctx *c, const onnx_op_map *m)
     return requantize(c, y, 3 * k, 3 * k + 1);
 }
 
+/* QLinearConcat: y_scale, y_zero_point, then an (x, scale, zero point) triple per
+ * input; axis as Concat's. */
+static int map_qlinear_concat(onnx_ctx *c, const onnx_op_map *m)
+{
+    (void)m;
+    int k = ((int)N(c)->n_input - 2) / 3, in[MAP_AS_MAX];
+    if (k < 1 || (int)N(c)->n_input != 2 + 3 * k) return tg_err("inputs are not y_scale, y_zero_point, then triples");
+    if (k > MAP_AS_MAX) return tg_err("more than %d inputs", MAP_AS_MAX);
+    for (int i = 0; i < k; i++) {
+        int x = in_val(c, 2 + 3 * i);
+        onnx_ent *s = x < 0 ? NULL : in_req(c, 3 + 3 * i);
+        qaxis q = {0, 0};
+        if (!s || (in[i] = dequantize_val(c, x, s, in_opt(c, 4 + 3 * i), &q, TG_F32, "x")) < 0) return -1;
+    }
+    return requantize(c, map_as(c, "Concat", k, in), 0, 1);
+}
+
 /* QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point (per tensor or per
  * output column), C (int32 with scale a_scale * b_scale)?, y_scale?, y_zero_point?;
  * alpha, transA, transB as Gemm's. Without y_scale the output is float32. */
@@ -476,7 +496,7 @@ const onnx_op_map onnx_quant_ms_ops[] = {
     {"QLinearAdd", map_qlinear_ms, TG_OP_NONE}, {"QLinearMul", map_qlinear_ms, TG_OP_NONE},
     {"QLinearGlobalAveragePool", map_qlinear_ms, TG_OP_NONE}, {"QLinearAveragePool", map_qlinear_ms, TG_OP_NONE},
     {"QLinearSoftmax", map_qlinear_ms, TG_OP_NONE}, {"QLinearSigmoid", map_qlinear_ms, TG_OP_NONE},
-    {"QLinearLeakyRelu", map_qlinear_ms, TG_OP_NONE},
+    {"QLinearLeakyRelu", map_qlinear_ms, TG_OP_NONE}, {"QLinearConcat", map_qlinear_concat, TG_OP_NONE},
 };
 const int onnx_quant_ms_nops = (int)(sizeof onnx_quant_ms_ops / sizeof onnx_quant_ms_ops[0]);
 
