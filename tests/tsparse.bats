@@ -63,6 +63,17 @@ EOF
     run_ok "$TRUN" "$TMP/s.tg" --random --dim batch=5 --check "$TMP/d.npy" --atol 0 --rtol 0
 }
 
+@test "mkgraph mlp24 (the CUDA backend's cuSPARSELt test model): every layer 2:4 already, kept exactly" {
+    "$UNIT/mkgraph" mlp24:64,96,32:bias "$SEED" >"$TMP/d.tg"
+    run_ok "$TSPARSE" --report "$TMP/d.tg" -o "$TMP/s.tg"
+    [[ "$stderr" == *"fc1 (linear [96, 64]): sparsity 0.500, weight error 0 (already 2:4, kept exactly)"* ]]
+    [[ "$stderr" == *"fc2 (linear [32, 96]): sparsity 0.500, weight error 0 (already 2:4, kept exactly)"* ]]
+    "$TRUN" "$TMP/d.tg" --random --dim tokens=7 -o "$TMP/d.npy"
+    run_ok "$TRUN" "$TMP/s.tg" --random --dim tokens=7 --check "$TMP/d.npy" --atol 0 --rtol 0
+    run "$UNIT/mkgraph" mlp24:64 "$SEED"
+    [ "$status" -eq 1 ]
+}
+
 @test "--include, --exclude and --min-size choose the layers" {
     "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
     run_ok "$TSPARSE" --report --exclude 'linear_[12]' "$TMP/m.tg" -o "$TMP/s.tg"

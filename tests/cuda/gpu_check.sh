@@ -5,7 +5,8 @@
 # on the cuda device (every op of ops.def), then trun
 # --device cuda against the references of the demo model and of every
 # generated fixture, the same with each fixture compiled by tcompile --target
-# cuda (and tests/tcompile_cuda.bats), each fixture (and ZOO's models)
+# cuda (and tests/tcompile_cuda.bats), linear_24 through cuSPARSELt
+# (tests/cuda/sparse24.sh), each fixture (and ZOO's models)
 # compiled with each tcompile --dtype against the float32 interpreter, then
 # (ZOO=DIR) the zoo's transformer
 # models with the flash-attention path on, and time the demo model on both
@@ -108,6 +109,12 @@ if command -v bats >/dev/null; then
         bats tests/tcompile_cuda.bats >"$log/bats_tcompile_cuda.log" 2>&1
     say "bats tests/tcompile_cuda.bats: exit $?; $(grep -c '^ok' "$log/bats_tcompile_cuda.log") ok, $(grep -c '^not ok' "$log/bats_tcompile_cuda.log") not ok, $(grep -c '# skip' "$log/bats_tcompile_cuda.log") skipped"
 fi
+# linear_24 through cuSPARSELt (issue 20): a tsparse'd model against the
+# dense one on the same weights, compiled and in trun --device cuda, with
+# and without the library (exit 77: no cuSPARSELt found)
+sh tests/cuda/sparse24.sh "$log" >"$tmp/sp" 2>&1
+st=$?
+say "$(tail -1 "$tmp/sp"): exit $st (sparse24.log)"
 # tcompile --target cuda --dtype: the max abs error of each type's compiled
 # model against the CPU's float32 interpreter (and against PyTorch's, after
 # the slash), every fixture at batch 1 and each of ZOO's models (DIR/M/m.pt2,

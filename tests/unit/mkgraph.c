@@ -9,8 +9,15 @@
  *             add, relu and mul with constants (tests/device_plugin.bats)
  *   conv1x1   x f32[batch,8,6,6] -> 1x1 conv 16 (c1) -> batch norm -> relu ->
  *             1x1 conv 12 stride 2 (c2) -> 1x1 conv 6 (c3) -> 1x1 conv 4 (c4)
+ *   mlp24:K,H1,...,Hn[:bias]
+ *             x f32[tokens,K] -> linear H1 (fc1) -> relu -> ... -> linear Hn
+ *             (fcn), every weight 2:4 already (pruned by magnitude) and
+ *             scaled by 1/sqrt(its K); biases with :bias (the CUDA backend's
+ *             cuSPARSELt test and bench: tests/cuda/sparse24.sh)
  * Weights are uniform in [-1, 1) from SEED; the same KIND and SEED give the
  * same bytes. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +39,66 @@ static void prune_24(tg_graph *g, int v)
         tg_sparse24_compress(w + n * K, 1, K, values, meta);
         tg_sparse24_expand(values, meta, 1, K, w + n * K);
     }
+}
+
+/* Value v (a constant [N, K], K % 4 == 0) pruned to 2:4 in place, any K. */
+static void prune_rows(tg_graph *g, int v, int64_t N, int64_t K)
+{
+    float *w = g->values[v].data, *values = malloc(sizeof(float) * (size_t)(K / 2 + 1));
+    uint8_t *meta = malloc((size_t)tg_sparse24_meta_bytes(K) + 1);
+    for (int64_t n = 0; values && meta && n < N; n++) {
+        tg_sparse24_compress(w + n * K, 1, K, values, meta);
+        tg_sparse24_expand(values, meta, 1, K, w + n * K);
+    }
+    free(values);
+    free(meta);
+}
+
+/* mlp24:K,H1,...[:bias] (above) */
+static tg_graph *build_mlp24(const char *spec)
+{
+    int64_t d[16];
+    int nd = 0;
+    const char *p = spec;
+    while (nd < 16 && *p >= '0' && *p <= '9') {
+        d[nd++] = strtoll(p, (char **)&p, 10);
+        p += *p == ',';
+    }
+    bool bias = !strcmp(p, ":bias");
+    if (nd < 2 || (*p && !bias)) {
+        tg_err("mlp24:K,H1,...[:bias] needs at least two dims, not '%s'", spec);
+        return NULL;
+    }
+    tg_graph *g = tg_graph_new();
+    int t = tg_graph_add_symbol(g, "tokens", 1, 1 << 20);
+    tg_shape xs = {.rank = 2, .d = {tg_dim_sym(t), tg_dim_const(d[0])}};
+    int h = tg_graph_add_input(g, "x", TG_F32, &xs);
+    for (int i = 1; i < nd && h >= 0; i++) {
+        char name[32], wn[48], bn[48];
+        snprintf(name, sizeof name, "fc%d", i);
+        snprintf(wn, sizeof wn, "%s.weight", name);
+        snprintf(bn, sizeof bn, "%s.bias", name);
+        int w = weight(g, wn, 2, (int64_t[]){d[i], d[i - 1]});
+        int b = bias ? weight(g, bn, 1, (int64_t[]){d[i]}) : -1;
+        if (w < 0 || (bias && b < 0)) {
+            h = -1;
+            break;
+        }
+        float *wd = g->values[w].data, sc = 1 / sqrtf((float)d[i - 1]);
+        for (int64_t k = 0; k < d[i] * d[i - 1]; k++)
+            wd[k] *= sc;
+        prune_rows(g, w, d[i], d[i - 1]);
+        h = tg_graph_add_node(g, TG_OP_LINEAR, name, bias ? 3 : 2, (int[]){h, w, b}, 0, NULL);
+        if (h >= 0 && i + 1 < nd) {
+            snprintf(name, sizeof name, "act%d", i);
+            h = tg_graph_add_node(g, TG_OP_RELU, name, 1, &h, 0, NULL);
+        }
+    }
+    if (h < 0 || tg_graph_add_output(g, h) < 0) {
+        tg_graph_free(g);
+        return NULL;
+    }
+    return g;
 }
 
 static int conv1x1(tg_graph *g, const char *name, int x, int64_t c, int64_t k, int64_t stride)
@@ -95,6 +162,8 @@ static tg_graph *build(const char *kind)
         return build_conv();
     if (!strcmp(kind, "chain"))
         return build_chain();
+    if (!strncmp(kind, "mlp24:", 6))
+        return build_mlp24(kind + 6);
     int64_t hidden = strcmp(kind, "mlp-wide") ? 16 : 32;
     tg_op act = strcmp(kind, "mlp-gelu") ? TG_OP_RELU : TG_OP_GELU;
     tg_graph *g = tg_graph_new();
@@ -123,7 +192,7 @@ static tg_graph *build(const char *kind)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|chain|conv1x1 SEED\n");
+        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|chain|conv1x1|mlp24:K,H1,..[:bias] SEED\n");
         return 2;
     }
     rng = strtoull(argv[2], NULL, 10);

@@ -9,9 +9,7 @@ out=${OUT:-cuda-build}
 mkdir -p "$out" cuda-build
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit \
     --format=csv | tee "$out/gpu.txt"
-# nvidia/cusparselt is a namespace package: take its first path.
-S=${CUSPARSELT_DIR:-$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)}
-[ -n "$S" ] || S=$(dirname "$(dirname "$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia/cusparselt/lib/x")")
+. bench/cuda/sparse24/locate.sh
 # The header may come from elsewhere (CUSPARSELT_INC) where the wheel lacks it.
 I=${CUSPARSELT_INC:-$S/include}
 if [ ! -f "$I/cusparseLt.h" ] || [ ! -e "$S/lib/libcusparseLt.so.0" ]; then

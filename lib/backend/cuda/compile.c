@@ -77,12 +77,13 @@ static int link_model(tg_build_dir *t, const tg_build_opts *o)
         return -1;
     }
     /* -u pulls the runtime's ABI out of the archive; the CUDA libraries are
-     * found where configure found them (rpath); -z defs: a symbol nothing
+     * found where configure found them (rpath; cuSPARSELt is dlopened at run
+     * time, sparselt.c); -z defs: a symbol nothing
      * defines fails here, not at dlopen */
     const char *fixed[] = {
         "-shared", "-fPIC", "-g0", "-fno-ident", "-o", "model.so", "model.c",
         "-Wl,-u,tgraph_model_open", lib, kern, "-L" TG_CUDA_LIBDIR, "-Wl,-rpath," TG_CUDA_LIBDIR,
-        "-lcublasLt", "-lcudart", "-lm", "-lpthread",
+        "-lcublasLt", "-lcudart", "-lm", "-lpthread", "-ldl",
         "-Wl,--version-script=exports.map", "-Wl,-z,defs", "-Wl,--as-needed", NULL,
     };
     for (int i = 0; fixed[i]; i++)

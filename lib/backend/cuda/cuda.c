@@ -19,20 +19,22 @@ static char absent[TG_WHY_MAX];     /* why there is no device: "" once set up */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* TG_CUDA_MATH: words separated by commas; tf32 for the GEMMs, bf16 or
- * fp16 for attention (the last one given wins); others are ignored. */
+ * fp16 for attention and linear_24 (through cuSPARSELt; the last one given
+ * wins); others are ignored. */
 static void read_math(const char *math)
 {
     state.tf32 = false;
     state.attn_f32 = -1;
     state.gemm_dtype = TG_F32;
+    state.lt24_dtype = TG_F32;
     for (const char *w = math; w && *w;) {
         size_t n = strcspn(w, ",");
         if (n == 4 && !strncmp(w, "tf32", n))
             state.tf32 = true;
         else if (n == 4 && !strncmp(w, "bf16", n))
-            state.attn_f32 = TGF_BF16;
+            state.attn_f32 = TGF_BF16, state.lt24_dtype = TG_BF16;
         else if (n == 4 && !strncmp(w, "fp16", n))
-            state.attn_f32 = TGF_F16;
+            state.attn_f32 = TGF_F16, state.lt24_dtype = TG_F16;
         w += n + (w[n] == ',');
     }
 }

@@ -1,6 +1,6 @@
 /* The CUDA backend's parts (cuda.c: the device, its memory and the struct;
  * run.c: a node's attributes into kernel calls; attention.c: sdpa; gemm.c:
- * cuBLASLt). One
+ * cuBLASLt; sparselt.c: cuSPARSELt). One
  * device (the current one), one stream, work queued in graph order. */
 #ifndef TG_BACKEND_CUDA_CUDA_H
 #define TG_BACKEND_CUDA_CUDA_H
@@ -29,6 +29,10 @@ typedef struct {
                                  * type through the flash kernels (a tgf_dtype); -1: not */
     tg_dtype gemm_dtype;        /* the GEMMs' operands: TG_F32, or TG_BF16 / TG_F16 in a
                                  * model compiled with --dtype bf16 / fp16 */
+    tg_dtype lt24_dtype;        /* linear_24 through cuSPARSELt in this type (TG_BF16,
+                                 * TG_F16; sparselt.h), or TG_F32: expanded, cuBLASLt */
+    struct tgc_lt24 *lt24;      /* the node's weight compressed at open (a compiled
+                                 * model sets it per node), or NULL */
     int sm;                     /* compute capability, major * 10 + minor */
 } tgc_state;
 

@@ -18,6 +18,7 @@ void tgc_set_math(tgc_state *cs, tgc_math math)
     cs->tf32 = math == TGC_MATH_TF32;
     cs->gemm_dtype = math == TGC_MATH_BF16 ? TG_BF16 : math == TGC_MATH_F16 ? TG_F16 : TG_F32;
     cs->attn_f32 = math == TGC_MATH_BF16 ? TGF_BF16 : math == TGC_MATH_F16 ? TGF_F16 : -1;
+    cs->lt24_dtype = cs->gemm_dtype;
 }
 
 /* One product Y[M,N] = A[M,K] B (+ bias[N]): B is [K,N], or [N,K] when nk (a

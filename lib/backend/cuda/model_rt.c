@@ -21,6 +21,7 @@
 #include "../cpu/model_rt.h"
 #include "blob.h"
 #include "cuda.h"
+#include "sparselt.h"
 
 /* model.c's block (an .incbin): the graph, plan and weights */
 extern const uint8_t tgc_model_blob[], tgc_model_blob_end[];
@@ -63,6 +64,9 @@ struct tgraph_model {
     tgc_state cs;                       /* stream: where runs are captured */
     void *weights;                      /* every constant, in one allocation */
     void **cdata;                       /* per value: its constant's device pointer */
+    tgc_lt24 **lt24;                    /* per node: a linear_24's weight compressed for
+                                         * cuSPARSELt (--dtype bf16, fp16), or NULL */
+    bool lt24_off;                      /* a capture with cuSPARSELt failed: dense since */
     int64_t *flags, *flags_init;        /* device: one per node (tgc_node_checks) */
     bool checked;
     cudaStream_t own;                   /* tgraph_model_run's queue */
@@ -210,6 +214,31 @@ static int set_up_flags(tgraph_model *m)
     return e ? TGRAPH_E_DEVICE : 0;
 }
 
+/* With --dtype bf16 or fp16, each linear_24's weight compressed for
+ * cuSPARSELt once, here (weights resident); a node it does not take (no
+ * library, a shape it refuses) keeps NULL and runs the dense path. */
+static int compress_sparse(tgraph_model *m)
+{
+    const tg_graph *g = m->b->g;
+    if (!(m->lt24 = calloc((size_t)g->nnode + 1, sizeof *m->lt24)))
+        return tgrt_fail(TGRAPH_E_NOMEM, "out of memory");
+    if (m->cs.lt24_dtype == TG_F32)
+        return 0;
+    for (int i = 0; i < g->nnode; i++) {
+        const tg_node *n = &g->nodes[i];
+        const tg_value *v = n->op == TG_OP_LINEAR_24 ? &g->values[n->in[1]] : NULL;
+        int64_t N, K2;
+        char why[TG_WHY_MAX];
+        if (!v || !m->cdata[n->in[1]] || !m->cdata[n->in[2]] ||
+            !tg_dim_is_const(v->shape.d[0], &N) || !tg_dim_is_const(v->shape.d[1], &K2))
+            continue;
+        m->lt24[i] = tgc_lt24_new(&m->cs, m->cdata[n->in[1]], m->cdata[n->in[2]], N, 2 * K2,
+                                  m->cs.lt24_dtype, why);
+    }
+    cudaError_t e = cudaStreamSynchronize(m->cs.stream);
+    return e ? cuda_fail(e, "compressing the sparse weights") : 0;
+}
+
 static int set_up(tgraph_model *m)
 {
     cudaError_t e;
@@ -228,6 +257,8 @@ static int set_up(tgraph_model *m)
     if (cublasLtCreate(&m->cs.lt) != CUBLAS_STATUS_SUCCESS)
         return tgrt_fail(TGRAPH_E_DEVICE, "cuda: cuBLASLt could not be set up");
     int rc = upload_weights(m);
+    if (!rc)
+        rc = compress_sparse(m);
     return rc ? rc : set_up_flags(m);
 }
 
@@ -250,6 +281,9 @@ static void close_model(tgraph_model *m)
         cudaEventSynchronize(m->done);
     for (int i = 0; i < MAX_SHAPES; i++)
         drop_shape(&m->shape[i]);
+    for (int i = 0; m->lt24 && i < m->b->g->nnode; i++)
+        tgc_lt24_free(m->lt24[i]);
+    free(m->lt24);
     if (m->cs.lt)
         cublasLtDestroy(m->cs.lt);
     cudaFree(m->cs.workspace);
@@ -382,11 +416,36 @@ static int queue_node(tgraph_model *m, shape_run *r, int i)
         return cuda_fail(e, "zeroing an output");
     tgc_state cs = m->cs;
     cs.flag = m->flags + i;
+    cs.lt24 = m->lt24_off ? NULL : m->lt24[i];
     tg_run_ctx c = {g, n, r->S, inp, outp};
     if (tgc_run_node(&cs, &c))
         return tgrt_fail(TGRAPH_E_DEVICE, "node '%s' (%s): %s", n->name, tg_op_name(n->op),
                          tg_errmsg());
     return 0;
+}
+
+/* Before a shape's capture (cuSPARSELt's search synchronizes): each
+ * compressed linear_24's plan for this shape's token count, its algorithm
+ * chosen by cusparseLtMatmulSearch. A plan it refuses leaves the node to
+ * the dense path. */
+static int plan_sparse(tgraph_model *m, shape_run *r)
+{
+    const tg_graph *g = m->b->g;
+    for (int i = 0; i < g->nnode; i++) {
+        const tg_node *n = &g->nodes[i];
+        if (!m->lt24[i])
+            continue;
+        const int64_t *xd = r->dims[n->in[0]];
+        int xr = g->values[n->in[0]].shape.rank;
+        int64_t M = 1, K = xr ? xd[xr - 1] : 1;
+        for (int k = 0; k + 1 < xr; k++)
+            M *= xd[k];
+        char why[TG_WHY_MAX];
+        if (M && K && tgc_lt24_plan(&m->cs, m->lt24[i], M, true, why) < 0)
+            return tg_fail(TGRAPH_E_DEVICE);
+    }
+    cudaError_t e = cudaStreamSynchronize(m->cs.stream);
+    return e ? cuda_fail(e, "choosing cuSPARSELt's algorithms") : 0;
 }
 
 static int capture(tgraph_model *m, shape_run *r)
@@ -432,7 +491,17 @@ static int shape_for(tgraph_model *m, const int64_t *S, shape_run **out)
     memcpy(r->S, S, sizeof(int64_t) * (size_t)nsym);
     int rc = lay_out(m, r);
     if (!rc)
+        rc = plan_sparse(m, r);
+    if (!rc)
         rc = capture(m, r);
+    /* cuSPARSELt's products are captured like kernels; should a version
+     * refuse the capture, the model goes on without it (the dense path) */
+    for (int i = 0; rc == TGRAPH_E_DEVICE && !m->lt24_off && i < m->b->g->nnode; i++)
+        if (m->lt24[i]) {
+            m->lt24_off = true;
+            cudaGetLastError();
+            rc = capture(m, r);
+        }
     if (rc) {
         drop_shape(r);
         return rc;

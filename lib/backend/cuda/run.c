@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "../../error.h"
+#include "../../log.h"
 #include "../../ops/infer.h"
 #include "../cpu/opmap.h"
 #include "../cpu/run.h"
 #include "cuda.h"
+#include "sparselt.h"
 
 /* ---- what runs here ----------------------------------------------------------- */
 
@@ -341,8 +343,34 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
                                  c->out[0]->data, cs->stream));
 }
 
-/* linear_24: the compressed weight expanded into a dense one on the device
- * (a temporary, given back on the stream after the GEMM), then the linear's
+/* linear_24 through cuSPARSELt (sparselt.h): the weight compressed at the
+ * model's open (cs->lt24) or, in the interpreter, now and given back after.
+ * 0 done, 1 not taken (why), -1 an error. */
+static int run_lt24(const tgc_state *cs, const tg_run_ctx *c, int64_t M, int64_t N, int64_t K,
+                    char *why)
+{
+    tgc_lt24 *w = cs->lt24;
+    if (!w && cs->deferred) {
+        snprintf(why, TG_WHY_MAX, "not compressed at open");
+        return 1;
+    }
+    if (!w && !(w = tgc_lt24_new(cs, c->in[1]->data, c->in[2]->data, N, K, cs->lt24_dtype, why)))
+        return 1;
+    int rc = tgc_lt24_linear(cs, w, c->in[0]->data, opt_data(c, 3), c->out[0]->data, M, why);
+    if (rc == 0 && tg_log_on(RUN, TG_LOG_INFO)) {
+        char what[TG_WHY_MAX];
+        tgc_lt24_describe(w, M, what, sizeof what);
+        TG_LOG(RUN, TG_LOG_INFO, "%s (linear_24): %s; M %lld, N %lld, K %lld", c->n->name, what,
+               (long long)M, (long long)N, (long long)K);
+    }
+    if (w != cs->lt24)
+        tgc_lt24_free(w);
+    return rc;
+}
+
+/* linear_24: through cuSPARSELt when cs asks for it and it takes the node;
+ * else the compressed weight expanded into a dense one on the device (a
+ * temporary, given back on the stream after the GEMM), then the linear's
  * cuBLASLt GEMM: the same float32 products as a dense linear on the pruned
  * weight (tf32 when TG_CUDA_MATH=tf32, as linear). Expanded at each run, as
  * the CPU packs it at each run. */
@@ -350,7 +378,14 @@ TG_FAMILY_HANDLES(sparse, 1);
 static int run_linear_24(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *v = c->in[1];
-    int64_t K = x->dims[x->rank - 1], N = v->dims[0];
+    int64_t K = x->dims[x->rank - 1], N = v->dims[0], M = numel(x) / (K ? K : 1);
+    if (cs->lt24_dtype != TG_F32) {
+        char why[TG_WHY_MAX];
+        int rc = run_lt24(cs, c, M, N, K, why);
+        if (rc <= 0)
+            return rc;
+        TG_LOG(RUN, TG_LOG_INFO, "%s (linear_24): dense, expanded, cuBLASLt: %s", c->n->name, why);
+    }
     float *w = NULL;
     size_t bytes = sizeof *w * (size_t)(N * K > 0 ? N * K : 1);
     int e = cudaMallocAsync((void **)&w, bytes, cs->stream);
@@ -358,8 +393,7 @@ static int run_linear_24(const tgc_state *cs, const tg_run_ctx *c)
         return tgc_fail(e, "allocating linear_24's dense weight");
     int rc = launched(tgc_expand24_f32(v->data, c->in[2]->data, w, N, K, cs->stream));
     if (!rc)
-        rc = tgc_linear(cs, x->data, TG_F32, w, opt_data(c, 3), c->out[0]->data,
-                        numel(x) / (K ? K : 1), N, K);
+        rc = tgc_linear(cs, x->data, TG_F32, w, opt_data(c, 3), c->out[0]->data, M, N, K);
     cudaFreeAsync(w, cs->stream);
     return rc;
 }
