@@ -311,6 +311,13 @@ int main(void)
         {"d128 long keys",            TGF_BF16, 1, 2, 2, 300, 1500, 128, 0, 0, 0, 0, 0, 0},
         {"d64 long causal fp16",      TGF_F16, 1, 2, 1, 1100, 1100, 64, 0, 1, 0, 0, 0, 0},
         {"d256 long keys bool",       TGF_BF16, 1, 1, 1, 200, 700, 256, 0, 0, TGF_MASK_BOOL, 1, 1, 0},
+        /* more row blocks than an H200 has multiprocessors: a persistent
+         * block walks several, the copy ring running on across them */
+        {"d128 many tiles causal gqa", TGF_BF16, 4, 16, 4, 300, 300, 128, 0, 1, 0, 0, 0, 0},
+        {"d64 many tiles add mask",   TGF_F16, 8, 8, 8, 400, 200, 64, 0, 0, TGF_MASK_ADD, 1, 1, 0},
+        {"d256 many tiles gqa",       TGF_BF16, 2, 24, 8, 330, 150, 256, 0, 0, 0, 0, 0, 0},
+        /* d64 from 2k queries without causal or a mask: 192-row tiles */
+        {"d64 long queries",          TGF_BF16, 1, 2, 2, 2100, 300, 64, 0, 0, 0, 0, 0, 0},
         {"decode d128 L1 gqa",        TGF_BF16, 2, 32, 8, 1, 20000, 128, 0, 0, 0, 0, 0, 0},
         {"decode d128 L16 bool",      TGF_F16, 1, 8, 2, 16, 3001, 128, 0, 0, TGF_MASK_BOOL, 1, 1, 0},
         {"decode d64 L4 causal mqa",  TGF_BF16, 2, 8, 1, 4, 5000, 64, 0, 1, 0, 0, 0, 0},

@@ -1,7 +1,7 @@
 """tgraph's flash-attention kernels side by side with torch's SDPA backends.
 
 Run on the GPU machine: python3 bench.py LIBTGFLASH.so [--quick]
-[--ours-only] [--profile]. The same
+[--ours-only] [--variant] [--decode-only] [--dims=64,128] [--profile]. The same
 q, k, v (bf16, [b, h, s, d], random normal) go to tgf_attn_forward through
 ctypes ("ours": the kernel the device picks, FA3 on Hopper; "ours fa2": the
 portable mma.sync kernel; "ours wgmma": the first Hopper kernel) and to torch.nn.functional.scaled_dot_product_attention under each
@@ -42,6 +42,11 @@ lib.tgf_attn_kernel.argtypes = [ctypes.POINTER(Desc)]
 QUICK = "--quick" in sys.argv            # three sequence lengths
 OURS_ONLY = "--ours-only" in sys.argv    # no torch rows: compare builds of ours
 PROFILE = "--profile" in sys.argv        # one call of ours, d128 s=4096, for ncu
+VARIANT = "--variant" in sys.argv        # the kernel ours picks alone: compare settings
+DECODE_ONLY = "--decode-only" in sys.argv
+OURS_ONLY = OURS_ONLY or VARIANT
+DIMS = next((tuple(int(x) for x in a[7:].split(",")) for a in sys.argv if a.startswith("--dims=")),
+            (64, 128, 256))            # prefill head dims
 
 
 def ours(q, k, v, causal, kernel=0):
@@ -103,7 +108,7 @@ def inputs(b, hq, hk, L, S, d, sets):
 def prefill_rows():
     out = []
     seqs = [512, 2048, 8192] if QUICK else [512, 1024, 2048, 4096, 8192, 16384]
-    for d in (64, 128, 256):
+    for d in DIMS:
         for s in seqs:
             for causal in (False, True):
                 b, h = max(1, 16384 // s), 2048 // d
@@ -118,10 +123,9 @@ def prefill_rows():
                        "diff": diff}
                 runs = [ours(*x, causal)[0] for x in sets]
                 row["ours"] = flops / median_ms(runs, reps) / 1e9
-                runs = [ours(*x, causal, 1)[0] for x in sets]
-                row["fa2"] = flops / median_ms(runs, reps) / 1e9
-                runs = [ours(*x, causal, 2)[0] for x in sets]
-                row["wgmma"] = flops / median_ms(runs, reps) / 1e9
+                for col, kernel in (("fa2", 1), ("wgmma", 2)):
+                    row[col] = None if VARIANT else flops / median_ms(
+                        [ours(*x, causal, kernel)[0] for x in sets], reps) / 1e9
                 for bn, be in BACKENDS:
                     try:
                         if OURS_ONLY:
@@ -186,7 +190,8 @@ if __name__ == "__main__":
     print("| d | seq | b x h | causal | ours | ours fa2 | ours wgmma | default | cudnn | flash "
           "| efficient | ratio | max diff | kernel |")
     print("|--:|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
-    prefill_rows()
+    if not DECODE_ONLY:
+        prefill_rows()
     print("\ndecode, bf16, GB/s of K and V read")
     print("| d | L | S | b x hq/hk | ours | default | cudnn | flash | efficient | max diff | kernel |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")

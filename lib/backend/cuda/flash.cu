@@ -14,6 +14,7 @@ using tgf::Params;
  * Prefill's can be set at build time (-DTGF_PREFILL_D128=4,2,32) for tuning. */
 struct Shape {
     int warps, mt, bn;
+    int stages = 2;             /* K and V buffers in the cp.async ring */
 };
 #ifndef TGF_PREFILL_D64
 #define TGF_PREFILL_D64 4, 2, 32
@@ -30,10 +31,12 @@ constexpr Shape prefill_shape(int64_t D)
                                                        : Shape{TGF_PREFILL_D256};
 }
 /* decode: one warp when a kv head's rows fit one m-tile, with small key
- * tiles so that 6 blocks fit a multiprocessor (bytes in flight); else four */
+ * tiles so that several blocks share a multiprocessor, K and V three tiles
+ * deep (run 9, S = 32k: d128 3.9 -> 4.1 TB/s, d256 3.6 -> 4.1; d64 3.7 ->
+ * 3.4, so two there); else four warps */
 constexpr Shape decode_shape(int64_t D, int64_t rows)
 {
-    return rows <= 16 ? Shape{1, 1, D == 256 ? 16 : 32} : Shape{4, 1, D == 256 ? 32 : 64};
+    return rows <= 16 ? Shape{1, 1, D == 256 ? 16 : 32, D == 64 ? 2 : 3} : Shape{4, 1, D == 256 ? 32 : 64, 2};
 }
 constexpr int DECODE_MAX_L = 16;    /* queries up to which decode splits the keys */
 
@@ -41,7 +44,7 @@ enum Kernel { FA2, WGMMA, FA3 };
 const char *const kernel_names[] = {"fa2", "wgmma", "fa3"};
 
 struct Plan {
-    bool decode;
+    bool decode, persistent;
     Kernel kernel;
     Shape shape;
     int pack, row_blocks, heads, splits, tiles_per_split;
@@ -65,6 +68,41 @@ bool hopper_device()
 /* two warpgroups of 64 rows */
 constexpr Shape hopper_shape(int64_t D) { return Shape{8, 1, tgf::sm90_bn((int)D)}; }
 
+/* blocks of a decode shape resident on one multiprocessor, by shared memory
+ * and threads (its registers allow more) */
+int resident_blocks(const Shape &sh, int64_t D)
+{
+    const int64_t smem = (16 * sh.mt * sh.warps + 2 * sh.stages * sh.bn) * D * 2 +
+                         device_attr(cudaDevAttrReservedSharedMemoryPerBlock, 1024);
+    int64_t n = device_attr(cudaDevAttrMaxSharedMemoryPerMultiprocessor, 233472) / smem;
+    int64_t by_threads = device_attr(cudaDevAttrMaxThreadsPerMultiProcessor, 2048) / (32 * sh.warps);
+    n = n < by_threads ? n : by_threads;
+    return n < 1 ? 1 : n > 32 ? 32 : (int)n;
+}
+
+/* How many blocks share a decode row block's keys. Each split streams its
+ * keys at about the same rate, so the time is that of the multiprocessor
+ * with the most blocks: the split count whose blocks fill the resident
+ * slots best (one round of them; the largest of the best). Run 8's eight
+ * blocks a multiprocessor left 1.4 rounds at S = 32k: 3.5 -> 3.9 TB/s. */
+int decode_splits(const tgf_attn_desc *d, const Plan &pl, int ntiles)
+{
+    const int64_t base = d->batch * pl.heads * pl.row_blocks;
+    const int64_t cap = device_attr(cudaDevAttrMultiProcessorCount, 132) * resident_blocks(pl.shape, d->D);
+    int64_t most = (cap + base - 1) / base, best = 1;
+    double best_fill = 0.0;
+    most = most < ntiles ? most : ntiles;
+    for (int64_t s = 1; s <= most; s++) {
+        const int64_t blocks = base * s, rounds = (blocks + cap - 1) / cap;
+        const double fill = (double)blocks / (double)(rounds * cap);
+        if (fill >= best_fill - 0.01) {
+            best = s;
+            best_fill = fill > best_fill ? fill : best_fill;
+        }
+    }
+    return (int)best;
+}
+
 Plan plan(const tgf_attn_desc *d)
 {
     Plan pl;
@@ -74,21 +112,27 @@ Plan plan(const tgf_attn_desc *d)
     pl.kernel = pl.decode || d->kernel == TGF_KERNEL_FA2 || !hopper_device() ? FA2
                 : d->kernel == TGF_KERNEL_WGMMA                              ? WGMMA
                                                                              : FA3;
+    /* d64 without causal or masks: 192 query rows a block from 2k on (run 9:
+     * +3-13% there, less below 2k and with causal, where the 160 registers
+     * of three consumers spill in the masking path) */
+    const bool rows192 = !d->causal && d->mask_kind == TGF_MASK_NONE && d->L >= 2048;
     pl.shape = pl.decode                ? decode_shape(d->D, rows)
-               : pl.kernel == FA3       ? Shape{8, 1, tgf::fa3_bn((int)d->D)}
+               : pl.kernel == FA3       ? Shape{tgf::fa3_bm((int)d->D, rows192) / 16, 1, tgf::fa3_bn((int)d->D)}
                : pl.kernel == WGMMA     ? hopper_shape(d->D)
                                         : prefill_shape(d->D);
     int bm = 16 * pl.shape.mt * pl.shape.warps;
     pl.row_blocks = (int)((rows + bm - 1) / bm);
     pl.heads = (int)(d->hq / pl.pack);
     int ntiles = (int)((d->S + pl.shape.bn - 1) / pl.shape.bn);
+    /* FA3: persistent where work tiles are short (a block's start and end,
+     * about 3 key tiles' worth, then overlap the next tile's); one block a
+     * tile where they are long, which the hardware's block scheduler
+     * balances better than a fixed round robin (run 9: causal d256 16k 511
+     * against 568 TFLOP/s) */
+    pl.persistent = pl.kernel == FA3 && (ntiles <= 32 || pl.shape.warps == 12);
     pl.splits = 1;
-    if (pl.decode && ntiles > 1) {
-        /* enough blocks for every multiprocessor several times over */
-        int64_t base = d->batch * pl.heads * pl.row_blocks;
-        int64_t want = (8 * (int64_t)device_attr(cudaDevAttrMultiProcessorCount, 132) + base - 1) / base;
-        pl.splits = (int)(want < ntiles ? want : ntiles);
-    }
+    if (pl.decode && ntiles > 1)
+        pl.splits = decode_splits(d, pl, ntiles);
     pl.tiles_per_split = (ntiles + pl.splits - 1) / pl.splits;
     if (pl.tiles_per_split == 0)
         pl.tiles_per_split = 1;
@@ -124,12 +168,12 @@ void fill_strides(const int64_t given[3], int64_t heads, int64_t rows, int64_t c
     st[2] = set ? given[2] : cols;
 }
 
-template <typename T, int D, int WARPS, int MT, int BN>
+template <typename T, int D, int WARPS, int MT, int BN, int STAGES>
 cudaError_t launch_tiles(const Params &p, const Plan &pl, int64_t batch, cudaStream_t stream)
 {
-    auto kernel = tgf::flash_fwd<T, D, WARPS, MT, BN>;
+    auto kernel = tgf::flash_fwd<T, D, WARPS, MT, BN, STAGES>;
     constexpr int BM = 16 * MT * WARPS;
-    constexpr size_t smem = (size_t)(BM + 4 * BN) * D * sizeof(T);
+    constexpr size_t smem = (size_t)(BM + 2 * STAGES * BN) * D * sizeof(T);
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem);
     if (e != cudaSuccess)
@@ -152,17 +196,17 @@ cudaError_t launch_dim(const Params &p, const Plan &pl, int64_t batch, cudaStrea
     constexpr Shape one = decode_shape(D, 16), four = decode_shape(D, 17), pre = prefill_shape(D);
     const dim3 grid(pl.row_blocks, (unsigned)(batch * pl.heads), 1);
     if (pl.kernel == FA3) {
-        cudaError_t e = tgf::launch_fa3<T, D>(p, grid, stream);
+        cudaError_t e = tgf::launch_fa3<T, D>(p, grid, 16 * pl.shape.warps, pl.persistent, stream);
         if (e != cudaErrorNotSupported)
             return e;
     }
     if (pl.kernel != FA2)   /* strides the tensor maps cannot describe: the first wgmma kernel */
-        return tgf::launch_sm90<T, D>(p, grid, stream);
+        return tgf::launch_sm90<T, D>(p, dim3((p.L + 127) / 128, grid.y, 1), stream);
     if (!pl.decode)
-        return launch_tiles<T, D, pre.warps, pre.mt, pre.bn>(p, pl, batch, stream);
+        return launch_tiles<T, D, pre.warps, pre.mt, pre.bn, pre.stages>(p, pl, batch, stream);
     if (pl.shape.warps == one.warps)
-        return launch_tiles<T, D, one.warps, one.mt, one.bn>(p, pl, batch, stream);
-    return launch_tiles<T, D, four.warps, four.mt, four.bn>(p, pl, batch, stream);
+        return launch_tiles<T, D, one.warps, one.mt, one.bn, one.stages>(p, pl, batch, stream);
+    return launch_tiles<T, D, four.warps, four.mt, four.bn, four.stages>(p, pl, batch, stream);
 }
 
 template <typename T>
@@ -231,8 +275,9 @@ extern "C" const char *tgf_attn_kernel(const tgf_attn_desc *d)
     if (!d || d->L <= 0 || d->hk <= 0 || d->hq % d->hk)
         return "none";
     Plan pl = plan(d);
-    snprintf(why_buf, sizeof why_buf, "%s %s d%lld bm%d bn%d splits %d", kernel_names[pl.kernel], pl.decode ? "decode" : "prefill",
-             (long long)d->D, 16 * pl.shape.mt * pl.shape.warps, pl.shape.bn, pl.splits);
+    snprintf(why_buf, sizeof why_buf, "%s %s d%lld bm%d bn%d splits %d%s", kernel_names[pl.kernel],
+             pl.decode ? "decode" : "prefill", (long long)d->D, 16 * pl.shape.mt * pl.shape.warps, pl.shape.bn,
+             pl.splits, pl.persistent ? " persistent" : "");
     return why_buf;
 }
 

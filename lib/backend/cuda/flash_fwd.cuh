@@ -4,9 +4,9 @@
  * of BN rows: S = Q K^T on the tensor cores (fp32), the masks, the online
  * softmax in the exp2 domain (running max m and sum l per row, the
  * accumulator rescaled when m grows), then O += P V with P reused from the
- * score registers as the A operand. K and V tiles are double-buffered in
- * shared memory with cp.async, the next pair loading while this one is used
- * (one block barrier a tile).
+ * score registers as the A operand. K and V tiles go through a ring of
+ * STAGES buffers in shared memory with cp.async, the next STAGES - 1 pairs
+ * loading while this one is used (one block barrier a tile).
  * Each warp owns 16 * MT rows, so no block-level reduction is needed.
  *
  * Rows: row r of a (batch, head group) is head h_base + r / L, query r % L.
@@ -266,15 +266,21 @@ __device__ __forceinline__ void store_partials(const Params &p, const float *acc
 }
 
 /* the block's place: batch, first head of its group, kv head, its key
- * tiles; rb: its block of bm rows (blockIdx.x, or another order of them) */
+ * tiles; rb: its block of bm rows (blockIdx.x, or another order of them);
+ * bh: its (batch, head group), blockIdx.y unless a persistent block walks
+ * several */
 struct Place {
     int b, h_base, kvh, rows, r0, t_begin, t_end, l_min;
 
     __device__ __forceinline__ Place(const Params &p, int bm, int bn, int rb)
+        : Place(p, bm, bn, rb, blockIdx.y)
+    {
+    }
+    __device__ __forceinline__ Place(const Params &p, int bm, int bn, int rb, int bh)
     {
         const int heads = p.hq / p.pack;
-        b = blockIdx.y / heads;
-        h_base = (blockIdx.y % heads) * p.pack;
+        b = bh / heads;
+        h_base = (bh % heads) * p.pack;
         kvh = h_base / p.group;
         rows = p.pack * p.L;
         r0 = rb * bm;
@@ -333,16 +339,16 @@ template <int D> struct RowSwizzle {
     }
 };
 
-template <typename T, int D, int WARPS, int MT, int BN>
+template <typename T, int D, int WARPS, int MT, int BN, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
 {
     constexpr int BM = 16 * MT * WARPS, NT = 32 * WARPS, NB = BN / 8, ND = D / 8;
-    static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
+    static_assert(D % 64 == 0 && BN % 16 == 0 && STAGES >= 2, "tile shape");
     using L = RowSwizzle<D>;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *sQ = reinterpret_cast<T *>(smem_raw);
-    T *sK = sQ + BM * D;        /* [2][BN][D] */
-    T *sV = sK + 2 * BN * D;    /* [2][BN][D] */
+    T *sK = sQ + BM * D;            /* [STAGES][BN][D] */
+    T *sV = sK + STAGES * BN * D;   /* [STAGES][BN][D] */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, tg = lane & 3;
@@ -350,12 +356,18 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
     const T *K = static_cast<const T *>(p.k) + pc.b * p.ks[0] + pc.kvh * p.ks[1];
     const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
 
+    /* the first STAGES - 1 key tiles in flight (the queries with the first):
+     * one commit group a tile, empty ones too, so that waiting for all but
+     * the newest STAGES - 2 groups means this tile has landed */
     load_queries<T, D, BM, NT, L>(sQ, p, pc);
-    if (pc.t_begin < pc.t_end) {
-        load_tile<T, D, BN, NT, L>(sK, K, p.ks[2], pc.t_begin * BN, p.S);
-        load_tile<T, D, BN, NT, L>(sV, V, p.vs[2], pc.t_begin * BN, p.S);
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++) {
+        if (pc.t_begin + i < pc.t_end) {
+            load_tile<T, D, BN, NT, L>(sK + i * BN * D, K, p.ks[2], (pc.t_begin + i) * BN, p.S);
+            load_tile<T, D, BN, NT, L>(sV + i * BN * D, V, p.vs[2], (pc.t_begin + i) * BN, p.S);
+        }
+        cp_async_commit();
     }
-    cp_async_commit();
 
     const int row0 = pc.r0 + warp * 16 * MT;
     Rows<MT> rw;
@@ -371,15 +383,18 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
 
     const T *wQ = sQ + warp * 16 * MT * D;
     for (int t = pc.t_begin; t < pc.t_end; t++) {
-        const int buf = (t - pc.t_begin) & 1;
-        cp_async_wait<0>();
+        /* this tile's buffer, and tile t-1's, which loads t + STAGES - 1 */
+        const unsigned i = t - pc.t_begin, buf = i % STAGES, next = (i + STAGES - 1) % STAGES;
+        cp_async_wait<STAGES - 2>();
         /* every thread's copies are in, and every warp is done with tile
-         * t-1, whose buffers take tile t+1 */
+         * t-1, whose buffers take tile t + STAGES - 1 */
         __syncthreads();
-        if (t + 1 < pc.t_end) {
-            load_tile<T, D, BN, NT, L>(sK + (buf ^ 1) * BN * D, K, p.ks[2], (t + 1) * BN, p.S);
-            load_tile<T, D, BN, NT, L>(sV + (buf ^ 1) * BN * D, V, p.vs[2], (t + 1) * BN, p.S);
+        if (t + STAGES - 1 < pc.t_end) {
+            load_tile<T, D, BN, NT, L>(sK + next * BN * D, K, p.ks[2], (t + STAGES - 1) * BN, p.S);
+            load_tile<T, D, BN, NT, L>(sV + next * BN * D, V, p.vs[2], (t + STAGES - 1) * BN, p.S);
             cp_async_commit();
+        } else if (STAGES > 2) {
+            cp_async_commit();  /* two stages wait for every group anyway */
         }
         const T *tK = sK + buf * BN * D, *tV = sV + buf * BN * D;
 
@@ -526,8 +541,13 @@ template <typename T, int D> cudaError_t launch_sm90(const Params &p, dim3 grid,
 __host__ __device__ constexpr int fa3_bn(int D) { return D == 256 ? 64 : D == 128 ? TGF_FA3_BN128 : 128; }
 /* d256: two stages of K and V is all shared memory holds beside Q */
 __host__ __device__ constexpr int fa3_stages(int D) { return D == 256 ? 2 : TGF_FA3_STAGES; }
+/* the FA3 kernel's query tile: 128 rows (two consumer warpgroups), or 192
+ * (three) at d64, where the softmax is the largest share */
+__host__ __device__ constexpr int fa3_bm(int D, bool rows192) { return D == 64 && rows192 ? 192 : 128; }
 /* the FA3 kernel's launch (flash_fa3.cu, sm_90a): grid as the FA2 kernel's
- * with BM = 128, pack 1; cudaErrorNotSupported when the bulk tensor copy
- * cannot describe q, k or v */
-template <typename T, int D> cudaError_t launch_fa3(const Params &p, dim3 grid, cudaStream_t stream);
+ * with BM = bm (fa3_bm), pack 1, a block a work tile or (persistent) one a
+ * multiprocessor walking them; cudaErrorNotSupported when the bulk tensor
+ * copy cannot describe q, k or v */
+template <typename T, int D>
+cudaError_t launch_fa3(const Params &p, dim3 grid, int bm, bool persistent, cudaStream_t stream);
 }
