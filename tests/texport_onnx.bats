@@ -60,9 +60,16 @@ check_model() {
 @test "onnx ops: EyeLike, CumProd, Det, Einsum, ReverseSequence" { check_model "$ONNX" math_ops; }
 @test "onnx ops: Hann, Hamming and Blackman windows of a size given at run time" { check_model "$ONNX" runtime_windows; }
 
+@test "onnx ops: Scan unrolled at import (axes, directions, state and scan outputs)" { check_model "$ONNX" scan; }
+
 @test "onnx: a recurrent op over a sequence length unknown at import is refused, naming the op and opset" {
     run_fails 1 "node 'lstm_node' \(LSTM, opset 22\): the sequence length must be known at import \(it is unrolled\)" \
         "$TEXPORT" "$ONNX/recurrent_dynamic.onnx"
+}
+
+@test "onnx: a Scan over a length unknown at import is refused, naming the op and opset" {
+    run_fails 1 "node 'scan_node' \(Scan, opset 16\): scan input 0's length is not known at import \(the scan is unrolled\)" \
+        "$TEXPORT" "$ONNX/scan_dynamic.onnx"
 }
 
 @test "onnx: a CumProd axis out of range at run time fails, naming the node" {

@@ -583,6 +583,22 @@ static int map_folded(onnx_ctx *c, const Onnx__NodeProto *n)
     return rc;
 }
 
+int onnx_map_body_node(onnx_ctx *c, const Onnx__NodeProto *n)
+{
+    const Onnx__NodeProto *outer = c->node;
+    c->node = n;
+    int rc = map_folded(c, n) ? onnx_map_node(c, n) : 0;
+    if (rc == 1) tg_err("its body's operator %s (domain %s) is not supported", n->op_type ? n->op_type : "?",
+                        n->domain && *n->domain ? n->domain : "ai.onnx");
+    else if (rc < 0) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tg_errmsg());
+        tg_err("its body's node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "?", msg);
+    }
+    c->node = outer;
+    return rc ? -1 : 0;
+}
+
 static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import_opts *opts)
 {
     for (size_t i = 0; i < gp->n_initializer; i++) {

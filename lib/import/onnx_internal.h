@@ -89,6 +89,10 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
  * or 1 when the op is not supported. */
 int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n);
 
+/* Map one node of a subgraph (a Scan's body) into the graph being built,
+ * folding it as the main graph's nodes are; an unsupported op is an error. */
+int onnx_map_body_node(onnx_ctx *c, const Onnx__NodeProto *n);
+
 /* Add a graph node named after the ONNX node (suffix distinguishes helpers). */
 int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
              const tg_attr *attr);

@@ -51,6 +51,9 @@ extern const int onnx_seq_nops;
 /* The math ops' table (onnx_ops_math.c). */
 extern const onnx_op_map onnx_math_ops[];
 extern const int onnx_math_nops;
+/* Control flow unrolled at import (onnx_ops_flow.c). */
+extern const onnx_op_map onnx_flow_ops[];
+extern const int onnx_flow_nops;
 
 /* ---- node helpers ----------------------------------------------------------------- */
 

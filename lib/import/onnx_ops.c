@@ -1912,6 +1912,8 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
         if (!strcmp(onnx_seq_ops[i].type, n->op_type)) m = &onnx_seq_ops[i];
     for (int i = 0; i < onnx_math_nops && !m; i++)
         if (!strcmp(onnx_math_ops[i].type, n->op_type)) m = &onnx_math_ops[i];
+    for (int i = 0; i < onnx_flow_nops && !m; i++)
+        if (!strcmp(onnx_flow_ops[i].type, n->op_type)) m = &onnx_flow_ops[i];
     if (!m) return 1;
     if (n->n_output < 1) return tg_err("node has no outputs");
     int first = c->g->nnode;
