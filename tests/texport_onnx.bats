@@ -58,7 +58,7 @@ check_model() {
     check_model "$ONNX" recurrent
 }
 @test "onnx ops: EyeLike, CumProd, Det, Einsum, ReverseSequence" { check_model "$ONNX" math_ops; }
-@test "onnx ops: Hann, Hamming and Blackman windows of a size given at run time" { check_model "$ONNX" runtime_windows; }
+@test "onnx ops: Hann, Hamming and Blackman windows and OneHot of a size given at run time" { check_model "$ONNX" runtime_windows; }
 
 @test "onnx ops: Scan unrolled at import (axes, directions, state and scan outputs)" { check_model "$ONNX" scan; }
 

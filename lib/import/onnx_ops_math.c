@@ -1,6 +1,6 @@
 /* ONNX math operators written out in existing tgraph ops: the window
- * generators (HannWindow, HammingWindow, BlackmanWindow), EyeLike, CumProd,
- * Det and Einsum. What has no such form is refused by name. */
+ * generators (HannWindow, HammingWindow, BlackmanWindow), EyeLike, OneHot,
+ * CumProd, Det and Einsum. What has no such form is refused by name. */
 #include <ctype.h>
 #include <math.h>
 #include <stdint.h>
@@ -147,6 +147,42 @@ static int map_cumprod(onnx_ctx *c, const onnx_op_map *m)
         y = yi < 0 ? -1 : where_on(c, "by_axis", is, yi, y);
     }
     return def_out(c, 0, y);
+}
+
+/* ---- OneHot -------------------------------------------------------------------------------- */
+
+/* OneHot: a new axis of depth (read at run time: its length a data symbol)
+ * where position j is on_value when j equals the index (a negative one
+ * counting from depth; out of range: none), else off_value. Compared in
+ * float64, as the reference compares whatever type the indices have. */
+static int map_onehot(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), dep = x < 0 ? -1 : in_val(c, 1), vals = dep < 0 ? -1 : in_val(c, 2);
+    if (vals < 0) return -1;
+    tg_shape xs = shape_of(c, x), ds = shape_of(c, dep), vs = shape_of(c, vals);
+    int64_t two;
+    if (vs.rank != 1 || !tg_dim_is_const(vs.d[0], &two) || two != 2) return tg_err("values must be [off_value, on_value]");
+    if (ds.rank > 1 || (ds.rank == 1 && !tg_dim_eq(ds.d[0], tg_dim_const(1)))) return tg_err("depth must be a scalar");
+    if (xs.rank + 1 > TG_MAX_RANK) return tg_err("indices of rank %d are too large", xs.rank);
+    int axis = 0;
+    if (axis_norm(onnx_attr_int(N(c), "axis", -1), xs.rank + 1, &axis)) return -1;
+    int d = cast_as(c, ds.rank ? reshape_as(c, dep, 0, NULL, "depth_scalar") : dep, TG_F64, "depth_f64");
+    int pos = d < 0 ? -1 : onnx_rt_range(c, scalar_const(c, "zero", TG_F64, 0), d, scalar_const(c, "one", TG_F64, 1));
+    if (pos < 0) return -1;
+    /* the depth axis last (the positions broadcast as they are), then moved to axis */
+    tg_dim id[TG_MAX_RANK];
+    int64_t perm[TG_MAX_RANK];
+    for (int i = 0; i < xs.rank; i++) id[i] = xs.d[i];
+    id[xs.rank] = tg_dim_const(1);
+    for (int i = 0, j = 0; i <= xs.rank; i++) perm[i] = i == axis ? xs.rank : j++;
+    int idx = cast_as(c, x, TG_F64, "indices_f64"), zero = scalar_const(c, "zero", TG_F64, 0);
+    idx = idx < 0 ? -1 : where_on(c, "wrapped", binary_on(c, TG_OP_LT, "negative", idx, zero), binary_on(c, TG_OP_ADD, "from_end", idx, d), idx);
+    int hit = binary_on(c, TG_OP_EQ, "hot", reshape_as(c, idx, xs.rank + 1, id, "indices_nd"), pos);
+    int off = reshape_as(c, slice_range(c, vals, 0, 0, 1, "off"), 0, NULL, "off_value");
+    int on = reshape_as(c, slice_range(c, vals, 0, 1, 2, "on"), 0, NULL, "on_value");
+    int y = hit < 0 || off < 0 || on < 0 ? -1 : where_on(c, axis == xs.rank ? NULL : "depth_last", hit, on, off);
+    tg_attr p = tg_attr_ints("perm", xs.rank + 1, perm);
+    return def_out(c, 0, y < 0 || axis == xs.rank ? y : unary_on(c, TG_OP_PERMUTE, NULL, y, 1, &p));
 }
 
 /* ---- Det ---------------------------------------------------------------------------------- */
@@ -390,6 +426,6 @@ static int map_einsum(onnx_ctx *c, const onnx_op_map *m)
 const onnx_op_map onnx_math_ops[] = {
     {"HannWindow", map_window, 0}, {"HammingWindow", map_window, 0}, {"BlackmanWindow", map_window, 0},
     {"EyeLike", map_eyelike, 0}, {"CumProd", map_cumprod, 0}, {"Det", map_det, 0},
-    {"Einsum", map_einsum, 0},
+    {"Einsum", map_einsum, 0}, {"OneHot", map_onehot, 0},
 };
 const int onnx_math_nops = (int)(sizeof onnx_math_ops / sizeof onnx_math_ops[0]);
