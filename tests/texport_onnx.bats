@@ -439,3 +439,14 @@ check_model() {
     run_ok "$TRUN" "$TMP/g.so" $(ls "$ONNX"/gridsample22.in*.b3.npy) \
         --check "$(ls -v "$ONNX"/gridsample22.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
 }
+
+@test "onnx ops: ScatterND and ScatterElements with reduction add, mul, max, min (indices repeated)" {
+    check_model "$ONNX" scatter_reduce
+}
+
+@test "onnx ops: the scatter_reduce model compiles and the .so matches ONNX Runtime" {
+    run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/scatter_reduce.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/r.so" "$TMP/r.tg"
+    run_ok "$TRUN" "$TMP/r.so" "$ONNX/scatter_reduce.in0.b3.npy" \
+        --check "$(ls -v "$ONNX"/scatter_reduce.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
+}

@@ -1611,11 +1611,14 @@ static int map_gather_nd(onnx_ctx *c, const onnx_op_map *m)
 }
 
 /* ScatterND, ScatterElements (and opset 9's Scatter): the row (ND) or element of
- * data each update goes to, as one index list for index_copy over data's rows. */
+ * data each update goes to, as one index list for index_copy over data's rows;
+ * a reduction is index_copy's reduce, applied in the updates' order. */
 static int map_scatter(onnx_ctx *c, const onnx_op_map *m)
 {
-    const char *red = onnx_attr_string(N(c), "reduction", "none");
-    if (strcmp(red, "none")) return tg_err("reduction '%s' is not supported", red);
+    char red[16];       /* index_copy's reduce: ONNX's names */
+    snprintf(red, sizeof red, "%s", onnx_attr_string(N(c), "reduction", "none"));
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
+        return tg_err("reduction '%s' is not one ONNX defines", red);
     bool nd = !strcmp(N(c)->op_type, "ScatterND");
     int x = in_val(c, 0), idx = x < 0 ? -1 : as_i64(c, in_val(c, 1)), upd = idx < 0 ? -1 : in_val(c, 2);
     if (upd < 0) return -1;
@@ -1661,9 +1664,9 @@ static int map_scatter(onnx_ctx *c, const onnx_op_map *m)
     r[0] = tg_dim_const(numel);
     int rows = reshape_to(c, x, xs.rank - (int)k + 1, r, "rows_of");
     lin = reshape_to(c, lin, 1, &n, "row_list");
-    tg_attr a = tg_attr_int("axis", 0);
+    tg_attr a[2] = {tg_attr_int("axis", 0), tg_attr_string("reduce", red)};
     int in[3] = {rows, lin, upd_rows};
-    int y = rows < 0 || lin < 0 || upd_rows < 0 ? -1 : onnx_add(c, TG_OP_INDEX_COPY, "rows", 3, in, 1, &a);
+    int y = rows < 0 || lin < 0 || upd_rows < 0 ? -1 : onnx_add(c, TG_OP_INDEX_COPY, "rows", 3, in, strcmp(red, "none") ? 2 : 1, a);
     return def_out(c, 0, reshape_to(c, y, xs.rank, xs.d, NULL));
 }
 

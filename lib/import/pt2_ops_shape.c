@@ -659,9 +659,9 @@ static int put_masked(pt2_ctx *c, int x, int mask, int at, int val)
     return in[0] < 0 || in[1] < 0 ? -1 : pt2_emit(c, true, TG_OP_WHERE, 3, in, 0, NULL);
 }
 
-/* index_put(x, indices, values): x with x[indices] = values, values broadcast
- * to the indexed shape; an index_copy of the merged axes by the flat index
- * (merge_indexed), shaped and permuted back. */
+/* index_put(x, indices, values): x with x[indices] = values (accumulate: +=),
+ * values broadcast to the indexed shape; an index_copy (reduce add) of the
+ * merged axes by the flat index (merge_indexed), shaped and permuted back. */
 static int h_index_put(pt2_ctx *c, const cJSON *node)
 {
     int x, val, v[TG_MAX_RANK], n, k = 0, mask = -1;
@@ -670,8 +670,6 @@ static int h_index_put(pt2_ctx *c, const cJSON *node)
         pt2_tensors(c, node, "indices", v, TG_MAX_RANK, &n) < 0 ||
         pt2_tensor(c, node, "values", &val) < 0 || pt2_bool(node, "accumulate", false, &acc) < 0)
         return -1;
-    if (acc)
-        return tg_err("index_put with accumulate=True is not supported");
     if (n > pt2_rank(c, x))
         return tg_err("%d indices for a tensor of rank %d", n, pt2_rank(c, x));
     val = pt2_cast(c, false, val, pt2_dt(c, x));
@@ -684,6 +682,8 @@ static int h_index_put(pt2_ctx *c, const cJSON *node)
     }
     if (val < 0)
         return -1;
+    if (acc && (mask >= 0 || k == 0))
+        return tg_err("index_put with accumulate=True is only supported with integer indices");
     if (mask >= 0)
         return k > 1 ? tg_err("index_put by a boolean mask and other indices is not supported")
                      : pt2_set_out(c, 0, put_masked(c, x, v[mask], mask, val));
@@ -714,8 +714,8 @@ static int h_index_put(pt2_ctx *c, const cJSON *node)
                       pt2_rank(c, val), nt);
     int in[3] = {m.xm, pt2_reshape(c, false, m.flat, 1, &nb),
                  pt2_reshape(c, false, broadcast_to(c, val, nt, t), nf, flat_t)};
-    tg_attr a = tg_attr_int("axis", m.first);
-    int y = in[1] < 0 || in[2] < 0 ? -1 : pt2_emit(c, false, TG_OP_INDEX_COPY, 3, in, 1, &a);
+    tg_attr a[2] = {tg_attr_int("axis", m.first), tg_attr_string("reduce", "add")};   /* accumulate */
+    int y = in[1] < 0 || in[2] < 0 ? -1 : pt2_emit(c, false, TG_OP_INDEX_COPY, 3, in, acc ? 2 : 1, a);
     const tg_shape pshape = *shape_of(c, m.xp), *ps = &pshape;   /* a copy: values grow below */
     y = pt2_reshape(c, !m.moved, y, ps->rank, ps->d);
     if (m.moved) {
@@ -727,22 +727,30 @@ static int h_index_put(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, y);
 }
 
+/* index_copy, and index_add (source times alpha added: index_copy's reduce add) */
 static int h_index_copy(pt2_ctx *c, const cJSON *node)
 {
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
+    bool add = !strcmp(name, "index_add");
     int in[3], ax;
     int64_t dim;
+    double alpha = 1;
     if (pt2_tensor(c, node, "self", &in[0]) < 0 || pt2_int(c, node, "dim", 0, &dim) < 0 ||
         pt2_tensor(c, node, "index", &in[1]) < 0 || pt2_tensor(c, node, "source", &in[2]) < 0 ||
-        pt2_axis(dim, pt2_rank(c, in[0]), &ax) < 0)
+        (add && pt2_float(c, node, "alpha", 1, &alpha) < 0) || pt2_axis(dim, pt2_rank(c, in[0]), &ax) < 0)
         return -1;
+    if (alpha != 1)
+        in[2] = pt2_binary(c, false, TG_OP_MUL, in[2],
+                           pt2_const(c, (pt2_scalar){.kind = PT2_S_FLOAT, .f = alpha}, pt2_dt(c, in[2])));
     if (pt2_rank(c, in[1]) == 0) {      /* one index: source lacks the axis */
         in[1] = reshape_dim(c, false, in[1], 0, true);
         in[2] = reshape_dim(c, false, in[2], ax, true);
     }
     in[2] = pt2_cast(c, false, in[2], pt2_dt(c, in[0]));
-    tg_attr a = tg_attr_int("axis", ax);
+    tg_attr a[2] = {tg_attr_int("axis", ax), tg_attr_string("reduce", "add")};
     return pt2_set_out(c, 0, in[1] < 0 || in[2] < 0 ? -1
-                                : pt2_emit(c, true, TG_OP_INDEX_COPY, 3, in, 1, &a));
+                                : pt2_emit(c, true, TG_OP_INDEX_COPY, 3, in, add ? 2 : 1, a));
 }
 
 /* index_fill(x, dim, index, value): index_copy of value broadcast */
@@ -1133,7 +1141,7 @@ const pt2_op_entry pt2_ops_shape[] = {
     {"repeat_interleave", "self_int", h_repeat_interleave},
     {"index_select", "default", h_index_select}, {"gather", "default", h_index_select},
     {"index", "Tensor", h_index}, {"index_put", "default", h_index_put},
-    {"index_copy", "default", h_index_copy},
+    {"index_copy", "default", h_index_copy}, {"index_add", "default", h_index_copy},
     {"index_fill", "int_Scalar int_Tensor", h_index_fill},
     {"slice_scatter", "default", h_part_scatter}, {"select_scatter", "default", h_part_scatter},
     {"roll", "default", h_roll}, {"diff", "default", h_diff},

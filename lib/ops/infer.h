@@ -76,6 +76,10 @@ int tg_dim_affine(tg_dim a, int64_t k, int64_t c, tg_dim *out);
 /* -1 with tg_err when d is a negative constant (what names it); symbolic dims pass. */
 int tg_dim_check_nonneg(tg_dim d, const char *what);
 
+/* index_copy's reduce attribute: 0 none (default), 1 add, 2 mul, 3 max, 4 min;
+ * -1 with tg_err. */
+int tg_index_reduce_mode(const tg_node *n);
+
 /* Text forms for messages; return buf. */
 const char *tg_infer_shape_str(const tg_graph *g, const tg_shape *s, char *buf);
 const char *tg_infer_dim_str(const tg_graph *g, tg_dim d, char *buf);

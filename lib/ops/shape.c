@@ -1,5 +1,6 @@
 /* Data movement: reshape, permute, expand, slice, concat, pad, tile, gather,
  * index_select, index_copy, tril/triu. Only shapes change; the dtype is the input's. */
+#include <string.h>
 #include "infer.h"
 
 #include <inttypes.h>
@@ -261,13 +262,27 @@ int tg_infer_index_select(tg_graph *g, int node)
     return tg_infer_set(g, node, x->dtype, &s);
 }
 
+int tg_index_reduce_mode(const tg_node *n)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const char *s;
+    if (tg_attr_get_string(n, "reduce", "none", &s))
+        return -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return tg_err("attribute 'reduce' is \"%s\", expected one of none, add, mul, max, min", s);
+}
+
 int tg_infer_index_copy(tg_graph *g, int node)
 {
     const tg_value *x, *idx, *src;
-    int ax;
-    if (index_inputs(g, node, &x, &idx, &ax) || tg_check_rank(idx, 1, 1, 1) ||
+    int ax, red = tg_index_reduce_mode(tg_infer_node(g, node));
+    if (red < 0 || index_inputs(g, node, &x, &idx, &ax) || tg_check_rank(idx, 1, 1, 1) ||
         !(src = tg_infer_in(g, node, 2)) || tg_check_same_dtype(src, 2, x, 0))
         return -1;
+    if (red && x->dtype == TG_BOOL)
+        return tg_err("reduce on bool");
     tg_shape want = x->shape;
     want.d[ax] = idx->shape.d[0];
     if (tg_check_shape(g, src, 2, &want))

@@ -654,6 +654,22 @@ static void case_index_copy(tg_op op)
     int iv = tg_graph_add_const(g, "ix", TG_I64, &s, ix, 2 * sizeof *ix);
     tg_attr a = tg_attr_int("axis", 1);
     run(op, "axis 1", one_node(g, op, 3, (int[]){x, iv, src}, 1, &a), (cg_case){0});
+    /* reductions, an index repeated (and one negative): combined in order */
+    static const char *const red[] = {"add", "mul", "max", "min", "add"};
+    for (int k = 0; k < 5; k++) {
+        tg_dtype t = k == 4 ? TG_I64 : TG_F32;
+        g = tg_graph_new();
+        x = cg_input(g, "x", t, DIMS(7, 3));
+        src = cg_input(g, "src", t, DIMS(3, 3));
+        ix = malloc(3 * sizeof *ix);
+        ix[0] = (int64_t)((uniform() + 1) * 3.4), ix[1] = (ix[0] + 3) % 7, ix[2] = ix[0] - 7;
+        s = tg_shape_of(1, (int64_t[]){3});
+        iv = tg_graph_add_const(g, "ix", TG_I64, &s, ix, 3 * sizeof *ix);
+        tg_attr ra[2] = {tg_attr_int("axis", 1), tg_attr_string("reduce", red[k])};
+        char w[32];
+        snprintf(w, sizeof w, "axis 1, reduce %s, %s", red[k], dt(t));
+        run(op, w, one_node(g, op, 3, (int[]){x, iv, src}, 2, ra), (cg_case){0});
+    }
 }
 
 static void case_tri(tg_op op)

@@ -557,8 +557,19 @@ int cg_node_index(tg_cg *c, const tg_node *nd)
                       tg_dtype_name(idx->dtype));
     if (cg_axis(nd, "axis", 0, x->shape.rank, &ax))
         return -1;
+    int red = nd->op == TG_OP_INDEX_COPY ? tg_index_reduce_mode(nd) : 0;
+    if (red < 0)
+        return -1;
     fprintf(c->f, "    int64_t bad = 0;\n");
-    if (nd->op == TG_OP_INDEX_COPY) {
+    if (red) {
+        check_rc(c, nd,
+                 cg_str(c, "tgk_index_reduce(%s, %d, %s, %s, %s, %s, %s, %s, %s, %s, &bad)",
+                        cg_dtype_enum(c, "TGK_", x->dtype), red, cg_prod(c, &x->shape, 0, ax),
+                        cg_dim(c, x->shape.d[ax]), cg_prod(c, &x->shape, ax + 1, x->shape.rank),
+                        cg_ptr(c, nd->in[0]), cg_numel(c, nd->in[1]), cg_ptr(c, nd->in[1]),
+                        cg_ptr(c, nd->in[2]), OUT(c, nd - c->g->nodes)),
+                 "index out of range");
+    } else if (nd->op == TG_OP_INDEX_COPY) {
         check_rc(c, nd,
                  cg_str(c, "tgk_index_copy(%zu, %s, %s, %s, %s, %s, %s, %s, %s, &bad)", es,
                         cg_prod(c, &x->shape, 0, ax), cg_dim(c, x->shape.d[ax]),

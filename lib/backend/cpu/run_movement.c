@@ -31,7 +31,16 @@ int tg_run_index(const tg_run_ctx *c)
     int rc;
     if (ax < 0 || !(idx = index_i64(it, &tmp)))
         return -1;
-    if (c->n->op == TG_OP_INDEX_COPY)
+    int red = c->n->op == TG_OP_INDEX_COPY ? tg_index_reduce_mode(c->n) : 0;
+    if (red < 0) {
+        free(tmp);
+        return -1;
+    }
+    if (red)
+        rc = tgk_index_reduce(tg_run_kt(x->dtype), red, tg_run_prod(x->dims, 0, ax), x->dims[ax],
+                              tg_run_prod(x->dims, ax + 1, x->rank), x->data, tg_run_numel(it),
+                              idx, c->in[2]->data, c->out[0]->data, &bad);
+    else if (c->n->op == TG_OP_INDEX_COPY)
         rc = tgk_index_copy(es, tg_run_prod(x->dims, 0, ax), x->dims[ax],
                             tg_run_prod(x->dims, ax + 1, x->rank), x->data, tg_run_numel(it),
                             idx, c->in[2]->data, c->out[0]->data, &bad);

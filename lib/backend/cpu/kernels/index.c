@@ -141,3 +141,79 @@ int tgk_index_copy(size_t elsize, int64_t outer, int64_t n, int64_t inner, const
         *bad = c.bad;
     return c.failed ? -1 : 0;
 }
+
+typedef struct {
+    tgk_dtype t;
+    int op;
+    int64_t n, inner, nidx;
+    const void *src;
+    const int64_t *idx;
+    void *y;
+    int64_t bad;
+    bool failed;
+} reduce_ctx;
+
+static double reduce_f64(int op, double a, double b)
+{
+    if (op == 1)
+        return a + b;
+    if (op == 2)
+        return a * b;
+    if (a != a || b != b)       /* max and min: a NaN wins, as NumPy's maximum */
+        return a + b;
+    return op == 3 ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+static int64_t reduce_i64(int op, int64_t a, int64_t b)
+{
+    if (op == 1)                /* unsigned: overflow wraps */
+        return (int64_t)((uint64_t)a + (uint64_t)b);
+    if (op == 2)
+        return (int64_t)((uint64_t)a * (uint64_t)b);
+    return op == 3 ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+/* One task per outer index, the indices in order within it: each update is
+ * combined with what the row holds then, rounded to t each time. */
+static void reduce_task(void *vctx, int64_t b, int64_t e)
+{
+    reduce_ctx *c = vctx;
+    bool fl = tgk_dtype_is_float(c->t);
+    for (int64_t o = b; o < e; o++)
+        for (int64_t j = 0; j < c->nidx; j++) {
+            int64_t i = wrap(c->idx[j], c->n);
+            if (i < 0) {
+                note_bad(&c->failed, &c->bad, c->idx[j]);
+                continue;
+            }
+            int64_t at = (o * c->n + i) * c->inner, from = (o * c->nidx + j) * c->inner;
+            for (int64_t k = 0; k < c->inner; k++)
+                if (fl)
+                    tgk_store_f64(c->t, c->y, at + k, reduce_f64(c->op, tgk_load_f64(c->t, c->y, at + k),
+                                                                 tgk_load_f64(c->t, c->src, from + k)));
+                else
+                    tgk_store_i64(c->t, c->y, at + k, reduce_i64(c->op, tgk_load_i64(c->t, c->y, at + k),
+                                                                 tgk_load_i64(c->t, c->src, from + k)));
+        }
+}
+
+/* index_copy with a reduction (op 1 add, 2 mul, 3 max, 4 min): y = x, then
+ * y[.., idx[j], ..] = op(y[.., idx[j], ..], src[.., j, ..]) for j in order
+ * (ONNX's ScatterND and ScatterElements reductions). -1: an index out of
+ * range (*bad), or t bool or op unknown (*bad untouched). */
+TGK_DECL int tgk_index_reduce(tgk_dtype t, int op, int64_t outer, int64_t n, int64_t inner,
+                              const void *x, int64_t nidx, const int64_t *idx, const void *src,
+                              void *y, int64_t *bad)
+{
+    if (t == TGK_BOOL || t <= TGK_DT_NONE || t >= TGK_DT_COUNT || op < 1 || op > 4)
+        return -1;
+    size_t es = tgk_dtype_size(t);
+    if (y != x)
+        memcpy(y, x, (size_t)(outer * n * inner) * es);
+    reduce_ctx c = { t, op, n, inner, nidx, src, idx, y, 0, false };
+    int64_t work = nidx * inner;
+    tgk_parallel_for(outer, work >= 4096 ? 1 : 4096 / (work ? work : 1), reduce_task, &c);
+    if (c.failed && bad)
+        *bad = c.bad;
+    return c.failed ? -1 : 0;
+}
