@@ -60,6 +60,7 @@ check_model() {
 @test "onnx ops: EyeLike, CumProd, Det, Einsum, ReverseSequence" { check_model "$ONNX" math_ops; }
 @test "onnx ops: Hann, Hamming and Blackman windows and OneHot of a size given at run time" { check_model "$ONNX" runtime_windows; }
 
+@test "onnx ops: CenterCropPad to sizes given at run time and constant" { check_model "$ONNX" runtime_crop; }
 @test "onnx ops: Scan unrolled at import (axes, directions, state and scan outputs)" { check_model "$ONNX" scan; }
 
 @test "onnx: a recurrent op over a sequence length unknown at import is refused, naming the op and opset" {

@@ -1,6 +1,7 @@
-/* ONNX math operators written out in existing tgraph ops: the window
- * generators (HannWindow, HammingWindow, BlackmanWindow), EyeLike, OneHot,
- * CumProd, Det and Einsum. What has no such form is refused by name. */
+/* ONNX math and generator operators written out in existing tgraph ops: the
+ * window generators (HannWindow, HammingWindow, BlackmanWindow), EyeLike,
+ * OneHot, CumProd, Det, Einsum, and CenterCropPad (crop and pad to sizes
+ * that may be read at run time). What has no such form is refused by name. */
 #include <ctype.h>
 #include <math.h>
 #include <stdint.h>
@@ -183,6 +184,65 @@ static int map_onehot(onnx_ctx *c, const onnx_op_map *m)
     int y = hit < 0 || off < 0 || on < 0 ? -1 : where_on(c, axis == xs.rank ? NULL : "depth_last", hit, on, off);
     tg_attr p = tg_attr_ints("perm", xs.rank + 1, perm);
     return def_out(c, 0, y < 0 || axis == xs.rank ? y : unary_on(c, TG_OP_PERMUTE, NULL, y, 1, &p));
+}
+
+/* ---- CenterCropPad ------------------------------------------------------------------------ */
+
+/* CenterCropPad: each listed axis cropped to its target size (from
+ * (dim - size) / 2 on) or zero-padded to it ((size - dim) / 2 before, the
+ * rest after). Sizes given as constants: a slice and a pad; read at run time:
+ * the same through the run-time slice and pad (the output dims data symbols;
+ * the input's shape must be static). */
+static int map_center_crop_pad(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0);
+    onnx_ent *se = x < 0 ? NULL : in_req(c, 1);
+    if (!se) return -1;
+    tg_shape xs = shape_of(c, x);
+    int64_t axes[TG_MAX_RANK], dims[TG_MAX_RANK], want[TG_MAX_RANK];
+    int na, n;
+    if (attr_ints(c, "axes", TG_MAX_RANK, axes, &na)) return -1;
+    if (na < 0)
+        for (na = 0; na < xs.rank; na++) axes[na] = na;
+    for (int i = 0; i < na; i++) {
+        int a = 0;
+        if (axis_norm(axes[i], xs.rank, &a)) return -1;
+        axes[i] = a;
+        if (!tg_dim_is_const(xs.d[a], &dims[i])) return tg_err("input dim %d is dynamic (cropped or padded axes must be static)", a);
+    }
+    if (se->kind == ONNX_ENT_CONST) {
+        if (onnx_int_list(se, TG_MAX_RANK, want, &n)) return -1;
+        if (n != na) return tg_err("shape has %d values for %d axes", n, na);
+        int y = x;
+        int64_t pads[2 * TG_MAX_RANK] = {0};
+        bool pad = false;
+        for (int i = 0; i < na && y >= 0; i++) {
+            if (want[i] < 0) return tg_err("shape[%d] = %lld is negative", i, (long long)want[i]);
+            int64_t d = dims[i] - want[i];
+            if (d > 0) y = slice_range(c, y, (int)axes[i], d / 2, d / 2 + want[i], "crop");
+            if (d < 0) pads[axes[i]] = -d / 2, pads[xs.rank + axes[i]] = -d - -d / 2, pad = true;
+        }
+        tg_attr pa[2] = {tg_attr_ints("pads", 2 * xs.rank, pads), tg_attr_float("value", 0)};
+        return def_out(c, 0, !pad || y < 0 ? y : unary_on(c, TG_OP_PAD, NULL, y, 2, pa));
+    }
+    int64_t nn = na, *dv = malloc(sizeof(int64_t) * TG_MAX_RANK);
+    if (!dv) return tg_err("out of memory");
+    memcpy(dv, dims, sizeof(int64_t) * (size_t)na);
+    int in = const_named(c, "dims", TG_I64, 1, &nn, dv), t = cast_as(c, onnx_value(c, se), TG_I64, "shape_i64");
+    int zero = scalar_const(c, "zero", TG_I64, 0), two = scalar_const(c, "two", TG_I64, 2);
+    if (in < 0 || t < 0 || zero < 0 || two < 0) return -1;
+    if (shape_of(c, t).rank != 1 || !tg_dim_eq(shape_of(c, t).d[0], tg_dim_const(na)))
+        return tg_err("shape must be a vector of %d values, one per axis", na);
+    int crop = binary_on(c, TG_OP_MAXIMUM, "crop", binary_on(c, TG_OP_SUB, "excess", in, t), zero);
+    int start = crop < 0 ? -1 : binary_on(c, TG_OP_DIV, "crop_start", crop, two);
+    int end = start < 0 ? -1 : binary_on(c, TG_OP_ADD, "crop_end", start, binary_on(c, TG_OP_SUB, "kept", in, crop));
+    int y = end < 0 ? -1 : onnx_rt_slice(c, x, start, end, -1, na, axes, -1);
+    int grow = y < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "grow", binary_on(c, TG_OP_SUB, "shortfall", t, in), zero);
+    int before = grow < 0 ? -1 : binary_on(c, TG_OP_DIV, "pad_before", grow, two);
+    int ba[2] = {before, before < 0 ? -1 : binary_on(c, TG_OP_SUB, "pad_after", grow, before)};
+    tg_attr ax = tg_attr_int("axis", 0);
+    int pads = ba[1] < 0 ? -1 : onnx_add(c, TG_OP_CONCAT, "pads", 2, ba, 1, &ax);
+    return def_out(c, 0, pads < 0 ? -1 : onnx_rt_pad(c, y, pads, na, axes, -1, 0, -1));
 }
 
 /* ---- Det ---------------------------------------------------------------------------------- */
@@ -426,6 +486,6 @@ static int map_einsum(onnx_ctx *c, const onnx_op_map *m)
 const onnx_op_map onnx_math_ops[] = {
     {"HannWindow", map_window, 0}, {"HammingWindow", map_window, 0}, {"BlackmanWindow", map_window, 0},
     {"EyeLike", map_eyelike, 0}, {"CumProd", map_cumprod, 0}, {"Det", map_det, 0},
-    {"Einsum", map_einsum, 0}, {"OneHot", map_onehot, 0},
+    {"Einsum", map_einsum, 0}, {"OneHot", map_onehot, 0}, {"CenterCropPad", map_center_crop_pad, 0},
 };
 const int onnx_math_nops = (int)(sizeof onnx_math_ops / sizeof onnx_math_ops[0]);
