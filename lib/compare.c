@@ -16,6 +16,18 @@ static double excess(double b, double d, double rtol, double atol)
     return d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
 }
 
+/* |a - b| of integer elements, from their exact values (as doubles, i64 and
+ * u64 elements that differ can be equal), so it is 0 only when they are. */
+static double int_diff(tg_dtype t, const void *pa, const void *pb, int64_t i)
+{
+    if (t == TG_U64) {
+        uint64_t x = ((const uint64_t *)pa)[i], y = ((const uint64_t *)pb)[i];
+        return (double)(x > y ? x - y : y - x);
+    }
+    int64_t x = ((const int64_t *)pa)[i], y = ((const int64_t *)pb)[i];
+    return (double)(x > y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x);
+}
+
 int tg_compare(const tg_tensor *out, const tg_tensor *ref, double rtol, double atol,
                tg_compare_result *r)
 {
@@ -32,6 +44,8 @@ int tg_compare(const tg_tensor *out, const tg_tensor *ref, double rtol, double a
         double a = tg_load_f64(out->dtype, out->data, (size_t)i);
         double b = tg_load_f64(ref->dtype, ref->data, (size_t)i);
         double d = a == b || (isnan(a) && isnan(b)) ? 0 : fabs(a - b);
+        if (out->dtype == TG_I64 || out->dtype == TG_U64)
+            d = int_diff(out->dtype, out->data, ref->data, i);
         if (isnan(d))
             d = INFINITY;
         if (d > r->max_abs)

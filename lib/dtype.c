@@ -25,6 +25,9 @@ static const dtype_info dtypes[TG_DTYPE_COUNT] = {
     [TG_I32] = {"i32", "I32", "<i4", 4},
     [TG_I64] = {"i64", "I64", "<i8", 8},
     [TG_BOOL] = {"bool", "BOOL", "|b1", 1},
+    [TG_U16] = {"u16", "U16", "<u2", 2},
+    [TG_U32] = {"u32", "U32", "<u4", 4},
+    [TG_U64] = {"u64", "U64", "<u8", 8},
 };
 
 static bool dtype_valid(tg_dtype t) { return t > TG_DTYPE_NONE && t < TG_DTYPE_COUNT; }
@@ -79,14 +82,20 @@ bool tg_dtype_is_float(tg_dtype t)
 
 bool tg_dtype_is_int(tg_dtype t)
 {
-    return t == TG_I8 || t == TG_U8 || t == TG_I16 || t == TG_I32 || t == TG_I64;
+    return t == TG_I8 || t == TG_U8 || t == TG_I16 || t == TG_I32 || t == TG_I64 ||
+           tg_dtype_is_unsigned(t);
+}
+
+bool tg_dtype_is_unsigned(tg_dtype t)
+{
+    return t == TG_U8 || t == TG_U16 || t == TG_U32 || t == TG_U64;
 }
 
 /* ---- narrow floats ---- */
 
 /* The conversions themselves are elem.c's, which numbers its types like tg_dtype. */
 _Static_assert((int)TGK_F32 == (int)TG_F32 && (int)TGK_BOOL == (int)TG_BOOL &&
-               (int)TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype follows tg_dtype");
+               (int)TGK_U64 == (int)TG_U64 && (int)TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype follows tg_dtype");
 
 uint16_t tg_f32_to_f16(float f) { return tgk_f32_to_f16(f); }
 float tg_f16_to_f32(uint16_t h) { return tgk_f16_to_f32(h); }

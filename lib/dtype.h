@@ -11,6 +11,7 @@ typedef enum {
     TG_DTYPE_NONE = 0,
     TG_F32, TG_F64, TG_F16, TG_BF16, TG_F8E4M3, TG_F8E5M2,
     TG_I8, TG_U8, TG_I16, TG_I32, TG_I64, TG_BOOL,
+    TG_U16, TG_U32, TG_U64,     /* appended: the numbers are the ABI's and never change */
     TG_DTYPE_COUNT
 } tg_dtype;
 
@@ -23,6 +24,7 @@ const char *tg_dtype_npy_descr(tg_dtype t); /* "<f4", "|b1" ...; NULL when NumPy
 tg_dtype tg_dtype_from_npy_descr(const char *s);
 bool tg_dtype_is_float(tg_dtype t);
 bool tg_dtype_is_int(tg_dtype t);          /* signed or unsigned integer, not bool */
+bool tg_dtype_is_unsigned(tg_dtype t);     /* u8, u16, u32, u64 */
 
 /* Scalar conversions. Narrowing rounds to nearest, ties to even; NaN stays NaN;
  * overflow gives inf (f16, bf16, e5m2) or saturates to the largest finite value

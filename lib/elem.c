@@ -12,9 +12,9 @@
 size_t tgk_dtype_size(tgk_dtype t)
 {
     switch (t) {
-    case TGK_F64: case TGK_I64: return 8;
-    case TGK_F32: case TGK_I32: return 4;
-    case TGK_F16: case TGK_BF16: case TGK_I16: return 2;
+    case TGK_F64: case TGK_I64: case TGK_U64: return 8;
+    case TGK_F32: case TGK_I32: case TGK_U32: return 4;
+    case TGK_F16: case TGK_BF16: case TGK_I16: case TGK_U16: return 2;
     case TGK_F8E4M3: case TGK_F8E5M2: case TGK_I8: case TGK_U8: case TGK_BOOL: return 1;
     default: return 0;
     }
@@ -154,8 +154,17 @@ double tgk_load_f64(tgk_dtype t, const void *p, int64_t i)
     case TGK_BF16: return tgk_bf16_to_f32(((const uint16_t *)p)[i]);
     case TGK_F8E4M3: return tgk_f8e4m3_to_f32(((const uint8_t *)p)[i]);
     case TGK_F8E5M2: return tgk_f8e5m2_to_f32(((const uint8_t *)p)[i]);
+    case TGK_U64: return (double)((const uint64_t *)p)[i];
     default: return (double)tgk_load_i64(t, p, i);
     }
+}
+
+/* Float to u64: truncate, saturate to [0, 2^64 - 1], NaN gives 0. */
+static uint64_t sat_u64(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
 }
 
 void tgk_store_f64(tgk_dtype t, void *p, int64_t i, double v)
@@ -174,6 +183,9 @@ void tgk_store_f64(tgk_dtype t, void *p, int64_t i, double v)
     case TGK_I32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, INT32_MIN, INT32_MAX); break;
     case TGK_I64: ((int64_t *)p)[i] = sat_i64(v, -9223372036854775808.0, 9223372036854775807.0); break;
     case TGK_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case TGK_U16: ((uint16_t *)p)[i] = (uint16_t)sat_i64(v, 0, UINT16_MAX); break;
+    case TGK_U32: ((uint32_t *)p)[i] = (uint32_t)sat_i64(v, 0, UINT32_MAX); break;
+    case TGK_U64: ((uint64_t *)p)[i] = sat_u64(v); break;
     default: break;
     }
 }
@@ -187,6 +199,9 @@ int64_t tgk_load_i64(tgk_dtype t, const void *p, int64_t i)
     case TGK_I32: return ((const int32_t *)p)[i];
     case TGK_I64: return ((const int64_t *)p)[i];
     case TGK_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case TGK_U16: return ((const uint16_t *)p)[i];
+    case TGK_U32: return ((const uint32_t *)p)[i];
+    case TGK_U64: return (int64_t)((const uint64_t *)p)[i];    /* the bit pattern */
     case TGK_DT_NONE: case TGK_DT_COUNT: return 0;
     default: return sat_i64(tgk_load_f64(t, p, i), -9223372036854775808.0, 9223372036854775807.0);
     }
@@ -201,8 +216,35 @@ void tgk_store_i64(tgk_dtype t, void *p, int64_t i, int64_t v)
     case TGK_I32: ((int32_t *)p)[i] = (int32_t)v; break;
     case TGK_I64: ((int64_t *)p)[i] = v; break;
     case TGK_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case TGK_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case TGK_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case TGK_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
     default: tgk_store_f64(t, p, i, (double)v); break;
     }
+}
+
+/* A 64-bit integer as double rounded to odd (truncated, the last bit set when
+ * any dropped bit was): rounding that once more to a float of at most 51
+ * bits (f32 and narrower) gives the correctly rounded value, which
+ * rounding to nearest twice would not (2^63 + 2^39 + 1 to f32). */
+static double int_f64_odd(tgk_dtype t, const void *p, int64_t i)
+{
+    uint64_t m;
+    bool neg = false;
+    if (t == TGK_U64) {
+        m = ((const uint64_t *)p)[i];
+    } else {
+        int64_t v = ((const int64_t *)p)[i];
+        neg = v < 0;
+        m = neg ? 0 - (uint64_t)v : (uint64_t)v;
+    }
+    if (m >> 53) {
+        int shift = 11 - __builtin_clzll(m);
+        m = m >> shift | ((m & ((UINT64_C(1) << shift) - 1)) != 0);
+        double d = ldexp((double)m, shift);
+        return neg ? -d : d;
+    }
+    return neg ? -(double)m : (double)m;
 }
 
 void tgk_cast_range(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int64_t begin,
@@ -214,6 +256,9 @@ void tgk_cast_range(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int6
     } else if (dt == TGK_F32 && st == TGK_BF16) {
         for (int64_t i = begin; i < end; i++)
             ((float *)dst)[i] = tgk_bf16_to_f32(((const uint16_t *)src)[i]);
+    } else if (tgk_dtype_is_float(dt) && dt != TGK_F64 && (st == TGK_I64 || st == TGK_U64)) {
+        for (int64_t i = begin; i < end; i++)
+            tgk_store_f64(dt, dst, i, int_f64_odd(st, src, i));
     } else if (tgk_dtype_is_float(dt) || tgk_dtype_is_float(st)) {
         for (int64_t i = begin; i < end; i++)
             tgk_store_f64(dt, dst, i, tgk_load_f64(st, src, i));

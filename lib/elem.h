@@ -16,6 +16,7 @@ typedef enum {
     TGK_DT_NONE = 0,
     TGK_F32, TGK_F64, TGK_F16, TGK_BF16, TGK_F8E4M3, TGK_F8E5M2,
     TGK_I8, TGK_U8, TGK_I16, TGK_I32, TGK_I64, TGK_BOOL,
+    TGK_U16, TGK_U32, TGK_U64,
     TGK_DT_COUNT
 } tgk_dtype;
 
@@ -32,7 +33,10 @@ float tgk_f8e4m3_to_f32(uint8_t b);
 uint8_t tgk_f32_to_f8e5m2(float f);
 float tgk_f8e5m2_to_f32(uint8_t b);
 /* Element i as double / int64, and the reverse. Float to integer truncates
- * toward zero and saturates (NaN gives 0); bool is x != 0. */
+ * toward zero and saturates (NaN gives 0); bool is x != 0. Integers travel as
+ * int64: unsigned ones zero-extended, u64 as its bit pattern (values of 2^63 and
+ * up read negative; the u64 paths of the kernels compare and divide them as
+ * uint64), stores truncate to the width (wrap, as C's unsigned arithmetic). */
 double tgk_load_f64(tgk_dtype t, const void *p, int64_t i);
 void tgk_store_f64(tgk_dtype t, void *p, int64_t i, double v);
 int64_t tgk_load_i64(tgk_dtype t, const void *p, int64_t i);

@@ -43,12 +43,26 @@ check_model() {
     TOL=(--rtol=0 --atol=0)
     check_model "$ONNX" bitwise
 }
-@test "onnx ops: the bitwise model compiles and the .so matches ONNX Runtime" {
-    run_ok "$TEXPORT" -o "$TMP/b.tg" "$ONNX/bitwise.onnx"
-    run_ok "$TCOMPILE" -o "$TMP/b.so" "$TMP/b.tg"
+# check_compiled NAME: tcompile $ONNX/NAME.onnx's export; the .so's batch-3
+# outputs equal the references exactly.
+check_compiled() {
+    run_ok "$TEXPORT" -o "$TMP/$1.tg" "$ONNX/$1.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/$1.so" "$TMP/$1.tg"
     # shellcheck disable=SC2046
-    run_ok "$TRUN" "$TMP/b.so" $(ls "$ONNX"/bitwise.in*.b3.npy) \
-        --check "$(ls -v "$ONNX"/bitwise.out*.b3.npy | paste -sd, -)" --rtol=0 --atol=0
+    run_ok "$TRUN" "$TMP/$1.so" $(ls "$ONNX/$1".in*.b3.npy) \
+        --check "$(ls -v "$ONNX/$1".out*.b3.npy | paste -sd, -)" --rtol=0 --atol=0
+}
+@test "onnx ops: the bitwise model compiles and the .so matches ONNX Runtime" {
+    check_compiled bitwise
+}
+
+# the whole u64 range (2^63 and up too): compared exactly, as integers
+@test "onnx ops: uint16, uint32, uint64 wrap, divide, compare and shift as unsigned" {
+    TOL=(--rtol=0 --atol=0)
+    check_model "$ONNX" unsigned
+}
+@test "onnx ops: the unsigned model compiles and the .so matches ONNX Runtime" {
+    check_compiled unsigned
 }
 
 @test "onnx ops: CausalConvWithState, RotaryEmbedding, LinearAttention, TensorScatter (opset 27)" {

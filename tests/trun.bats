@@ -128,6 +128,19 @@ check_fixture() {
     grep -aq "'shape': (5, 4)" "$TMP/a.npy"
 }
 
+@test "trun reads and writes uint16, uint32 and uint64 .npy files as NumPy does" {
+    local o=$FIX/onnx
+    run_ok "$TEXPORT" -o "$TMP/u.tg" "$o/unsigned.onnx"
+    # shellcheck disable=SC2046
+    run_ok "$TRUN" "$TMP/u.tg" $(ls "$o"/unsigned.in*.b3.npy) -o "$TMP/out"
+    # outputs 0 (u64, values over 2^63), 9 (u32), 11 (u16): NumPy's very bytes
+    for k in 0 9 11; do
+        cmp "$TMP/out/out$k.npy" "$o/unsigned.out$k.b3.npy"
+    done
+    grep -aq "'descr': '<u8'" "$TMP/out/out0.npy"
+    grep -aq "'descr': '<u2'" "$TMP/out/out11.npy"
+}
+
 @test "trun takes inputs by name" {
     make_npy "$TMP/in.npy" '<f4' '(2, 8)'
     "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/a.npy"

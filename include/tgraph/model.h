@@ -47,6 +47,9 @@ typedef enum {
     TGRAPH_F8E4M3 = 5, TGRAPH_F8E5M2 = 6,
     TGRAPH_I8 = 7, TGRAPH_U8 = 8, TGRAPH_I16 = 9, TGRAPH_I32 = 10, TGRAPH_I64 = 11,
     TGRAPH_BOOL = 12,   /* one byte, 0 or 1 */
+    /* Appended after ABI version 1 first shipped (so the version is unchanged): only
+     * a model whose inputs or outputs are unsigned reports them. */
+    TGRAPH_U16 = 13, TGRAPH_U32 = 14, TGRAPH_U64 = 15,
 } tgraph_dtype;
 
 typedef enum {

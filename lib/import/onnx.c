@@ -269,6 +269,9 @@ tg_dtype onnx_elem_dtype(int32_t t)
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return TG_I32;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return TG_I64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return TG_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return TG_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return TG_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return TG_U64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return TG_F16;
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return TG_F64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return TG_BF16;
@@ -328,8 +331,9 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
         return tg_err("tensor '%s': too large", name);
     /* Check that the claimed size is backed by data before allocating it. */
     FILE *ext = NULL;
+    bool in_u64 = *dt == TG_U32 || *dt == TG_U64;     /* onnx.proto's uint64_data */
     size_t have = *dt == TG_F32 ? t->n_float_data : *dt == TG_I64 ? t->n_int64_data
-                : *dt == TG_F64 ? t->n_double_data : t->n_int32_data;
+                : *dt == TG_F64 ? t->n_double_data : in_u64 ? t->n_uint64_data : t->n_int32_data;
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         const char *loc = NULL;
         int64_t off = 0, len = (int64_t)bytes;
@@ -350,7 +354,7 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
                           t->raw_data.len, bytes);
     } else if (have != (size_t)n) {
         /* Typed fields: float_data (f32), int32_data (small ints, bool, f16/bf16
-         * bits), int64_data, double_data. */
+         * bits), int64_data, double_data, uint64_data (u32, u64). */
         return tg_err("tensor '%s': %zu values stored, expected %lld", name, have, (long long)n);
     }
     void *p = calloc(1, bytes ? bytes : 1);
@@ -372,6 +376,11 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
         memcpy(p, t->int64_data, bytes);
     } else if (*dt == TG_F64) {
         memcpy(p, t->double_data, bytes);
+    } else if (*dt == TG_U64) {
+        memcpy(p, t->uint64_data, bytes);
+    } else if (*dt == TG_U32) {
+        for (int64_t i = 0; i < n; i++)
+            ((uint32_t *)p)[i] = (uint32_t)t->uint64_data[i];
     } else {
         for (int64_t i = 0; i < n; i++) {
             int32_t v = t->int32_data[i];

@@ -168,6 +168,9 @@ tg_dtype pt2_dtype(int64_t st)
     case 8: return TG_F64;
     case 12: return TG_BOOL;
     case 13: return TG_BF16;
+    case 28: return TG_U16;     /* torch's uint16/32/64: storage and casts, few kernels */
+    case 34: return TG_U32;
+    case 35: return TG_U64;
     case 29: return TG_F8E4M3;
     case 30: return TG_F8E5M2;
     default: return TG_DTYPE_NONE;

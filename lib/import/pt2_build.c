@@ -166,6 +166,8 @@ static int category(tg_dtype t)
     return t == TG_DTYPE_NONE ? -1 : t == TG_BOOL ? 0 : tg_dtype_is_float(t) ? 2 : 1;
 }
 
+/* u8 only: torch refuses to promote u16/u32/u64 with any other integer type,
+ * so an exported graph never mixes them. */
 static bool is_unsigned(tg_dtype t) { return t == TG_U8; }
 
 /* torch.promote_types over the dtypes tgraph has. */

@@ -373,6 +373,8 @@ static inline void cg_fill(tg_tensor *t, const cg_case *o)
         double v = lo + (hi - lo) * (uniform() + 1) / 2;
         if (t->dtype == TG_BOOL)
             v = uniform() > 0;
+        else if (tg_dtype_is_unsigned(t->dtype))
+            v = fabs(floor(v));         /* [-3, 3) folded: no negatives to saturate to 0 */
         else if (!tg_dtype_is_float(t->dtype))
             v = floor(v);
         else if (o->exact && k % 11 == 0)
@@ -513,6 +515,9 @@ static inline bool cg_run_batch(const char *what, const tg_graph *g, const tg_gr
               out[CG_MAX_IO] = {{0}};
     tgraph_tensor tin[CG_MAX_IO];
     bool ok = g->ninput <= CG_MAX_IO && g->noutput <= CG_MAX_IO;
+    if (!ok)
+        fprintf(stderr, "%s: %d inputs and %d outputs, over CG_MAX_IO (%d)\n", what, g->ninput,
+                g->noutput, CG_MAX_IO);
     for (int i = 0; ok && i < g->ninput; i++) {
         const tg_value *v = &g->values[g->inputs[i]];
         int64_t sym[TG_MAX_SYMS] = {b};

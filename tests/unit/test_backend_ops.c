@@ -225,7 +225,10 @@ static void family_reduce(tg_op op, const tg_dtype *types, int nt)
 
 static const tg_dtype FLOATS[] = {TG_F32, TG_F64};
 static const tg_dtype ANY[] = {TG_F32, TG_F64, TG_I32, TG_I64, TG_I8};
-static const tg_dtype INTS[] = {TG_I32, TG_I64, TG_I8, TG_U8};
+/* unary ops take these in a graph of their own (a case has at most CG_MAX_IO outputs) */
+static const tg_dtype UNSIGNED[] = {TG_U16, TG_U32, TG_U64};
+static const tg_dtype INTS[] = {TG_I32, TG_I64, TG_I8, TG_U8, TG_U16, TG_U32, TG_U64};
+#define NINTS ((int)(sizeof INTS / sizeof INTS[0]))
 static const tg_dtype NUMS[] = {TG_F32, TG_I32, TG_I64};
 
 static void case_cast(tg_op op)
@@ -234,6 +237,8 @@ static void case_cast(tg_op op)
         {TG_F32, TG_I64}, {TG_I64, TG_F32}, {TG_F32, TG_BOOL}, {TG_BOOL, TG_F32},
         {TG_F32, TG_F16}, {TG_F16, TG_F32}, {TG_F32, TG_BF16}, {TG_F64, TG_F32},
         {TG_I32, TG_I64}, {TG_I64, TG_I8}, {TG_F32, TG_F32},
+        {TG_U64, TG_F32}, {TG_F32, TG_U32}, {TG_U16, TG_I64}, {TG_I64, TG_U64},
+        {TG_U64, TG_F16}, {TG_U32, TG_F64},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         tg_graph *g = tg_graph_new();
@@ -263,13 +268,14 @@ static void case_where(tg_op op)
 
 static void case_arg_reduce(tg_op op)
 {
-    for (int i = 0; i < 3; i++)
+    static const tg_dtype types[] = {TG_F32, TG_I32, TG_I64, TG_U64};
+    for (int i = 0; i < 4; i++)
         for (int k = 0; k < 3; k++) {
             tg_graph *g = tg_graph_new();
-            int x = cg_input(g, "x", NUMS[i], DIMS(5, 6));
+            int x = cg_input(g, "x", types[i], DIMS(5, 6));
             tg_attr a[2] = {tg_attr_int("axis", k == 0 ? 1 : -1), tg_attr_int("keepdim", k == 1)};
             char w[64];
-            snprintf(w, sizeof w, "%s, %s", dt(NUMS[i]),
+            snprintf(w, sizeof w, "%s, %s", dt(types[i]),
                      k == 0 ? "axis 1" : k == 1 ? "axis -1 keepdim" : "flattened");
             run(op, w, one_node(g, op, 1, &x, k == 2 ? 0 : 2, a), (cg_case){0});
         }
@@ -897,26 +903,28 @@ static void cover(tg_op op)
             cases[i].build(op);
             return;
         }
-    if (f == tg_infer_unary)
+    if (f == tg_infer_unary) {
         family_unary(op, ANY, 5);
-    else if (f == tg_infer_unary_float)
+        family_unary(op, UNSIGNED, 3);
+    } else if (f == tg_infer_unary_float)
         family_unary(op, FLOATS, 2);
     else if (f == tg_infer_unary_bool)
         family_unary(op, (tg_dtype[]){TG_BOOL}, 1);
     else if (f == tg_infer_binary)
-        family_binary(op, (tg_dtype[]){TG_F32, TG_F64, TG_I32, TG_I64}, 4);
+        family_binary(op, (tg_dtype[]){TG_F32, TG_F64, TG_I32, TG_I64, TG_U16, TG_U32, TG_U64}, 7);
     else if (f == tg_infer_compare)     /* the interpreter orders no bools */
-        family_binary(op, (tg_dtype[]){TG_F32, TG_I32, TG_I64, TG_BOOL},
-                      op == TG_OP_EQ || op == TG_OP_NE ? 4 : 3);
+        family_binary(op, (tg_dtype[]){TG_F32, TG_I32, TG_I64, TG_U16, TG_U32, TG_U64, TG_BOOL},
+                      op == TG_OP_EQ || op == TG_OP_NE ? 7 : 6);
     else if (f == tg_infer_logical)
         family_binary(op, (tg_dtype[]){TG_BOOL}, 1);
     else if (f == tg_infer_binary_int)
-        family_binary(op, INTS, 4);
+        family_binary(op, INTS, NINTS);
     else if (f == tg_infer_unary_int)
-        family_unary(op, INTS, 4);
+        family_unary(op, INTS, NINTS);
+    else if (f == tg_infer_reduce && (op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR))
+        family_reduce(op, FLOATS, 2);
     else if (f == tg_infer_reduce)
-        family_reduce(op, op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR ? FLOATS : ANY,
-                      op == TG_OP_REDUCE_MEAN || op == TG_OP_REDUCE_VAR ? 2 : 4);
+        family_reduce(op, (tg_dtype[]){TG_F32, TG_F64, TG_I32, TG_I64, TG_U64}, 5);
     else if (f == tg_infer_reduce_bool)
         family_reduce(op, (tg_dtype[]){TG_BOOL, TG_F32}, 2);
 }

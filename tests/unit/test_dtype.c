@@ -186,6 +186,12 @@ static void test_tables(void)
     CHECK(tg_dtype_from_npy_descr(">f4") == TG_DTYPE_NONE);
     CHECK(tg_dtype_from_npy_descr("|f4") == TG_DTYPE_NONE);
     CHECK(tg_dtype_size(TG_I64) == 8 && tg_dtype_size(TG_BF16) == 2);
+    /* appended after bool: the numbers are the ABI's and the file names fixed */
+    CHECK(TG_U16 == 13 && TG_U32 == 14 && TG_U64 == 15);
+    CHECK(tg_dtype_size(TG_U16) == 2 && tg_dtype_size(TG_U32) == 4 && tg_dtype_size(TG_U64) == 8);
+    CHECK(strcmp(tg_dtype_name(TG_U64), "u64") == 0 && strcmp(tg_dtype_st_name(TG_U32), "U32") == 0);
+    CHECK(tg_dtype_from_npy_descr("<u2") == TG_U16 && tg_dtype_from_npy_descr("<u8") == TG_U64);
+    CHECK(tg_dtype_is_int(TG_U32) && tg_dtype_is_unsigned(TG_U16) && !tg_dtype_is_unsigned(TG_I64));
 }
 
 /* Every type stores and loads back values it can hold exactly. */
@@ -198,7 +204,7 @@ static void test_load_store(void)
             double v = vals[i];
             if (!tg_dtype_is_float((tg_dtype)t))
                 v = trunc(v);
-            if (t == TG_U8 && v < 0)
+            if (tg_dtype_is_unsigned((tg_dtype)t) && v < 0)
                 v = -v;
             if (t == TG_BOOL)
                 v = v != 0;
@@ -219,6 +225,15 @@ static void test_load_store(void)
     CHECK(*(int64_t *)b == INT64_MAX);
     tg_store_f64(TG_BOOL, b, 0, 0.5);
     CHECK(b[0] == 1);
+    /* u64: the whole range, saturating at both ends */
+    tg_store_f64(TG_U64, b, 0, 0x1.8p63);
+    CHECK(*(uint64_t *)b == UINT64_C(3) << 62 && tg_load_f64(TG_U64, b, 0) == 0x1.8p63);
+    tg_store_f64(TG_U64, b, 0, 1e30);
+    CHECK(*(uint64_t *)b == UINT64_MAX);
+    tg_store_f64(TG_U64, b, 0, -7);
+    CHECK(*(uint64_t *)b == 0);
+    tg_store_f64(TG_U32, b, 0, 5e9);
+    CHECK(*(uint32_t *)b == UINT32_MAX);
 }
 
 static double urand(void) { return (double)rand() / RAND_MAX * 2 - 1; }

@@ -488,7 +488,7 @@ static const mutation mutations[] = {
     {false, "\"version\":\"1\"", "\"version\":\"2\"", "version 2 is newer than this reader"},
     {false, "\"version\":\"1\"", "\"version\":\"one\"", "not a format version"},
     {false, "\"format\":\"tgraph\"", "\"format\":\"tgraph\",\"n\":3", "is not a string"},
-    {false, "\"dtype\":\"F32\"", "\"dtype\":\"U16\"", "unknown dtype U16"},
+    {false, "\"dtype\":\"F32\"", "\"dtype\":\"C64\"", "unknown dtype C64"},
     {false, "\"dtype\":\"F32\"", "\"dtype\":\"F32\",\"x\":1", "unknown member 'x'"},
     {false, "\"shape\":[1]", "\"shape\":[4294967296,4294967296,16]", "overflows"},
     {false, "\"shape\":[1]", "\"shape\":[-1]", "non-negative integers"},

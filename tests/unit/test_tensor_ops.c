@@ -338,7 +338,8 @@ static void test_binary(void)
 
 static void test_bitwise(void)
 {
-    static const tgk_dtype types[] = { TGK_U8, TGK_I8, TGK_I16, TGK_I32, TGK_I64 };
+    static const tgk_dtype types[] = { TGK_U8, TGK_I8, TGK_I16, TGK_I32, TGK_I64, TGK_U16,
+                                       TGK_U32, TGK_U64 };
     int64_t n = randint(1, 5000), d[1] = { n }, st[1] = { 1 };
     uint8_t *a = malloc(8 * (size_t)n), *bits = malloc(8 * (size_t)n), *cnt = malloc(8 * (size_t)n),
             *y = malloc(8 * (size_t)n);
@@ -360,6 +361,9 @@ static void test_bitwise(void)
             case TGK_I8: BITWISE_REF(int8_t, 8, 1); break;
             case TGK_I16: BITWISE_REF(int16_t, 16, 1); break;
             case TGK_I32: BITWISE_REF(int32_t, 32, 1); break;
+            case TGK_U16: BITWISE_REF(uint16_t, 16, 0); break;
+            case TGK_U32: BITWISE_REF(uint32_t, 32, 0); break;
+            case TGK_U64: BITWISE_REF(uint64_t, 64, 0); break;
             default: BITWISE_REF(int64_t, 64, 1); break;
             }
             if (bad)
@@ -390,6 +394,174 @@ static void test_bitwise(void)
     free(bits);
     free(cnt);
     free(y);
+}
+
+/* u16, u32, u64 against C's unsigned arithmetic in each width: every binary op,
+ * abs/neg/relu/clamp, max/min/sum/argmax reductions and conversions, on values
+ * over the whole range (u64 from 2^63 up reads negative as int64). */
+#define UNSIGNED_BIN_REF(T) do { \
+        const T *A = (const T *)a, *B = (const T *)b; \
+        for (int64_t i = 0; i < n; i++) { \
+            T u = A[i], v = B[i]; \
+            uint64_t r; \
+            switch (op) { \
+            case TGK_ADD: r = (T)(u + v); break; \
+            case TGK_SUB: r = (T)(u - v); break; \
+            case TGK_MUL: r = (T)((uint64_t)u * v); break; \
+            case TGK_DIV: r = u / v; break; \
+            case TGK_REMAINDER: case TGK_FMOD: r = u % v; break; \
+            case TGK_MAXIMUM: r = u > v ? u : v; break; \
+            case TGK_MINIMUM: r = u < v ? u : v; break; \
+            case TGK_EQ: r = u == v; break; \
+            case TGK_NE: r = u != v; break; \
+            case TGK_LT: r = u < v; break; \
+            case TGK_LE: r = u <= v; break; \
+            case TGK_GT: r = u > v; break; \
+            default: r = u >= v; break; \
+            } \
+            uint64_t got = op >= TGK_EQ ? ((const uint8_t *)y)[i] : (uint64_t)((const T *)y)[i]; \
+            bad += got != r; \
+        } \
+    } while (0)
+
+#define UNSIGNED_RED_REF(T) do { \
+        const T *X = (const T *)a; \
+        for (int64_t o = 0; o < rows; o++) { \
+            T mx = 0, mn = (T)~(T)0, sum = 0; \
+            int64_t am = 0; \
+            for (int64_t j = 0; j < cols; j++) { \
+                T v = X[o * cols + j]; \
+                if (v > mx) mx = v, am = j; \
+                if (v < mn) mn = v; \
+                sum = (T)(sum + v); \
+            } \
+            bad += ((const T *)rmax)[o] != mx || ((const T *)rmin)[o] != mn || \
+                   ((const T *)rsum)[o] != sum || amax[o] != am; \
+        } \
+    } while (0)
+
+static uint64_t rand_unsigned(int bits)
+{
+    uint64_t v = next_u64();
+    switch (next_u64() % 4) {           /* small, near the top, anything */
+    case 0: v %= 8; break;
+    case 1: v = ~(v % 8); break;
+    default: break;
+    }
+    return bits == 64 ? v : v & ((UINT64_C(1) << bits) - 1);
+}
+
+static void test_unsigned(void)
+{
+    static const tgk_dtype types[] = { TGK_U16, TGK_U32, TGK_U64 };
+    int64_t rows = randint(1, 40), cols = randint(1, 60), n = rows * cols, d[1] = { n },
+            st[1] = { 1 }, d2[2] = { rows, cols };
+    uint8_t *a = malloc(8 * (size_t)n), *b = malloc(8 * (size_t)n), *y = malloc(8 * (size_t)n),
+            *rmax = malloc(8 * (size_t)rows), *rmin = malloc(8 * (size_t)rows),
+            *rsum = malloc(8 * (size_t)rows);
+    int64_t *amax = malloc(8 * (size_t)rows);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        tgk_dtype t = types[k];
+        int bits = 8 * (int)tgk_dtype_size(t);
+        for (int64_t i = 0; i < n; i++) {
+            tgk_store_i64(t, a, i, (int64_t)rand_unsigned(bits));
+            uint64_t v = rand_unsigned(bits);
+            tgk_store_i64(t, b, i, (int64_t)(v ? v : 3));      /* divisors */
+        }
+        static const tgk_binary_op ops[] = { TGK_ADD, TGK_SUB, TGK_MUL, TGK_DIV, TGK_REMAINDER,
+                                             TGK_FMOD, TGK_MAXIMUM, TGK_MINIMUM, TGK_EQ, TGK_NE,
+                                             TGK_LT, TGK_LE, TGK_GT, TGK_GE };
+        for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++) {
+            tgk_binary_op op = ops[j];
+            CHECK(tgk_binary(op, t, 1, d, a, st, b, st, y) == 0);
+            int bad = 0;
+            switch (t) {
+            case TGK_U16: UNSIGNED_BIN_REF(uint16_t); break;
+            case TGK_U32: UNSIGNED_BIN_REF(uint32_t); break;
+            default: UNSIGNED_BIN_REF(uint64_t); break;
+            }
+            if (bad)
+                fprintf(stderr, "unsigned op %d on dtype %d: %d of %lld off\n", op, t, bad,
+                        (long long)n);
+            CHECK(bad == 0);
+        }
+        /* abs and relu are the value; neg wraps; clamp compares unsigned */
+        tgk_unary_param cl = { 0, 5, (double)(UINT64_C(1) << 62) };
+        int bad = 0;
+        for (int u = 0; u < 4; u++) {
+            tgk_unary_op op = u == 0 ? TGK_ABS : u == 1 ? TGK_RELU : u == 2 ? TGK_NEG : TGK_CLAMP;
+            CHECK(tgk_unary(op, t, n, a, y, &cl) == 0);
+            for (int64_t i = 0; i < n; i++) {
+                uint64_t v = (uint64_t)tgk_load_i64(t, a, i), mask = bits == 64 ? ~UINT64_C(0)
+                                                                    : (UINT64_C(1) << bits) - 1;
+                uint64_t r = op == TGK_NEG ? (0 - v) & mask
+                           : op != TGK_CLAMP ? v
+                           : v < 5 ? 5 : (double)v > cl.hi ? (uint64_t)cl.hi : v;
+                bad += (uint64_t)tgk_load_i64(t, y, i) != r;
+            }
+        }
+        /* reductions over the last axis */
+        uint32_t last = 2;
+        CHECK(tgk_reduce(TGK_REDUCE_MAX, t, 2, d2, last, 0, a, rmax) == 0);
+        CHECK(tgk_reduce(TGK_REDUCE_MIN, t, 2, d2, last, 0, a, rmin) == 0);
+        CHECK(tgk_reduce(TGK_REDUCE_SUM, t, 2, d2, last, 0, a, rsum) == 0);
+        tgk_arg_reduce(true, t, 2, d2, 1, a, amax);
+        switch (t) {
+        case TGK_U16: UNSIGNED_RED_REF(uint16_t); break;
+        case TGK_U32: UNSIGNED_RED_REF(uint32_t); break;
+        default: UNSIGNED_RED_REF(uint64_t); break;
+        }
+        /* to floats: correctly rounded from the exact value (C's own conversion) */
+        float f[8];
+        double g[8];
+        for (int64_t i = 0; i < n; i += 8) {
+            int64_t m = n - i < 8 ? n - i : 8;
+            const uint8_t *src = a + i * (int64_t)tgk_dtype_size(t);
+            tgk_cast(TGK_F32, f, t, src, m);
+            tgk_cast(TGK_F64, g, t, src, m);
+            for (int64_t q = 0; q < m; q++) {
+                uint64_t v = (uint64_t)tgk_load_i64(t, src, q);
+                bad += f[q] != (float)v || g[q] != (double)v;
+            }
+        }
+        CHECK(bad == 0);
+    }
+    /* double rounding would give 2^63 for each (ties broken by bits below f64's) */
+    uint64_t u[2] = { (UINT64_C(1) << 63) + (UINT64_C(1) << 39) + 1,
+                      ~UINT64_C(0) - (UINT64_C(1) << 39) };
+    int64_t s[2] = { -(INT64_C(1) << 62) - (INT64_C(1) << 38) - 1, INT64_MAX };
+    float fu[2], fs[2];
+    tgk_cast(TGK_F32, fu, TGK_U64, u, 2);
+    tgk_cast(TGK_F32, fs, TGK_I64, s, 2);
+    CHECK(fu[0] == (float)u[0] && fu[1] == (float)u[1] && fs[0] == (float)s[0] &&
+          fs[1] == (float)s[1]);
+    CHECK(fu[0] == 0x1.000002p63f && fs[0] == -0x1.000002p62f);
+    /* from floats: truncated, saturated to [0, max], NaN 0 */
+    float from[6] = { 2.9f, -3.0f, 1e30f, NAN, 0x1p63f, 65535.5f };
+    uint64_t u64[6];
+    uint32_t u32[6];
+    uint16_t u16[6];
+    tgk_cast(TGK_U64, u64, TGK_F32, from, 6);
+    tgk_cast(TGK_U32, u32, TGK_F32, from, 6);
+    tgk_cast(TGK_U16, u16, TGK_F32, from, 6);
+    CHECK(u64[0] == 2 && u64[1] == 0 && u64[2] == UINT64_MAX && u64[3] == 0 &&
+          u64[4] == UINT64_C(1) << 63 && u64[5] == 65535);
+    CHECK(u32[0] == 2 && u32[1] == 0 && u32[2] == UINT32_MAX && u32[3] == 0 &&
+          u32[4] == UINT32_MAX && u32[5] == 65535);
+    CHECK(u16[0] == 2 && u16[1] == 0 && u16[2] == UINT16_MAX && u16[3] == 0 &&
+          u16[4] == UINT16_MAX && u16[5] == 65535);
+    /* integer to integer wraps, like NumPy's astype */
+    int64_t neg[2] = { -1, INT64_MIN };
+    tgk_cast(TGK_U64, u64, TGK_I64, neg, 2);
+    tgk_cast(TGK_U16, u16, TGK_I64, neg, 2);
+    CHECK(u64[0] == UINT64_MAX && u64[1] == UINT64_C(1) << 63 && u16[0] == 65535 && u16[1] == 0);
+    free(a);
+    free(b);
+    free(y);
+    free(rmax);
+    free(rmin);
+    free(rsum);
+    free(amax);
 }
 
 static void test_where(void)
@@ -821,6 +993,7 @@ int main(void)
     test_unary();
     test_binary();
     test_bitwise();
+    test_unsigned();
     test_where();
     test_reduce();
     test_movement();

@@ -1,6 +1,7 @@
 /* Elementwise kernels: unary maps, broadcasting binary ops, where.
  * float32 has its own loops (vectorizable where the strides allow); the
- * other float types compute in double, integers and bool in int64. */
+ * other float types compute in double, integers and bool in int64 (u64 in
+ * uint64 where that differs: scalar_ops.h). */
 #include <math.h>
 #include <string.h>
 
@@ -94,6 +95,10 @@ static void unary_task(void *vctx, int64_t b, int64_t e)
             tgk_store_f64(c->t, c->y, i, tgk_unary_f64(c->op, tgk_load_f64(c->t, c->x, i), c->p));
     } else if (c->op == TGK_FLOOR || c->op == TGK_CEIL || c->op == TGK_ROUND) {
         memmove((char *)c->y + b * es, (const char *)c->x + b * es, (size_t)(e - b) * es);
+    } else if (c->t == TGK_U64) {
+        const uint64_t *x = c->x;
+        for (int64_t i = b; i < e; i++)
+            ((int64_t *)c->y)[i] = tgk_unary_u64(c->op, x[i], c->p);
     } else {
         for (int64_t i = b; i < e; i++)
             tgk_store_i64(c->t, c->y, i, tgk_unary_i64(c->op, tgk_load_i64(c->t, c->x, i), c->p));
@@ -209,9 +214,15 @@ static void binary_run(void *vctx, const int64_t *off, int64_t n, const int64_t 
         return;
     }
     bool bad = false;
-    for (int64_t i = 0; i < n; i++)
-        tgk_store_i64(ot, y, i, tgk_binary_i64(c->op, tgk_load_i64(c->t, c->a, off[1] + i * sa),
-                                           tgk_load_i64(c->t, c->b, off[2] + i * sb), &bad));
+    if (c->t == TGK_U64) {
+        const uint64_t *A = c->a, *B = c->b;
+        for (int64_t i = 0; i < n; i++)
+            tgk_store_i64(ot, y, i, tgk_binary_u64(c->op, A[off[1] + i * sa], B[off[2] + i * sb], &bad));
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            tgk_store_i64(ot, y, i, tgk_binary_i64(c->op, tgk_load_i64(c->t, c->a, off[1] + i * sa),
+                                                   tgk_load_i64(c->t, c->b, off[2] + i * sb), &bad));
+    }
     if (bad)
         __atomic_store_n(&c->bad, true, __ATOMIC_RELAXED);
 }

@@ -16,7 +16,14 @@ typedef struct {
     int64_t kdims[TGK_MAX_RANK], kst[TGK_MAX_RANK];
     tgk_iter red;                       /* the reduced axes */
     int64_t correction;
+    uint64_t flip;                      /* u64 max/min: the sign bit, see below */
 } reduce_ctx;
+
+/* u64 max and min compare x ^ 2^63 as int64, which orders like x as uint64. */
+static uint64_t u64_flip(tgk_dtype t)
+{
+    return t == TGK_U64 ? UINT64_C(1) << 63 : 0;
+}
 
 /* One output's accumulator; `mean` is set for var's second pass. */
 typedef struct {
@@ -73,7 +80,7 @@ static void acc_run(void *vctx, const int64_t *off, int64_t n, const int64_t *in
             acc_float(a, tgk_load_f64(c->t, c->x, o + i * s));
     } else {
         for (int64_t i = 0; i < n; i++)
-            acc_int(a, tgk_load_i64(c->t, c->x, o + i * s));
+            acc_int(a, (int64_t)((uint64_t)tgk_load_i64(c->t, c->x, o + i * s) ^ c->flip));
     }
 }
 
@@ -109,7 +116,7 @@ static void reduce_task(void *vctx, int64_t begin, int64_t end)
         else if (fl)
             tgk_store_f64(c->t, c->y, o, a.f);
         else
-            tgk_store_i64(c->t, c->y, o, a.i);
+            tgk_store_i64(c->t, c->y, o, (int64_t)((uint64_t)a.i ^ c->flip));
     }
 }
 
@@ -120,7 +127,8 @@ int tgk_reduce(tgk_reduce_op op, tgk_dtype t, int rank, const int64_t *dims, uin
         return -1;
     if ((op == TGK_REDUCE_MEAN || op == TGK_REDUCE_VAR) && !tgk_dtype_is_float(t))
         return -1;
-    reduce_ctx c = { .op = op, .t = t, .x = x, .y = y, .correction = correction };
+    reduce_ctx c = { .op = op, .t = t, .x = x, .y = y, .correction = correction,
+                     .flip = op == TGK_REDUCE_MAX || op == TGK_REDUCE_MIN ? u64_flip(t) : 0 };
     int64_t rdims[TGK_MAX_RANK], rst[TGK_MAX_RANK], s = 1, nout = 1;
     int rr = 0;
     for (int k = rank - 1; k >= 0; k--) {
@@ -178,9 +186,10 @@ static void arg_task(void *vctx, int64_t begin, int64_t end)
                 }
             }
         } else {
-            int64_t bv = tgk_load_i64(c->t, c->x, base);
+            uint64_t flip = u64_flip(c->t);
+            int64_t bv = (int64_t)((uint64_t)tgk_load_i64(c->t, c->x, base) ^ flip);
             for (int64_t j = 1; j < c->n; j++) {
-                int64_t v = tgk_load_i64(c->t, c->x, base + j * c->inner);
+                int64_t v = (int64_t)((uint64_t)tgk_load_i64(c->t, c->x, base + j * c->inner) ^ flip);
                 if (c->max ? v > bv : v < bv) {
                     bv = v;
                     best = j;

@@ -75,6 +75,23 @@ TGK_SCALAR int64_t tgk_unary_i64(tgk_unary_op op, int64_t v, const tgk_unary_par
     }
 }
 
+/* u64 (which arrives as its bit pattern, elem.h) where unsigned differs from
+ * int64: abs and relu are the value, clamp compares it unsigned. u8, u16 and
+ * u32 arrive zero-extended, where int64 is already exact. */
+TGK_SCALAR int64_t tgk_unary_u64(tgk_unary_op op, uint64_t v, const tgk_unary_param *p)
+{
+    switch (op) {
+    case TGK_ABS: case TGK_RELU: return (int64_t)v;
+    case TGK_CLAMP:
+        if ((double)v < p->lo)
+            v = (uint64_t)ceil(p->lo);
+        if ((double)v > p->hi)
+            v = p->hi < 0 ? 0 : (uint64_t)floor(p->hi);
+        return (int64_t)v;
+    default: return tgk_unary_i64(op, (int64_t)v, p);
+    }
+}
+
 TGK_SCALAR double tgk_binary_f64(tgk_binary_op op, double u, double v)
 {
     switch (op) {
@@ -152,6 +169,36 @@ TGK_SCALAR int64_t tgk_binary_i64(tgk_binary_op op, int64_t u, int64_t v, bool *
     case TGK_LOGICAL_AND: return u != 0 && v != 0;
     case TGK_LOGICAL_OR: return u != 0 || v != 0;
     default: return 0;
+    }
+}
+
+/* u64 where unsigned differs from int64's wrapping arithmetic: division,
+ * remainder, order, shr (logical), pow's exponent. */
+TGK_SCALAR int64_t tgk_binary_u64(tgk_binary_op op, uint64_t u, uint64_t v, bool *bad)
+{
+    switch (op) {
+    case TGK_DIV: case TGK_REMAINDER: case TGK_FMOD:
+        if (v == 0) {
+            *bad = true;
+            return 0;
+        }
+        return (int64_t)(op == TGK_DIV ? u / v : u % v);
+    case TGK_POW: {
+        uint64_t r = 1;
+        for (; v; v >>= 1, u *= u)
+            if (v & 1)
+                r *= u;
+        return (int64_t)r;
+    }
+    case TGK_MAXIMUM: return (int64_t)(u > v ? u : v);
+    case TGK_MINIMUM: return (int64_t)(u < v ? u : v);
+    case TGK_SHR: return v > 63 ? 0 : (int64_t)(u >> v);
+    case TGK_SHL: return v > 63 ? 0 : (int64_t)(u << v);
+    case TGK_LT: return u < v;
+    case TGK_LE: return u <= v;
+    case TGK_GT: return u > v;
+    case TGK_GE: return u >= v;
+    default: return tgk_binary_i64(op, (int64_t)u, (int64_t)v, bad);
     }
 }
 
