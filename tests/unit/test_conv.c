@@ -371,7 +371,9 @@ int main(void)
      * RegNet's grouped 3x3 (8 channels a group, stride 2), ResNet's strided
      * 1x1 and 3x3, dilation, pixel chunks spanning rows and ending in a
      * partial panel, output channels past a tile's rows, more tiles than one
-     * task takes, a batch of many (image, group) GEMMs; relu on some */
+     * task takes (then the pixels packed up front and rows split: 4x3
+     * pixels, a ViT's 16x16 patches), a batch of many (image, group) GEMMs;
+     * relu on some */
     static const int64_t ic[][12] = {
         /* n, c, k, groups, h, w, kh, kw, stride, pad, dil, relu */
         {1, 128, 32, 1, 16, 16, 3, 3, 1, 1, 1, 0},
@@ -381,6 +383,7 @@ int main(void)
         {1, 24, 21, 3, 11, 13, 3, 3, 1, 2, 2, 0},
         {5, 16, 24, 2, 6, 7, 2, 3, 1, 1, 1, 1},
         {1, 56, 9, 1, 23, 3, 5, 1, 1, 2, 1, 0},
+        {1, 3, 64, 1, 64, 64, 16, 16, 16, 0, 1, 0},
     };
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);

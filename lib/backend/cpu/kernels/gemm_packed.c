@@ -378,35 +378,60 @@ typedef struct {
     const tgk_conv_gemm *c;
     int64_t panels;             /* of an image's pixels, the last maybe partial */
     int64_t rchunks, pchunks;
+    float *packed;              /* every (image, pixel chunk) packed up front, or NULL */
     atomic_bool failed;
 } conv_gemm_job;
+
+/* the panels of (image, pixel chunk) u, packed or to pack */
+static float *chunk_panels(const conv_gemm_job *cj, int64_t u)
+{
+    return cj->packed + u * cj->c->K * cj->j.panel_chunk * TGK_PANEL;
+}
+
+static void pixel_range(const conv_gemm_job *cj, int64_t pchunk, int64_t *c0, int64_t *c1)
+{
+    int64_t p0 = pchunk * cj->j.panel_chunk;
+    int64_t p1 = p0 + cj->j.panel_chunk < cj->panels ? p0 + cj->j.panel_chunk : cj->panels;
+    *c0 = p0 * TGK_PANEL;
+    *c1 = p1 * TGK_PANEL < cj->c->P ? p1 * TGK_PANEL : cj->c->P;
+}
+
+static void pack_chunks(void *ctx, int64_t begin, int64_t end)
+{
+    const conv_gemm_job *cj = ctx;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t c0, c1;
+        pixel_range(cj, u % cj->pchunks, &c0, &c1);
+        cj->c->cols(cj->c->ctx, u / cj->pchunks, c0, c1, chunk_panels(cj, u));
+    }
+}
 
 static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
 {
     conv_gemm_job *cj = ctx;
     const tgk_conv_gemm *c = cj->c;
-    int64_t P = c->P, K = c->K, pc = cj->j.panel_chunk;
-    float *buf = malloc((size_t)(K * pc * TGK_PANEL) * sizeof *buf);
-    if (!buf) {
+    int64_t P = c->P, K = c->K;
+    float *buf = cj->packed ? NULL
+                            : malloc((size_t)(K * cj->j.panel_chunk * TGK_PANEL) * sizeof *buf);
+    if (!cj->packed && !buf) {
         atomic_store(&cj->failed, true);
         return;
     }
     for (int64_t t = begin; t < end; t++) {
         int64_t img = t / (cj->rchunks * cj->pchunks), rc = t / cj->pchunks % cj->rchunks;
-        int64_t grp = img % c->groups;
-        int64_t p0 = t % cj->pchunks * pc, r0 = rc * cj->j.row_chunk;
-        int64_t r1 = r0 + cj->j.row_chunk < c->M ? r0 + cj->j.row_chunk : c->M;
-        int64_t p1 = p0 + pc < cj->panels ? p0 + pc : cj->panels;
-        int64_t c0 = p0 * TGK_PANEL, c1 = p1 * TGK_PANEL < P ? p1 * TGK_PANEL : P;
-        c->cols(c->ctx, img, c0, c1, buf);
+        int64_t grp = img % c->groups, pchunk = t % cj->pchunks, r0 = rc * cj->j.row_chunk;
+        int64_t r1 = r0 + cj->j.row_chunk < c->M ? r0 + cj->j.row_chunk : c->M, c0, c1;
+        pixel_range(cj, pchunk, &c0, &c1);
         pgemm_job j = cj->j;
+        if (buf)
+            c->cols(c->ctx, img, c0, c1, buf);
+        j.wp = buf ? buf : chunk_panels(cj, img * cj->pchunks + pchunk);
         j.x += grp * c->M * K;
         j.b = j.b ? j.b + grp * c->M : NULL;
-        j.wp = buf;
         j.N = c1 - c0;
         j.y += img * c->M * P + c0;
         j.res = j.res ? j.res + img * c->M * P + c0 : NULL;
-        j.fn(&j, r0, r1, 0, p1 - p0);
+        j.fn(&j, r0, r1, 0, (c1 - c0 + TGK_PANEL - 1) / TGK_PANEL);
         epilogue(&j, r0, r1, 0, c1 - c0);
     }
     free(buf);
@@ -426,7 +451,7 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
     cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
     if (c->whole_rows) {
         /* each task packs its own pixels: to keep the threads busy, first
-         * fewer pixels a task, then (each packing them again) fewer rows */
+         * fewer pixels a task, then fewer rows a task */
         int64_t want = 2 * (int64_t)tgk_num_threads();
         while (c->n * cj.pchunks < want && cj.j.panel_chunk > 1) {
             cj.j.panel_chunk /= 2;
@@ -435,13 +460,23 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
         int64_t have = c->n * cj.pchunks;
         row_chunks = have >= want ? 1 : (want + have - 1) / have;
         row_chunks = row_chunks < tiles ? row_chunks : tiles;
+        /* with rows split, the few chunks of pixels are packed once, up
+         * front, not by every task (a ViT's patches at 64x64: 16 pixels of
+         * 768 rows, packed by 4 tasks, cost more than the products) */
+        if (row_chunks > 1 &&
+            !(cj.packed = malloc((size_t)(have * c->K * cj.j.panel_chunk * TGK_PANEL) *
+                                 sizeof *cj.packed)))
+            return -1;
     }
     cj.j.row_chunk = (tiles + row_chunks - 1) / row_chunks * kind.mr;
     cj.rchunks = (c->M + cj.j.row_chunk - 1) / cj.j.row_chunk;
     atomic_init(&cj.failed, false);
+    if (cj.packed)
+        tgk_parallel_for(c->n * cj.pchunks, 1, pack_chunks, &cj);
     int64_t tasks = c->n * cj.rchunks * cj.pchunks;
     double per_task = (double)c->n * (double)c->M * (double)c->P * (double)c->K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, conv_gemm_tasks, &cj);
+    free(cj.packed);
     return atomic_load(&cj.failed) ? -1 : 0;
 }
 

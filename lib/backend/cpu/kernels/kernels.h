@@ -94,8 +94,9 @@ int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x
  * pixels [p0, p1) (at most 64) of cols_i into buf as panels of TGK_PANEL
  * pixels, [panel][K][TGK_PANEL], the last panel's columns past p1 zeros.
  * whole_rows (for cols costly to pack: im2col): a task takes all M rows
- * unless the threads would go idle even with 16 pixels a task; else at
- * most 64 rows. 0, or -1 when scratch
+ * unless the threads would go idle even with 16 pixels a task (then the
+ * pixels are packed once, up front, and rows split); else at most 64 rows,
+ * each task packing its pixels. 0, or -1 when scratch
  * cannot be allocated. */
 typedef struct {
     int64_t n, groups, M, K, P;
