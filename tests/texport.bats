@@ -181,6 +181,7 @@ gen_check() {
 @test "interpolate (bilinear by size and scale, align_corners, nearest, bicubic, linear) matches PyTorch" { gen_check resize; }
 @test "grid_sample (bilinear, nearest, bicubic; zeros, border, reflection; align_corners; 3-D) matches PyTorch" { gen_check grid_sample; }
 @test "x[idx] += v with repeated indices (index_put accumulate) and index_add with alpha match PyTorch" { gen_check scatter_add; }
+@test "F.pad reflect, replicate and circular (1-D to 3-D) match PyTorch" { gen_check pad_modes; }
 @test "a tiny transformers LLaMA with an attention mask (its mask construction, RoPE, GQA) matches PyTorch" { gen_check hf_llama; }
 @test "a tiny transformers RoBERTa with an attention mask (cumsum position ids) matches PyTorch" { gen_check hf_roberta; }
 

@@ -465,3 +465,13 @@ check_compiled() {
     run_ok "$TRUN" "$TMP/r.so" "$ONNX/scatter_reduce.in0.b3.npy" \
         --check "$(ls -v "$ONNX"/scatter_reduce.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
 }
+
+@test "onnx ops: Pad modes edge, reflect and wrap (constant pads with a crop, run-time pads, axes)" {
+    check_model "$ONNX" pad_modes
+}
+
+@test "onnx: tcompile refuses a reflect Pad with run-time pads, naming node and attribute" {
+    run_ok "$TEXPORT" -o "$TMP/p.tg" "$ONNX/pad_modes.onnx"
+    run_fails 1 "node 'reflect_rt' \(pad\): attribute 'pads' is read .* at run time" \
+        "$TCOMPILE" -o "$TMP/p.so" "$TMP/p.tg"
+}

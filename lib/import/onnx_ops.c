@@ -1439,8 +1439,10 @@ static int map_tile(onnx_ctx *c, const onnx_op_map *m)
 
 static int map_pad(onnx_ctx *c, const onnx_op_map *m)
 {
-    const char *mode = onnx_attr_string(N(c), "mode", "constant");
-    if (strcmp(mode, "constant")) return tg_err("Pad mode '%s' is not supported", mode);
+    char mode[16];      /* the pad op's mode: ONNX's names */
+    snprintf(mode, sizeof mode, "%s", onnx_attr_string(N(c), "mode", "constant"));
+    if (strcmp(mode, "constant") && strcmp(mode, "edge") && strcmp(mode, "reflect") && strcmp(mode, "wrap"))
+        return tg_err("Pad mode '%s' is not one ONNX defines", mode);
     int x = in_val(c, 0);
     int64_t p[2 * TG_MAX_RANK], axes[TG_MAX_RANK], pads[2 * TG_MAX_RANK] = {0};
     int np, na = -1, rank = x < 0 ? 0 : shape_of(c, x).rank;
@@ -1460,7 +1462,7 @@ static int map_pad(onnx_ctx *c, const onnx_op_map *m)
             int av = ae && ae->kind == ONNX_ENT_VALUE ? onnx_value(c, ae) : -1;
             if ((ae && ae->kind == ONNX_ENT_VALUE && av < 0) || (ae && av < 0 && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
                 return -1;
-            return def_out(c, 0, onnx_rt_pad(c, x, pv, na, axes, av, value, vv));
+            return def_out(c, 0, onnx_rt_pad(c, x, pv, na, axes, av, value, vv, mode));
         }
         if (!pe || onnx_int_list(pe, 2 * TG_MAX_RANK, p, &np) || (ve && onnx_scalar_f64(ve, &value)) ||
             (ae && onnx_int_list(ae, TG_MAX_RANK, axes, &na)))
@@ -1475,8 +1477,8 @@ static int map_pad(onnx_ctx *c, const onnx_op_map *m)
         pads[a] = p[i];
         pads[rank + a] = p[na + i];
     }
-    tg_attr a[2] = {tg_attr_ints("pads", 2 * rank, pads), tg_attr_float("value", value)};
-    return def_out(c, 0, unary_on(c, TG_OP_PAD, NULL, x, 2, a));
+    tg_attr a[3] = {tg_attr_ints("pads", 2 * rank, pads), tg_attr_float("value", value), tg_attr_string("mode", mode)};
+    return def_out(c, 0, unary_on(c, TG_OP_PAD, NULL, x, 3, a));
 }
 
 /* TopK (opset 10 on: k an input; 1 to 9: an attribute), sorted either way. */

@@ -242,7 +242,7 @@ static int map_center_crop_pad(onnx_ctx *c, const onnx_op_map *m)
     int ba[2] = {before, before < 0 ? -1 : binary_on(c, TG_OP_SUB, "pad_after", grow, before)};
     tg_attr ax = tg_attr_int("axis", 0);
     int pads = ba[1] < 0 ? -1 : onnx_add(c, TG_OP_CONCAT, "pads", 2, ba, 1, &ax);
-    return def_out(c, 0, pads < 0 ? -1 : onnx_rt_pad(c, y, pads, na, axes, -1, 0, -1));
+    return def_out(c, 0, pads < 0 ? -1 : onnx_rt_pad(c, y, pads, na, axes, -1, 0, -1, "constant"));
 }
 
 /* ---- Det ---------------------------------------------------------------------------------- */

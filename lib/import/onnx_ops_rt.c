@@ -161,15 +161,17 @@ static int pad_index(onnx_ctx *c, int av, int na, const int64_t *axes, int rank)
     return onnx_add(c, TG_OP_CONCAT, "pad_index", 2, half, 1, &ax);
 }
 
-/* Pad (constant mode) with pads p read at run time over axes: na of them, the
+/* Pad (mode: constant, edge, reflect, wrap) with pads p read at run time over axes: na of them, the
  * constant axes or value av when av >= 0, or all when na < 0; the value a
  * constant or value v (v >= 0). The pad op takes begin and end for every axis:
  * p's entries are spread there, 0 elsewhere. */
-int onnx_rt_pad(onnx_ctx *c, int x, int p, int na, const int64_t *axes, int av, double value, int v)
+int onnx_rt_pad(onnx_ctx *c, int x, int p, int na, const int64_t *axes, int av, double value, int v,
+                const char *mode)
 {
     tg_shape xs = shape_of(c, x), ys = xs;
     int rank = xs.rank, n;
     bool padded[TG_MAX_RANK] = {0};
+    if (strcmp(mode, "constant")) v = -1;          /* the other modes read no value */
     if (rt_vec(c, p, "the pads", MAXV, &n) || (av >= 0 && rt_vec(c, av, "the axes", TG_MAX_RANK, &na))) return -1;
     if (n != 2 * (na < 0 ? rank : na)) return tg_err("pads has %d values for %d axes", n, na < 0 ? rank : na);
     if (na >= 0) {
@@ -191,13 +193,14 @@ int onnx_rt_pad(onnx_ctx *c, int x, int p, int na, const int64_t *axes, int av, 
         for (int i = 0; i < rank; i++) padded[i] = true;
     for (int i = 0; i < rank; i++)
         if (out_dim(c, !padded[i], xs.d[i], RT_DIM_MAX, &ys.d[i])) return -1;
-    tg_attr a[2] = {tg_attr_float("value", value), tg_attr_input("pads", 1, TG_ATTR_INTS)};
+    tg_attr a[3] = {tg_attr_float("value", value), tg_attr_input("pads", 1, TG_ATTR_INTS),
+                    tg_attr_string("mode", mode)};
     int in[3] = {x, p, v};
     if (v >= 0) {                                   /* the run-time ones in their inputs' order */
         a[0] = a[1];
         a[1] = tg_attr_input("value", 2, TG_ATTR_FLOAT);
     }
-    return onnx_add_dynamic(c, TG_OP_PAD, NULL, v >= 0 ? 3 : 2, in, 2, a, dtype_of(c, x), &ys);
+    return onnx_add_dynamic(c, TG_OP_PAD, NULL, v >= 0 ? 3 : 2, in, 3, a, dtype_of(c, x), &ys);
 }
 
 /* Split along axis into nout parts whose sizes (value sp) are read at run time:

@@ -9,7 +9,7 @@
 int onnx_rt_tile(onnx_ctx *c, int x, int repeats);
 int onnx_rt_expand(onnx_ctx *c, int x, int shape);
 int onnx_rt_pad(onnx_ctx *c, int x, int pads, int naxes, const int64_t *axes, int axes_rt, double value,
-                int value_rt);
+                int value_rt, const char *mode);
 /* Defines the node's nout outputs itself. */
 int onnx_rt_split(onnx_ctx *c, int x, int axis, int sizes, int nout);
 

@@ -1086,19 +1086,26 @@ static int h_reshape_as(pt2_ctx *c, const cJSON *node)
     return pt2_set_out(c, 0, pt2_reshape(c, true, x, s->rank, s->d));
 }
 
-/* constant_pad_nd / pad: torch lists (before, after) pairs from the last dim
- * backwards; tgraph wants all befores, then all afters, from the first. */
+/* constant_pad_nd / pad, and reflection_pad / replication_pad{1,2,3}d: torch
+ * lists (before, after) pairs from the last dim backwards; tgraph wants all
+ * befores, then all afters, from the first. torch's modes reflect, replicate
+ * and circular are the pad op's reflect, edge and wrap. */
 static int h_pad(pt2_ctx *c, const cJSON *node)
 {
+    char name[64];
+    pt2_op_name(node, name, sizeof name);
     int x, n;
     int64_t tp[2 * TG_MAX_RANK], pads[2 * TG_MAX_RANK] = {0};
-    double value;
-    const char *mode = pt2_string(node, "mode", "constant");
-    if (strcmp(mode, "constant"))
+    double value = 0;
+    bool named = !strncmp(name, "reflection_pad", 14) || !strncmp(name, "replication_pad", 15);
+    const char *mode = named ? (name[2] == 'f' ? "reflect" : "replicate") : pt2_string(node, "mode", "constant");
+    const char *ours = !strcmp(mode, "constant") ? "constant" : !strcmp(mode, "reflect") ? "reflect"
+                     : !strcmp(mode, "replicate") ? "edge" : !strcmp(mode, "circular") ? "wrap" : NULL;
+    if (!ours)
         return tg_err("pad mode '%s' not supported", mode);
     if (pt2_tensor(c, node, "self", &x) < 0 ||
-        (n = pt2_ints(c, node, "pad", tp, 2 * TG_MAX_RANK)) < 0 ||
-        pt2_float(c, node, "value", 0, &value) < 0)
+        (n = pt2_ints(c, node, named ? "padding" : "pad", tp, 2 * TG_MAX_RANK)) < 0 ||
+        (!named && pt2_float(c, node, "value", 0, &value) < 0))
         return -1;
     int r = pt2_rank(c, x);
     if (n % 2 || n / 2 > r)
@@ -1107,8 +1114,9 @@ static int h_pad(pt2_ctx *c, const cJSON *node)
         pads[r - 1 - i] = tp[2 * i];
         pads[2 * r - 1 - i] = tp[2 * i + 1];
     }
-    tg_attr a[2] = {tg_attr_ints("pads", 2 * r, pads), tg_attr_float("value", value)};
-    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_PAD, 1, &x, 2, a));
+    tg_attr a[3] = {tg_attr_ints("pads", 2 * r, pads), tg_attr_float("value", value),
+                    tg_attr_string("mode", ours)};
+    return pt2_set_out(c, 0, pt2_emit(c, true, TG_OP_PAD, 1, &x, 3, a));
 }
 
 static int h_tri(pt2_ctx *c, const cJSON *node)
@@ -1147,6 +1155,9 @@ const pt2_op_entry pt2_ops_shape[] = {
     {"roll", "default", h_roll}, {"diff", "default", h_diff},
     {"reshape_as", "default", h_reshape_as}, {"as_strided", "default", h_as_strided}, {"view_as", "default", h_reshape_as},
     {"constant_pad_nd", "default", h_pad}, {"pad", "default", h_pad},
+    {"reflection_pad1d", "default", h_pad}, {"reflection_pad2d", "default", h_pad},
+    {"reflection_pad3d", "default", h_pad}, {"replication_pad1d", "default", h_pad},
+    {"replication_pad2d", "default", h_pad}, {"replication_pad3d", "default", h_pad},
     {"tril", "default", h_tri}, {"triu", "default", h_tri},
     {NULL, NULL, NULL},
 };

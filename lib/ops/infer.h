@@ -79,6 +79,8 @@ int tg_dim_check_nonneg(tg_dim d, const char *what);
 /* index_copy's reduce attribute: 0 none (default), 1 add, 2 mul, 3 max, 4 min;
  * -1 with tg_err. */
 int tg_index_reduce_mode(const tg_node *n);
+/* pad's mode attribute: 0 constant (default), 1 edge, 2 reflect, 3 wrap; -1 with tg_err. */
+int tg_pad_mode(const tg_node *n);
 
 /* Text forms for messages; return buf. */
 const char *tg_infer_shape_str(const tg_graph *g, const tg_shape *s, char *buf);

@@ -1,5 +1,6 @@
 /* Data movement: reshape, permute, expand, slice, concat, pad, tile, gather,
  * index_select, index_copy, tril/triu. Only shapes change; the dtype is the input's. */
+#include <stdio.h>
 #include <string.h>
 #include "infer.h"
 
@@ -175,7 +176,7 @@ int tg_infer_pad(tg_graph *g, int node)
     int k;
     double value;
     if (!x || tg_attr_get_ints(n, "pads", &pads, &k) ||
-        tg_attr_get_float(n, "value", 0, &value))
+        tg_attr_get_float(n, "value", 0, &value) || tg_pad_mode(n) < 0)
         return -1;
     tg_shape s = x->shape;
     if (k != 2 * s.rank)
@@ -262,16 +263,32 @@ int tg_infer_index_select(tg_graph *g, int node)
     return tg_infer_set(g, node, x->dtype, &s);
 }
 
+/* The index of string attribute attr (default the first name) among names[0..n);
+ * -1 with tg_err listing them. */
+static int choice_of(const tg_node *nd, const char *attr, const char *const *names, int n)
+{
+    const char *s;
+    char all[128] = "";
+    if (tg_attr_get_string(nd, attr, names[0], &s))
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    for (int i = 0; i < n; i++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", names[i]);
+    return tg_err("attribute '%s' is \"%s\", expected one of %s", attr, s, all);
+}
+
 int tg_index_reduce_mode(const tg_node *n)
 {
     static const char *const names[] = {"none", "add", "mul", "max", "min"};
-    const char *s;
-    if (tg_attr_get_string(n, "reduce", "none", &s))
-        return -1;
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return tg_err("attribute 'reduce' is \"%s\", expected one of none, add, mul, max, min", s);
+    return choice_of(n, "reduce", names, 5);
+}
+
+int tg_pad_mode(const tg_node *n)
+{
+    static const char *const names[] = {"constant", "edge", "reflect", "wrap"};
+    return choice_of(n, "mode", names, 4);
 }
 
 int tg_infer_index_copy(tg_graph *g, int node)

@@ -603,6 +603,18 @@ static void case_pad(tg_op op)
         run(op, k ? "i64, value 2" : "f32, value 1, a crop", one_node(g, op, 1, &x, 2, a),
             (cg_case){0});
     }
+    /* the other modes: pads past the axis (reflect and wrap go round more than
+     * once), a crop, the batch axis padded too */
+    static const char *const modes[] = {"edge", "reflect", "wrap", "reflect"};
+    for (int k = 0; k < 4; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", k == 3 ? TG_I64 : TG_F32, DIMS(4, 3));
+        tg_attr a[2] = {tg_attr_ints("pads", 6, (int64_t[]){1, 5, -1, 0, 2, 7}),
+                        tg_attr_string("mode", modes[k])};
+        char w[32];
+        snprintf(w, sizeof w, "mode %s, %s", modes[k], k == 3 ? "i64" : "f32");
+        run(op, w, one_node(g, op, 1, &x, 2, a), (cg_case){0});
+    }
 }
 
 static void case_tile(tg_op op)

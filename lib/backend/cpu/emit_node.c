@@ -521,6 +521,15 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
         fprintf(c->f, "};\n    static const int64_t after[] = {");
         for (int i = n / 2; i < n; i++)
             fprintf(c->f, "%s%" PRId64, i > n / 2 ? ", " : "", v[i]);
+        if ((ax = tg_pad_mode(nd)) < 0)     /* ax: the mode */
+            return -1;
+        if (ax) {
+            fprintf(c->f, "};\n");
+            check_rc(c, nd, cg_str(c, "tgk_pad_mode(%zu, %d, x, before, after, %d, %s, %s)", es,
+                                   x->shape.rank, ax, xp, yp),
+                     "pad mode of an empty axis");
+            return 0;
+        }
         fprintf(c->f, "};\n    uint64_t value = 0;\n    tgk_store_f64(%s, &value, 0, %s);\n"
                 "    tgk_pad(%zu, %d, x, before, after, &value, %s, %s);\n",
                 dt_enum(c, x->dtype), cg_double(c, tg_node_float(nd, "value", 0)), es,

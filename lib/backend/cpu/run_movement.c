@@ -99,6 +99,14 @@ static int run_pad(const tg_run_ctx *c)
     uint8_t value[8];
     if (tg_attr_get_ints(c->n, "pads", &pads, &k) || k != 2 * x->rank)
         return tg_err("attribute 'pads' needs %d values", 2 * x->rank);
+    int mode = tg_pad_mode(c->n);
+    if (mode < 0)
+        return -1;
+    if (mode)
+        return tgk_pad_mode(tg_dtype_size(x->dtype), x->rank, x->dims, pads, pads + x->rank, mode,
+                            x->data, c->out[0]->data)
+                   ? tg_err("pad mode %s of an empty axis", tg_node_string(c->n, "mode", ""))
+                   : 0;
     tgk_store_f64(tg_run_kt(x->dtype), value, 0, tg_node_float(c->n, "value", 0));
     tgk_pad(tg_dtype_size(x->dtype), x->rank, x->dims, pads, pads + x->rank, value, x->data,
             c->out[0]->data);

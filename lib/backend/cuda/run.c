@@ -57,6 +57,12 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
         return false;
     case TG_OP_LINEAR_24:       /* f32 and u8, as its inference demands */
         break;
+    case TG_OP_PAD:
+        if (strcmp(tg_node_string(n, "mode", "constant"), "constant")) {
+            snprintf(why, TG_WHY_MAX, "pad modes but constant have no CUDA kernel yet");
+            return false;
+        }
+        break;
     case TG_OP_INDEX_COPY:
         if (strcmp(tg_node_string(n, "reduce", "none"), "none")) {
             snprintf(why, TG_WHY_MAX, "index_copy with reduce has no CUDA kernel yet");

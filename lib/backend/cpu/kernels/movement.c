@@ -142,6 +142,78 @@ void tgk_pad(size_t elsize, int rank, const int64_t *dims, const int64_t *before
                      (char *)y + (size_t)yoff * elsize, ys);
 }
 
+typedef struct {
+    size_t es;
+    int rank, mode;
+    const int64_t *dims, *before, *od;
+    const char *x;
+    char *y;
+} pad_mode_ctx;
+
+/* The index an output position i - before of an axis of d elements reads:
+ * mode 1 edge (the nearest end), 2 reflect (mirrored about the ends, the
+ * ends not repeated), 3 wrap (modulo d). */
+static int64_t pad_source(int64_t i, int64_t d, int mode)
+{
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == 1)
+        return i < 0 ? 0 : d - 1;
+    if (mode == 2) {
+        if (d == 1)
+            return 0;
+        int64_t p = 2 * (d - 1), r = (i % p + p) % p;
+        return r < d ? r : p - r;
+    }
+    int64_t r = i % d;
+    return r < 0 ? r + d : r;
+}
+
+static void pad_mode_task(void *vctx, int64_t b, int64_t e)
+{
+    const pad_mode_ctx *c = vctx;
+    int last = c->rank - 1;
+    int64_t inner = c->od[last], xs[TGK_MAX_RANK];
+    contiguous_strides(c->rank, c->dims, xs);
+    for (int64_t row = b; row < e; row++) {
+        int64_t r = row, off = 0;
+        for (int k = last - 1; k >= 0; k--) {
+            off += pad_source(r % c->od[k] - c->before[k], c->dims[k], c->mode) * xs[k];
+            r /= c->od[k];
+        }
+        char *y = c->y + (size_t)(row * inner) * c->es;
+        for (int64_t j = 0; j < inner; j++)
+            memcpy(y + (size_t)j * c->es,
+                   c->x + (size_t)(off + pad_source(j - c->before[last], c->dims[last], c->mode)) * c->es,
+                   c->es);
+    }
+}
+
+/* pad with mode 1 edge, 2 reflect or 3 wrap (ONNX Pad's modes; torch's
+ * replicate, reflect, circular): every output element read from x, negative
+ * pads cropping. -1: an axis of x is empty but its output is not. */
+TGK_DECL int tgk_pad_mode(size_t elsize, int rank, const int64_t *dims, const int64_t *before,
+                          const int64_t *after, int mode, const void *x, void *y)
+{
+    int64_t od[TGK_MAX_RANK], n = 1;
+    for (int k = 0; k < rank; k++) {
+        od[k] = dims[k] + before[k] + after[k];
+        n *= od[k];
+    }
+    if (n == 0)
+        return 0;
+    for (int k = 0; k < rank; k++)
+        if (dims[k] == 0)
+            return -1;
+    if (rank == 0) {
+        memcpy(y, x, elsize);
+        return 0;
+    }
+    pad_mode_ctx c = { elsize, rank, mode, dims, before, od, x, y };
+    tgk_parallel_for(n / od[rank - 1], od[rank - 1] >= 4096 ? 1 : 4096 / od[rank - 1], pad_mode_task, &c);
+    return 0;
+}
+
 void tgk_tile(size_t elsize, int rank, const int64_t *dims, const int64_t *reps,
               const void *x, void *y)
 {
