@@ -32,6 +32,9 @@
 #include "sparselt.h"
 
 #define SEARCH_WORKSPACE (256u << 20)   /* what the search may try split-k with */
+/* x's rows are padded (zeros) to a multiple of this: cuSPARSELt 0.8 refuses
+ * a dense B of 100 or 197 columns (tests/cuda/sparse24.sh, vit_tiny) */
+#define M_ALIGN 32
 
 #define LT_FUNCS(X)                                                                           \
     X(cusparseLtInit) X(cusparseLtGetErrorString) X(cusparseLtDenseDescriptorInit)           \
@@ -91,7 +94,7 @@ static int refuse(char *why, cusparseStatus_t st, const char *what)
 /* One token count's plan. Descriptors stay where they were made (the plan
  * may point at them): plans are allocated one by one. */
 typedef struct {
-    int64_t M;
+    int64_t M, Mp;                      /* x's rows, and padded (M_ALIGN) */
     int made;                           /* 0..4: b, d (with mm), sel, plan made */
     bool ok, searched;
     char why[TG_WHY_MAX];               /* when not ok */
@@ -227,13 +230,13 @@ static int search(const tgc_state *cs, tgc_lt24 *w, lt_plan *p, char *why)
     void *xb = NULL, *d = NULL, *ws = NULL;
     uint16_t one_h = w->t == TG_BF16 ? 0x3f80 : 0x3c00;
     size_t es = p->dt == CUDA_R_32F ? 4 : 2;
-    int e = cudaMallocAsync(&xb, (size_t)(p->M * w->K) * 2, s);
+    int e = cudaMallocAsync(&xb, (size_t)(p->Mp * w->K) * 2, s);
     if (!e)
-        e = cudaMallocAsync(&d, (size_t)(p->M * w->N) * es, s);
+        e = cudaMallocAsync(&d, (size_t)(p->Mp * w->N) * es, s);
     if (!e)
         e = cudaMallocAsync(&ws, SEARCH_WORKSPACE, s);
     if (!e)
-        e = tgc_fill(2, p->M * w->K, &one_h, xb, s);
+        e = tgc_fill(2, p->Mp * w->K, &one_h, xb, s);
     float one = 1, zero = 0;
     cusparseStatus_t st = CUSPARSE_STATUS_SUCCESS;
     if (!e)
@@ -261,7 +264,7 @@ static int search(const tgc_state *cs, tgc_lt24 *w, lt_plan *p, char *why)
 
 static int make_plan(tgc_lt24 *w, lt_plan *p)
 {
-    cusparseStatus_t st = lt.cusparseLtDenseDescriptorInit(&handle, &p->b, w->K, p->M, w->K, 16,
+    cusparseStatus_t st = lt.cusparseLtDenseDescriptorInit(&handle, &p->b, w->K, p->Mp, w->K, 16,
                                                            w->ct, CUSPARSE_ORDER_COL);
     if (st)
         return refuse(p->why, st, "takes no such x");
@@ -269,7 +272,7 @@ static int make_plan(tgc_lt24 *w, lt_plan *p)
     /* float32 D where the library has it for half inputs, else half */
     for (int k = 0; k < 2; k++) {
         p->dt = k == 0 ? CUDA_R_32F : w->ct;
-        st = lt.cusparseLtDenseDescriptorInit(&handle, &p->d, w->N, p->M, w->N, 16, p->dt,
+        st = lt.cusparseLtDenseDescriptorInit(&handle, &p->d, w->N, p->Mp, w->N, 16, p->dt,
                                               CUSPARSE_ORDER_COL);
         if (st)
             continue;
@@ -311,13 +314,16 @@ int tgc_lt24_plan(const tgc_state *cs, tgc_lt24 *w, int64_t M, bool do_search, c
         w->plan = more;
         w->plan[w->nplan++] = p;
         p->M = M;
+        p->Mp = (M + M_ALIGN - 1) / M_ALIGN * M_ALIGN;
         make_plan(w, p);
     }
     if (!p->ok) {
         snprintf(why, TG_WHY_MAX, "%s", p->why);
         return 1;
     }
-    return do_search && !p->searched ? search(cs, w, p, why) : 0;
+    /* fp16: cuSPARSELt 0.8's search ran into an illegal instruction on the
+     * H200 (a candidate's kernel), which ends the context: the default */
+    return do_search && !p->searched && w->t == TG_BF16 ? search(cs, w, p, why) : 0;
 }
 
 int tgc_lt24_linear(const tgc_state *cs, tgc_lt24 *w, const float *x, const float *b, float *y,
@@ -331,11 +337,17 @@ int tgc_lt24_linear(const tgc_state *cs, tgc_lt24 *w, const float *x, const floa
     lt_plan *p = find(w, M);
     cudaStream_t s = cs->stream;
     void *xb = NULL, *yb = NULL, *ws = NULL;
-    int e = cudaMallocAsync(&xb, (size_t)(M * w->K) * 2, s);
+    int64_t Mp = p->Mp;
+    size_t es = p->dt == CUDA_R_32F ? 4 : 2;
+    int e = cudaMallocAsync(&xb, (size_t)(Mp * w->K) * 2, s);
     if (!e)
         e = tgc_cast(tg_run_kt(w->t), xb, tg_run_kt(TG_F32), x, M * w->K, s);
-    if (!e && p->dt != CUDA_R_32F)
-        e = cudaMallocAsync(&yb, (size_t)(M * w->N) * 2, s);
+    if (!e && Mp > M)
+        e = cudaMemsetAsync((char *)xb + (size_t)(M * w->K) * 2, 0, (size_t)((Mp - M) * w->K) * 2,
+                            s);
+    /* D straight into y when it is float32 and unpadded; else a temporary */
+    if (!e && (p->dt != CUDA_R_32F || Mp > M))
+        e = cudaMallocAsync(&yb, (size_t)(Mp * w->N) * es, s);
     if (!e && p->ws > cs->workspace_size)
         e = cudaMallocAsync(&ws, p->ws, s);
     if (e) {
@@ -350,7 +362,10 @@ int tgc_lt24_linear(const tgc_state *cs, tgc_lt24 *w, const float *x, const floa
         rc = refuse(why, st, "matmul");         /* nothing written: the dense path runs */
         goto done;
     }
-    if (yb)
+    /* y is D's first M columns (rows of y) */
+    if (yb && p->dt == CUDA_R_32F)
+        e = cudaMemcpyAsync(y, yb, (size_t)(M * w->N) * 4, cudaMemcpyDeviceToDevice, s);
+    else if (yb)
         e = tgc_cast(tg_run_kt(TG_F32), y, tg_run_kt(w->t), yb, M * w->N, s);
     if (!e && b) {
         tgc_iter it = {.rank = 2, .dims = {M, w->N}, .st = {{w->N, 1}, {w->N, 1}, {0, 1}}};
@@ -371,8 +386,9 @@ done:
 void tgc_lt24_describe(const tgc_lt24 *w, int64_t M, char *buf, size_t n)
 {
     const lt_plan *p = find(w, M);
-    snprintf(buf, n, "cuSPARSELt %s, %s out, algorithm %d (%s)",
+    snprintf(buf, n, "cuSPARSELt %s, %s out, algorithm %d (%s), x padded to %lld rows",
              w->t == TG_BF16 ? "bf16" : "fp16",
              p && p->dt == CUDA_R_32F ? "f32" : w->t == TG_BF16 ? "bf16" : "fp16",
-             p ? p->alg : -1, p && p->searched ? "searched" : "default");
+             p ? p->alg : -1, p && p->searched ? "searched" : "default",
+             (long long)(p ? p->Mp : M));
 }
