@@ -64,6 +64,14 @@ check_compiled() {
 @test "onnx ops: the unsigned model compiles and the .so matches ONNX Runtime" {
     check_compiled unsigned
 }
+# NaN's bits too: compared as integers, or as doubles where NaN matches NaN
+@test "onnx ops: BitCast float32 to int32, uint64 to int64 and float64, exactly" {
+    TOL=(--rtol=0 --atol=0)
+    check_model "$ONNX" bitcast
+}
+@test "onnx ops: the bitcast model compiles and the .so matches ONNX Runtime" {
+    check_compiled bitcast
+}
 
 @test "onnx ops: CausalConvWithState, RotaryEmbedding, LinearAttention, TensorScatter (opset 27)" {
     check_model "$ONNX" seq_ops

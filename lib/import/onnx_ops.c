@@ -249,6 +249,17 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, unary_on(c, TG_OP_CAST, NULL, x, 1, &a));
 }
 
+/* BitCast (opset 26): the same bytes as another type of the same size. */
+static int map_bitcast(onnx_ctx *c, const onnx_op_map *m)
+{
+    (void)m;
+    int64_t code = onnx_attr_int(N(c), "to", 0);
+    tg_dtype to = onnx_elem_dtype((int32_t)code);
+    if (to == TG_DTYPE_NONE) return tg_err("BitCast to unsupported type %lld", (long long)code);
+    tg_attr a = tg_attr_dtype("dtype", to);
+    return def_out(c, 0, unary_on(c, TG_OP_BITCAST, NULL, in_val(c, 0), 1, &a));
+}
+
 /* Shape arithmetic: an elementwise op over int64 shape vectors (or scalars), at
  * least one of them symbolic. Returns 1 when the inputs are not of that kind. */
 static int fold_shape_binary(onnx_ctx *c, tg_op op)
@@ -1854,7 +1865,7 @@ static const onnx_op_map onnx_ops[] = {
     {"Swish", map_activation, 0}, {"Selu", map_activation, 0}, {"Celu", map_activation, 0},
     {"ThresholdedRelu", map_activation, 0}, {"Shrink", map_activation, 0}, {"Sign", map_activation, 0},
     {"Gelu", map_gelu, 0}, {"HardSigmoid", map_hard_sigmoid, 0}, {"Clip", map_clip, 0},
-    {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE},
+    {"Cast", map_cast, TG_OP_CAST}, {"CastLike", map_cast, TG_OP_NONE}, {"BitCast", map_bitcast, 0},
     {"Add", onnx_map_binary, TG_OP_ADD}, {"Sub", onnx_map_binary, TG_OP_SUB}, {"Mul", onnx_map_binary, TG_OP_MUL},
     {"Div", onnx_map_binary, TG_OP_DIV}, {"Pow", onnx_map_binary, TG_OP_POW}, {"Mod", map_mod, 0},
     {"IsNaN", map_isnan_isinf, TG_OP_NE}, {"IsInf", map_isnan_isinf, TG_OP_EQ},

@@ -71,16 +71,38 @@ int tg_infer_unary_int(tg_graph *g, int node)
     return same_as_input(g, node, tg_check_int);
 }
 
+/* cast's and bitcast's required attribute 'dtype', the output's dtype. */
+static int to_dtype(const tg_node *n, tg_dtype *dt)
+{
+    if (!tg_node_attr(n, "dtype"))
+        return tg_err("attribute 'dtype' is required");
+    return tg_attr_get_dtype(n, "dtype", TG_DTYPE_NONE, dt);
+}
+
+/* The bytes reinterpreted: same element size, so same shape and byte count.
+ * Not to bool from another dtype, whose bytes other than 0 and 1 bool has no
+ * meaning for. */
+int tg_infer_bitcast(tg_graph *g, int node)
+{
+    const tg_value *x = tg_infer_in(g, node, 0);
+    tg_dtype dt;
+    if (!x || to_dtype(tg_infer_node(g, node), &dt))
+        return -1;
+    if (tg_dtype_size(dt) != tg_dtype_size(x->dtype))
+        return tg_err("bitcast %s to %s: the element sizes differ (%zu and %zu bytes)",
+                      tg_dtype_name(x->dtype), tg_dtype_name(dt), tg_dtype_size(x->dtype),
+                      tg_dtype_size(dt));
+    if (dt == TG_BOOL && x->dtype != TG_BOOL)
+        return tg_err("bitcast %s to bool: bool holds only the bytes 0 and 1",
+                      tg_dtype_name(x->dtype));
+    return tg_infer_set(g, node, dt, &x->shape);
+}
+
 int tg_infer_cast(tg_graph *g, int node)
 {
     const tg_value *x = tg_infer_in(g, node, 0);
-    const tg_node *n = tg_infer_node(g, node);
     tg_dtype dt;
-    if (!x)
-        return -1;
-    if (!tg_node_attr(n, "dtype"))
-        return tg_err("attribute 'dtype' is required");
-    if (tg_attr_get_dtype(n, "dtype", TG_DTYPE_NONE, &dt))
+    if (!x || to_dtype(tg_infer_node(g, node), &dt))
         return -1;
     return tg_infer_set(g, node, dt, &x->shape);
 }

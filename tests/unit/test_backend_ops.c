@@ -231,6 +231,19 @@ static const tg_dtype INTS[] = {TG_I32, TG_I64, TG_I8, TG_U8, TG_U16, TG_U32, TG
 #define NINTS ((int)(sizeof INTS / sizeof INTS[0]))
 static const tg_dtype NUMS[] = {TG_F32, TG_I32, TG_I64};
 
+/* op with attribute dtype = pairs[i][1] on an input of dtype pairs[i][0], a case each */
+static void dtype_pairs(tg_op op, const tg_dtype (*pairs)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", pairs[i][0], DIMS(4, 37));
+        tg_attr a = tg_attr_dtype("dtype", pairs[i][1]);
+        char w[64];
+        snprintf(w, sizeof w, "%s -> %s", dt(pairs[i][0]), dt(pairs[i][1]));
+        run(op, w, one_node(g, op, 1, &x, 1, &a), (cg_case){0});
+    }
+}
+
 static void case_cast(tg_op op)
 {
     static const tg_dtype pairs[][2] = {
@@ -240,14 +253,17 @@ static void case_cast(tg_op op)
         {TG_U64, TG_F32}, {TG_F32, TG_U32}, {TG_U16, TG_I64}, {TG_I64, TG_U64},
         {TG_U64, TG_F16}, {TG_U32, TG_F64},
     };
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        tg_graph *g = tg_graph_new();
-        int x = cg_input(g, "x", pairs[i][0], DIMS(4, 37));
-        tg_attr a = tg_attr_dtype("dtype", pairs[i][1]);
-        char w[64];
-        snprintf(w, sizeof w, "%s -> %s", dt(pairs[i][0]), dt(pairs[i][1]));
-        run(op, w, one_node(g, op, 1, &x, 1, &a), (cg_case){0});
-    }
+    dtype_pairs(op, pairs, sizeof pairs / sizeof pairs[0]);
+}
+
+/* same-size pairs; the float ones compare against the interpreter (no f64 form) */
+static void case_bitcast(tg_op op)
+{
+    static const tg_dtype pairs[][2] = {
+        {TG_F32, TG_I32}, {TG_I32, TG_F32}, {TG_F64, TG_I64}, {TG_U64, TG_I64}, {TG_I8, TG_U8},
+        {TG_BOOL, TG_U8}, {TG_F16, TG_U16}, {TG_U32, TG_U32},
+    };
+    dtype_pairs(op, pairs, sizeof pairs / sizeof pairs[0]);
 }
 
 static void case_identity(tg_op op)
@@ -887,7 +903,8 @@ static const struct {
     tg_op op;
     void (*build)(tg_op op);
 } cases[] = {
-    {TG_OP_CAST, case_cast}, {TG_OP_IDENTITY, case_identity}, {TG_OP_WHERE, case_where},
+    {TG_OP_CAST, case_cast}, {TG_OP_IDENTITY, case_identity},
+    {TG_OP_BITCAST, case_bitcast}, {TG_OP_WHERE, case_where},
     {TG_OP_ARGMAX, case_arg_reduce}, {TG_OP_ARGMIN, case_arg_reduce},
     {TG_OP_SOFTMAX, case_softmax}, {TG_OP_LOG_SOFTMAX, case_softmax},
     {TG_OP_LAYER_NORM, case_norm}, {TG_OP_GROUP_NORM, case_norm}, {TG_OP_BATCH_NORM, case_norm},

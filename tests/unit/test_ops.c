@@ -127,6 +127,16 @@ static void test_unary(void)
     CHECK(fails(NODE0(TG_OP_CAST, ((int[]){ xi })), "attribute 'dtype' is required"));
     tg_attr castname[] = { tg_attr_string("dtype", "u8") };
     CHECK(has(NODE(TG_OP_CAST, ((int[]){ x }), castname), TG_U8, shp(2, S0, C(3))));
+    tg_attr bc_i32[] = { tg_attr_dtype("dtype", TG_I32) }, bc_u64[] = { tg_attr_dtype("dtype", TG_U64) },
+            bc_bool[] = { tg_attr_dtype("dtype", TG_BOOL) }, bc_u8[] = { tg_attr_dtype("dtype", TG_U8) };
+    CHECK(has(NODE(TG_OP_BITCAST, ((int[]){ x }), bc_i32), TG_I32, shp(2, S0, C(3))));
+    CHECK(has(NODE(TG_OP_BITCAST, ((int[]){ xi }), bc_u64), TG_U64, shp(1, C(5))));
+    CHECK(has(NODE(TG_OP_BITCAST, ((int[]){ xb }), bc_u8), TG_U8, shp(2, C(2), S1)));
+    CHECK(fails(NODE(TG_OP_BITCAST, ((int[]){ xi }), bc_i32), "the element sizes differ (8 and 4 bytes)"));
+    CHECK(fails(NODE(TG_OP_BITCAST, ((int[]){ xb }), bc_i32), "element sizes differ"));
+    int x8 = input(TG_U8, shp(1, C(4)));
+    CHECK(fails(NODE(TG_OP_BITCAST, ((int[]){ x8 }), bc_bool), "bool holds only the bytes 0 and 1"));
+    CHECK(fails(NODE0(TG_OP_BITCAST, ((int[]){ x })), "attribute 'dtype' is required"));
     tg_attr gelu_bad[] = { tg_attr_string("approximate", "erf") };
     CHECK(fails(NODE(TG_OP_GELU, ((int[]){ x }), gelu_bad), "\"none\" or \"tanh\""));
     tg_attr gelu_tanh[] = { tg_attr_string("approximate", "tanh") };
