@@ -10,7 +10,6 @@
 #include "../../error.h"
 #include "../../ops/infer.h"
 #include "opmap.h"
-#include "run.h"                 /* tg_cpu_resize_desc */
 
 #define OUT(c, n) cg_ptr(c, (c)->g->nodes[n].out[0])
 
@@ -185,24 +184,23 @@ int cg_node_norm(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     const tg_shape *s = &x->shape;
-    const char *eps = cg_float(c, tg_node_float(nd, "eps", 1e-5));
     const char *y = OUT(c, nd - c->g->nodes), *xp = cg_ptr(c, nd->in[0]);
-    int ax;
+    tg_cpu_norm d;
     if (need_f32(nd, x))
         return -1;
+    if (tg_cpu_norm_desc(nd, s->rank, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    const char *eps = cg_float(c, d.eps);
     switch (nd->op) {
     case TG_OP_LAYER_NORM:
-        if (cg_axis(nd, "axis", -1, s->rank, &ax))
-            return -1;
         fprintf(c->f, "    tgk_layer_norm_f32(%s, %s, %s, %s, %s, %s, %s);\n", xp,
-                opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_prod(c, s, 0, ax),
-                cg_prod(c, s, ax, s->rank), eps);
+                opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_prod(c, s, 0, d.axis),
+                cg_prod(c, s, d.axis, s->rank), eps);
         return 0;
     case TG_OP_GROUP_NORM:
         fprintf(c->f, "    tgk_group_norm_f32(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %s);\n",
                 xp, opt_ptr(c, nd, 1), opt_ptr(c, nd, 2), y, cg_dim(c, s->d[0]),
-                cg_dim(c, s->d[1]), cg_prod(c, s, 2, s->rank), tg_node_int(nd, "groups", 1),
-                eps);
+                cg_dim(c, s->d[1]), cg_prod(c, s, 2, s->rank), d.groups, eps);
         return 0;
     default:    /* batch_norm */
         fprintf(c->f, "    tgk_batch_norm_f32(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", xp,
@@ -268,35 +266,33 @@ static int emit_linear_packed(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-/* Fill a kernel descriptor's per-spatial-axis array from an attribute. */
-static int per_axis(tg_cg *c, const tg_node *nd, const char *name, int nsp, int64_t dflt,
-                    const char *field)
+/* A descriptor's per-spatial-axis array v as constants, d.field[i] = v[i]. */
+static void per_axis(tg_cg *c, const char *field, int nsp, const int64_t *v)
 {
-    int64_t v[3];
-    if (tg_attr_per_axis(nd, name, nsp, dflt, v))
-        return tg_err("node '%s': %s", nd->name, tg_errmsg());
     for (int i = 0; i < nsp; i++)
         fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field, i, v[i]);
-    return 0;
 }
 
 static int emit_conv(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *w = in_val(c, nd, 1), *y = out_val(c, nd);
     int nsp = x->shape.rank - 2;
+    tgk_conv_desc d;
     if (need_f32(nd, x))
         return -1;
+    if (tg_cpu_conv_desc(nd, nsp, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
     fprintf(c->f, "    tgk_conv_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
             "    d.k = %s;\n    d.groups = %" PRId64 ";\n    d.transposed = %d;\n",
             nsp, cg_dim(c, x->shape.d[0]), cg_dim(c, x->shape.d[1]), cg_dim(c, y->shape.d[1]),
-            tg_node_int(nd, "groups", 1), (int)tg_node_int(nd, "transposed", 0));
+            d.groups, (int)d.transposed);
     for (int i = 0; i < nsp; i++)
         fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n    d.kernel[%d] = %s;\n", i,
                 cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]), i,
                 cg_dim(c, w->shape.d[2 + i]));
-    if (per_axis(c, nd, "stride", nsp, 1, "stride") || per_axis(c, nd, "padding", nsp, 0, "pad") ||
-        per_axis(c, nd, "dilation", nsp, 1, "dil"))
-        return -1;
+    per_axis(c, "stride", nsp, d.stride);
+    per_axis(c, "pad", nsp, d.pad);
+    per_axis(c, "dil", nsp, d.dil);
     cg_conv_ep ep;
     if (cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &ep)) {
         if (ep.relu)
@@ -362,23 +358,26 @@ static int emit_sdpa(tg_cg *c, const tg_node *nd)
     const tg_value *q = in_val(c, nd, 0), *k = in_val(c, nd, 1), *v = in_val(c, nd, 2);
     const tg_value *m = nd->nin > 3 && nd->in[3] >= 0 ? in_val(c, nd, 3) : NULL;
     int r = q->shape.rank;
-    double scale = tg_node_float(nd, "scale", 0);
+    tgk_sdpa_desc d;
     if (need_f32(nd, q))
         return -1;
+    tg_cpu_sdpa_desc(nd, &d);
     fprintf(c->f, "    tgk_sdpa_desc d = {0};\n    d.batch = %s;\n    d.hq = %s;\n"
             "    d.hk = %s;\n    d.L = %s;\n    d.S = %s;\n    d.E = %s;\n    d.Ev = %s;\n"
             "    d.causal = %d;\n",
             cg_prod(c, &q->shape, 0, r - 3), cg_dim(c, q->shape.d[r - 3]),
             cg_dim(c, k->shape.d[r - 3]), cg_dim(c, q->shape.d[r - 2]),
             cg_dim(c, k->shape.d[r - 2]), cg_dim(c, q->shape.d[r - 1]),
-            cg_dim(c, v->shape.d[r - 1]), (int)tg_node_int(nd, "causal", 0));
-    if (scale != 0)
-        fprintf(c->f, "    d.scale = %s;\n", cg_float(c, scale));
+            cg_dim(c, v->shape.d[r - 1]), (int)d.causal);
+    if (d.scale != 0)
+        fprintf(c->f, "    d.scale = %s;\n", cg_float(c, d.scale));
     else
         fprintf(c->f, "    d.scale = 1.0f / sqrtf((float)d.E);\n");
     if (m) {
         /* the mask's strides broadcast to the scores [..., hq, L, S]; the
-         * batch dims must fold into one stride */
+         * batch dims must fold into one stride (the interpreter converts a
+         * bool mask and expands one that does not fold: tg_run_sdpa_mask_layout
+         * on concrete dims, which the generated code would do at each run) */
         if (m->dtype != TG_F32)
             return tg_err("node '%s': sdpa with a %s mask is not supported by the CPU code"
                           " generator (add a float mask)", nd->name, tg_dtype_name(m->dtype));
@@ -451,16 +450,19 @@ int cg_node_pool(tg_cg *c, const tg_node *nd)
                 OUT(c, nd - c->g->nodes));
         return 0;
     }
+    tgk_pool_desc d;
+    if (tg_cpu_pool_desc(nd, nsp, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
     fprintf(c->f, "    tgk_pool_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
             "    d.count_include_pad = %d;\n", nsp, cg_dim(c, x->shape.d[0]),
-            cg_dim(c, x->shape.d[1]), (int)tg_node_int(nd, "count_include_pad", 1));
+            cg_dim(c, x->shape.d[1]), (int)d.count_include_pad);
     for (int i = 0; i < nsp; i++)
         fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n", i,
                 cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]));
-    if (per_axis(c, nd, "kernel", nsp, 0, "kernel") ||
-        per_axis(c, nd, tg_node_attr(nd, "stride") ? "stride" : "kernel", nsp, 0, "stride") ||
-        per_axis(c, nd, "padding", nsp, 0, "pad") || per_axis(c, nd, "dilation", nsp, 1, "dil"))
-        return -1;
+    per_axis(c, "kernel", nsp, d.kernel);
+    per_axis(c, "stride", nsp, d.stride);
+    per_axis(c, "pad", nsp, d.pad);
+    per_axis(c, "dil", nsp, d.dil);
     fprintf(c->f, "    tgk_%s_pool_f32(&d, %s, %s);\n", nd->op == TG_OP_MAX_POOL ? "max" : "avg",
             cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes));
     return 0;
@@ -472,15 +474,17 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
     const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
     size_t es = tg_dtype_size(x->dtype);
     const char *xp = cg_ptr(c, nd->in[0]), *yp = OUT(c, nd - c->g->nodes);
-    const int64_t *v;
-    int n, ax;
+    int r = x->shape.rank, ax;
+    tg_cpu_movement d;
+    if (tg_cpu_movement_desc(nd, r, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    ax = d.axis;
     cg_dims_array(c, "x", &x->shape);
     switch (nd->op) {
     case TG_OP_PERMUTE:
-        n = tg_node_ints(nd, "perm", &v);
         fprintf(c->f, "    static const int64_t perm[] = {");
-        for (int i = 0; i < n; i++)
-            fprintf(c->f, "%s%" PRId64, i ? ", " : "", v[i] < 0 ? v[i] + n : v[i]);
+        for (int i = 0; i < r; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", d.v[i]);
         fprintf(c->f, "};\n    tgk_permute(%zu, %d, x, perm, %s, %s);\n", es, x->shape.rank,
                 xp, yp);
         return 0;
@@ -489,20 +493,13 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
         fprintf(c->f, "    tgk_expand(%zu, %d, y, %d, x, %s, %s);\n", es, y->shape.rank,
                 x->shape.rank, xp, yp);
         return 0;
-    case TG_OP_SLICE: {
-        tg_dim zero = tg_dim_const(0), start;
-        if (cg_axis(nd, "axis", 0, x->shape.rank, &ax) ||
-            tg_attr_get_dim(nd, "start", &zero, &start))
-            return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    case TG_OP_SLICE:
         fprintf(c->f, "    int64_t start = %s;\n    if (start > x[%d])\n        start = x[%d];\n"
                 "    tgk_slice(%zu, %d, x, %d, start, %" PRId64 ", %s, %s, %s);\n",
-                cg_dim(c, start), ax, ax, es, x->shape.rank, ax, tg_node_int(nd, "step", 1),
-                cg_dim(c, y->shape.d[ax]), xp, yp);
+                cg_dim(c, d.start), ax, ax, es, r, ax, d.step, cg_dim(c, y->shape.d[ax]), xp,
+                yp);
         return 0;
-    }
     case TG_OP_CONCAT:
-        if (cg_axis(nd, "axis", 0, x->shape.rank, &ax))
-            return -1;
         fprintf(c->f, "    const void *const in[] = {");
         for (int i = 0; i < nd->nin; i++)
             fprintf(c->f, "%s%s", i ? ", " : "", cg_ptr(c, nd->in[i]));
@@ -514,43 +511,34 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
                 nd->nin, yp);
         return 0;
     case TG_OP_PAD:
-        n = tg_node_ints(nd, "pads", &v);
         fprintf(c->f, "    static const int64_t before[] = {");
-        for (int i = 0; i < n / 2; i++)
-            fprintf(c->f, "%s%" PRId64, i ? ", " : "", v[i]);
+        for (int i = 0; i < r; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", d.v[i]);
         fprintf(c->f, "};\n    static const int64_t after[] = {");
-        for (int i = n / 2; i < n; i++)
-            fprintf(c->f, "%s%" PRId64, i > n / 2 ? ", " : "", v[i]);
-        if ((ax = tg_pad_mode(nd)) < 0)     /* ax: the mode */
-            return -1;
-        if (ax) {
+        for (int i = 0; i < r; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", d.v[r + i]);
+        if (d.mode) {
             fprintf(c->f, "};\n");
             check_rc(c, nd, cg_str(c, "tgk_pad_mode(%zu, %d, x, before, after, %d, %s, %s)", es,
-                                   x->shape.rank, ax, xp, yp),
+                                   r, d.mode, xp, yp),
                      "pad mode of an empty axis");
             return 0;
         }
         fprintf(c->f, "};\n    uint64_t value = 0;\n    tgk_store_f64(%s, &value, 0, %s);\n"
                 "    tgk_pad(%zu, %d, x, before, after, &value, %s, %s);\n",
-                dt_enum(c, x->dtype), cg_double(c, tg_node_float(nd, "value", 0)), es,
-                x->shape.rank, xp, yp);
+                dt_enum(c, x->dtype), cg_double(c, d.value), es, r, xp, yp);
         return 0;
     case TG_OP_TILE:
-        n = tg_node_ints(nd, "repeats", &v);
         fprintf(c->f, "    static const int64_t reps[] = {");
-        for (int i = 0; i < n; i++)
-            fprintf(c->f, "%s%" PRId64, i ? ", " : "", v[i]);
-        fprintf(c->f, "};\n    tgk_tile(%zu, %d, x, reps, %s, %s);\n", es, x->shape.rank, xp,
-                yp);
+        for (int i = 0; i < r; i++)
+            fprintf(c->f, "%s%" PRId64, i ? ", " : "", d.v[i]);
+        fprintf(c->f, "};\n    tgk_tile(%zu, %d, x, reps, %s, %s);\n", es, r, xp, yp);
         return 0;
-    default: {  /* tril, triu */
-        int r = x->shape.rank;
+    default:    /* tril, triu */
         fprintf(c->f, "    tgk_tri(%zu, %d, %s, %s, %s, %" PRId64 ", %s, %s);\n", es,
                 nd->op == TG_OP_TRIU, cg_prod(c, &x->shape, 0, r - 2),
-                cg_dim(c, x->shape.d[r - 2]), cg_dim(c, x->shape.d[r - 1]),
-                tg_node_int(nd, "k", 0), xp, yp);
+                cg_dim(c, x->shape.d[r - 2]), cg_dim(c, x->shape.d[r - 1]), d.k, xp, yp);
         return 0;
-    }
     }
 }
 
@@ -559,16 +547,14 @@ int cg_node_index(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *idx = in_val(c, nd, 1);
     size_t es = tg_dtype_size(x->dtype);
-    int ax;
     if (idx->dtype != TG_I64)
         return tg_err("node '%s': %s with %s indices is not supported by the CPU code"
                       " generator (i64 only)", nd->name, tg_op_name(nd->op),
                       tg_dtype_name(idx->dtype));
-    if (cg_axis(nd, "axis", 0, x->shape.rank, &ax))
-        return -1;
-    int red = nd->op == TG_OP_INDEX_COPY ? tg_index_reduce_mode(nd) : 0;
-    if (red < 0)
-        return -1;
+    tg_cpu_index d;
+    if (tg_cpu_index_desc(nd, x->shape.rank, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    int ax = d.axis, red = d.reduce;
     fprintf(c->f, "    int64_t bad = 0;\n");
     if (red) {
         check_rc(c, nd,
@@ -610,27 +596,25 @@ int cg_node_quant(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0);
     bool q = nd->op == TG_OP_QUANTIZE;
-    const tg_attr *sa = tg_node_attr(nd, "scale"), *za = tg_node_attr(nd, "zero_point");
     tg_dtype qt = q ? out_val(c, nd)->dtype : x->dtype;
-    int nch = sa->kind == TG_ATTR_FLOATS ? sa->n : 1, ax = 0;
+    tg_cpu_quant d;
     if (need_f32(nd, q ? x : out_val(c, nd)))
         return -1;
-    if (nch > 1 && cg_axis(nd, "axis", 0, x->shape.rank, &ax))
-        return -1;
+    if (tg_cpu_quant_desc(nd, x->shape.rank, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    int nch = (int)d.nch;
     fprintf(c->f, "    static const float scale[] = {");
     for (int i = 0; i < nch; i++)
-        fprintf(c->f, "%s%s", i ? ", " : "",
-                cg_float(c, sa->kind == TG_ATTR_FLOATS ? sa->u.floats[i] : sa->u.f));
+        fprintf(c->f, "%s%s", i ? ", " : "", cg_float(c, tg_cpu_quant_scale(&d, i)));
     fprintf(c->f, "};\n    static const int32_t zero[] = {");
     for (int i = 0; i < nch; i++)
-        fprintf(c->f, "%s%" PRId64, i ? ", " : "",
-                !za ? 0 : za->kind == TG_ATTR_INTS ? za->u.ints[i] : za->u.i);
+        fprintf(c->f, "%s%" PRId32, i ? ", " : "", tg_cpu_quant_zero(&d, i));
     fprintf(c->f, "};\n");
     check_rc(c, nd,
              cg_str(c, "tgk_%s_f32(%s, %s, %s, scale, zero, %d, %s, %s)",
                     q ? "quantize" : "dequantize", cg_numel(c, nd->out[0]),
                     cg_ptr(c, nd->in[0]), dt_enum(c, qt), nch,
-                    nch > 1 ? cg_prod(c, &x->shape, ax + 1, x->shape.rank) : "1",
+                    nch > 1 ? cg_prod(c, &x->shape, d.axis + 1, x->shape.rank) : "1",
                     OUT(c, nd - c->g->nodes)),
              "unsupported quantized dtype");
     return 0;
@@ -640,15 +624,16 @@ TG_FAMILY_HANDLES(gen, 2);
 int cg_node_gen(tg_cg *c, const tg_node *nd)
 {
     const tg_value *y = out_val(c, nd);
+    tg_cpu_gen d;
+    tg_cpu_gen_desc(nd, &d);
     if (nd->op == TG_OP_FULL) {
         fprintf(c->f, "    tgk_full(%s, %s, %s, %s);\n", dt_enum(c, y->dtype),
-                cg_numel(c, nd->out[0]), cg_double(c, tg_node_float(nd, "value", 0)),
-                OUT(c, nd - c->g->nodes));
+                cg_numel(c, nd->out[0]), cg_double(c, d.value), OUT(c, nd - c->g->nodes));
         return 0;
     }
     fprintf(c->f, "    tgk_arange(%s, %s, %" PRId64 ", %" PRId64 ", %s);\n",
-            dt_enum(c, y->dtype), cg_numel(c, nd->out[0]), tg_node_int(nd, "start", 0),
-            tg_node_int(nd, "step", 1), OUT(c, nd - c->g->nodes));
+            dt_enum(c, y->dtype), cg_numel(c, nd->out[0]), d.start, d.step,
+            OUT(c, nd - c->g->nodes));
     return 0;
 }
 

@@ -9,28 +9,26 @@
 #include <inttypes.h>
 
 #include "../../error.h"
-#include "../../ops/infer.h"
+#include "opmap.h"
 
 typedef struct {
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
 } geom;
 
 /* The geometry, or false when some of it is not a compile-time constant. */
-static bool pool_geom(const tg_graph *g, const tg_node *nd, geom *q)
+static bool pool_geom(const tg_graph *g, const tg_node *nd, geom *q, bool *include_pad)
 {
     const tg_value *x = tg_node_input(g, nd, 0), *y = &g->values[nd->out[0]];
-    int nsp = x->shape.rank - 2, a = nsp == 2 ? 2 : -1;
-    int64_t k[2], s[2], p[2], d[2];
-    if (x->dtype != TG_F32 || (nsp != 1 && nsp != 2) ||
-        tg_attr_per_axis(nd, "kernel", nsp, 0, k) ||
-        tg_attr_per_axis(nd, tg_node_attr(nd, "stride") ? "stride" : "kernel", nsp, 0, s) ||
-        tg_attr_per_axis(nd, "padding", nsp, 0, p) || tg_attr_per_axis(nd, "dilation", nsp, 1, d)) {
+    int nsp = x->shape.rank - 2, a = nsp == 2 ? 2 : -1, l = nsp - 1;
+    tgk_pool_desc d;
+    if (x->dtype != TG_F32 || (nsp != 1 && nsp != 2) || tg_cpu_pool_desc(nd, nsp, &d)) {
         tg_err_clear();
         return false;
     }
-    *q = (geom){1, 0, 1, 0, 1, k[nsp - 1], 1, s[nsp - 1], 0, p[nsp - 1], 1, d[nsp - 1]};
+    *q = (geom){1, 0, 1, 0, 1, d.kernel[l], 1, d.stride[l], 0, d.pad[l], 1, d.dil[l]};
     if (nsp == 2)
-        q->kh = k[0], q->sh = s[0], q->ph = p[0], q->dh = d[0];
+        q->kh = d.kernel[0], q->sh = d.stride[0], q->ph = d.pad[0], q->dh = d.dil[0];
+    *include_pad = d.count_include_pad;
     int w = x->shape.rank - 1;
     return (a < 0 || (tg_dim_is_const(x->shape.d[a], &q->ih) &&
                       tg_dim_is_const(y->shape.d[a], &q->oh))) &&
@@ -141,10 +139,11 @@ int cg_emit_pool(tg_cg *c, int n)
 {
     const tg_node *nd = &c->g->nodes[n];
     geom q;
-    if (!pool_geom(c->g, nd, &q))
+    bool include_pad;
+    if (!pool_geom(c->g, nd, &q, &include_pad))
         return 1;
     bool max = nd->op == TG_OP_MAX_POOL;
-    emit_function(c, n, &q, max, tg_node_int(nd, "count_include_pad", 1) != 0);
+    emit_function(c, n, &q, max, include_pad);
     const tg_value *x = tg_node_input(c->g, nd, 0);
     fprintf(c->f, "    tgrt_loop L;\n    L.in[0] = %s;\n    L.out = %s;\n"
             "    tgk_parallel_for(%s, %" PRId64 ", pool_%d, &L);\n",

@@ -48,8 +48,6 @@ static inline int64_t tg_run_prod(const int64_t *dims, int from, int to)
 
 /* An axis attribute normalized to [0, rank) (validated by inference). */
 int tg_run_axis(const tg_run_ctx *c, const char *name, int64_t dflt, int rank);
-/* A dim attribute (INT, or DIMS/INTS of one) evaluated for the bound symbols. */
-int tg_run_dim(const tg_run_ctx *c, const char *name, int64_t dflt, int64_t *out);
 
 /* t's data as float32: its own when f32, else a converted copy in *tmp (to
  * free). NULL (tg_err) when out of memory. */
@@ -71,9 +69,9 @@ int tg_run_f32_close(const tg_run_ctx *c, tg_run_f32 *io, int rc);
 /* The axes a reduction node reduces, one bit each (none given: all). */
 int tg_run_reduce_mask(const tg_run_ctx *c, uint32_t *mask);
 
-/* Node descriptors for the kernels, from its attributes and concrete shapes
- * (shared with other devices' glue, whose kernels take the same
- * descriptors). 0 or -1 (tg_err). */
+/* Node descriptors for the kernels: opmap.h's from the attributes
+ * (tg_cpu_*_desc) with the concrete shapes (shared with other devices' glue,
+ * whose kernels take the same descriptors). 0 or -1 (tg_err). */
 int tg_run_conv_desc(const tg_run_ctx *c, tgk_conv_desc *d);
 int tg_run_pool_desc(const tg_run_ctx *c, tgk_pool_desc *d);
 /* sdpa without its mask (mask NULL, strides 0); scale resolved. */
@@ -85,9 +83,5 @@ void tg_run_sdpa_desc(const tg_run_ctx *c, tgk_sdpa_desc *d);
 bool tg_run_sdpa_mask_layout(const tg_tensor *m, const tg_tensor *q, int64_t S, int64_t *sd,
                              int64_t *st);
 void tg_run_sdpa_mask_strides(int rank, const int64_t *st, tgk_sdpa_desc *d);
-
-/* resize node n's attributes as the kernel's descriptor (run_nn.c; the sizes
- * and plane count left alone); shared with the code generator. */
-int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d);
 
 #endif

@@ -4,21 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ops/infer.h"
+#include "opmap.h"
 #include "run.h"
 
 int tg_run_conv_desc(const tg_run_ctx *c, tgk_conv_desc *d)
 {
     const tg_tensor *xt = c->in[0], *wt = c->in[1], *yt = c->out[0];
-    const tg_node *n = c->n;
     int nsp = xt->rank - 2;
-    *d = (tgk_conv_desc){ .nsp = nsp, .n = xt->dims[0], .c = xt->dims[1], .k = yt->dims[1],
-                          .groups = tg_node_int(n, "groups", 1),
-                          .transposed = tg_node_int(n, "transposed", 0) != 0 };
-    if (tg_attr_per_axis(n, "stride", nsp, 1, d->stride) ||
-        tg_attr_per_axis(n, "padding", nsp, 0, d->pad) ||
-        tg_attr_per_axis(n, "dilation", nsp, 1, d->dil))
+    if (tg_cpu_conv_desc(c->n, nsp, d))
         return -1;
+    d->n = xt->dims[0];
+    d->c = xt->dims[1];
+    d->k = yt->dims[1];
     for (int i = 0; i < nsp; i++) {
         d->in[i] = xt->dims[2 + i];
         d->out[i] = yt->dims[2 + i];
@@ -103,13 +100,14 @@ void tg_run_sdpa_desc(const tg_run_ctx *c, tgk_sdpa_desc *d)
 {
     const tg_tensor *q = c->in[0], *k = c->in[1], *v = c->in[2];
     int r = q->rank;
-    *d = (tgk_sdpa_desc){
-        .batch = tg_run_prod(q->dims, 0, r - 3),
-        .hq = q->dims[r - 3], .hk = k->dims[r - 3],
-        .L = q->dims[r - 2], .S = k->dims[r - 2], .E = q->dims[r - 1], .Ev = v->dims[r - 1],
-        .scale = (float)tg_node_float(c->n, "scale", 0),
-        .causal = tg_node_int(c->n, "causal", 0) != 0,
-    };
+    tg_cpu_sdpa_desc(c->n, d);
+    d->batch = tg_run_prod(q->dims, 0, r - 3);
+    d->hq = q->dims[r - 3];
+    d->hk = k->dims[r - 3];
+    d->L = q->dims[r - 2];
+    d->S = k->dims[r - 2];
+    d->E = q->dims[r - 1];
+    d->Ev = v->dims[r - 1];
     if (d->scale == 0)
         d->scale = 1.0f / sqrtf((float)d->E);
 }

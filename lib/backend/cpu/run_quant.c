@@ -1,33 +1,33 @@
 /* Quantize and dequantize, per tensor or per channel along "axis". */
 #include <stdlib.h>
 
+#include "opmap.h"
 #include "run.h"
 
-/* scale and zero point attributes as per-channel arrays (nch = 1: per tensor). */
+/* The scale and zero point as per-channel arrays (nch = 1: per tensor). */
 static int qparams(const tg_run_ctx *c, const tg_tensor *x, float **scale, int32_t **zero,
                    int64_t *nch, int64_t *inner)
 {
-    const tg_attr *sa = tg_node_attr(c->n, "scale"), *za = tg_node_attr(c->n, "zero_point");
-    *nch = sa && sa->kind == TG_ATTR_FLOATS ? sa->n : 1;
+    tg_cpu_quant d;
+    *scale = NULL;
+    *zero = NULL;
+    if (tg_cpu_quant_desc(c->n, x->rank, &d))
+        return -1;
+    *nch = d.nch;
     *inner = 1;
-    if (sa && sa->kind == TG_ATTR_FLOATS) {
-        int ax = tg_run_axis(c, "axis", 0, x->rank);
-        if (ax < 0)
-            return -1;
-        if (x->dims[ax] != *nch)
-            return tg_err("%lld scales for axis %d of size %lld", (long long)*nch, ax,
-                          (long long)x->dims[ax]);
-        *inner = tg_run_prod(x->dims, ax + 1, x->rank);
+    if (d.per_axis) {
+        if (x->dims[d.axis] != d.nch)
+            return tg_err("%lld scales for axis %d of size %lld", (long long)d.nch, d.axis,
+                          (long long)x->dims[d.axis]);
+        *inner = tg_run_prod(x->dims, d.axis + 1, x->rank);
     }
-    *scale = malloc(sizeof(float) * (size_t)*nch);
-    *zero = malloc(sizeof(int32_t) * (size_t)*nch);
+    *scale = malloc(sizeof(float) * (size_t)d.nch);
+    *zero = malloc(sizeof(int32_t) * (size_t)d.nch);
     if (!*scale || !*zero)
         return tg_err("out of memory");
-    for (int64_t i = 0; i < *nch; i++) {
-        (*scale)[i] = !sa ? 1.0f : sa->kind == TG_ATTR_FLOATS ? (float)sa->u.floats[i]
-                                                              : (float)sa->u.f;
-        (*zero)[i] = !za ? 0 : za->kind == TG_ATTR_INTS ? (int32_t)za->u.ints[i]
-                                                        : (int32_t)za->u.i;
+    for (int64_t i = 0; i < d.nch; i++) {
+        (*scale)[i] = tg_cpu_quant_scale(&d, i);
+        (*zero)[i] = tg_cpu_quant_zero(&d, i);
     }
     return 0;
 }

@@ -13,14 +13,6 @@ int tg_run_axis(const tg_run_ctx *c, const char *name, int64_t dflt, int rank)
     return ax;
 }
 
-int tg_run_dim(const tg_run_ctx *c, const char *name, int64_t dflt, int64_t *out)
-{
-    tg_dim d, def = tg_dim_const(dflt);
-    if (tg_attr_get_dim(c->n, name, &def, &d))
-        return -1;
-    return tg_dim_eval(d, c->sym, out);
-}
-
 const float *tg_run_in_f32(const tg_tensor *t, float **tmp)
 {
     *tmp = NULL;

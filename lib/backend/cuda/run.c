@@ -309,23 +309,21 @@ TG_FAMILY_HANDLES(norm, 3);
 static int run_norm(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
-    float eps = (float)tg_node_float(c->n, "eps", 1e-5);
+    tg_cpu_norm d;
+    if (tg_cpu_norm_desc(c->n, x->rank, &d))
+        return -1;
     int64_t spatial = tg_run_prod(x->dims, 2, x->rank);
     float *y = c->out[0]->data;
-    if (c->n->op == TG_OP_LAYER_NORM) {
-        int ax = tg_run_axis(c, "axis", -1, x->rank);
-        if (ax < 0)
-            return -1;
+    if (c->n->op == TG_OP_LAYER_NORM)
         return launched(tgc_layer_norm_f32(x->data, opt_data(c, 1), opt_data(c, 2), y,
-                                           tg_run_prod(x->dims, 0, ax),
-                                           tg_run_prod(x->dims, ax, x->rank), eps, cs->stream));
-    }
+                                           tg_run_prod(x->dims, 0, d.axis),
+                                           tg_run_prod(x->dims, d.axis, x->rank), d.eps,
+                                           cs->stream));
     if (c->n->op == TG_OP_GROUP_NORM)
         return launched(tgc_group_norm_f32(x->data, opt_data(c, 1), opt_data(c, 2), y, x->dims[0],
-                                           x->dims[1], spatial, tg_node_int(c->n, "groups", 1),
-                                           eps, cs->stream));
+                                           x->dims[1], spatial, d.groups, d.eps, cs->stream));
     return launched(tgc_batch_norm_f32(x->data, c->in[1]->data, c->in[2]->data, opt_data(c, 3),
-                                       opt_data(c, 4), y, x->dims[0], x->dims[1], spatial, eps,
+                                       opt_data(c, 4), y, x->dims[0], x->dims[1], spatial, d.eps,
                                        cs->stream));
 }
 
@@ -425,41 +423,34 @@ static int gather_view(const tgc_state *cs, const tg_run_ctx *c, const int64_t *
                              cs->stream));
 }
 
-static int run_permute(const tgc_state *cs, const tg_run_ctx *c)
+static int run_permute(const tgc_state *cs, const tg_run_ctx *c, const tg_cpu_movement *d)
 {
     const tg_tensor *x = c->in[0];
-    const int64_t *v;
-    int k;
     int64_t xs[TG_MAX_RANK], ps[TG_MAX_RANK];
-    if (tg_attr_get_ints(c->n, "perm", &v, &k) || k != x->rank)
-        return tg_err("attribute 'perm' needs %d values", x->rank);
     contiguous(x->rank, x->dims, xs);
-    for (int i = 0; i < k; i++)
-        ps[i] = xs[v[i] < 0 ? v[i] + x->rank : v[i]];
+    for (int i = 0; i < x->rank; i++)
+        ps[i] = xs[d->v[i]];
     return gather_view(cs, c, ps, 0);
 }
 
-static int run_slice(const tgc_state *cs, const tg_run_ctx *c)
+static int run_slice(const tgc_state *cs, const tg_run_ctx *c, const tg_cpu_movement *d)
 {
     const tg_tensor *x = c->in[0];
-    int ax = tg_run_axis(c, "axis", 0, x->rank);
+    int ax = d->axis;
     int64_t start, xs[TG_MAX_RANK];
-    if (ax < 0 || tg_run_dim(c, "start", 0, &start))
+    if (tg_dim_eval(d->start, c->sym, &start))
         return -1;
     contiguous(x->rank, x->dims, xs);
     int64_t off = start * xs[ax];
-    xs[ax] *= tg_node_int(c->n, "step", 1);
+    xs[ax] *= d->step;
     return gather_view(cs, c, xs, off);
 }
 
-static int run_concat(const tgc_state *cs, const tg_run_ctx *c)
+static int run_concat(const tgc_state *cs, const tg_run_ctx *c, int ax)
 {
     const tg_tensor *y = c->out[0];
     size_t es = tg_dtype_size(y->dtype);
-    int ax = tg_run_axis(c, "axis", 0, y->rank);
     int64_t ys[TG_MAX_RANK], at = 0;
-    if (ax < 0)
-        return -1;
     contiguous(y->rank, y->dims, ys);
     for (int i = 0; i < c->n->nin; i++) {
         const tg_tensor *x = c->in[i];
@@ -477,16 +468,13 @@ static int run_concat(const tgc_state *cs, const tg_run_ctx *c)
 
 /* y filled with the value, then the part of x inside y copied to its place
  * (negative pads crop) */
-static int run_pad(const tgc_state *cs, const tg_run_ctx *c)
+static int run_pad(const tgc_state *cs, const tg_run_ctx *c, const tg_cpu_movement *pd)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
     size_t es = tg_dtype_size(x->dtype);
-    const int64_t *pads;
-    int k;
+    const int64_t *pads = pd->v;
     uint8_t value[8];
-    if (tg_attr_get_ints(c->n, "pads", &pads, &k) || k != 2 * x->rank)
-        return tg_err("attribute 'pads' needs %d values", 2 * x->rank);
-    tgk_store_f64(tg_run_kt(x->dtype), value, 0, tg_node_float(c->n, "value", 0));
+    tgk_store_f64(tg_run_kt(x->dtype), value, 0, pd->value);
     if (launched(tgc_fill(es, numel(y), value, y->data, cs->stream)))
         return -1;
     tgc_iter it = {.rank = x->rank};
@@ -505,14 +493,10 @@ static int run_pad(const tgc_state *cs, const tg_run_ctx *c)
 }
 
 /* y viewed as [reps0, d0, reps1, d1, ...], x broadcast over the reps */
-static int run_tile(const tgc_state *cs, const tg_run_ctx *c)
+static int run_tile(const tgc_state *cs, const tg_run_ctx *c, const int64_t *reps)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
-    const int64_t *reps;
-    int k;
     int64_t xs[TG_MAX_RANK], ys[TG_MAX_RANK];
-    if (tg_attr_get_ints(c->n, "repeats", &reps, &k) || k != x->rank)
-        return tg_err("attribute 'repeats' needs %d values", x->rank);
     contiguous(x->rank, x->dims, xs);
     contiguous(y->rank, y->dims, ys);
     tgc_iter it = {.rank = 2 * x->rank};
@@ -532,9 +516,10 @@ static int run_index(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *ix = c->in[1], *y = c->out[0];
     size_t es = tg_dtype_size(x->dtype);
-    int ax = tg_run_axis(c, "axis", 0, x->rank);
-    if (ax < 0 || flag_set(cs, INT64_MIN))
+    tg_cpu_index d;
+    if (tg_cpu_index_desc(c->n, x->rank, &d) || flag_set(cs, INT64_MIN))
         return -1;
+    int ax = d.axis;
     int64_t outer = tg_run_prod(x->dims, 0, ax), inner = tg_run_prod(x->dims, ax + 1, x->rank);
     tgk_dtype it = tg_run_kt(ix->dtype);
     int e;
@@ -561,20 +546,22 @@ static int run_movement(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0], *y = c->out[0];
     int64_t xs[TG_MAX_RANK];
+    tg_cpu_movement d;
+    if (tg_cpu_movement_desc(c->n, x->rank, &d))
+        return -1;
     switch (c->n->op) {
-    case TG_OP_PERMUTE: return run_permute(cs, c);
+    case TG_OP_PERMUTE: return run_permute(cs, c, &d);
     case TG_OP_EXPAND:
         tgk_broadcast_strides(y->rank, y->dims, x->rank, x->dims, xs);
         return gather_view(cs, c, xs, 0);
-    case TG_OP_SLICE: return run_slice(cs, c);
-    case TG_OP_CONCAT: return run_concat(cs, c);
-    case TG_OP_PAD: return run_pad(cs, c);
-    case TG_OP_TILE: return run_tile(cs, c);
+    case TG_OP_SLICE: return run_slice(cs, c, &d);
+    case TG_OP_CONCAT: return run_concat(cs, c, d.axis);
+    case TG_OP_PAD: return run_pad(cs, c, &d);
+    case TG_OP_TILE: return run_tile(cs, c, d.v);
     case TG_OP_TRIL: case TG_OP_TRIU:
         return launched(tgc_tri(tg_dtype_size(x->dtype), c->n->op == TG_OP_TRIU,
                                 tg_run_prod(x->dims, 0, x->rank - 2), x->dims[x->rank - 2],
-                                x->dims[x->rank - 1], tg_node_int(c->n, "k", 0), x->data,
-                                y->data, cs->stream));
+                                x->dims[x->rank - 1], d.k, x->data, y->data, cs->stream));
     default: return tg_err("not a data movement op");
     }
 }
@@ -649,12 +636,14 @@ static int run_gen(const tgc_state *cs, const tg_run_ctx *c)
 {
     tg_tensor *y = c->out[0];
     uint8_t value[8];
+    tg_cpu_gen d;
+    tg_cpu_gen_desc(c->n, &d);
     if (c->n->op == TG_OP_FULL) {
-        tgk_store_f64(tg_run_kt(y->dtype), value, 0, tg_node_float(c->n, "value", 0));
+        tgk_store_f64(tg_run_kt(y->dtype), value, 0, d.value);
         return launched(tgc_fill(tg_dtype_size(y->dtype), numel(y), value, y->data, cs->stream));
     }
-    return launched(tgc_arange(tg_run_kt(y->dtype), y->dims[0], tg_node_int(c->n, "start", 0),
-                               tg_node_int(c->n, "step", 1), y->data, cs->stream));
+    return launched(tgc_arange(tg_run_kt(y->dtype), y->dims[0], d.start, d.step, y->data,
+                               cs->stream));
 }
 
 /* ---- the dispatch ------------------------------------------------------------------------ */
