@@ -6,6 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+/* npy: the .npy descr. NumPy has no bf16 or float8, so those use the dtype names
+ * of ml_dtypes (the package JAX and ONNX use for them), without a byte order:
+ * np.load reads such a file back as that dtype once ml_dtypes is imported (and
+ * without it fails naming the type). npy.c documents the convention. */
 typedef struct {
     const char *name, *st, *npy;
     size_t size;
@@ -16,9 +20,9 @@ static const dtype_info dtypes[TG_DTYPE_COUNT] = {
     [TG_F32] = {"f32", "F32", "<f4", 4},
     [TG_F64] = {"f64", "F64", "<f8", 8},
     [TG_F16] = {"f16", "F16", "<f2", 2},
-    [TG_BF16] = {"bf16", "BF16", NULL, 2},
-    [TG_F8E4M3] = {"f8e4m3", "F8_E4M3", NULL, 1},
-    [TG_F8E5M2] = {"f8e5m2", "F8_E5M2", NULL, 1},
+    [TG_BF16] = {"bf16", "BF16", "bfloat16", 2},
+    [TG_F8E4M3] = {"f8e4m3", "F8_E4M3", "float8_e4m3fn", 1},
+    [TG_F8E5M2] = {"f8e5m2", "F8_E5M2", "float8_e5m2", 1},
     [TG_I8] = {"i8", "I8", "|i1", 1},
     [TG_U8] = {"u8", "U8", "|u1", 1},
     [TG_I16] = {"i16", "I16", "<i2", 2},
@@ -53,17 +57,26 @@ tg_dtype tg_dtype_from_st_name(const char *s)
     return TG_DTYPE_NONE;
 }
 
+bool tg_dtype_npy_is_name(const char *descr)
+{
+    return descr && *descr && !strchr("<>=|", descr[0]);
+}
+
 /* Accepts the descr with '<', '=' or (for one-byte types) '|' or none; big-endian
- * multi-byte types are not ours to read. */
+ * multi-byte types are not ours to read. An ml_dtypes name matches exactly. */
 tg_dtype tg_dtype_from_npy_descr(const char *s)
 {
     if (!s || !*s)
         return TG_DTYPE_NONE;
+    for (int t = 1; t < TG_DTYPE_COUNT; t++)
+        if (tg_dtype_npy_is_name(dtypes[t].npy) && !strcmp(s, dtypes[t].npy))
+            return (tg_dtype)t;
     char order = 0;
     if (strchr("<>=|", s[0]))
         order = *s++;
     for (int t = 1; t < TG_DTYPE_COUNT; t++) {
-        if (!dtypes[t].npy || strcmp(s, dtypes[t].npy + 1) != 0)
+        if (!dtypes[t].npy || tg_dtype_npy_is_name(dtypes[t].npy) ||
+            strcmp(s, dtypes[t].npy + 1) != 0)
             continue;
         if (order == '>' && dtypes[t].size > 1)
             return TG_DTYPE_NONE;

@@ -20,7 +20,10 @@ const char *tg_dtype_name(tg_dtype t);     /* "f32", "bf16", "f8e4m3", "bool" ..
 tg_dtype tg_dtype_from_name(const char *s);        /* NONE if unknown */
 const char *tg_dtype_st_name(tg_dtype t);  /* safetensors: "F32", "BF16", "F8_E4M3" ... */
 tg_dtype tg_dtype_from_st_name(const char *s);
-const char *tg_dtype_npy_descr(tg_dtype t); /* "<f4", "|b1" ...; NULL when NumPy has none */
+/* "<f4", "|b1" ..., or for the types NumPy lacks the ml_dtypes name ("bfloat16",
+ * "float8_e4m3fn", "float8_e5m2"); NULL when there is none. */
+const char *tg_dtype_npy_descr(tg_dtype t);
+bool tg_dtype_npy_is_name(const char *descr);  /* an ml_dtypes name, no byte order */
 tg_dtype tg_dtype_from_npy_descr(const char *s);
 bool tg_dtype_is_float(tg_dtype t);
 bool tg_dtype_is_int(tg_dtype t);          /* signed or unsigned integer, not bool */

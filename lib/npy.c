@@ -110,20 +110,63 @@ static int parse_shape(cursor *c, int *rank, int64_t *dims)
     }
 }
 
+/* The raw descrs np.save writes for ml_dtypes arrays: void ('<V2' for bfloat16,
+ * '<V1' for most float8s) or, for float8_e5m2 alone, '<f1' (which np.load itself
+ * refuses). They do not say which type the bytes are, so they are read only when
+ * the caller knows it (trun: the model input's dtype) and it is a type NumPy
+ * lacks, of that size. Returns 1 when d is such a descr, 0 when it is not. */
+static int raw_descr(const char *d, tg_dtype want, tg_dtype *out)
+{
+    if (!d[0] || !strchr("<|=", d[0]))
+        return 0;
+    size_t size;
+    if (!strcmp(d + 1, "V1") || !strcmp(d + 1, "f1"))
+        size = 1;
+    else if (!strcmp(d + 1, "V2"))
+        size = 2;
+    else
+        return 0;
+    const char *npy = want ? tg_dtype_npy_descr(want) : NULL;
+    bool ok = npy && tg_dtype_npy_is_name(npy) && tg_dtype_size(want) == size &&
+              (d[1] == 'V' || want == TG_F8E5M2);
+    if (!ok && !want)
+        return tg_err("descr '%s' is raw %zu-byte data (np.save's spelling of an ml_dtypes "
+                      "array) and names no type; write the ml_dtypes name as the descr "
+                      "('bfloat16', 'float8_e4m3fn', 'float8_e5m2'; see trun(1)), or give "
+                      "it where a model input's dtype says which type it is", d, size);
+    if (!ok)
+        return tg_err("descr '%s' is raw %zu-byte data, which is not read as %s", d, size,
+                      tg_dtype_name(want));
+    *out = want;
+    return 1;
+}
+
 /* Map a NumPy descr to a dtype. Byte order: '<' and '=' are little-endian here
  * (every host we build for), '|' means "not applicable" and is valid only for
  * one-byte types, '>' is refused. The kind and size are matched against the
- * descrs dtype.c knows, so both "|u1" and "<u1" spellings work. */
-static int descr_dtype(const char *d, tg_dtype *out)
+ * descrs dtype.c knows, so both "|u1" and "<u1" spellings work. The types NumPy
+ * lacks are spelled by their ml_dtypes name, or raw as raw_descr says. */
+static int descr_dtype(const char *d, tg_dtype want, tg_dtype *out)
 {
     if (d[0] == 'O' || (d[0] && d[1] == 'O'))
         return tg_err("object arrays (descr '%s') are not supported", d);
+    if (tg_dtype_npy_is_name(d)) {
+        tg_dtype t = tg_dtype_from_npy_descr(d);
+        if (!t)
+            return tg_err("unknown dtype descr '%s' (known names: 'bfloat16', "
+                          "'float8_e4m3fn', 'float8_e5m2')", d);
+        *out = t;
+        return 0;
+    }
+    int raw = raw_descr(d, want, out);
+    if (raw != 0)
+        return raw < 0 ? -1 : 0;
     char order = d[0];
     if (!order || !strchr("<>|=", order))
         return tg_err("unknown dtype descr '%s'", d);
     for (int t = 1; t < TG_DTYPE_COUNT; t++) {
         const char *known = tg_dtype_npy_descr((tg_dtype)t);
-        if (!known || strcmp(known + 1, d + 1) != 0)
+        if (!known || tg_dtype_npy_is_name(known) || strcmp(known + 1, d + 1) != 0)
             continue;
         size_t size = tg_dtype_size((tg_dtype)t);
         if (size > 1 && order == '>')
@@ -137,7 +180,7 @@ static int descr_dtype(const char *d, tg_dtype *out)
     return tg_err("unsupported dtype descr '%s'", d);
 }
 
-static int parse_header(const char *h, size_t n, tg_tensor *t)
+static int parse_header(const char *h, size_t n, tg_dtype want, tg_tensor *t)
 {
     cursor c = {h, h + n};
     bool have_descr = false, have_order = false, have_shape = false, fortran = false;
@@ -179,7 +222,7 @@ static int parse_header(const char *h, size_t n, tg_tensor *t)
     if (fortran)
         return tg_err("Fortran-order arrays are not supported; "
                       "save with np.ascontiguousarray(a)");
-    return descr_dtype(descr, &t->dtype);
+    return descr_dtype(descr, want, &t->dtype);
 }
 
 /* ---- reading -------------------------------------------------------------- */
@@ -245,6 +288,11 @@ static int read_data(FILE *f, tg_tensor *t)
 
 int tg_npy_read(FILE *f, tg_tensor *out)
 {
+    return tg_npy_read_as(f, TG_DTYPE_NONE, out);
+}
+
+int tg_npy_read_as(FILE *f, tg_dtype want, tg_tensor *out)
+{
     memset(out, 0, sizeof *out);
     uint8_t pre[10];
     if (read_exact(f, pre, 10, "header") < 0)
@@ -274,7 +322,7 @@ int tg_npy_read(FILE *f, tg_tensor *out)
     }
     h[hlen] = 0;
     tg_tensor t = {0};
-    int rc = parse_header(h, hlen, &t);
+    int rc = parse_header(h, hlen, want, &t);
     free(h);
     if (rc < 0)
         return -1;
@@ -295,11 +343,16 @@ int tg_npy_read(FILE *f, tg_tensor *out)
 
 int tg_npy_load(const char *path, tg_tensor *out)
 {
+    return tg_npy_load_as(path, TG_DTYPE_NONE, out);
+}
+
+int tg_npy_load_as(const char *path, tg_dtype want, tg_tensor *out)
+{
     bool std = !strcmp(path, "-");
     FILE *f = std ? stdin : fopen(path, "rb");
     if (!f)
         return tg_err("%s", strerror(errno));
-    int rc = tg_npy_read(f, out);
+    int rc = tg_npy_read_as(f, want, out);
     if (!std)
         fclose(f);
     if (rc < 0)

@@ -141,6 +141,33 @@ check_fixture() {
     grep -aq "'descr': '<u2'" "$TMP/out/out11.npy"
 }
 
+@test "trun reads and writes bf16 and float8 .npy files as ml_dtypes names them" {
+    # fixtures by tests/fixtures/ml_dtypes/gen.py: descr 'bfloat16' / 'float8_e4m3fn' /
+    # 'float8_e5m2', which np.load reads back as those dtypes after import ml_dtypes
+    local m=$FIX/ml_dtypes
+    run_ok "$TEXPORT" -o "$TMP/n.tg" "$m/narrow.onnx"
+    run_ok "$TRUN" "$TMP/n.tg" "$m/narrow.in0.npy" "$m/narrow.in1.npy" -o "$TMP/out"
+    cmp "$TMP/out/out0.npy" "$m/narrow.out0.npy"
+    cmp "$TMP/out/out1.npy" "$m/narrow.out1.npy"
+    grep -aq "'descr': 'bfloat16'" "$TMP/out/out0.npy"
+    grep -aq "'descr': 'float8_e5m2'" "$TMP/out/out1.npy"
+    run_ok "$TRUN" "$TMP/n.tg" "$m/narrow.in0.npy" "$m/narrow.in1.npy" \
+        --check "$m/narrow.out0.npy,$m/narrow.out1.npy"
+    [[ "$output" == *"output 1 'ye' f8e5m2[4]: max abs error 0, max rel error 0: ok"* ]]
+}
+
+@test "trun reads np.save's raw '<V2' and '<V1' only as the model input's bf16 and float8" {
+    local m=$FIX/ml_dtypes
+    run_ok "$TEXPORT" -o "$TMP/n.tg" "$m/narrow.onnx"
+    grep -aq "'descr': '<V2'" "$m/narrow.in0.raw.npy"
+    run_ok "$TRUN" "$TMP/n.tg" "$m/narrow.in0.raw.npy" "$m/narrow.in1.raw.npy" -o "$TMP/out"
+    cmp "$TMP/out/out0.npy" "$m/narrow.out0.npy"
+    cmp "$TMP/out/out1.npy" "$m/narrow.out1.npy"
+    # one-byte raw data given for the bf16 input: refused, naming the descr
+    run_fails 1 "descr '<V1' is raw 1-byte data, which is not read as bf16" \
+        "$TRUN" "$TMP/n.tg" xb="$m/narrow.in1.raw.npy" xe="$m/narrow.in1.raw.npy" -o "$TMP/o2"
+}
+
 @test "trun takes inputs by name" {
     make_npy "$TMP/in.npy" '<f4' '(2, 8)'
     "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/a.npy"

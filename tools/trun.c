@@ -151,7 +151,7 @@ static int load_inputs(inputs *in, char **args, int nargs)
             }
             stdin_used = true;
         }
-        if (tg_npy_load(path, &in->in[i]) < 0) {
+        if (tg_npy_load_as(path, r->inputs[i].dtype, &in->in[i]) < 0) {
             cli_fail(path);
             return -1;
         }
@@ -265,7 +265,7 @@ static int check_outputs(const tg_runner *r, const tg_tensor *out, char **refs, 
     for (int i = 0; i < r->noutput; i++) {
         tg_tensor ref;
         tg_compare_result c;
-        if (tg_npy_load(refs[i], &ref) < 0) {
+        if (tg_npy_load_as(refs[i], r->outputs[i].dtype, &ref) < 0) {
             cli_fail(refs[i]);
             return -1;
         }

@@ -179,7 +179,13 @@ static void test_tables(void)
     CHECK(strcmp(tg_dtype_name(TG_BF16), "bf16") == 0);
     CHECK(strcmp(tg_dtype_st_name(TG_F8E4M3), "F8_E4M3") == 0);
     CHECK(strcmp(tg_dtype_npy_descr(TG_BOOL), "|b1") == 0);
-    CHECK(tg_dtype_npy_descr(TG_BF16) == NULL);
+    /* NumPy lacks bf16 and float8: their ml_dtypes names, without a byte order */
+    CHECK(strcmp(tg_dtype_npy_descr(TG_BF16), "bfloat16") == 0);
+    CHECK(strcmp(tg_dtype_npy_descr(TG_F8E4M3), "float8_e4m3fn") == 0);
+    CHECK(tg_dtype_from_npy_descr("float8_e5m2") == TG_F8E5M2);
+    CHECK(tg_dtype_from_npy_descr("<bfloat16") == TG_DTYPE_NONE);
+    CHECK(tg_dtype_from_npy_descr("float8_e4m3fnuz") == TG_DTYPE_NONE);
+    CHECK(tg_dtype_npy_is_name("bfloat16") && !tg_dtype_npy_is_name("<f4"));
     CHECK(tg_dtype_from_npy_descr("f4") == TG_F32);
     CHECK(tg_dtype_from_npy_descr("=f8") == TG_F64);
     CHECK(tg_dtype_from_npy_descr("<i1") == TG_I8);

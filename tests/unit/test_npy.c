@@ -174,18 +174,80 @@ static void test_errors(void)
     CHECK(err_has("truncated header"));
 }
 
-static void test_no_numpy_dtype(void)
+/* read_mem with the dtype the caller expects (trun: the model input's). */
+static int read_mem_as(const uint8_t *buf, size_t n, tg_dtype want, tg_tensor *t)
 {
-    tg_dtype none[] = {TG_BF16, TG_F8E4M3, TG_F8E5M2};
-    for (int i = 0; i < 3; i++) {
-        tg_tensor t = {.dtype = none[i], .rank = 1, .dims = {4}};
-        CHECK(tg_tensor_alloc(&t) == 0);
-        FILE *f = tmpfile();
-        CHECK(tg_npy_write(f, &t) == -1);
-        CHECK(err_has("NumPy has no dtype"));
-        fclose(f);
+    FILE *f = fmemopen((void *)buf, n, "rb");
+    int rc = tg_npy_read_as(f, want, t);
+    fclose(f);
+    return rc;
+}
+
+/* bf16 and float8: written with the ml_dtypes name as the descr (test_roundtrip
+ * covers their round trip); np.save's raw spellings read only as the expected
+ * type, of the right size, else refused naming the descr. */
+static void test_ml_dtypes(void)
+{
+    static uint8_t buf[4096];
+    const uint8_t bytes[4] = {0x80, 0x3f, 0x00, 0xc0};   /* bf16 1, -2 */
+    struct { const char *descr; tg_dtype want; int nel; tg_dtype got; const char *err; } cases[] = {
+        {"bfloat16", TG_DTYPE_NONE, 2, TG_BF16, NULL},
+        {"bfloat16", TG_F32, 2, TG_BF16, NULL},   /* a named type is itself; trun then refuses */
+        {"float8_e4m3fn", TG_DTYPE_NONE, 4, TG_F8E4M3, NULL},
+        {"float8_e5m2", TG_DTYPE_NONE, 4, TG_F8E5M2, NULL},
+        {"<V2", TG_BF16, 2, TG_BF16, NULL},
+        {"|V2", TG_BF16, 2, TG_BF16, NULL},
+        {"<V1", TG_F8E4M3, 4, TG_F8E4M3, NULL},
+        {"|V1", TG_F8E5M2, 4, TG_F8E5M2, NULL},
+        {"<f1", TG_F8E5M2, 4, TG_F8E5M2, NULL},   /* np.save's float8_e5m2 */
+        {"<V2", TG_DTYPE_NONE, 2, 0, "descr '<V2' is raw 2-byte data"},
+        {"<V2", TG_F16, 2, 0, "not read as f16"},   /* NumPy has f16: '<f2' says so */
+        {"<V2", TG_F8E4M3, 2, 0, "not read as f8e4m3"},
+        {"<V1", TG_BF16, 4, 0, "not read as bf16"},
+        {"<f1", TG_F8E4M3, 4, 0, "not read as f8e4m3"},
+        {"<V1", TG_U8, 4, 0, "not read as u8"},
+        {"<V4", TG_BF16, 1, 0, "unsupported dtype descr '<V4'"},
+        {"float8_e4m3fnuz", TG_F8E4M3, 4, 0, "unknown dtype descr 'float8_e4m3fnuz'"},
+        {"bf16", TG_BF16, 2, 0, "unknown dtype descr 'bf16'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char d[128];
+        snprintf(d, sizeof d, "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }",
+                 cases[i].descr, cases[i].nel);
+        size_t n = make_npy(buf, 1, d, bytes, 4);
+        tg_tensor t;
+        int rc = read_mem_as(buf, n, cases[i].want, &t);
+        if (cases[i].err) {
+            CHECK(rc == -1);
+            CHECK(err_has(cases[i].err));
+            continue;
+        }
+        CHECK(rc == 0);
+        if (rc < 0) {
+            fprintf(stderr, "  %s: %s\n", cases[i].descr, tg_errmsg());
+            continue;
+        }
+        CHECK(t.dtype == cases[i].got && t.dims[0] == cases[i].nel && !memcmp(t.data, bytes, 4));
         tg_tensor_free(&t);
     }
+    /* Without the expected dtype a raw descr says how to write the file instead. */
+    size_t n = make_npy(buf, 1, "{'descr': '<V1', 'fortran_order': False, 'shape': (4,), }",
+                        bytes, 4);
+    tg_tensor t;
+    CHECK(read_mem(buf, n, &t) == -1);
+    CHECK(err_has("'float8_e4m3fn'") && err_has("trun(1)"));
+    /* The written header carries the name, no byte order, as the fixtures do. */
+    tg_tensor b = {.dtype = TG_BF16, .rank = 1, .dims = {2}};
+    CHECK(tg_tensor_alloc(&b) == 0);
+    memcpy(b.data, bytes, 4);
+    char *img;
+    size_t len;
+    FILE *f = open_memstream(&img, &len);
+    CHECK(tg_npy_write(f, &b) == 0);
+    fclose(f);
+    CHECK(strstr(img + 10, "{'descr': 'bfloat16', 'fortran_order': False, 'shape': (2,), }"));
+    free(img);
+    tg_tensor_free(&b);
 }
 
 static void test_save_load(void)
@@ -222,6 +284,7 @@ static void test_fixtures(void)
         {"cnn.in0.b1.npy", TG_F32, 4, 1, 3},
         {"tinygpt.in0.b3.npy", TG_I64, 2, 3, 64},
         {"tinygpt.out0.b1.npy", TG_F32, 3, 1, 64},
+        {"ml_dtypes/narrow.in0.npy", TG_BF16, 2, 2, 3},   /* written for ml_dtypes */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[512];
@@ -253,7 +316,7 @@ int main(void)
     test_roundtrip();
     test_versions_and_spellings();
     test_errors();
-    test_no_numpy_dtype();
+    test_ml_dtypes();
     test_save_load();
     test_fixtures();
     return unit_report();
