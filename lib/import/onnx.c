@@ -136,6 +136,22 @@ int onnx_def_const(onnx_ctx *c, const char *name, tg_dtype dt, int rank, const i
     return 0;
 }
 
+int onnx_def_initializers(onnx_ctx *c, Onnx__TensorProto *const *init, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__TensorProto *t = init[i];
+        tg_dtype dt;
+        int rank;
+        int64_t dims[TG_MAX_RANK];
+        void *data;
+        size_t nb;
+        if (!t->name) return tg_err("%s %zu has no name", what, i);
+        if (onnx_tensor_decode(c, t, &dt, &rank, dims, &data, &nb)) return -1;
+        if (onnx_def_const(c, t->name, dt, rank, dims, data)) return -1;
+    }
+    return 0;
+}
+
 int onnx_def_syms(onnx_ctx *c, const char *name, int rank, int n, const tg_dim *syms)
 {
     /* All-constant results are ordinary constants: they can become runtime data. */
@@ -610,17 +626,7 @@ int onnx_map_body_node(onnx_ctx *c, const Onnx__NodeProto *n)
 
 static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import_opts *opts)
 {
-    for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *t = gp->initializer[i];
-        tg_dtype dt;
-        int rank;
-        int64_t dims[TG_MAX_RANK];
-        void *data;
-        size_t nb;
-        if (!t->name) return tg_err("initializer %zu has no name", i);
-        if (onnx_tensor_decode(c, t, &dt, &rank, dims, &data, &nb)) return -1;
-        if (onnx_def_const(c, t->name, dt, rank, dims, data)) return -1;
-    }
+    if (onnx_def_initializers(c, gp->initializer, gp->n_initializer, "initializer")) return -1;
     for (size_t i = 0; i < gp->n_input; i++) {
         /* Inputs that are also initializers are constants with a default (IR < 4 style). */
         if (gp->input[i]->name && hash_find(c, gp->input[i]->name) >= 0) continue;

@@ -61,6 +61,8 @@ onnx_ent *onnx_get(onnx_ctx *c, const char *name);
 int onnx_def_value(onnx_ctx *c, const char *name, int value);
 int onnx_def_const(onnx_ctx *c, const char *name, tg_dtype dt, int rank, const int64_t *dims,
                    void *data);
+/* A graph's (or a subgraph body's) initializers as named constants; WHAT names them in errors. */
+int onnx_def_initializers(onnx_ctx *c, Onnx__TensorProto *const *init, size_t n, const char *what);
 int onnx_def_syms(onnx_ctx *c, const char *name, int rank, int n, const tg_dim *syms);
 
 /* Graph value for an entry (materializing constants; a symbolic vector that is not

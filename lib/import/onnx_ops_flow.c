@@ -82,17 +82,8 @@ static int map_scan(onnx_ctx *c, const onnx_op_map *m)
     if (t < 1 || t * (int64_t)(body->n_node + 1) > SCAN_MAX_NODES)
         return tg_err("%lld steps of a %zu-node body are not within the %d nodes unrolled at most", (long long)t,
                       body->n_node, SCAN_MAX_NODES);
-    for (size_t i = 0; i < body->n_initializer; i++) {
-        const Onnx__TensorProto *tp = body->initializer[i];
-        tg_dtype dt;
-        int rank;
-        int64_t dims[TG_MAX_RANK];
-        void *data;
-        size_t nb;
-        if (!tp->name || onnx_tensor_decode(c, tp, &dt, &rank, dims, &data, &nb) ||
-            onnx_def_const(c, tp->name, dt, rank, dims, data))
-            return tp->name ? -1 : tg_err("the body's initializer %zu has no name", i);
-    }
+    if (onnx_def_initializers(c, body->initializer, body->n_initializer, "the body's initializer"))
+        return -1;
     if (k > 0 && !(steps = malloc(sizeof(int) * (size_t)(t * k)))) return tg_err("out of memory");
     int rc = 0;
     for (int64_t s = 0; s < t && !rc; s++) {
