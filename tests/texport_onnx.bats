@@ -144,8 +144,14 @@ check_compiled() {
     [ -z "$output" ]
 }
 
-@test "onnx: an opset older than 6 is refused" {
-    run_fails 1 "opset 5 is older than 6" "$TEXPORT" "$ONNX/old_opset.onnx"
+@test "onnx: before opset 6, an operator whose form differs from opset 6's is refused" {
+    run_fails 1 "Relu, opset 5.: its opset 5 form differs from opset 6's" "$TEXPORT" "$ONNX/old_opset.onnx"
+}
+
+@test "onnx ops: opset 1 forms that are opset 6's (Not, Identity, Transpose)" { check_model "$ONNX" opset1; }
+
+@test "onnx ops: ReduceMax/Min of bool, Gemm's one-element bias, BatchNormalization training, Binarizer, ArrayFeatureExtractor" {
+    check_model "$ONNX" misc_ops
 }
 
 @test "onnx ops: opset 9 forms (Slice, Pad, Clip attributes; Softmax over 2-D rows; Mean)" {

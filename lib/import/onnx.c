@@ -534,6 +534,29 @@ static int64_t domain_opset(const onnx_ctx *c, const char *domain)
     return 0;
 }
 
+/* Before opset 6 a node is read only where its operator's form in force then
+ * is the one of opset 6 (the opset it came in, at or before the model's). */
+static const struct { const char *op; int since; } onnx_same_at_6[] = {
+    {"And", 1}, {"ArgMax", 1}, {"ArgMin", 1}, {"AveragePool", 1}, {"Concat", 4}, {"Constant", 1},
+    {"Conv", 1}, {"ConvTranspose", 1}, {"DepthToSpace", 1}, {"Equal", 1}, {"Flatten", 1}, {"GRU", 3},
+    {"Gather", 1}, {"GlobalAveragePool", 1}, {"GlobalMaxPool", 1}, {"Greater", 1}, {"Hardmax", 1},
+    {"Identity", 1}, {"LRN", 1}, {"LSTM", 1}, {"Less", 1}, {"LogSoftmax", 1}, {"LpNormalization", 1},
+    {"LpPool", 2}, {"MatMul", 1}, {"MaxPool", 1}, {"Not", 1}, {"Or", 1}, {"Pad", 2}, {"Pow", 1},
+    {"RNN", 1}, {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
+    {"ReduceMax", 1}, {"ReduceMean", 1}, {"ReduceMin", 1}, {"ReduceProd", 1}, {"ReduceSum", 1},
+    {"ReduceSumSquare", 1}, {"Reshape", 5}, {"Shape", 1}, {"Size", 1}, {"Slice", 1}, {"Softmax", 1},
+    {"Softplus", 1}, {"Softsign", 1}, {"SpaceToDepth", 1}, {"Split", 2}, {"Squeeze", 1}, {"TopK", 1},
+    {"Transpose", 1}, {"Unsqueeze", 1}, {"Xor", 1},
+};
+
+static bool legacy_node_ok(const onnx_ctx *c, const Onnx__NodeProto *n)
+{
+    if (c->opset >= ONNX_MIN_OPSET || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))) return true;
+    for (size_t i = 0; i < sizeof onnx_same_at_6 / sizeof onnx_same_at_6[0]; i++)
+        if (n->op_type && !strcmp(onnx_same_at_6[i].op, n->op_type)) return c->opset >= onnx_same_at_6[i].since;
+    return false;
+}
+
 static void ctx_free(onnx_ctx *c)
 {
     for (int i = 0; i < c->nent; i++) ent_clear(&c->ents[i]), free(c->ents[i].name);
@@ -642,7 +665,11 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
     for (size_t i = 0; i < gp->n_node && rc >= 0; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         c->node = n;
-        rc = map_folded(c, n) ? onnx_map_node(c, n) : 0;
+        if (!legacy_node_ok(c, n))
+            rc = tg_err("its opset %lld form differs from opset %d's, the oldest read (convert the model "
+                        "with onnx.version_converter)", (long long)c->opset, ONNX_MIN_OPSET);
+        else
+            rc = map_folded(c, n) ? onnx_map_node(c, n) : 0;
         if (rc == 1) {
             unsupported++;
             fprintf(lf, "\n  %s (domain %s, opset %lld) at node '%s'", n->op_type ? n->op_type : "?",
@@ -704,9 +731,6 @@ tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
     c.opset = domain_opset(&c, "");
     if (!m->graph) {
         tg_err("model has no graph");
-    } else if (c.opset && c.opset < ONNX_MIN_OPSET) {
-        tg_err("opset %lld is older than %d (convert it with onnx.version_converter)",
-               (long long)c.opset, ONNX_MIN_OPSET);
     } else if (!(c.g = tg_graph_new())) {
         tg_err("out of memory");
     } else if (import_graph(&c, m->graph, opts) || fold_qdq(c.g) < 0) {

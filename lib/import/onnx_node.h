@@ -51,6 +51,9 @@ extern const int onnx_seq_nops;
 /* The math ops' table (onnx_ops_math.c). */
 extern const onnx_op_map onnx_math_ops[];
 extern const int onnx_math_nops;
+/* The ai.onnx.ml domain's tensor ops (onnx_ops_ml.c). */
+extern const onnx_op_map onnx_ml_ops[];
+extern const int onnx_ml_nops;
 /* Control flow unrolled at import (onnx_ops_flow.c). */
 extern const onnx_op_map onnx_flow_ops[];
 extern const int onnx_flow_nops;

@@ -498,6 +498,11 @@ static int map_reduce(onnx_ctx *c, const onnx_op_map *m)
     case TG_OP_ABS: case TG_OP_SQRT: case TG_OP_MUL: case TG_OP_LOG: case TG_OP_EXP: break;
     default:
         if (ra.n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) return def_out(c, 0, x);
+        if (dtype_of(c, x) == TG_BOOL && (op == TG_OP_REDUCE_MAX || op == TG_OP_REDUCE_MIN)) {
+            /* any / all: the max or min of the 0/1 bytes */
+            int r = reduce_ax(c, op, "u8", cast_as(c, x, TG_U8, "u8_in"), &ra, keep);
+            return def_out(c, 0, cast_as(c, r, TG_BOOL, NULL));
+        }
         return def_out(c, 0, reduce_ax(c, op, NULL, x, &ra, keep));
     }
     if (ra.n < 0 && onnx_attr_int(N(c), "noop_with_empty_axes", 0)) {
@@ -646,7 +651,9 @@ static int map_gemm(onnx_ctx *c, const onnx_op_map *m)
     /* linear wants the weight as [N, K]: that is B when transB, else B transposed. */
     if (!onnx_attr_int(N(c), "transB", 0) && (b = unary_on(c, TG_OP_PERMUTE, "transB", b, 1, &tp)) < 0) return -1;
     tg_dtype dt = dtype_of(c, a);
-    bool bias_fits = cc >= 0 && beta == 1 && alpha == 1 && shape_of(c, cc).rank == 1;
+    /* a bias that broadcasts (one element, or a row) is added after the product */
+    bool bias_fits = cc >= 0 && beta == 1 && alpha == 1 && shape_of(c, cc).rank == 1 &&
+                     tg_dim_eq(shape_of(c, cc).d[0], shape_of(c, b).d[0]);
     int in[3] = {a, b, bias_fits ? cc : -1};
     int y = onnx_add(c, TG_OP_LINEAR, bias_fits || cc < 0 ? NULL : "linear", 3, in, 0, NULL);
     if (y >= 0 && alpha != 1) y = binary_on(c, TG_OP_MUL, "alpha", y, scalar_const(c, "alpha", dt, alpha));
@@ -818,17 +825,47 @@ static int map_conv(onnx_ctx *c, const onnx_op_map *m)
 
 /* ---- normalization ------------------------------------------------------------------------- */
 
+/* running * momentum + batch * (1 - momentum): a training-mode running statistic. */
+static int bn_running(onnx_ctx *c, int running, int batch, double momentum, const char *sfx)
+{
+    char name[64];
+    tg_dtype dt = dtype_of(c, batch);
+    snprintf(name, sizeof name, "%s_momentum", sfx);
+    int r = binary_on(c, TG_OP_MUL, name, running, scalar_const(c, name, dt, momentum));
+    snprintf(name, sizeof name, "%s_batch", sfx);
+    int b = binary_on(c, TG_OP_MUL, name, batch, scalar_const(c, name, dt, 1 - momentum));
+    return r < 0 || b < 0 ? -1 : binary_on(c, TG_OP_ADD, sfx, r, b);
+}
+
+/* BatchNormalization. training_mode=1 (opset 14 on) normalizes with the batch's
+ * mean and population variance over every axis but 1, and outputs the running
+ * statistics updated with them. */
 static int map_batch_norm(onnx_ctx *c, const onnx_op_map *m)
 {
-    if (onnx_attr_int(N(c), "training_mode", 0)) return tg_err("training_mode=1 is not supported");
+    bool train = onnx_attr_int(N(c), "training_mode", 0);
     if (!onnx_attr_int(N(c), "spatial", 1)) return tg_err("spatial=0 (statistics per element) is not supported");
-    if (only_first_output(c)) return -1;
+    if (!train && only_first_output(c)) return -1;
     int in[5];
     int order[5] = {0, 3, 4, 1, 2};     /* ONNX: X, scale, B, mean, var */
     for (int i = 0; i < 5; i++)
         if ((in[i] = in_val(c, order[i])) < 0) return -1;
     tg_attr a = tg_attr_float("eps", onnx_attr_float(N(c), "epsilon", 1e-5));
-    return def_out(c, 0, onnx_add(c, TG_OP_BATCH_NORM, NULL, 5, in, 1, &a));
+    if (!train) return def_out(c, 0, onnx_add(c, TG_OP_BATCH_NORM, NULL, 5, in, 1, &a));
+    int rank = shape_of(c, in[0]).rank, n = 0;
+    int64_t axes[TG_MAX_RANK];
+    if (rank < 2) return tg_err("training_mode=1 needs an input of rank 2 or more");
+    for (int i = 0; i < rank; i++)
+        if (i != 1) axes[n++] = i;
+    tg_attr ra[3] = {tg_attr_ints("axes", n, axes), tg_attr_int("keepdim", 0), tg_attr_int("correction", 0)};
+    int mean = unary_on(c, TG_OP_REDUCE_MEAN, "batch_mean", in[0], 2, ra);
+    int var = mean < 0 ? -1 : unary_on(c, TG_OP_REDUCE_VAR, "batch_var", in[0], 3, ra);
+    if (var < 0) return -1;
+    int running_mean = in[1], running_var = in[2];
+    in[1] = mean, in[2] = var;
+    if (def_out(c, 0, onnx_add(c, TG_OP_BATCH_NORM, NULL, 5, in, 1, &a))) return -1;
+    double mom = onnx_attr_float(N(c), "momentum", 0.9);
+    if (N(c)->n_output > 1 && def_out(c, 1, bn_running(c, running_mean, mean, mom, "running_mean"))) return -1;
+    return N(c)->n_output > 2 ? def_out(c, 2, bn_running(c, running_var, var, mom, "running_var")) : 0;
 }
 
 /* x over the normalized axes [axis, rank) of LayerNormalization and
@@ -1913,6 +1950,9 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
     if (n->domain && !strcmp(n->domain, "com.microsoft"))
         for (int i = 0; i < onnx_quant_ms_nops && !m; i++)
             if (!strcmp(onnx_quant_ms_ops[i].type, n->op_type)) m = &onnx_quant_ms_ops[i];
+    if (n->domain && !strcmp(n->domain, "ai.onnx.ml"))
+        for (int i = 0; i < onnx_ml_nops && !m; i++)
+            if (!strcmp(onnx_ml_ops[i].type, n->op_type)) m = &onnx_ml_ops[i];
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") && !m) return 1;
     for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0] && !m; i++)
         if (!strcmp(onnx_ops[i].type, n->op_type)) m = &onnx_ops[i];
