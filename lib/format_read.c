@@ -664,7 +664,7 @@ static int parse_node(reader *r, const cJSON *j, int idx)
         }
     }
     int first;
-    if (runtime_attrs(attr, nattr)) {       /* the output is declared, not inferred */
+    if (runtime_attrs(attr, nattr) || tg_op_is_data(op)) {  /* declared, not inferred */
         const cJSON *o = f[N_OUTPUTS]->child;
         int vi = o && cJSON_IsString(o) ? find_val(r, o->valuestring) : -1;
         first = vi < 0 ? tg_err("%s: its output must be a declared value", what)

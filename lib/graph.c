@@ -644,16 +644,21 @@ int tg_node_runtime_attrs(const tg_node *n)
     return k;
 }
 
+bool tg_node_declared(const tg_node *n)
+{
+    return tg_node_runtime_attrs(n) || tg_op_is_data(n->op);
+}
+
 int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
                               int nattr, const tg_attr *attr, tg_dtype dt,
                               const tg_shape *shape)
 {
-    bool dynamic = false;
+    bool dynamic = tg_op_is_data(op);
     for (int i = 0; i < nattr && attr; i++)
         dynamic |= attr[i].kind == TG_ATTR_INPUT;
     if (!dynamic)
-        return tg_err("node %s: no run-time attribute, so its output is inferred, not "
-                      "declared", name ? name : "(unnamed)");
+        return tg_err("node %s: no run-time attribute and not a data op, so its output is "
+                      "inferred, not declared", name ? name : "(unnamed)");
     if (!tg_dtype_size(dt) || tg_shape_check(g, shape) < 0)
         return tg_err("node %s: bad declared output: %s", name ? name : "(unnamed)",
                       tg_dtype_size(dt) ? tg_errmsg() : "no dtype");

@@ -126,9 +126,10 @@ int tg_graph_rename_value(tg_graph *g, int v, const char *name);
  * (tg_err, naming the node). */
 int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
                       int nattr, const tg_attr *attr);
-/* Add a node with run-time attributes (kind TG_ATTR_INPUT, see tgraph-format(5)):
- * nin counts the op's own inputs followed by one input per run-time attribute, in
- * the attributes' order. Its output's dtype and shape are declared, not inferred:
+/* Add a node with run-time attributes (kind TG_ATTR_INPUT, see tgraph-format(5)),
+ * or of an op whose output's shape depends on the data (tg_op_is_data): nin counts
+ * the op's own inputs followed by one input per run-time attribute, in the
+ * attributes' order. Its output's dtype and shape are declared, not inferred:
  * constants and data symbols that the interpreter checks and binds when the node
  * runs. Returns the output's value id, or -1 (tg_err, naming the node). */
 int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
@@ -137,6 +138,9 @@ int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, 
 /* The number of a node's run-time attributes; its op's own inputs are the first
  * nin minus that many. */
 int tg_node_runtime_attrs(const tg_node *n);
+/* Whether the node's output is declared (run-time attributes, or a data op),
+ * so that re-inference does not apply: it is checked when the node runs. */
+bool tg_node_declared(const tg_node *n);
 /* A run-time attribute: input i of the node, read as an attribute of kind as. */
 tg_attr tg_attr_input(const char *name, int i, tg_attr_kind as);
 
@@ -200,7 +204,8 @@ tg_graph *tg_graph_clone(const tg_graph *g);
  * (one line each, with the node name) in the tg_err message. 0 or -1. */
 int tg_graph_validate(const tg_graph *g);
 /* -1 (tg_err naming the node, the attribute and tool) when a node has a run-time
- * attribute: only the interpreter runs those; 0 otherwise. */
+ * attribute or is a data op (tg_op_is_data): only the interpreter runs those; 0
+ * otherwise. */
 int tg_graph_check_static(const tg_graph *g, const char *tool);
 
 /* Where symbol s is read from at run time: the dim `axis` of input `input`

@@ -282,6 +282,10 @@ int tg_graph_check_static(const tg_graph *g, const char *tool)
 {
     for (int i = 0; i < g->nnode; i++) {
         const tg_node *n = &g->nodes[i];
+        if (tg_op_is_data(n->op))
+            return tg_err("node '%s' (%s): its output's shape depends on its input's values; "
+                          "%s needs shapes known before the run (trun runs such a graph)",
+                          n->name, tg_op_name(n->op), tool);
         for (int k = 0; k < n->nattr; k++)
             if (n->attr[k].kind == TG_ATTR_INPUT) {
                 const tg_value *v = tg_node_input(g, n, (int)n->attr[k].u.i);
@@ -311,7 +315,7 @@ int tg_graph_validate(const tg_graph *g)
         memcpy(scratch.values, g->values, (size_t)g->nvalue * sizeof(tg_value));
     for (int i = 0; i < g->nnode; i++)
         if (check_node(g, i, &r) && scratch.values &&
-            !tg_node_runtime_attrs(&g->nodes[i]))   /* else declared: checked when it runs */
+            !tg_node_declared(&g->nodes[i]))   /* else declared: checked when it runs */
             check_infer(g, &scratch, i, &r);
     free(scratch.values);
     if (r.f)

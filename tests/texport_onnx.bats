@@ -489,3 +489,25 @@ check_compiled() {
     run_fails 1 "node 'reflect_rt' \(pad\): attribute 'pads' is read .* at run time" \
         "$TCOMPILE" -o "$TMP/p.so" "$TMP/p.tg"
 }
+
+# NonZero, Compress, Unique, NonMaxSuppression and ConstantOfShape of a
+# run-time shape: lengths set by the data, reported as found (--check
+# compares shapes too); integer outputs exactly
+@test "onnx: NonZero, Compress, Unique, NonMaxSuppression and the nodes that read them" {
+    check_model "$ONNX" data_ops
+}
+@test "onnx: Unique along an axis, NonMaxSuppression of center boxes, run-time ConstantOfShape" {
+    check_model "$ONNX" data_ops_more
+}
+
+@test "onnx: tcompile refuses an op whose output's shape the data sets, naming the node" {
+    run_ok "$TEXPORT" -o "$TMP/d.tg" "$ONNX/data_ops.onnx"
+    run_fails 1 "node 'nz' \(nonzero\): its output's shape depends on its input's values; tcompile needs shapes known before the run" \
+        "$TCOMPILE" -o "$TMP/d.so" "$TMP/d.tg"
+}
+
+@test "onnx: a run-time ConstantOfShape shape with a negative entry fails when it runs, naming the node" {
+    run_ok "$TEXPORT" -o "$TMP/d.tg" "$ONNX/data_ops_more.onnx"
+    run_fails 1 "node 'full' \(full\):.*negative" \
+        "$TRUN" -o "$TMP/out" "$TMP/d.tg" "$ONNX"/data_ops_more.in[0-2].b1.npy "$ONNX/data_ops_more_bad_shape.npy"
+}

@@ -43,7 +43,8 @@
 typedef enum { TG_MEM_HOST = 0, TG_MEM_DEVICE } tg_mem;
 
 /* One node to run: its inputs and outputs as tensors whose data is in the
- * device's memory (outputs allocated by the interpreter, dims set). */
+ * device's memory (outputs allocated by the interpreter, dims set; a data op,
+ * tg_op_is_data, sets the dims it makes, within those it was given). */
 typedef struct {
     const tg_graph *g;
     const tg_node *n;

@@ -436,10 +436,15 @@ static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *
         if (!(in[j] = n->in[j] >= 0 ? readable(vs, n->in[j], on_dev, &copies[j]) : NULL) &&
             n->in[j] >= 0)
             return tg_err_append("(node '%s', input %d to %s)", n->name, j, be->name);
-    /* a dynamic node (on the CPU: place) runs as its concrete one-node rebuild */
+    /* a dynamic node (on the CPU: place) runs as its concrete one-node rebuild;
+     * a data op's output is allocated by the rebuild's data symbols at their
+     * maximum, and its kernel sets the dims it makes */
     tg_graph *cg = e->dynamic[i] ? tg_exec_concrete_node(g, n, in) : NULL;
+    int64_t most[TG_MAX_SYMS] = { 0 };
     if (e->dynamic[i] && !cg)
         return node_error(n);
+    for (int s = 0; cg && s < cg->nsym; s++)
+        most[s] = cg->sym[s].max;
     for (int j = 0; j < n->nout; j++) {
         const tg_value *v = &g->values[n->out[j]];
         tg_tensor *t = &vs->vals[n->out[j]];
@@ -448,8 +453,7 @@ static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *
         if (cg) {
             const tg_value *cv = &cg->values[cg->nodes[0].out[j]];
             bool same = cv->dtype == v->dtype && cv->shape.rank == v->shape.rank;
-            if (!same || tg_shape_eval(&cv->shape, sym, t->dims) ||
-                tg_exec_bind_output(g, v, t->dims, sym, bound)) {
+            if (!same || tg_shape_eval(&cv->shape, most, t->dims)) {
                 if (!same)
                     tg_err("output '%s' is %s of rank %d at run time, the graph says %s of "
                            "rank %d", v->name, tg_dtype_name(cv->dtype), cv->shape.rank,
@@ -468,6 +472,9 @@ static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *
     }
     tg_run_ctx c = { cg ? cg : g, cg ? &cg->nodes[0] : n, sym, in, out };
     int rc = be->run(be, &c);
+    for (int j = 0; !rc && cg && j < n->nout; j++)
+        rc = tg_exec_bind_output(g, &g->values[n->out[j]], out[j]->dims, sym, bound) ||
+             tg_tensor_nbytes(out[j], &out[j]->nbytes);
     tg_graph_free(cg);
     return rc ? node_error(n) : 0;
 }

@@ -54,6 +54,9 @@ extern const int onnx_math_nops;
 /* The ai.onnx.ml domain's tensor ops (onnx_ops_ml.c). */
 extern const onnx_op_map onnx_ml_ops[];
 extern const int onnx_ml_nops;
+/* Ops whose output's shape depends on the data (onnx_ops_data.c). */
+extern const onnx_op_map onnx_data_ops[];
+extern const int onnx_data_nops;
 /* Control flow unrolled at import (onnx_ops_flow.c). */
 extern const onnx_op_map onnx_flow_ops[];
 extern const int onnx_flow_nops;

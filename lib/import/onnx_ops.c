@@ -1755,8 +1755,8 @@ static int map_constant_of_shape(onnx_ctx *c, const onnx_op_map *m)
 {
     onnx_ent *sh = in_req(c, 0);
     tg_dim d[TG_MAX_RANK];
-    int n;
-    if (!sh || onnx_dim_list(c, sh, TG_MAX_RANK, d, &n)) return -1;
+    int n = 0;
+    if (!sh || (sh->kind != ONNX_ENT_VALUE && onnx_dim_list(c, sh, TG_MAX_RANK, d, &n))) return -1;
     tg_dtype dt = TG_F32;
     double value = 0;
     const Onnx__AttributeProto *a = onnx_attr(N(c), "value");
@@ -1769,6 +1769,7 @@ static int map_constant_of_shape(onnx_ctx *c, const onnx_op_map *m)
         value = nb ? tg_load_f64(dt, data, 0) : 0;
         free(data);
     }
+    if (sh->kind == ONNX_ENT_VALUE) return def_out(c, 0, onnx_rt_full(c, sh->value, value, dt));
     tg_attr at[3] = {tg_attr_dims("shape", n, d), tg_attr_float("value", value), tg_attr_dtype("dtype", dt)};
     return def_out(c, 0, onnx_add(c, TG_OP_FULL, NULL, 0, NULL, 3, at));
 }
@@ -1968,6 +1969,8 @@ int onnx_map_node(onnx_ctx *c, const Onnx__NodeProto *n)
         if (!strcmp(onnx_seq_ops[i].type, n->op_type)) m = &onnx_seq_ops[i];
     for (int i = 0; i < onnx_math_nops && !m; i++)
         if (!strcmp(onnx_math_ops[i].type, n->op_type)) m = &onnx_math_ops[i];
+    for (int i = 0; i < onnx_data_nops && !m; i++)
+        if (!strcmp(onnx_data_ops[i].type, n->op_type)) m = &onnx_data_ops[i];
     for (int i = 0; i < onnx_flow_nops && !m; i++)
         if (!strcmp(onnx_flow_ops[i].type, n->op_type)) m = &onnx_flow_ops[i];
     if (!m) return 1;

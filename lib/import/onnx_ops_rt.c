@@ -57,6 +57,17 @@ int onnx_rt_tile(onnx_ctx *c, int x, int r)
     return onnx_add_dynamic(c, TG_OP_TILE, NULL, 2, in, 1, &a, dtype_of(c, x), &ys);
 }
 
+/* ConstantOfShape of a shape read at run time: every dim a data symbol. */
+int onnx_rt_full(onnx_ctx *c, int s, double value, tg_dtype dt)
+{
+    tg_shape ys = {0};
+    if (rt_vec(c, s, "the shape", TG_MAX_RANK, &ys.rank)) return -1;
+    for (int i = 0; i < ys.rank; i++)
+        if (data_dim(c, RT_DIM_MAX, &ys.d[i])) return -1;
+    tg_attr a[3] = {tg_attr_float("value", value), tg_attr_dtype("dtype", dt), tg_attr_input("shape", 0, TG_ATTR_DIMS)};
+    return onnx_add_dynamic(c, TG_OP_FULL, NULL, 1, &s, 3, a, dt, &ys);
+}
+
 /* ONNX Expand broadcasts both ways: the expand op's shape is s where s is not
  * 1 and x's dim where it is (x's shape static, rank r; s of length n). */
 int onnx_rt_expand(onnx_ctx *c, int x, int s)

@@ -8,6 +8,8 @@
 
 int onnx_rt_tile(onnx_ctx *c, int x, int repeats);
 int onnx_rt_expand(onnx_ctx *c, int x, int shape);
+/* ConstantOfShape: value as dt in the shape read from value s. */
+int onnx_rt_full(onnx_ctx *c, int s, double value, tg_dtype dt);
 int onnx_rt_pad(onnx_ctx *c, int x, int pads, int naxes, const int64_t *axes, int axes_rt, double value,
                 int value_rt, const char *mode);
 /* Defines the node's nout outputs itself. */

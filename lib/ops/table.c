@@ -42,3 +42,8 @@ bool tg_op_is_view(tg_op op)
 {
     return has_flag(op, TG_OPF_VIEW);
 }
+
+bool tg_op_is_data(tg_op op)
+{
+    return has_flag(op, TG_OPF_DATA);
+}

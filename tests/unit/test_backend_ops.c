@@ -897,6 +897,40 @@ static void case_cumsum(tg_op op)
     }
 }
 
+/* nonzero over f32 with zeros of both signs and NaNs (exact inputs), and over
+ * integers of which a third are 0; its length is a data symbol, which a sum
+ * over an index_select by the indices reads. The code generators refuse it. */
+static void case_nonzero(tg_op op)
+{
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", k ? TG_I64 : TG_F32, DIMS(3, 5));
+        int y = node(g, op, 1, &x, 0, NULL);
+        int64_t last = 2;
+        tg_attr ax = tg_attr_int("axis", 0);
+        int row = tg_graph_add_const_copy(g, "row", TG_I64, &(tg_shape){0}, &last);
+        int in[2] = {y, row}, r = node(g, TG_OP_INDEX_SELECT, 2, in, 1, &ax);
+        int s = node(g, TG_OP_REDUCE_SUM, 1, &r, 0, NULL);
+        CHECK(s >= 0 && tg_graph_add_output(g, y) >= 0 && tg_graph_add_output(g, s) >= 0);
+        run(op, k ? "i64, a third 0; a sum of the last axis' indices" : "f32 with zeros and NaNs", g,
+            k ? (cg_case){.lo = -1, .hi = 2} : (cg_case){.exact = true});
+    }
+}
+
+/* nms of boxes [batch,6,4] (corners either way round) and scores [batch,2,6];
+ * attributes constant. */
+static void case_nms(tg_op op)
+{
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int in[2] = {cg_input(g, "boxes", TG_F32, DIMS(6, 4)), cg_input(g, "scores", TG_F32, DIMS(2, 6))};
+        tg_attr a[4] = {tg_attr_int("max_output", k ? 2 : 6), tg_attr_float("iou_threshold", 0.2),
+                        tg_attr_int("center_point_box", k), tg_attr_float("score_threshold", -1)};
+        run(op, k ? "center boxes, 2 per class, no score threshold" : "corners, a score threshold",
+            one_node(g, op, 2, in, k ? 3 : 4, a), (cg_case){0});
+    }
+}
+
 /* ---- the table: ops ops.def has whose inference is no family --------------- */
 
 static const struct {
@@ -921,7 +955,7 @@ static const struct {
     {TG_OP_FULL, case_full}, {TG_OP_ARANGE, case_arange}, {TG_OP_QUANTIZE, case_quantize},
     {TG_OP_DEQUANTIZE, case_quantize}, {TG_OP_QLINEAR, case_qlinear},
     {TG_OP_QCONV, case_qconv}, {TG_OP_CUMSUM, case_cumsum},
-    {TG_OP_LINEAR_24, case_linear_24},
+    {TG_OP_LINEAR_24, case_linear_24}, {TG_OP_NONZERO, case_nonzero}, {TG_OP_NMS, case_nms},
 };
 
 static void cover(tg_op op)

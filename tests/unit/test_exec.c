@@ -12,6 +12,7 @@
 #include "error.h"
 #include "backend/cpu/cpu.h"
 #include "exec/exec.h"
+#include "format.h"
 #include "graph.h"
 #include "unit.h"
 
@@ -639,6 +640,257 @@ static void test_gen_quant(void)
     tg_tensor_free(&q);
 }
 
+/* ---- data ops: nonzero and nms (ops.def's DATA flag) -------------------------------
+ * Inference declares the length they find as a data symbol whose range is the
+ * most they can make; the interpreter allocates by that bound, the kernel sets
+ * the length, the symbol binds and flows to the nodes that read the value, and
+ * the outputs report the length found. References: a scan over the elements;
+ * greedy suppression with the IoU computed directly. A saved graph reads back;
+ * tcompile refuses the ops. */
+
+static int64_t i64_at(const tg_tensor *t, int64_t i)
+{
+    return ((const int64_t *)t->data)[i];
+}
+
+/* x [batch, 3, 5] of dtype dt, a third of it non-zero; y = nonzero(x), and
+ * z = reduce_sum(index_select(w, 0, y's first row)) reads the data symbol. */
+static void test_nonzero(tg_dtype dt)
+{
+    tg_graph *g = tg_graph_new();
+    int b = tg_graph_add_symbol(g, "batch", 1, 8);
+    tg_shape xs = {.rank = 3, .d = {tg_dim_sym(b), tg_dim_const(3), tg_dim_const(5)}};
+    tg_shape ws = {.rank = 1, .d = {tg_dim_sym(b)}};
+    int x = tg_graph_add_input(g, "x", dt, &xs), w = tg_graph_add_input(g, "w", TG_F32, &ws);
+    int y = tg_graph_add_node(g, TG_OP_NONZERO, "y", 1, &x, 0, NULL);
+    CHECK(y >= 0);
+    if (y < 0) {
+        fprintf(stderr, "nonzero: %s\n", tg_errmsg());
+        tg_graph_free(g);
+        return;
+    }
+    /* [3, _d0], _d0 in [0, 8 * 15] */
+    const tg_value *yv = &g->values[y];
+    int d = g->nsym - 1;
+    CHECK(g->sym[d].data && g->sym[d].min == 0 && g->sym[d].max == 8 * 15);
+    CHECK(yv->dtype == TG_I64 && yv->shape.rank == 2 && tg_dim_eq(yv->shape.d[1], tg_dim_sym(d)));
+    int64_t zero = 0;
+    tg_attr ax = tg_attr_int("axis", 0);
+    int zi = tg_graph_add_const_copy(g, "row0", TG_I64, &(tg_shape){0}, &zero);
+    int in1[2] = {y, zi}, r0 = tg_graph_add_node(g, TG_OP_INDEX_SELECT, "r0", 2, in1, 1, &ax);
+    int in2[2] = {w, r0}, sel = tg_graph_add_node(g, TG_OP_INDEX_SELECT, "sel", 2, in2, 1, &ax);
+    int z = tg_graph_add_node(g, TG_OP_REDUCE_SUM, "z", 1, &sel, 0, NULL);
+    CHECK(z >= 0 && tg_graph_add_output(g, y) >= 0 && tg_graph_add_output(g, sel) >= 0 &&
+          tg_graph_add_output(g, z) >= 0 && tg_graph_validate(g) == 0);
+    tg_exec *e = tg_exec_new(g, 0);
+    for (int64_t bs = 1; e && bs <= 8; bs += 7) {
+        tg_tensor in[2] = {rand_tensor(dt, 3, (int64_t[]){bs, 3, 5}, 0, 0), rand_tensor(TG_F32, 1, &bs, -1, 1)}, out[3];
+        int64_t n = 0, m = numel(3, in[0].dims);
+        for (int64_t i = 0; i < m; i++) {
+            double v = uniform(0, 1) < 1.0 / 3 ? (dt == TG_BOOL ? 1 : floor(uniform(1, 9))) : 0;
+            tg_store_f64(dt, in[0].data, (size_t)i, v);
+            n += v != 0;
+        }
+        CHECK(tg_exec_run(e, in, out) == 0);
+        CHECK(out[0].rank == 2 && out[0].dims[0] == 3 && out[0].dims[1] == n);
+        CHECK(out[0].nbytes == (size_t)(3 * n) * sizeof(int64_t));
+        CHECK(out[1].rank == 1 && out[1].dims[0] == n);
+        int64_t k = 0;
+        double sum = 0;
+        for (int64_t i = 0; i < m && out[0].dims[1] == n; i++) {
+            if (tg_load_f64(dt, in[0].data, (size_t)i) == 0)
+                continue;
+            bool ok = i64_at(&out[0], k) == i / 15 && i64_at(&out[0], n + k) == i / 5 % 3 &&
+                      i64_at(&out[0], 2 * n + k) == i % 5;
+            CHECK(ok);
+            CHECK(((float *)out[1].data)[k] == ((float *)in[1].data)[i / 15]);
+            sum += ((float *)in[1].data)[i / 15];
+            k++;
+        }
+        CHECK_NEAR(*(float *)out[2].data, sum, 1e-4 * (fabs(sum) + 1));
+        for (int i = 0; i < 2; i++)
+            tg_tensor_free(&in[i]);
+        for (int i = 0; i < 3; i++)
+            tg_tensor_free(&out[i]);
+    }
+    tg_exec_free(e);
+    /* a saved graph reads back with its data symbol; tcompile refuses it */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(tg_graph_write(g, f) == 0);
+    fclose(f);
+    tg_graph *r = tg_graph_read_mem((const uint8_t *)buf, len);
+    CHECK(r && r->nsym == g->nsym && r->sym[d].data && r->sym[d].max == 8 * 15 &&
+          tg_graph_validate(r) == 0);
+    if (!r)
+        fprintf(stderr, "read back: %s\n", tg_errmsg());
+    CHECK(tg_graph_check_static(g, "tcompile") < 0 &&
+          strstr(tg_errmsg(), "node 'y' (nonzero): its output's shape depends on its input's values"));
+    tg_graph_free(r);
+    free(buf);
+    tg_graph_free(g);
+}
+
+/* A scalar counts as one element: [1, 0] or [1, 1]. */
+static void test_nonzero_scalar(void)
+{
+    for (int v = 0; v < 2; v++) {
+        tg_graph *g = tg_graph_new();
+        int x = tg_graph_add_input(g, "x", TG_F32, &(tg_shape){0});
+        int y = tg_graph_add_node(g, TG_OP_NONZERO, "y", 1, &x, 0, NULL);
+        CHECK(y >= 0 && tg_graph_add_output(g, y) >= 0);
+        tg_tensor in = rand_tensor(TG_F32, 0, NULL, 0, 0), out;
+        *(float *)in.data = (float)v;
+        tg_exec *e = tg_exec_new(g, 0);
+        CHECK(e && tg_exec_run(e, &in, &out) == 0);
+        CHECK(out.rank == 2 && out.dims[0] == 1 && out.dims[1] == v);
+        CHECK(v == 0 || i64_at(&out, 0) == 0);
+        tg_exec_free(e);
+        tg_tensor_free(&in);
+        tg_tensor_free(&out);
+        tg_graph_free(g);
+    }
+}
+
+/* ---- nms ----------------------------------------------------------------------------- */
+
+/* IoU of corner boxes a, b ([y1, x1, y2, x2], any corners); 0 without overlap. */
+static double iou_ref(const double *a, const double *b)
+{
+    double inter = 1, aa = 1, ab = 1;
+    for (int k = 0; k < 2; k++) {
+        double a0 = fmin(a[k], a[k + 2]), a1 = fmax(a[k], a[k + 2]);
+        double b0 = fmin(b[k], b[k + 2]), b1 = fmax(b[k], b[k + 2]);
+        double lo = fmax(a0, b0), hi = fmin(a1, b1);
+        inter *= hi > lo ? hi - lo : 0;
+        aa *= a1 - a0;
+        ab *= b1 - b0;
+    }
+    return inter > 0 && aa > 0 && ab > 0 ? inter / (aa + ab - inter) : 0;
+}
+
+/* Greedy suppression written out: repeatedly the best remaining box above the
+ * threshold (ties: the lower index), kept unless it overlaps a kept one by
+ * more than iou; rows into ref, their count returned. */
+static int64_t nms_ref(const double *box, const double *score, int64_t B, int64_t C, int64_t N,
+                       int64_t maxo, double iou, double thr, int64_t *ref)
+{
+    int64_t k = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t c = 0; c < C; c++) {
+            bool used[64] = {false};
+            int64_t kept[64], nk = 0;
+            while (nk < maxo) {
+                int64_t best = -1;
+                for (int64_t i = 0; i < N; i++) {
+                    double s = score[(b * C + c) * N + i];
+                    if (!used[i] && s > thr && (best < 0 || s > score[(b * C + c) * N + best]))
+                        best = i;
+                }
+                if (best < 0)
+                    break;
+                used[best] = true;
+                bool keep = true;
+                for (int64_t j = 0; j < nk; j++)
+                    keep = keep && !(iou_ref(&box[(b * N + best) * 4], &box[(b * N + kept[j]) * 4]) > iou);
+                if (!keep)
+                    continue;
+                kept[nk++] = best;
+                ref[k * 3] = b, ref[k * 3 + 1] = c, ref[k * 3 + 2] = best;
+                k++;
+            }
+        }
+    return k;
+}
+
+/* boxes [batch, 12, 4] in corner form (some given with their corners swapped)
+ * or center form, scores [batch, 3, 12] with ties; max_output read at run time
+ * (rt) or an attribute. */
+static void test_nms(bool center, bool rt)
+{
+    enum { N = 12, C = 3 };
+    tg_graph *g = tg_graph_new();
+    int bsym = tg_graph_add_symbol(g, "batch", 1, 4);
+    tg_shape bs = {.rank = 3, .d = {tg_dim_sym(bsym), tg_dim_const(N), tg_dim_const(4)}};
+    tg_shape ss = {.rank = 3, .d = {tg_dim_sym(bsym), tg_dim_const(C), tg_dim_const(N)}};
+    int in[3] = {tg_graph_add_input(g, "boxes", TG_F32, &bs), tg_graph_add_input(g, "scores", TG_F32, &ss)};
+    double iou = 0.3, thr = 0.2;
+    int64_t maxo = 4;
+    tg_attr a[4] = {tg_attr_float("iou_threshold", iou), tg_attr_float("score_threshold", thr),
+                    tg_attr_int("center_point_box", center), tg_attr_int("max_output", maxo)};
+    int y;
+    if (rt) {
+        in[2] = tg_graph_add_input(g, "max_output", TG_I64, &(tg_shape){.rank = 1, .d = {tg_dim_const(1)}});
+        a[3] = tg_attr_input("max_output", 2, TG_ATTR_INT);
+        int d = tg_graph_add_data_symbol(g, 0, 4 * C * N);
+        tg_shape ys = {.rank = 2, .d = {tg_dim_sym(d), tg_dim_const(3)}};
+        y = tg_graph_add_dynamic_node(g, TG_OP_NMS, "y", 3, in, 4, a, TG_I64, &ys);
+    } else {
+        y = tg_graph_add_node(g, TG_OP_NMS, "y", 2, in, 4, a);
+        CHECK(y >= 0 && g->sym[g->nsym - 1].data && g->sym[g->nsym - 1].max == 4 * C * maxo);
+    }
+    CHECK(y >= 0 && tg_graph_add_output(g, y) >= 0);
+    if (y < 0) {
+        fprintf(stderr, "nms: %s\n", tg_errmsg());
+        tg_graph_free(g);
+        return;
+    }
+    tg_exec *e = tg_exec_new(g, 0);
+    for (int64_t b = 1; e && b <= 4; b += 3) {
+        tg_tensor t[3] = {rand_tensor(TG_F32, 3, (int64_t[]){b, N, 4}, 0, 0), rand_tensor(TG_F32, 3, (int64_t[]){b, C, N}, 0, 0),
+                          rand_tensor(TG_I64, 1, (int64_t[]){1}, 0, 0)}, out;
+        double box[4 * N * 4], corner[4 * N * 4], score[4 * C * N];
+        for (int64_t i = 0; i < b * N; i++) {
+            double y0 = uniform(0, 4), x0 = uniform(0, 4), h = uniform(0.5, 2), w = uniform(0.5, 2);
+            double cb[4] = {y0, x0, y0 + h, x0 + w};
+            if (i % 3 == 0)             /* the other two corners */
+                cb[0] = y0 + h, cb[2] = y0;
+            memcpy(&corner[i * 4], cb, sizeof cb);
+            double cc[4] = {x0 + w / 2, y0 + h / 2, w, h};
+            memcpy(&box[i * 4], center ? cc : cb, sizeof cb);
+        }
+        for (int64_t i = 0; i < b * C * N; i++)
+            score[i] = floor(uniform(0, 8)) / 8;     /* ties, and some at the threshold */
+        for (int64_t i = 0; i < b * N * 4; i++)
+            ((float *)t[0].data)[i] = (float)box[i], box[i] = ((float *)t[0].data)[i];
+        for (int64_t i = 0; i < b * N; i++) {    /* the reference on the rounded boxes */
+            const double *v = &box[i * 4];
+            double cb[4] = {v[1] - v[3] / 2, v[0] - v[2] / 2, v[1] + v[3] / 2, v[0] + v[2] / 2};
+            memcpy(&corner[i * 4], center ? cb : v, sizeof cb);
+        }
+        for (int64_t i = 0; i < b * C * N; i++)
+            ((float *)t[1].data)[i] = (float)score[i];
+        *(int64_t *)t[2].data = maxo;
+        int64_t ref[4 * C * N * 3], k = nms_ref(corner, score, b, C, N, maxo, iou, thr, ref);
+        CHECK(tg_exec_run(e, t, &out) == 0);
+        CHECK(out.rank == 2 && out.dims[0] == k && out.dims[1] == 3);
+        CHECK(out.dims[0] != k || !memcmp(out.data, ref, (size_t)k * 3 * sizeof(int64_t)));
+        for (int i = 0; i < 3; i++)
+            tg_tensor_free(&t[i]);
+        tg_tensor_free(&out);
+    }
+    tg_exec_free(e);
+    tg_graph_free(g);
+}
+
+/* Bad inputs fail with the node named; a run-time max_output past the bound the
+ * graph declares fails the range check. */
+static void test_nms_errors(void)
+{
+    tg_graph *g = tg_graph_new();
+    tg_shape bs = {.rank = 3, .d = {tg_dim_const(1), tg_dim_const(5), tg_dim_const(4)}};
+    tg_shape ss = {.rank = 3, .d = {tg_dim_const(1), tg_dim_const(2), tg_dim_const(6)}};
+    int in[2] = {tg_graph_add_input(g, "boxes", TG_F32, &bs), tg_graph_add_input(g, "scores", TG_F32, &ss)};
+    CHECK(tg_graph_add_node(g, TG_OP_NMS, "y", 2, in, 0, NULL) < 0 &&
+          strstr(tg_errmsg(), "node y (nms)") && strstr(tg_errmsg(), "boxes"));
+    in[1] = in[0];
+    tg_attr a = tg_attr_int("max_output", 2);
+    int y = tg_graph_add_node(g, TG_OP_NMS, "y", 2, in, 1, &a);
+    CHECK(y < 0);
+    tg_graph_free(g);
+}
+
 int main(void)
 {
     const char *s = getenv("TG_SEED");
@@ -658,5 +910,13 @@ int main(void)
     test_reduce();
     test_movement();
     test_gen_quant();
+    test_nonzero(TG_F32);
+    test_nonzero(TG_BOOL);
+    test_nonzero(TG_I64);
+    test_nonzero_scalar();
+    test_nms(false, false);
+    test_nms(true, false);
+    test_nms(false, true);
+    test_nms_errors();
     return unit_report();
 }

@@ -45,6 +45,18 @@ static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, ch
     return true;
 }
 
+/* The C code generator sizes every buffer before the run: a data op's output
+ * is only known as it runs (trun runs it). */
+static bool cpu_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why)
+{
+    if (tg_op_is_data(g->nodes[n].op)) {
+        snprintf(why, TG_WHY_MAX, "its output's shape is set by the data: the C code generator "
+                 "needs shapes known before the run");
+        return false;
+    }
+    return cpu_supports_node(be, g, n, why);
+}
+
 static int cpu_run(const tg_backend *be, const tg_run_ctx *c)
 {
     return run_table[c->n->op](c);
@@ -122,5 +134,5 @@ const tg_backend tg_backend_cpu = {
     /* .nlower = */ sizeof cpu_lower / sizeof cpu_lower[0],
     /* .groups = */ &cpu_groups,
     /* .compile = */ tg_cpu_compile,
-    /* .compiles_node = */ NULL,   /* supports_node decides */
+    /* .compiles_node = */ cpu_compiles_node,
 };

@@ -55,6 +55,10 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
     case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: case TG_OP_QLINEAR: case TG_OP_QCONV:
         snprintf(why, TG_WHY_MAX, "quantized ops have no CUDA kernels yet");
         return false;
+    case TG_OP_NONZERO: case TG_OP_NMS:
+        snprintf(why, TG_WHY_MAX, "its output's shape is set by the data: the CPU runs it, "
+                 "and a CUDA model captures its run before it starts");
+        return false;
     case TG_OP_LINEAR_24:       /* f32 and u8, as its inference demands */
         break;
     case TG_OP_PAD:
