@@ -116,7 +116,8 @@ def main():
     rows, by_kind = [], defaultdict(lambda: [0.0, 0.0])
     for name, ms in med.items():
         kind, flops = arithmetic(by_name[name], nodes, ins) if name in by_name else ("?", 0)
-        rows.append((ms, name, ops[name], kind, nodes[by_name[name]]["shape"], flops))
+        shape = nodes[by_name[name]]["shape"] if name in by_name else None
+        rows.append((ms, name, ops[name], kind, shape, flops))
         family = kind.split(" /")[0]
         by_kind[family][0] += ms
         by_kind[family][1] += flops

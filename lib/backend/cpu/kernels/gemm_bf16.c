@@ -357,7 +357,6 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-#define TASK_MIN_WORK (1 << 18)     /* as gemm_packed.c's */
 
 int tgk_linear_packed_bf16(const float *x, const uint16_t *wp, const float *b, const float *res,
                            float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
@@ -374,10 +373,10 @@ int tgk_linear_packed_bf16(const float *x, const uint16_t *wp, const float *b, c
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
     bgemm_job j = {M, N, kp, xb, wp, b, res, y, act,
                    (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn, x, K};
-    tgk_parallel_for(M, (TASK_MIN_WORK / 8) / (K + 1) + 1, round_rows, &j);
+    tgk_parallel_for(M, (TGK_TASK_MIN_MACS / 8) / (K + 1) + 1, round_rows, &j);
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
-    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
+    tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, run_chunks, &j);
     free(xb);
     return 0;
 }

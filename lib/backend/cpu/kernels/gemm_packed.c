@@ -320,10 +320,6 @@ void tgk_pack_kn_f32(const float *b, int64_t ldb, int64_t K, int64_t N, float *p
     pack(b, 1, ldb, N, K, packed);
 }
 
-/* Below this many multiply-adds a task costs more to hand out than it saves
- * (a 256 x 784 GEMV runs faster on one thread than split in two). */
-#define TASK_MIN_WORK (1 << 18)
-
 static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
                         const float *wp, const float *b, bool accumulate, float *y, int64_t ldy,
                         int64_t y_diag, int64_t x_diag, const float *res, tgk_vec_fn act)
@@ -339,7 +335,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
                    K * TGK_PANEL, TGK_PANEL};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
-    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
+    tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, run_chunks, &j);
 }
 
 void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
@@ -475,7 +471,7 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
         tgk_parallel_for(c->n * cj.pchunks, 1, pack_chunks, &cj);
     int64_t tasks = c->n * cj.rchunks * cj.pchunks;
     double per_task = (double)c->n * (double)c->M * (double)c->P * (double)c->K / (double)tasks;
-    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, conv_gemm_tasks, &cj);
+    tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, conv_gemm_tasks, &cj);
     free(cj.packed);
     return atomic_load(&cj.failed) ? -1 : 0;
 }
@@ -656,7 +652,7 @@ void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   (N + GB_PANELS * TGK_PANEL - 1) / (GB_PANELS * TGK_PANEL)};
     if (M <= GEMV_ROWS && !trans_a) {
         double per_task = (double)M * (double)K * GB_PANELS * TGK_PANEL;
-        tgk_parallel_for(g.col_blocks, (int64_t)(TASK_MIN_WORK / per_task) + 1, gemv_tasks, &g);
+        tgk_parallel_for(g.col_blocks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, gemv_tasks, &g);
         return;
     }
     int64_t want = 4 * (int64_t)tgk_num_threads();
@@ -667,5 +663,5 @@ void tgk_gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
     }
     int64_t tasks = (M + g.row_chunk - 1) / g.row_chunk * g.col_blocks;
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
-    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, gemm_tasks, &g);
+    tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, gemm_tasks, &g);
 }

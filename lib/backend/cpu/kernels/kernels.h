@@ -26,6 +26,10 @@ typedef void (*tgk_task_fn)(void *ctx, int64_t begin, int64_t end);
  * threads at once: each concurrent caller gets a team of its own (up to 8 at
  * once; more run inline). */
 void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx);
+/* Below this many multiply-adds a task costs more to hand out than it saves
+ * (a 256 x 784 GEMV runs faster on one thread than split in two): the grain
+ * of the GEMM-like kernels is this over a task's multiply-adds. */
+#define TGK_TASK_MIN_MACS (1 << 18)
 void tgk_set_num_threads(int n);   /* process-wide; <= 0: all cores (the default) */
 /* The calling thread's own count for its loops, n <= 0: none (the process-wide
  * count applies); an executor's run sets it and puts the caller's back. */

@@ -178,6 +178,10 @@ int tgk_sdpa_f32(const tgk_sdpa_desc *d, const float *q, const float *k, const f
     strides(d->v_stride, d->hk, d->S, d->Ev, j.vs);
     strides(d->o_stride, d->hq, d->L, d->Ev, j.os);
     atomic_init(&j.failed, false);
-    tgk_parallel_for(d->batch * d->hq * j.nqb, 1, sdpa_tasks, &j);
+    /* a task's multiply-adds: its rows by the keys by E + Ev (half that causal) */
+    double per_task = (double)(d->L < BR ? d->L : BR) * (double)d->S * (double)(d->E + d->Ev) /
+                      (d->causal ? 2 : 1);
+    tgk_parallel_for(d->batch * d->hq * j.nqb, (int64_t)(TGK_TASK_MIN_MACS / (per_task + 1)) + 1,
+                     sdpa_tasks, &j);
     return atomic_load(&j.failed) ? -1 : 0;
 }
