@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build bench/sparse_bench.c against a build's libtgkernels.a (the kernels
 # exactly as compiled models get them; lib/sparse/compress.c prunes the
-# weights) and run it: the 2:4 sparse linear against the dense one.
+# weights) and run it: the 2:4 sparse linears (f32, int8) against the dense ones.
 #   bench/sparse.sh [BUILD_DIR] [THREADS...]   (default .bench/build; threads 1 2)
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)

@@ -134,20 +134,48 @@ EOF
     grep -q 'linear_1: linear \[128, 256\] -> 2:4' "$TMP/log"
 }
 
-@test "with tquant: tsparse | tquant quantizes what stayed dense; tquant | tsparse prunes what stayed float" {
+@test "with tquant, both orders: int8 qlinear_24; tquant | tsparse prunes its qlinear; .so equals trun" {
     mkcal "$TMP/cal" 8 f4 1 784
     "$TEXPORT" "$FIX/mlp.pt2" -o "$TMP/m.tg"
     "$TSPARSE" -q --exclude linear_2 "$TMP/m.tg" | "$TQUANT" -q --calib "$TMP/cal" -o "$TMP/sq.tg"
-    ops "$TMP/sq.tg" | grep -qx "linear_24 2"
+    ops "$TMP/sq.tg" | grep -qx "qlinear_24 2"
     ops "$TMP/sq.tg" | grep -qx "qlinear 1"
-    "$TQUANT" -q --scheme dynamic --skip linear "$TMP/m.tg" | "$TSPARSE" -q -o "$TMP/qs.tg"
+    ! ops "$TMP/sq.tg" | grep -q "^linear" || false
+    "$TQUANT" -q --scheme dynamic --skip linear "$TMP/m.tg" >"$TMP/q.tg"
+    run_ok "$TSPARSE" --report "$TMP/q.tg" -o "$TMP/qs.tg"
+    [[ "$stderr" == *"3 of 3 layers pruned to 2:4"* ]]
+    [[ "$stderr" == *"linear_1.q (qlinear [128, 256]): sparsity 0.500, weight error 0.4"* ]]
     ops "$TMP/qs.tg" | grep -qx "linear_24 1"
-    ops "$TMP/qs.tg" | grep -qx "qlinear 2"
+    ops "$TMP/qs.tg" | grep -qx "qlinear_24 2"
     for m in sq qs; do
         "$TCOMPILE" "$TMP/$m.tg" -o "$TMP/$m.so"
         "$TRUN" "$TMP/$m.tg" "$FIX/mlp.in0.b3.npy" -o "$TMP/$m.npy"
         run_ok "$TRUN" "$TMP/$m.so" "$FIX/mlp.in0.b3.npy" --check "$TMP/$m.npy" --atol 0 --rtol 0
     done
+}
+
+@test "texport | tsparse | tquant --calib | tcompile: the int8 2:4 model near the float 2:4 one" {
+    mkcal "$TMP/cal" 16 f4 1 784
+    "$TEXPORT" "$FIX/mlp.pt2" | "$TSPARSE" -q -o "$TMP/s.tg"
+    "$TEXPORT" "$FIX/mlp.pt2" | "$TSPARSE" -q | "$TQUANT" -q --calib "$TMP/cal" |
+        "$TCOMPILE" -o "$TMP/sq.so"
+    # on a calibration sample: within int8 rounding (outputs about 0.1-0.3)
+    "$TRUN" "$TMP/s.tg" "$TMP/cal/s0003.npy" -o "$TMP/s.npy"
+    run_ok "$TRUN" "$TMP/sq.so" "$TMP/cal/s0003.npy" --check "$TMP/s.npy" --atol 0.003 --rtol 0
+    # the interpreter and the .so, bit for bit, at another batch
+    "$TEXPORT" "$FIX/mlp.pt2" | "$TSPARSE" -q | "$TQUANT" -q --calib "$TMP/cal" -o "$TMP/sq.tg"
+    ops "$TMP/sq.tg" | grep -qx "qlinear_24 3"
+    "$TRUN" "$TMP/sq.tg" --random --dim s0=5 -o "$TMP/sq.npy"
+    run_ok "$TRUN" "$TMP/sq.so" --random --dim s0=5 --check "$TMP/sq.npy" --atol 0 --rtol 0
+}
+
+@test "tquant's weight-only schemes and --qdq leave linear_24 in float32" {
+    mkcal "$TMP/cal" 4 f4 1 784
+    "$TEXPORT" "$FIX/mlp.pt2" | "$TSPARSE" -q -o "$TMP/s.tg"
+    "$TQUANT" -q --scheme weight-int8 "$TMP/s.tg" -o "$TMP/w.tg"
+    ops "$TMP/w.tg" | grep -qx "linear_24 3"
+    "$TQUANT" -q --qdq --calib "$TMP/cal" "$TMP/s.tg" -o "$TMP/d.tg"
+    ops "$TMP/d.tg" | grep -qx "linear_24 3"
 }
 
 @test "bad input: not a graph, an ONNX model, bad calibration data (exit 1, one line)" {

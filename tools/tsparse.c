@@ -37,11 +37,11 @@ static void help(void)
 {
     printf("Usage: tsparse [OPTION]... [GRAPH]\n"
            "Prune the weights of GRAPH's linear, matmul (constant right operand) and 1x1\n"
-           "convolution layers (float32) to 2:4 sparsity by magnitude along the reduction\n"
-           "dim: in every group of four weights the two largest stay. GRAPH is a TG file\n"
-           "(default or -: stdin); the new graph goes to stdout (or -o), the pruned layers\n"
-           "as linear_24 on compressed values and metadata. Weights already 2:4 stay\n"
-           "exactly as they are.\n"
+           "convolution layers (float32), and of tquant's int8 qlinear, to 2:4 sparsity\n"
+           "by magnitude along the reduction dim: in every group of four weights the two\n"
+           "largest stay. GRAPH is a TG file (default or -: stdin); the new graph goes to\n"
+           "stdout (or -o), the pruned layers as linear_24 (qlinear_24) on compressed\n"
+           "values and metadata. Weights already 2:4 stay exactly as they are.\n"
            "\n"
            "  -o, --output=FILE    write the graph to FILE (default stdout)\n"
            "      --include=PAT    prune only layers whose node name matches PAT (a shell\n"
@@ -57,8 +57,9 @@ static void help(void)
            "  -h, --help           show this help and exit\n"
            "  -V, --version        show the version and exit\n"
            "\n"
-           "With tquant: tsparse first (texport m.pt2 | tsparse | tquant | tcompile): the\n"
-           "pruned layers stay float32 2:4, tquant quantizes the layers left dense.\n"
+           "With tquant, either order: tsparse first (texport m.pt2 | tsparse | tquant\n"
+           "--calib DIR | tcompile), tquant makes the linear_24 layers int8 qlinear_24;\n"
+           "tquant first, tsparse prunes its int8 qlinear layers into qlinear_24.\n"
            "Exit status: 0 ok, 1 failure (bad graph or calibration data), 2 bad usage.\n");
 }
 

@@ -1,4 +1,4 @@
-/* Quantized layers: qlinear and qconv take float32 activations and quantized
+/* Quantized layers: qlinear, qlinear_24 and qconv take float32 activations and quantized
  * weights with their scales, and give float32 (ops.def lists the attributes). */
 #include "qops.h"
 
@@ -56,15 +56,15 @@ int64_t tg_qlayer_ngroups(const tg_qlayer *q, int64_t K)
     return q->scheme == TG_QSCHEME_WEIGHT_ONLY && q->group ? (K + q->group - 1) / q->group : 1;
 }
 
-/* w_scale f32 [rows] or [rows, groups] and bias? f32 [rows]. */
-static int check_scales(tg_graph *g, int node, tg_dim rows, int64_t ngroups)
+/* w_scale f32 [rows] or [rows, groups] (input i) and bias? f32 [rows] (i + 1). */
+static int check_scales(tg_graph *g, int node, int i, tg_dim rows, int64_t ngroups)
 {
-    const tg_value *s = tg_infer_in(g, node, 2), *b = tg_infer_opt(g, node, 3);
+    const tg_value *s = tg_infer_in(g, node, i), *b = tg_infer_opt(g, node, i + 1);
     tg_shape ss = { .rank = ngroups > 1 ? 2 : 1, .d = { rows, tg_dim_const(ngroups) } };
     tg_shape bs = { .rank = 1, .d = { rows } };
-    if (!s || tg_check_dtype(s, 2, TG_F32) || tg_check_shape(g, s, 2, &ss))
+    if (!s || tg_check_dtype(s, i, TG_F32) || tg_check_shape(g, s, i, &ss))
         return -1;
-    if (b && (tg_check_dtype(b, 3, TG_F32) || tg_check_shape(g, b, 3, &bs)))
+    if (b && (tg_check_dtype(b, i + 1, TG_F32) || tg_check_shape(g, b, i + 1, &bs)))
         return -1;
     return 0;
 }
@@ -87,11 +87,38 @@ int tg_infer_qlinear(tg_graph *g, int node)
     if (tg_check_dim_eq(g, w->shape.d[1], wk,
                         q.bits == 4 ? "weight dim 1 is not (K+1)/2 bytes of two 4-bit values"
                                     : "input features differ from weight [N, K]'s K") ||
-        check_scales(g, node, w->shape.d[0],
+        check_scales(g, node, 2, w->shape.d[0],
                      q.scheme == TG_QSCHEME_WEIGHT_ONLY ? tg_qlayer_ngroups(&q, K) : 1))
         return -1;
     tg_shape s = x->shape;
     s.d[s.rank - 1] = w->shape.d[0];
+    return tg_infer_set(g, node, TG_F32, &s);
+}
+
+/* qlinear on linear_24's compressed weight: values [N, K/2] i8, meta
+ * [N, ceil(K/8)] u8 (tgraph-format(5)), K a constant multiple of 4. */
+int tg_infer_qlinear_24(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *x = tg_infer_in(g, node, 0), *v = tg_infer_in(g, node, 1);
+    const tg_value *m = tg_infer_in(g, node, 2);
+    tg_qlayer q;
+    int64_t K;
+    if (!x || !v || !m || tg_qlayer_read(n, &q) || tg_check_dtype(x, 0, TG_F32) ||
+        tg_check_rank(x, 0, 1, TG_MAX_RANK) || tg_check_dtype(v, 1, TG_I8) ||
+        tg_check_rank(v, 1, 2, 2) || tg_check_dtype(m, 2, TG_U8) || tg_check_rank(m, 2, 2, 2))
+        return -1;
+    if (q.scheme == TG_QSCHEME_WEIGHT_ONLY)
+        return tg_err("qlinear_24 takes scheme static or dynamic");
+    if (!tg_dim_is_const(x->shape.d[x->shape.rank - 1], &K) || K % 4 != 0)
+        return tg_err("qlinear_24's input features must be a constant multiple of 4");
+    tg_shape vs = {.rank = 2, .d = {v->shape.d[0], tg_dim_const(K / 2)}};
+    tg_shape ms = {.rank = 2, .d = {v->shape.d[0], tg_dim_const((K / 4 + 1) / 2)}};
+    if (tg_check_shape(g, v, 1, &vs) || tg_check_shape(g, m, 2, &ms) ||
+        check_scales(g, node, 3, v->shape.d[0], 1))
+        return -1;
+    tg_shape s = x->shape;
+    s.d[s.rank - 1] = v->shape.d[0];
     return tg_infer_set(g, node, TG_F32, &s);
 }
 
@@ -109,7 +136,7 @@ int tg_infer_qconv(tg_graph *g, int node)
         return tg_err("qconv takes scheme static or dynamic");
     if (tg_node_int(n, "transposed", 0))
         return tg_err("qconv is not transposed");
-    if (check_scales(g, node, w->shape.d[0], 1))
+    if (check_scales(g, node, 2, w->shape.d[0], 1))
         return -1;
     tg_value *wv = &g->values[n->in[1]];
     int bias = n->nin > 3 ? n->in[3] : -1;

@@ -47,20 +47,33 @@ int tg_observer_from_name(const char *name)
     return -1;
 }
 
-/* A layer with a constant float32 weight of the rank its op needs. */
-static bool quantizable(const tg_graph *g, const tg_node *n, tg_quant_scheme s)
+/* A layer with a constant float32 weight of the rank its op needs. A 2:4
+ * sparse linear (tsparse) becomes qlinear_24 in the int8 schemes; weight-only
+ * and quantize/dequantize pairs leave it in float. */
+static bool quantizable(const tg_graph *g, const tg_node *n, const tg_quant_opts *o)
 {
+    bool s24 = n->op == TG_OP_LINEAR_24;
     const tg_value *x = tg_node_input(g, n, 0), *w = tg_node_input(g, n, 1);
-    const tg_value *b = tg_node_input(g, n, 2);
+    const tg_value *b = tg_node_input(g, n, tg_quant_bias_input(n));
     if (!x || !w || x->dtype != TG_F32 || w->dtype != TG_F32 || w->kind != TG_VALUE_CONST ||
         (b && b->dtype != TG_F32))
         return false;
+    if (s24)
+        return o->scheme < TG_QUANT_WEIGHT_INT8 && !o->qdq &&
+               tg_node_input(g, n, 2)->kind == TG_VALUE_CONST;
     if (n->op == TG_OP_LINEAR) {
         int64_t k;
         /* weight-only kernels need K known when quantizing */
-        return s < TG_QUANT_WEIGHT_INT8 || tg_dim_is_const(x->shape.d[x->shape.rank - 1], &k);
+        return o->scheme < TG_QUANT_WEIGHT_INT8 ||
+               tg_dim_is_const(x->shape.d[x->shape.rank - 1], &k);
     }
-    return n->op == TG_OP_CONV && s < TG_QUANT_WEIGHT_INT8 && !tg_node_int(n, "transposed", 0);
+    return n->op == TG_OP_CONV && o->scheme < TG_QUANT_WEIGHT_INT8 &&
+           !tg_node_int(n, "transposed", 0);
+}
+
+int tg_quant_bias_input(const tg_node *n)
+{
+    return n->op == TG_OP_LINEAR_24 ? 3 : 2;
 }
 
 /* Whether layer n's weight is named "e." something: tg_quant_prepare's batch
@@ -105,7 +118,7 @@ int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes)
         return tg_err("out of memory");
     int count = 0;
     for (int i = 0; i < g->nnode; i++)
-        if (quantizable(g, &g->nodes[i], o->scheme) && !skipped(g, &g->nodes[i], o))
+        if (quantizable(g, &g->nodes[i], o) && !skipped(g, &g->nodes[i], o))
             (*nodes)[count++] = i;
     return count;
 }

@@ -75,9 +75,12 @@ double tg_entropy_threshold(const double *hist, int nbins, double width, int lev
  * float batch norm is left behind a quantized layer. The number folded, or -1. */
 int tg_quant_prepare(tg_graph *g);
 /* Node indices of the layers the scheme quantizes (linear, and conv unless
- * weight-only, with constant float32 weights, not skipped); *nodes malloc'd.
+ * weight-only, with constant float32 weights; linear_24 in the static and
+ * dynamic schemes without qdq; not skipped); *nodes malloc'd.
  * The count, or -1 (tg_err: a skip entry that names no node and no op). */
 int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes);
+/* The input of layer n that is its bias (linear_24's comes after the metadata). */
+int tg_quant_bias_input(const tg_node *n);
 
 /* ---- calibration (calib.c) ------------------------------------------------------- */
 typedef struct tg_calib tg_calib;
@@ -95,7 +98,9 @@ int tg_calib_range(const tg_calib *c, int v, float *lo, float *hi);
 int64_t tg_calib_mean(const tg_calib *c, int v, double *mean, int64_t max);
 
 /* ---- the rewrite (rewrite.c) -------------------------------------------------------- */
-/* Replace each layer of tg_quant_layers by qlinear/qconv with quantized weights
+/* Replace each layer of tg_quant_layers by qlinear/qconv (linear_24:
+ * qlinear_24, its values quantized as the dense pruned weight would be, the
+ * metadata kept) with quantized weights
  * (with o->qdq: by the float layer between quantize/dequantize pairs that
  * tg_quant_fold_qdq folds back into the same qlinear/qconv)
  * (static: calib gives the activation ranges; other schemes may pass NULL).

@@ -1,5 +1,5 @@
-/* The rewrite: each chosen linear or convolution becomes qlinear or qconv
- * reading quantized copies of its weights; the float weights go when nothing
+/* The rewrite: each chosen linear, linear_24 or convolution becomes qlinear,
+ * qlinear_24 or qconv reading quantized copies of its weights; the float weights go when nothing
  * else reads them. The layer's output keeps its name. */
 #include <inttypes.h>
 #include <math.h>
@@ -80,17 +80,29 @@ static int add_const(tg_graph *g, const char *name, tg_dtype dt, int rank, const
     return tg_graph_add_const(g, name, dt, &s, data, n);
 }
 
+/* The input feature of compressed column c of row r of a linear_24's weight
+ * (tgraph-format(5): group c / 2, its index c % 2 in the metadata). */
+static int64_t feature_24(const tg_value *meta, int64_t r, int64_t c)
+{
+    int64_t MB = 0;
+    tg_dim_is_const(meta->shape.d[1], &MB);     /* linear_24's inference made it so */
+    int bits = ((const uint8_t *)meta->data)[r * MB + c / 4] >> (c / 2 % 2 * 4);
+    return c / 2 * 4 + (c % 2 ? bits >> 2 & 3 : bits & 3);
+}
+
 /* Bias correction: bias[r] + sum_k (W - deq(Wq))[r,k] * mean(x)[feature of k]; the
- * features of a convolution's row are its group's input channels. A new
- * constant, or the layer's bias as it was (-1 when none) when no mean is known;
- * -2 on an error. */
+ * features of a convolution's row are its group's input channels, those of a
+ * linear_24's its metadata's. A new constant, or the layer's bias as it was
+ * (-1 when none) when no mean is known; -2 on an error. */
 static int corrected_bias(tg_graph *g, const tg_node *n, const tg_calib *calib, const void *q,
                           const float *s, int bits, int64_t group, int64_t rows, int64_t cols)
 {
-    const tg_value *w = tg_node_input(g, n, 1), *b = tg_node_input(g, n, 2);
-    int old = n->nin > 2 ? n->in[2] : -1;
+    int bi = tg_quant_bias_input(n);
+    const tg_value *w = tg_node_input(g, n, 1), *b = tg_node_input(g, n, bi);
+    const tg_value *meta = n->op == TG_OP_LINEAR_24 ? tg_node_input(g, n, 2) : NULL;
+    int old = n->nin > bi ? n->in[bi] : -1;
     bool conv = n->op == TG_OP_CONV;
-    int64_t nfeat = conv ? cols * tg_node_int(n, "groups", 1) : cols, kprod = 1;
+    int64_t nfeat = conv ? cols * tg_node_int(n, "groups", 1) : meta ? 2 * cols : cols, kprod = 1;
     double *mean = calib && (!b || b->kind == TG_VALUE_CONST) ? malloc(sizeof(double) *
                                                                       (size_t)(nfeat + 1)) : NULL;
     if (!mean || tg_calib_mean(calib, n->in[0], mean, nfeat) < 0) {
@@ -117,7 +129,8 @@ static int corrected_bias(tg_graph *g, const tg_node *n, const tg_calib *calib, 
         for (int64_t k = 0; k < cols; k++) {
             float deq = bits == 8 && group <= 0 ? (float)((const int8_t *)q)[r * cols + k] * s[r]
                                                 : tgk_wq_weight(q, bits, cols, group, s, r, k);
-            acc += ((double)wf[r * cols + k] - deq) * mean[conv ? f0 + k / kprod : k];
+            acc += ((double)wf[r * cols + k] - deq) *
+                   mean[conv ? f0 + k / kprod : meta ? feature_24(meta, r, k) : k];
         }
         nb[r] = (float)acc;
     }
@@ -166,7 +179,8 @@ static int quant_weights(tg_graph *g, const tg_node *n, const tg_quant_opts *o,
     if (bits == 4)
         qdims[1] = (cols + 1) / 2;
     w = NULL;
-    *bias = o->no_bias_correction ? (n->nin > 2 ? n->in[2] : -1)
+    int bi = tg_quant_bias_input(n);
+    *bias = o->no_bias_correction ? (n->nin > bi ? n->in[bi] : -1)
                                   : corrected_bias(g, n, calib, q, s, bits, group, rows, cols);
     if (*bias < -1) {
         free(q), free(s);
@@ -205,7 +219,8 @@ static int rewrite_layer(tg_graph *g, int ni, const tg_quant_opts *o, const tg_c
     if (quant_weights(g, &g->nodes[ni], o, calib, &wq, &ws, &bias))
         return -1;
     const tg_node *n = &g->nodes[ni];      /* after adding constants: nodes did not move */
-    bool conv = n->op == TG_OP_CONV;
+    bool conv = n->op == TG_OP_CONV, s24 = n->op == TG_OP_LINEAR_24;
+    tg_op op = conv ? TG_OP_QCONV : s24 ? TG_OP_QLINEAR_24 : TG_OP_QLINEAR;
     tg_attr attrs[12];
     int na = 0;
     float xs = 1;
@@ -232,23 +247,28 @@ static int rewrite_layer(tg_graph *g, int ni, const tg_quant_opts *o, const tg_c
     for (int i = 0; conv && i < n->nattr; i++)
         if (strcmp(n->attr[i].name, "transposed") && strcmp(n->attr[i].name, "output_padding"))
             attrs[na++] = n->attr[i];
-    int in[4] = {n->in[0], wq, ws, bias}, y;
+    /* qlinear_24 reads the metadata between the weight and its scales */
+    int in[5] = {n->in[0], wq, ws, bias}, nin = bias >= 0 ? 4 : 3, y;
+    if (s24) {
+        int tail[3] = {n->in[2], ws, bias};
+        memcpy(in + 2, tail, sizeof tail);
+        nin++;
+    }
     char name[512];
     snprintf(name, sizeof name, "%s.q", n->name);
     if (o->qdq)
         y = tg_quant_emit_qdq(g, ni, xs, xz, o->act_int8 ? TG_I8 : TG_U8, wq, ws, bias);
     else
-        y = tg_graph_add_node(g, conv ? TG_OP_QCONV : TG_OP_QLINEAR, name, in[3] >= 0 ? 4 : 3,
-                              in, na, attrs);
+        y = tg_graph_add_node(g, op, name, nin, in, na, attrs);
     if (y < 0)
         return -1;
     n = &g->nodes[ni];
     if (o->scheme == TG_QUANT_STATIC)
         TG_LOGF(QUANT, TG_LOG_INFO, NULL, "%s: %s static, input scale %g zero point %d (%s)",
-                n->name, o->qdq ? "quantize/dequantize" : conv ? "qconv" : "qlinear", xs,
-                (int)xz, o->act_int8 ? "i8" : "u8");
+                n->name, o->qdq ? "quantize/dequantize" : tg_op_name(op), xs, (int)xz,
+                o->act_int8 ? "i8" : "u8");
     else
-        TG_LOG(QUANT, TG_LOG_INFO, "%s: %s %s", n->name, conv ? "qconv" : "qlinear",
+        TG_LOG(QUANT, TG_LOG_INFO, "%s: %s %s", n->name, tg_op_name(op),
                tg_quant_scheme_name(o->scheme));
     if (tg_graph_replace_node(g, ni, y, ".float"))
         return -1;

@@ -2,7 +2,7 @@
  * with a constant 2-D right operand, 1x1 convolution) is pruned to 2:4 along
  * its reduction dim by magnitude and becomes a linear_24 node on the
  * compressed weight (a 1x1 convolution between two permutes: channels last
- * and back). Layers are chosen by name patterns and size; every candidate,
+ * and back); tquant's int8 qlinear becomes qlinear_24. Layers are chosen by name patterns and size; every candidate,
  * pruned or not, gets a line in the result for the report. */
 #include <fnmatch.h>
 #include <math.h>
@@ -14,6 +14,7 @@
 #include "../graph.h"
 #include "../log.h"
 #include "../ops/infer.h"
+#include "../ops/qops.h"
 #include "../passes/passes.h"
 #include "sparse.h"
 
@@ -26,6 +27,8 @@ void tg_sparse_opts_init(tg_sparse_opts *o)
  * candidate (NULL: not a layer on a constant float weight at all). */
 typedef struct {
     const float *w;             /* [N, K] or, transposed, [K, N] */
+    const int8_t *q;            /* or a qlinear's int8 [N, K] (w NULL) */
+    const float *scale;         /* and its scales [N] */
     bool transposed;            /* matmul: w is [K, N] */
     int64_t N, K;
 } weight;
@@ -43,9 +46,30 @@ static bool is_ones(const tg_node *n, const char *attr, int nsp, int64_t dflt)
 
 /* 1: a candidate (w filled), 0: not a layer this pass knows; *skip: a
  * candidate the pass cannot prune, and why. */
+/* tquant's int8 linear layer (tquant before tsparse): pruned by |q| into
+ * qlinear_24, its scales and activation parameters kept */
+static int candidate_q(const tg_graph *g, const tg_node *n, weight *w, const char **skip)
+{
+    const tg_value *wv = tg_node_input(g, n, 1), *sv = tg_node_input(g, n, 2);
+    int64_t d[2];
+    tg_qlayer q;
+    if (wv->kind != TG_VALUE_CONST || wv->dtype != TG_I8 || sv->kind != TG_VALUE_CONST ||
+        tg_qlayer_read(n, &q))
+        return 0;
+    tg_shape_is_const(&wv->shape, d);
+    *w = (weight){.q = wv->data, .scale = sv->data, .N = d[0], .K = d[1]};
+    if (q.scheme == TG_QSCHEME_WEIGHT_ONLY)
+        *skip = "weight-only qlinear";
+    else if (w->K % 4)
+        *skip = "reduction dim not a multiple of 4";
+    return 1;
+}
+
 static int candidate(const tg_graph *g, const tg_node *n, weight *w, const char **skip)
 {
     *skip = NULL;
+    if (n->op == TG_OP_QLINEAR)
+        return candidate_q(g, n, w, skip);
     if (n->op != TG_OP_LINEAR && n->op != TG_OP_MATMUL && n->op != TG_OP_CONV)
         return 0;
     const tg_value *x = tg_node_input(g, n, 0), *wv = tg_node_input(g, n, 1);
@@ -94,8 +118,23 @@ static int compressed(tg_graph *g, int wid, const weight *w, int *v, int *m)
     if (*v >= 0 && *m >= 0)
         return 0;
     int64_t MB = tg_sparse24_meta_bytes(w->K);
-    float *dense = NULL, *values = malloc(sizeof *values * (size_t)(w->N * w->K / 2) + 1);
     uint8_t *meta = malloc((size_t)(w->N * MB) + 1);
+    tg_shape vs = tg_shape_of(2, (int64_t[]){w->N, w->K / 2});
+    tg_shape ms = tg_shape_of(2, (int64_t[]){w->N, MB});
+    if (w->q) {
+        int8_t *qv = malloc((size_t)(w->N * w->K / 2) + 1);
+        if (!qv || !meta) {
+            free(qv), free(meta);
+            return tg_err("out of memory");
+        }
+        tg_sparse24_compress_i8(w->q, w->N, w->K, qv, meta);
+        *v = tg_graph_add_const(g, vn, TG_I8, &vs, qv, (size_t)(w->N * w->K / 2));
+        *m = *v < 0 ? -1 : tg_graph_add_const(g, mn, TG_U8, &ms, meta, (size_t)(w->N * MB));
+        if (*v < 0)
+            free(meta);
+        return *m < 0 ? -1 : 0;
+    }
+    float *dense = NULL, *values = malloc(sizeof *values * (size_t)(w->N * w->K / 2) + 1);
     if (w->transposed && (dense = malloc(sizeof *dense * (size_t)(w->N * w->K) + 1)))
         for (int64_t k = 0; k < w->K; k++)
             for (int64_t c = 0; c < w->N; c++)
@@ -106,8 +145,6 @@ static int compressed(tg_graph *g, int wid, const weight *w, int *v, int *m)
     }
     tg_sparse24_compress(w->transposed ? dense : w->w, w->N, w->K, values, meta);
     free(dense);
-    tg_shape vs = tg_shape_of(2, (int64_t[]){w->N, w->K / 2});
-    tg_shape ms = tg_shape_of(2, (int64_t[]){w->N, MB});
     *v = tg_graph_add_const(g, vn, TG_F32, &vs, values, sizeof *values * (size_t)(w->N * w->K / 2));
     *m = *v < 0 ? -1 : tg_graph_add_const(g, mn, TG_U8, &ms, meta, (size_t)(w->N * MB));
     if (*v < 0)
@@ -115,18 +152,30 @@ static int compressed(tg_graph *g, int wid, const weight *w, int *v, int *m)
     return *m < 0 ? -1 : 0;
 }
 
-/* zeros and relative error of the pruned weight against the dense one */
+/* zeros and relative error of the pruned weight against the dense one (an
+ * int8 weight's dequantized) */
 static int measure(const tg_graph *g, int v, int m, const weight *w, tg_sparse_layer *l)
 {
     float *p = malloc(sizeof *p * (size_t)(w->N * w->K) + 1);
-    if (!p)
+    int8_t *pq = w->q ? malloc((size_t)(w->N * w->K) + 1) : NULL;
+    if (!p || (w->q && !pq)) {
+        free(p), free(pq);
         return tg_err("out of memory");
-    tg_sparse24_expand(g->values[v].data, g->values[m].data, w->N, w->K, p);
+    }
+    if (w->q) {
+        tg_sparse24_expand_i8(g->values[v].data, g->values[m].data, w->N, w->K, pq);
+        for (int64_t i = 0; i < w->N * w->K; i++)
+            p[i] = pq[i] * w->scale[i / w->K];
+    } else {
+        tg_sparse24_expand(g->values[v].data, g->values[m].data, w->N, w->K, p);
+    }
+    free(pq);
     int64_t zeros = 0;
     double err = 0, norm = 0;
     for (int64_t n = 0; n < w->N; n++)
         for (int64_t k = 0; k < w->K; k++) {
-            double d = w->transposed ? w->w[k * w->N + n] : w->w[n * w->K + k];
+            double d = w->q ? (double)(w->q[n * w->K + k] * w->scale[n])
+                       : w->transposed ? w->w[k * w->N + n] : w->w[n * w->K + k];
             float q = p[n * w->K + k];
             zeros += q == 0.0f;
             err += (d - q) * (d - q);
@@ -139,12 +188,20 @@ static int measure(const tg_graph *g, int v, int m, const weight *w, tg_sparse_l
     return 0;
 }
 
-/* Node ni as linear_24 on (v, m): its output value, or -1. */
+/* Node ni as linear_24 (a qlinear: qlinear_24) on (v, m): its output
+ * value, or -1. */
 static int rewrite(tg_graph *g, int ni, int v, int m)
 {
     const tg_node *n = &g->nodes[ni];
     char name[512];
     snprintf(name, sizeof name, "%s.sparse", n->name);
+    if (n->op == TG_OP_QLINEAR) {
+        tg_attr a[16];      /* copied: adding a node may move g's nodes */
+        int na = n->nattr < 16 ? n->nattr : 16, bias = n->nin > 3 ? n->in[3] : -1;
+        memcpy(a, n->attr, sizeof *a * (size_t)na);
+        return tg_graph_add_node(g, TG_OP_QLINEAR_24, name, bias >= 0 ? 5 : 4,
+                                 (int[]){n->in[0], v, m, n->in[2], bias}, na, a);
+    }
     int x = n->in[0], bias = n->op != TG_OP_MATMUL && n->nin > 2 ? n->in[2] : -1;
     if (n->op != TG_OP_CONV)
         return tg_graph_add_node(g, TG_OP_LINEAR_24, name, bias >= 0 ? 4 : 3,

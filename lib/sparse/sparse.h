@@ -21,6 +21,12 @@ void tg_sparse24_compress(const float *w, int64_t N, int64_t K, float *values, u
 /* The dense w [N,K] again. */
 void tg_sparse24_expand(const float *values, const uint8_t *meta, int64_t N, int64_t K,
                         float *w);
+/* The same for int8 weights (by |w|; ties: the lower index); expand takes
+ * metadata whose two indices in a group differ, as compress makes it. */
+void tg_sparse24_compress_i8(const int8_t *w, int64_t N, int64_t K, int8_t *values,
+                             uint8_t *meta);
+void tg_sparse24_expand_i8(const int8_t *values, const uint8_t *meta, int64_t N, int64_t K,
+                           int8_t *w);
 
 /* ---- the pass (prune.c) -------------------------------------------------------- */
 typedef struct {

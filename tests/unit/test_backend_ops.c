@@ -831,6 +831,42 @@ static void case_linear_24(tg_op op)
     }
 }
 
+/* qlinear_24 as tquant makes it of a linear_24 (or tsparse of a qlinear):
+ * an int8 weight pruned to 2:4 here; the reference is qlinear on the same
+ * weight expanded. K 20 leaves half a pair of metadata. */
+static void case_qlinear_24(tg_op op)
+{
+    static const int64_t Ks[2] = {20, 64};
+    for (int k = 0; k < 2; k++) {
+        int64_t K = Ks[k], N = 17, MB = tg_sparse24_meta_bytes(K);
+        tg_graph *ref = tg_graph_new(), *g = tg_graph_new();
+        int xr = cg_input(ref, "x", TG_F32, DIMS(3, K)), x = cg_input(g, "x", TG_F32, DIMS(3, K));
+        int w = cg_const(ref, "w", TG_I8, DIMS(N, K), &(cg_case){.lo = -127, .hi = 128});
+        int s = cg_const(ref, "s", TG_F32, DIMS(N), &(cg_case){.lo = 0.01, .hi = 0.1});
+        int b = W(ref, "b", N);
+        int8_t *v = malloc((size_t)(N * K / 2));
+        uint8_t *m = malloc((size_t)(N * MB));
+        float *sc = malloc(sizeof *sc * (size_t)N), *bc = malloc(sizeof *bc * (size_t)N);
+        tg_sparse24_compress_i8(ref->values[w].data, N, K, v, m);
+        tg_sparse24_expand_i8(v, m, N, K, ref->values[w].data);
+        memcpy(sc, ref->values[s].data, sizeof *sc * (size_t)N);
+        memcpy(bc, ref->values[b].data, sizeof *bc * (size_t)N);
+        tg_shape vs = tg_shape_of(2, (int64_t[]){N, K / 2}), ms = tg_shape_of(2, (int64_t[]){N, MB});
+        tg_shape ns = tg_shape_of(1, (int64_t[]){N});
+        int in[5] = {x, tg_graph_add_const(g, "w.values", TG_I8, &vs, v, (size_t)(N * K / 2)),
+                     tg_graph_add_const(g, "w.meta", TG_U8, &ms, m, (size_t)(N * MB)),
+                     tg_graph_add_const(g, "s", TG_F32, &ns, sc, sizeof *sc * (size_t)N),
+                     k ? -1 : tg_graph_add_const(g, "b", TG_F32, &ns, bc, sizeof *bc * (size_t)N)};
+        if (k)
+            free(bc);
+        tg_attr a[3] = {tg_attr_string("scheme", k ? "dynamic" : "static"),
+                        tg_attr_float("x_scale", 1.0 / 32), tg_attr_int("x_zero", 128)};
+        one_node(ref, TG_OP_QLINEAR, k ? 3 : 4, (int[]){xr, w, s, b}, k ? 1 : 3, a);
+        run(op, k ? "dynamic, K 64, no bias" : "static, K 20, bias",
+            one_node(g, op, k ? 4 : 5, in, k ? 1 : 3, a), (cg_case){.reference = ref});
+    }
+}
+
 static void case_qconv(tg_op op)
 {
     for (int k = 0; k < 2; k++) {
@@ -956,6 +992,7 @@ static const struct {
     {TG_OP_DEQUANTIZE, case_quantize}, {TG_OP_QLINEAR, case_qlinear},
     {TG_OP_QCONV, case_qconv}, {TG_OP_CUMSUM, case_cumsum},
     {TG_OP_LINEAR_24, case_linear_24}, {TG_OP_NONZERO, case_nonzero}, {TG_OP_NMS, case_nms},
+    {TG_OP_QLINEAR_24, case_qlinear_24},
 };
 
 static void cover(tg_op op)

@@ -1,4 +1,4 @@
-/* The quantized layers (qlinear, qconv) as calls into the int8 and
+/* The quantized layers (qlinear, qlinear_24, qconv) as calls into the int8 and
  * weight-only kernels (qgemm.h). int8 weights are packed into the GEMM's
  * layout at the first run and kept: every instance of a compiled model has
  * the same weights (the blob's hash is checked at open), so one packed copy
@@ -11,9 +11,10 @@
 #include "../../ops/infer.h"
 #include "../../ops/qops.h"
 
-static const char *bias_ptr(tg_cg *c, const tg_node *nd)
+/* input i (the bias, after the scales) or NULL */
+static const char *bias_ptr(tg_cg *c, const tg_node *nd, int i)
 {
-    return nd->nin > 3 && nd->in[3] >= 0 ? cg_ptr(c, nd->in[3]) : "NULL";
+    return nd->nin > i && nd->in[i] >= 0 ? cg_ptr(c, nd->in[i]) : "NULL";
 }
 
 /* `if (call) return tgrt_fail(status, "node 'n' (op): what");` */
@@ -25,13 +26,31 @@ static void fail_if(tg_cg *c, const tg_node *nd, const char *call, const char *s
 }
 
 /* The node's int8 weights packed once (a static slot per node), as `pk`:
- * `args` are tgk_<kind>_pack_once's arguments after the slot. */
-static void packed_weights(tg_cg *c, const tg_node *nd, const char *kind, const char *args)
+ * `args` are tgk_<kind>_pack_once's arguments after the slot and before the
+ * weights, `more` those after them ("" or ", ..."). */
+static void packed_weights(tg_cg *c, const tg_node *nd, const char *kind, const char *args,
+                           const char *more)
 {
     fprintf(c->f, "    static void *pk_slot;\n"
-            "    const void *pk = tgk_%s_pack_once(&pk_slot, %s, (const int8_t *)%s);\n", kind,
-            args, cg_ptr(c, nd->in[1]));
+            "    const void *pk = tgk_%s_pack_once(&pk_slot, %s, (const int8_t *)%s%s);\n", kind,
+            args, cg_ptr(c, nd->in[1]), more);
     fail_if(c, nd, "!pk", "TGRAPH_E_NOMEM", "out of memory for the packed weights");
+}
+
+/* The static or dynamic int8 layer through tgk_qlinear_f32_on(gemm, ...) on
+ * `pk`, w_scale input si and bias? si + 1. */
+static void int8_linear(tg_cg *c, const tg_node *nd, const tg_qlayer *q, const char *gemm,
+                        int si)
+{
+    const tg_value *x = tg_node_input(c->g, nd, 0), *s = tg_node_input(c->g, nd, si);
+    const char *M = cg_prod(c, &x->shape, 0, x->shape.rank - 1);
+    const char *N = cg_dim(c, s->shape.d[0]), *K = cg_dim(c, x->shape.d[x->shape.rank - 1]);
+    fail_if(c, nd,
+            cg_str(c, "tgk_qlinear_f32_on(%s, %s, %s, %s, %s, %s, %d, %d, pk, %s, %s, %s)", gemm,
+                   M, N, K, cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
+                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[si]),
+                   bias_ptr(c, nd, si + 1), cg_ptr(c, nd->out[0])),
+            "TGRAPH_E_NOMEM", "out of memory");
 }
 
 static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
@@ -44,16 +63,24 @@ static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
         fail_if(c, nd,
                 cg_str(c, "tgk_wlinear_f32(%s, %s, %s, %s, %s, %d, %" PRId64 ", %s, %s, %s)", M,
                        N, K, cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]), q->bits, q->group,
-                       cg_ptr(c, nd->in[2]), bias_ptr(c, nd), y),
+                       cg_ptr(c, nd->in[2]), bias_ptr(c, nd, 3), y),
                 "TGRAPH_E_NOMEM", "out of memory");
         return 0;
     }
-    packed_weights(c, nd, "qgemm", cg_str(c, "%s, %s", N, K));
-    fail_if(c, nd,
-            cg_str(c, "tgk_qlinear_f32(%s, %s, %s, %s, %s, %d, %d, pk, %s, %s, %s)", M, N, K,
-                   cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
-                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd), y),
-            "TGRAPH_E_NOMEM", "out of memory");
+    packed_weights(c, nd, "qgemm", cg_str(c, "%s, %s", N, K), "");
+    int8_linear(c, nd, q, "tgk_qgemm_u8s8_f32", 2);
+    return 0;
+}
+
+/* qlinear_24: its compressed weight packed once for the sparse GEMM */
+static int emit_qlinear_24(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
+{
+    const tg_value *x = tg_node_input(c->g, nd, 0), *v = tg_node_input(c->g, nd, 1);
+    packed_weights(c, nd, "qgemm24",
+                   cg_str(c, "%s, %s", cg_dim(c, v->shape.d[0]),
+                          cg_dim(c, x->shape.d[x->shape.rank - 1])),
+                   cg_str(c, ", (const uint8_t *)%s", cg_ptr(c, nd->in[2])));
+    int8_linear(c, nd, q, "tgk_qgemm24_u8s8_f32", 3);
     return 0;
 }
 
@@ -78,21 +105,25 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
         for (int a = 0; a < 3; a++)
             fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field[a], i, v[a][i]);
     }
-    packed_weights(c, nd, "qconv", "&d");
+    packed_weights(c, nd, "qconv", "&d", "");
     fail_if(c, nd,
             cg_str(c, "tgk_qconv_f32(&d, %s, %s, %d, %d, pk, %s, %s, %s)",
                    cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
-                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd),
+                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd, 3),
                    cg_ptr(c, nd->out[0])),
             "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }
 
-TG_FAMILY_HANDLES(qops, 2);
+TG_FAMILY_HANDLES(qops, 3);
 int cg_node_qops(tg_cg *c, const tg_node *nd)
 {
     tg_qlayer q;
     if (tg_qlayer_read(nd, &q))
         return tg_err("node '%s': %s", nd->name, tg_errmsg());
-    return nd->op == TG_OP_QCONV ? emit_qconv(c, nd, &q) : emit_qlinear(c, nd, &q);
+    switch (nd->op) {
+    case TG_OP_QCONV: return emit_qconv(c, nd, &q);
+    case TG_OP_QLINEAR_24: return emit_qlinear_24(c, nd, &q);
+    default: return emit_qlinear(c, nd, &q);
+    }
 }

@@ -1,4 +1,4 @@
-/* Quantized layers (qlinear, qconv): attributes and shapes to the int8 and
+/* Quantized layers (qlinear, qlinear_24, qconv): attributes and shapes to the int8 and
  * weight-only kernels (qgemm.h). The interpreter packs int8 weights at each
  * run; compiled models pack them once. */
 #include <stdlib.h>
@@ -7,6 +7,21 @@
 #include "../../ops/infer.h"
 #include "../../ops/qops.h"
 #include "run.h"
+
+/* An int8 linear layer on its packed weights (freed here) and the GEMM that
+ * reads them; w_scale and bias? are inputs si, si + 1. */
+static int int8_linear(const tg_run_ctx *c, const tg_qlayer *q, tgk_qgemm_f32_fn gemm,
+                       void *packed, int si)
+{
+    const tg_tensor *x = c->in[0], *b = c->n->nin > si + 1 ? c->in[si + 1] : NULL;
+    int64_t K = x->dims[x->rank - 1], N = c->in[si]->dims[0];
+    int64_t M = tg_run_numel(x) / (K ? K : 1);
+    int rc = tgk_qlinear_f32_on(gemm, M, N, K, x->data, q->x_scale, q->x_zero_u8,
+                                q->scheme == TG_QSCHEME_DYNAMIC, packed, c->in[si]->data,
+                                b ? b->data : NULL, c->out[0]->data);
+    free(packed);
+    return rc ? tg_err("out of memory") : 0;
+}
 
 static int run_qlinear(const tg_run_ctx *c, const tg_qlayer *q)
 {
@@ -24,11 +39,21 @@ static int run_qlinear(const tg_run_ctx *c, const tg_qlayer *q)
     if (!packed)
         return tg_err("out of memory");
     tgk_qgemm_pack(N, K, w->data, packed);
-    int rc = tgk_qlinear_f32(M, N, K, x->data, q->x_scale, q->x_zero_u8,
-                             q->scheme == TG_QSCHEME_DYNAMIC, packed, s->data, bias,
-                             c->out[0]->data);
-    free(packed);
-    return rc ? tg_err("out of memory") : 0;
+    return int8_linear(c, q, tgk_qgemm_u8s8_f32, packed, 2);
+}
+
+/* qlinear_24: its compressed weight packed for the sparse GEMM (qgemm24.c).
+ * Every metadata byte is valid (2-bit indices), so a graph from elsewhere
+ * cannot make the kernel read out of bounds. */
+static int run_qlinear_24(const tg_run_ctx *c, const tg_qlayer *q)
+{
+    const tg_tensor *x = c->in[0], *v = c->in[1], *m = c->in[2];
+    int64_t K = x->dims[x->rank - 1], N = v->dims[0];
+    void *packed = malloc(tgk_qgemm24_packed_size(N, K));
+    if (!packed)
+        return tg_err("out of memory");
+    tgk_qgemm24_pack(N, K, v->data, m->data, packed);
+    return int8_linear(c, q, tgk_qgemm24_u8s8_f32, packed, 3);
 }
 
 static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
@@ -60,7 +85,7 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
     return rc ? tg_err("out of memory for the quantized convolution") : 0;
 }
 
-TG_FAMILY_HANDLES(qops, 2);
+TG_FAMILY_HANDLES(qops, 3);
 int tg_run_qops(const tg_run_ctx *c)
 {
     tg_qlayer q;
@@ -69,6 +94,7 @@ int tg_run_qops(const tg_run_ctx *c)
     switch (c->n->op) {
     case TG_OP_QLINEAR: return run_qlinear(c, &q);
     case TG_OP_QCONV: return run_qconv(c, &q);
+    case TG_OP_QLINEAR_24: return run_qlinear_24(c, &q);
     default: return tg_err("not a quantized layer");
     }
 }

@@ -53,6 +53,7 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
         snprintf(why, TG_WHY_MAX, "its weight is in the CPU's packed layout");
         return false;
     case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: case TG_OP_QLINEAR: case TG_OP_QCONV:
+    case TG_OP_QLINEAR_24:
         snprintf(why, TG_WHY_MAX, "quantized ops have no CUDA kernels yet");
         return false;
     case TG_OP_NONZERO: case TG_OP_NMS:

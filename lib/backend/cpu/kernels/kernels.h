@@ -30,6 +30,14 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx);
  * (a 256 x 784 GEMV runs faster on one thread than split in two): the grain
  * of the GEMM-like kernels is this over a task's multiply-adds. */
 #define TGK_TASK_MIN_MACS (1 << 18)
+/* A product of rows [0, M) x column panels [0, P) (the 2:4 kernels') on the
+ * pool, in chunks of at most 8 register tiles of mr rows x 4 panels:
+ * fn(ctx, r0, r1, p0, p1) for each; rows outer inside a chunk, so its panels
+ * stay in cache while its rows sweep them. work: the product's multiply-adds
+ * (too little per chunk runs fewer tasks). */
+typedef void (*tgk_chunk_fn)(const void *ctx, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
+void tgk_parallel_panels(int64_t M, int64_t P, int64_t mr, double work, tgk_chunk_fn fn,
+                         const void *ctx);
 void tgk_set_num_threads(int n);   /* process-wide; <= 0: all cores (the default) */
 /* The calling thread's own count for its loops, n <= 0: none (the process-wide
  * count applies); an executor's run sets it and puts the caller's back. */
@@ -153,10 +161,27 @@ const char *tgk_gemm_bf16_path(void);
  * 2h + 1 in the high one. Packed for the kernel (tgk_sparse24_packed_size
  * bytes) by tgk_sparse24_pack, or once (tgk_qpack_once) for a compiled model. */
 size_t tgk_sparse24_packed_size(int64_t N, int64_t K);
-void tgk_sparse24_pack(int64_t N, int64_t K, const float *values, const uint8_t *meta,
-                       void *packed);
+void tgk_sparse24_pack(int64_t N, int64_t K, const void *values, const uint8_t *meta,
+                       void *packed);  /* values: float */
 void *tgk_sparse24_pack_once(void **slot, int64_t N, int64_t K, const float *values,
                              const uint8_t *meta);
+/* Shared with the int8 2:4 kernel (qgemm24.c): the metadata of each panel of
+ * 16 columns as [ceil(K/8)][16] bytes, the TG byte of each column next to
+ * its neighbours' (zero past N), into pm; packing once; the paths. */
+void tgk_sparse24_pack_meta(int64_t N, int64_t K, const uint8_t *meta, uint8_t *pm);
+typedef void (*tgk_pack24_fn)(int64_t N, int64_t K, const void *values, const uint8_t *meta,
+                              void *packed);
+void *tgk_pack24_once(void **slot, size_t size, tgk_pack24_fn pack, int64_t N, int64_t K,
+                      const void *values, const uint8_t *meta);
+typedef struct {
+    const char *name;
+    tgk_chunk_fn fn;            /* rows x panels (tgk_parallel_panels) */
+    int64_t mr;                 /* rows of its register tile */
+    bool (*has)(void);          /* whether this CPU runs it */
+} tgk_path24;
+/* The path of paths[0, n) named name that this CPU runs (NULL: none); with
+ * name NULL the first this CPU runs (list the portable one last). */
+const tgk_path24 *tgk_path24_find(const tgk_path24 *paths, size_t n, const char *name);
 /* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), w packed. */
 void tgk_linear24_f32(const float *x, const void *packed, const float *b, float *y,
                       int64_t M, int64_t N, int64_t K);

@@ -335,3 +335,38 @@ __attribute__((destructor)) static void pool_stop(void)
     for (team *t = teams; t < teams + MAX_TEAMS; t++)
         team_stop(t);
 }
+
+/* ---- row x panel chunks (tgk_parallel_panels) ------------------------------- */
+
+#define PANEL_CHUNK 4
+
+typedef struct {
+    int64_t M, P, row_chunk;
+    tgk_chunk_fn fn;
+    const void *ctx;
+} panel_job;
+
+static void panel_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const panel_job *j = ctx;
+    int64_t pchunks = (j->P + PANEL_CHUNK - 1) / PANEL_CHUNK;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t r0 = t / pchunks * j->row_chunk, p0 = t % pchunks * PANEL_CHUNK;
+        int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
+        int64_t p1 = p0 + PANEL_CHUNK < j->P ? p0 + PANEL_CHUNK : j->P;
+        j->fn(j->ctx, r0, r1, p0, p1);
+    }
+}
+
+void tgk_parallel_panels(int64_t M, int64_t P, int64_t mr, double work, tgk_chunk_fn fn,
+                         const void *ctx)
+{
+    if (M <= 0 || P <= 0)
+        return;
+    int64_t tiles = (M + mr - 1) / mr, row_chunks = (tiles + 7) / 8;
+    panel_job j = {M, P, (tiles + row_chunks - 1) / row_chunks * mr, fn, ctx};
+    int64_t tasks = row_chunks * ((P + PANEL_CHUNK - 1) / PANEL_CHUNK);
+    double per_task = work / (double)tasks;
+    tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / (per_task > 1 ? per_task : 1)) + 1,
+                     panel_tasks, &j);
+}

@@ -506,6 +506,14 @@ int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_sca
                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
                     const float *bias, float *y)
 {
+    return tgk_qlinear_f32_on(tgk_qgemm_u8s8_f32, M, N, K, x, x_scale, x_zero, dynamic, packed,
+                              w_scale, bias, y);
+}
+
+int tgk_qlinear_f32_on(tgk_qgemm_f32_fn gemm, int64_t M, int64_t N, int64_t K, const float *x,
+                       float x_scale, int32_t x_zero, int dynamic, const void *packed,
+                       const float *w_scale, const float *bias, float *y)
+{
     uint8_t *xq = malloc((size_t)(M * K > 0 ? M * K : 1));
     float *s = malloc(sizeof *s * (size_t)(N + QB));
     if (!xq || !s) {
@@ -519,7 +527,7 @@ int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_sca
     }
     for (int64_t n = 0; n < N; n++) s[n] = x_scale * w_scale[n];
     tgk_quantize_u8(M * K, x, x_scale, x_zero, xq);
-    tgk_qgemm_u8s8_f32(M, N, K, xq, K, x_zero, packed, s, bias, y, N);
+    gemm(M, N, K, xq, K, x_zero, packed, s, bias, y, N);
     free(xq);
     free(s);
     return 0;

@@ -61,6 +61,33 @@ void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
 int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_scale,
                     int32_t x_zero, int dynamic, const void *packed, const float *w_scale,
                     const float *bias, float *y);
+/* The same layer on another GEMM of tgk_qgemm_u8s8_f32's form and its packed
+ * weights (the 2:4 sparse one below). */
+typedef void (*tgk_qgemm_f32_fn)(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                                 int32_t a_zero, const void *packed, const float *scale,
+                                 const float *bias, float *y, int64_t ldy);
+int tgk_qlinear_f32_on(tgk_qgemm_f32_fn gemm, int64_t M, int64_t N, int64_t K, const float *x,
+                       float x_scale, int32_t x_zero, int dynamic, const void *packed,
+                       const float *w_scale, const float *bias, float *y);
+
+/* The int8 2:4 sparse GEMM (qgemm24.c, qlinear_24): the same sums as
+ * tgk_qgemm_u8s8 on the weight w[N,K] (K % 4 == 0) that the compressed
+ * values [N, K/2] (s8) and 2-bit indices meta [N, ceil(K/8)] (tgraph-format(5),
+ * as linear_24's) expand to, the coinciding indices of a file made elsewhere
+ * adding up; packed once (tgk_qgemm24_packed_size bytes), reading half the
+ * weights. Paths "avx512vnni" and "scalar", as tgk_qgemm_path. */
+size_t tgk_qgemm24_packed_size(int64_t N, int64_t K);
+void tgk_qgemm24_pack(int64_t N, int64_t K, const void *values, const uint8_t *meta,
+                      void *packed);  /* values: int8 */
+void *tgk_qgemm24_pack_once(void **slot, int64_t N, int64_t K, const int8_t *values,
+                            const uint8_t *meta);
+void tgk_qgemm24_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                      int32_t a_zero, const void *packed, int32_t *c, int64_t ldc);
+void tgk_qgemm24_u8s8_f32(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                          int32_t a_zero, const void *packed, const float *scale,
+                          const float *bias, float *y, int64_t ldy);
+const char *tgk_qgemm24_path(void);
+int tgk_qgemm24_set_path(const char *name);
 
 /* Quantized convolution (qconv.c), not transposed: x [n, c, *in] is quantized
  * as in tgk_qlinear_f32 into channels-last order, padding reads as x_zero (a

@@ -45,56 +45,64 @@ size_t tgk_sparse24_packed_size(int64_t N, int64_t K)
                                                   (size_t)meta_bytes(K));
 }
 
-void tgk_sparse24_pack(int64_t N, int64_t K, const float *values, const uint8_t *meta,
-                       void *packed)
+void tgk_sparse24_pack_meta(int64_t N, int64_t K, const uint8_t *meta, uint8_t *pm)
 {
-    int64_t P = panels_of(N), MB = meta_bytes(K);
-    float *pv = packed;
-    uint8_t *pm = (uint8_t *)(pv + P * TGK_PANEL * (K / 2));
-    tgk_pack_weight_f32(values, K / 2, N, K / 2, pv);
-    memset(pm, 0, (size_t)(P * MB * TGK_PANEL));
+    int64_t MB = meta_bytes(K);
+    memset(pm, 0, (size_t)(panels_of(N) * MB * TGK_PANEL));
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < MB; h++)
             pm[(n / TGK_PANEL * MB + h) * TGK_PANEL + n % TGK_PANEL] = meta[n * MB + h];
 }
 
+void tgk_sparse24_pack(int64_t N, int64_t K, const void *values, const uint8_t *meta,
+                       void *packed)
+{
+    float *pv = packed;
+    tgk_pack_weight_f32(values, K / 2, N, K / 2, pv);
+    tgk_sparse24_pack_meta(N, K, meta, (uint8_t *)(pv + panels_of(N) * TGK_PANEL * (K / 2)));
+}
+
 typedef struct {
+    tgk_pack24_fn pack;
     int64_t N, K;
-    const float *values;
+    const void *values;
     const uint8_t *meta;
 } pack_args;
 
 static int fill(void *ctx, void *buf)
 {
     const pack_args *a = ctx;
-    tgk_sparse24_pack(a->N, a->K, a->values, a->meta, buf);
+    a->pack(a->N, a->K, a->values, a->meta, buf);
     return 0;
+}
+
+void *tgk_pack24_once(void **slot, size_t size, tgk_pack24_fn pack, int64_t N, int64_t K,
+                      const void *values, const uint8_t *meta)
+{
+    pack_args a = {pack, N, K, values, meta};
+    return tgk_qpack_once(slot, size, fill, &a);
 }
 
 void *tgk_sparse24_pack_once(void **slot, int64_t N, int64_t K, const float *values,
                              const uint8_t *meta)
 {
-    pack_args a = {N, K, values, meta};
-    return tgk_qpack_once(slot, tgk_sparse24_packed_size(N, K), fill, &a);
+    return tgk_pack24_once(slot, tgk_sparse24_packed_size(N, K), tgk_sparse24_pack, N, K,
+                           values, meta);
 }
 
-typedef struct s24_job s24_job;
-/* rows [r0, r1) x panels [p0, p1) */
-typedef void (*chunk_fn)(const s24_job *j, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
-
-struct s24_job {
+/* chunk functions: rows [r0, r1) x panels [p0, p1) of an s24_job */
+typedef struct {
     int64_t M, N, K;
     const float *x, *b;
     const float *values;        /* the packed panels */
     const uint8_t *meta;
     float *y;
-    int64_t row_chunk, panel_chunk;
-    chunk_fn fn;
-};
+} s24_job;
 
 /* The reference: rows [r0, r1) x panels [p0, p1), one product at a time. */
-static void chunk_scalar(const s24_job *j, int64_t r0, int64_t r1, int64_t p0, int64_t p1)
+static void chunk_scalar(const void *ctx, int64_t r0, int64_t r1, int64_t p0, int64_t p1)
 {
+    const s24_job *j = ctx;
     int64_t K = j->K, MB = meta_bytes(K);
     for (int64_t r = r0; r < r1; r++)
         for (int64_t p = p0; p < p1; p++) {
@@ -195,9 +203,10 @@ static void chunk_scalar(const s24_job *j, int64_t r0, int64_t r1, int64_t p0, i
  * the weights stream in); more rows, MR x NP tiles, rows outer so that the
  * tile's rows of x stay in L1 while it sweeps the chunk's panels. */
 #define CHUNK24(name, attr, T, MR, NP)                                                  \
-    attr static void name(const s24_job *j, int64_t r0, int64_t r1, int64_t p0,         \
+    attr static void name(const void *ctx, int64_t r0, int64_t r1, int64_t p0,          \
                           int64_t p1)                                                   \
     {                                                                                   \
+        const s24_job *j = ctx;                                                         \
         int64_t p = p0;                                                                 \
         if (r1 - r0 == 1)                                                               \
             for (; p + 4 <= p1; p += 4)                                                 \
@@ -224,40 +233,48 @@ CHUNK24(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile512, 6, 2)
 CHUNK24(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile256, 3, 1)
 #endif
 
-typedef struct {
-    const char *name;
-    chunk_fn fn;
-    int64_t mr;                 /* rows of the register tile */
-} path;
-
-static const path paths[] = {
 #ifdef S24_X86
-    {"avx512", chunk_avx512, 6},
-    {"avx2", chunk_avx2, 3},
-#endif
-    {"scalar", chunk_scalar, 1},
-};
-
-static bool cpu_has(const path *p)
+static bool has_avx512(void)
 {
-#ifdef S24_X86
     __builtin_cpu_init();
-    if (p->fn == chunk_avx512)
-        return __builtin_cpu_supports("x86-64-v4");
-    if (p->fn == chunk_avx2)
-        return __builtin_cpu_supports("x86-64-v3");
-#endif
-    return p->fn == chunk_scalar;
+    return __builtin_cpu_supports("x86-64-v4");
 }
 
-static const path *chosen;
+static bool has_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("x86-64-v3");
+}
+#endif
+
+static bool has_scalar(void)
+{
+    return true;
+}
+
+static const tgk_path24 paths[] = {
+#ifdef S24_X86
+    {"avx512", chunk_avx512, 6, has_avx512},
+    {"avx2", chunk_avx2, 3, has_avx2},
+#endif
+    {"scalar", chunk_scalar, 1, has_scalar},
+};
+#define NPATHS (sizeof paths / sizeof *paths)
+
+const tgk_path24 *tgk_path24_find(const tgk_path24 *p, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((!name || !strcmp(p[i].name, name)) && p[i].has())
+            return &p[i];
+    return NULL;
+}
+
+static const tgk_path24 *chosen;
 
 /* the widest this CPU runs, chosen once before any caller */
 __attribute__((constructor)) static void pick_path(void)
 {
-    for (size_t i = 0; i < sizeof paths / sizeof *paths && !chosen; i++)
-        if (cpu_has(&paths[i]))
-            chosen = &paths[i];
+    chosen = tgk_path24_find(paths, NPATHS, NULL);
 }
 
 const char *tgk_sparse24_path(void)
@@ -267,41 +284,20 @@ const char *tgk_sparse24_path(void)
 
 int tgk_sparse24_set_path(const char *name)
 {
-    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
-        if (!strcmp(paths[i].name, name) && cpu_has(&paths[i])) {
-            chosen = &paths[i];
-            return 0;
-        }
-    return -1;
+    const tgk_path24 *p = tgk_path24_find(paths, NPATHS, name);
+    if (!p)
+        return -1;
+    chosen = p;
+    return 0;
 }
-
-static void run_chunks(void *ctx, int64_t begin, int64_t end)
-{
-    const s24_job *j = ctx;
-    int64_t P = panels_of(j->N), pchunks = (P + j->panel_chunk - 1) / j->panel_chunk;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t r0 = t / pchunks * j->row_chunk, p0 = t % pchunks * j->panel_chunk;
-        int64_t r1 = r0 + j->row_chunk < j->M ? r0 + j->row_chunk : j->M;
-        int64_t p1 = p0 + j->panel_chunk < P ? p0 + j->panel_chunk : P;
-        j->fn(j, r0, r1, p0, p1);
-    }
-}
-
-/* Below this many multiply-adds a task costs more to hand out than it saves. */
-#define TASK_MIN_WORK (1 << 17)
 
 void tgk_linear24_f32(const float *x, const void *packed, const float *b, float *y,
                       int64_t M, int64_t N, int64_t K)
 {
     if (M <= 0 || N <= 0)
         return;
-    int64_t P = panels_of(N), mr = chosen->mr;
-    /* chunks of 4 panels x at most 8 register tiles of rows, as the dense GEMM */
-    int64_t tiles = (M + mr - 1) / mr, row_chunks = (tiles + 7) / 8;
-    s24_job j = {M, N, K, x, b, packed, (const uint8_t *)((const float *)packed +
-                                                          P * TGK_PANEL * (K / 2)),
-                 y, (tiles + row_chunks - 1) / row_chunks * mr, 4, chosen->fn};
-    int64_t tasks = row_chunks * ((P + j.panel_chunk - 1) / j.panel_chunk);
-    double per_task = (double)M * (double)N * (double)K / 2 / (double)tasks;
-    tgk_parallel_for(tasks, (int64_t)(TASK_MIN_WORK / per_task) + 1, run_chunks, &j);
+    int64_t P = panels_of(N);
+    s24_job j = {M, N, K, x, b, packed,
+                 (const uint8_t *)((const float *)packed + P * TGK_PANEL * (K / 2)), y};
+    tgk_parallel_panels(M, P, chosen->mr, (double)M * (double)N * (double)K / 2, chosen->fn, &j);
 }
