@@ -59,7 +59,9 @@ void tg_sparse24_compress_i8(const int8_t *w, int64_t N, int64_t K, int8_t *valu
     for (int64_t n = 0; n < N; n++)
         for (int64_t g = 0; g < K / 4; g++) {
             const int8_t *q = w + n * K + 4 * g;
-            float mag[4] = {(float)abs(q[0]), (float)abs(q[1]), (float)abs(q[2]), (float)abs(q[3])};
+            float mag[4];
+            for (int i = 0; i < 4; i++)
+                mag[i] = (float)abs(q[i]);
             int e = keep2(mag);
             values[n * (K / 2) + 2 * g] = q[e & 3];
             values[n * (K / 2) + 2 * g + 1] = q[e >> 2];

@@ -700,6 +700,32 @@ static void test_quant(void)
     CHECK(fails(NODE0(TG_OP_DEQUANTIZE, ((int[]){ xi })), "attribute 'scale' is required"));
 }
 
+/* The 2:4 sparse linears (compressed weights, tgraph-format(5)): shapes,
+ * and the refusals that name what is wrong. */
+static void test_sparse24(void)
+{
+    int x = input(TG_F32, shp(2, S0, C(20))), x6 = input(TG_F32, shp(2, S0, C(6)));
+    int vf = input(TG_F32, shp(2, C(8), C(10))), m = input(TG_U8, shp(2, C(8), C(3)));
+    int vq = input(TG_I8, shp(2, C(8), C(10))), s = input(TG_F32, shp(1, C(8)));
+    int m2 = input(TG_U8, shp(2, C(8), C(2))), s7 = input(TG_F32, shp(1, C(7)));
+    CHECK(has(NODE0(TG_OP_LINEAR_24, ((int[]){ x, vf, m })), TG_F32, shp(2, S0, C(8))));
+    tg_attr st[] = { tg_attr_string("scheme", "static"), tg_attr_float("x_scale", 0.1) };
+    tg_attr dyn[] = { tg_attr_string("scheme", "dynamic") };
+    tg_attr wo[] = { tg_attr_string("scheme", "weight_only") };
+    CHECK(has(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m, s }), st), TG_F32, shp(2, S0, C(8))));
+    CHECK(has(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m, s, s }), dyn), TG_F32,
+              shp(2, S0, C(8))));
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m, s }), wo),
+                "qlinear_24 takes scheme static or dynamic"));
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vf, m, s }), dyn), "input 1 has dtype f32"));
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x6, vq, m, s }), dyn), "constant multiple of 4"));
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m2, s }), dyn), "input 2"));
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m, s7 }), dyn), "input 3"));
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m, s, s7 }), dyn), "input 4"));
+    tg_attr st0[] = { tg_attr_string("scheme", "static") };
+    CHECK(fails(NODE(TG_OP_QLINEAR_24, ((int[]){ x, vq, m, s }), st0), "needs attribute 'x_scale'"));
+}
+
 /* Random inputs and attributes on every op: each add succeeds with a sane shape or
  * fails with a message, and never crashes (run under the sanitizers). */
 static void test_random_nodes(void)
@@ -782,6 +808,7 @@ int main(void)
     test_index();
     test_gen();
     test_quant();
+    test_sparse24();
     test_random_nodes();
     CHECK(tg_graph_validate(G) == 0);
     if (unit_fail)
