@@ -167,6 +167,16 @@ EOF
     ops "$TMP/sq.tg" | grep -qx "qlinear_24 3"
     "$TRUN" "$TMP/sq.tg" --random --dim s0=5 -o "$TMP/sq.npy"
     run_ok "$TRUN" "$TMP/sq.so" --random --dim s0=5 --check "$TMP/sq.npy" --atol 0 --rtol 0
+
+    # a transformer, dynamic scheme: its 9 linears and matmuls on qlinear_24
+    "$TEXPORT" "$FIX/tinygpt.pt2" | "$TSPARSE" -q -o "$TMP/g.tg"
+    "$TQUANT" -q --scheme dynamic "$TMP/g.tg" -o "$TMP/gq.tg"
+    ops "$TMP/gq.tg" | grep -qx "qlinear_24 9"
+    "$TCOMPILE" "$TMP/gq.tg" -o "$TMP/gq.so"
+    "$TRUN" "$TMP/gq.tg" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/gq.npy"
+    run_ok "$TRUN" "$TMP/gq.so" "$FIX/tinygpt.in0.b3.npy" --check "$TMP/gq.npy" --atol 0 --rtol 0
+    "$TRUN" "$TMP/g.tg" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/g.npy"
+    run_ok "$TRUN" "$TMP/gq.so" "$FIX/tinygpt.in0.b3.npy" --check "$TMP/g.npy" --atol 0.05 --rtol 0
 }
 
 @test "tquant's weight-only schemes and --qdq leave linear_24 in float32" {

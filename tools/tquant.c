@@ -45,6 +45,7 @@ static void help(void)
     printf("Usage: tquant [OPTION]... [GRAPH]\n"
            "Quantize the linear and convolution layers of GRAPH (a TG file; default or -:\n"
            "stdin) and write the new graph to stdout (or -o). The other ops stay float.\n"
+           "tsparse's 2:4 linear_24 layers become int8 qlinear_24 (static, dynamic).\n"
            "\n"
            "  -o, --output=FILE    write the graph to FILE (default stdout)\n"
            "      --scheme=S       static (default): int8 weights per output channel and\n"
