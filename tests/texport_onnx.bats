@@ -500,6 +500,10 @@ check_compiled() {
     check_model "$ONNX" data_ops_more
 }
 
+@test "onnx: Shape and Size of a length the data sets, read at run time into Range and Reshape" {
+    check_model "$ONNX" data_shapes
+}
+
 @test "onnx: tcompile refuses an op whose output's shape the data sets, naming the node" {
     run_ok "$TEXPORT" -o "$TMP/d.tg" "$ONNX/data_ops.onnx"
     run_fails 1 "node 'nz' \(nonzero\): its output's shape depends on its input's values; tcompile needs shapes known before the run" \

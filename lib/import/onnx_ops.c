@@ -1086,28 +1086,29 @@ static int map_shape(onnx_ctx *c, const onnx_op_map *m)
     onnx_ent *e = in_req(c, 0);
     if (!e) return -1;
     tg_dim d[TG_MAX_RANK];
-    int rank;
+    int rank, v = -1;
     if (e->kind == ONNX_ENT_VALUE) {
-        int v = onnx_value(c, e);
-        if (v < 0) return -1;
+        if ((v = onnx_value(c, e)) < 0) return -1;
         tg_shape s = shape_of(c, v);
         rank = s.rank;
         memcpy(d, s.d, sizeof d[0] * rank);
+        if (!tg_shape_uses_data(c->g, &s)) v = -1;     /* else the dims as data, read at run time */
     } else {
         rank = e->rank;
         for (int i = 0; i < rank; i++) d[i] = tg_dim_const(e->kind == ONNX_ENT_SYMS ? e->nsyms : e->dims[i]);
     }
     if (m->op == TG_OP_REDUCE_PROD) {      /* Size */
         tg_dim n = tg_dim_const(1);
-        for (int i = 0; i < rank; i++)
+        for (int i = 0; i < rank && v < 0; i++)
             if (tg_dim_mul(n, d[i], &n)) return -1;
-        return onnx_def_syms(c, N(c)->output[0], 0, 1, &n);
+        return v < 0 ? onnx_def_syms(c, N(c)->output[0], 0, 1, &n) : def_out(c, 0, onnx_shape_data(c, v, 0, 0, true));
     }
     int64_t start = onnx_attr_int(N(c), "start", 0), end = onnx_attr_int(N(c), "end", rank);
     if (start < 0) start += rank;
     if (end < 0) end += rank;
     start = start < 0 ? 0 : start > rank ? rank : start;
     end = end < start ? start : end > rank ? rank : end;
+    if (v >= 0) return def_out(c, 0, onnx_shape_data(c, v, start, end, false));
     return onnx_def_syms(c, N(c)->output[0], 1, (int)(end - start), d + start);
 }
 
@@ -1121,21 +1122,35 @@ static int reshape_runtime(onnx_ctx *c, int x, int s, bool allowzero)
     int64_t n = 0, xd[TG_MAX_RANK];
     if (sv->dtype != TG_I64 || sv->shape.rank != 1 || !tg_dim_is_const(sv->shape.d[0], &n) || n > TG_MAX_RANK)
         return tg_err("'%s' (the shape) must be an int64 vector of static length", sv->name);
-    if (const_dims(xs, xs.rank, xd) >= 0) return tg_err("a shape given at run time needs a static input shape");
-    int64_t numel = tg_tensor_numel(xs.rank, xd), *cp = calloc(n ? (size_t)n : 1, sizeof(int64_t));
-    if (!cp) return tg_err("out of memory");
-    for (int i = 0; i < n && i < xs.rank; i++) cp[i] = xd[i];
-    int zero = scalar_const(c, "zero", TG_I64, 0), cv = const_named(c, "input_dims", TG_I64, 1, &n, cp);
+    int zero = scalar_const(c, "zero", TG_I64, 0), cv, count;
+    int64_t hi = 0;                             /* an empty input: its largest dim */
+    if (tg_shape_uses_data(c->g, &xs)) {        /* the input's dims as the run has them */
+        if (onnx_dims_data(c, x, (int)n, &cv, &count)) return -1;
+        int64_t numel = 1;
+        for (int i = 0; i < xs.rank; i++) {
+            int64_t lo, h;
+            tg_dim_range(xs.d[i], c->g->sym, &lo, &h);
+            hi = hi > h ? hi : h;
+            if (__builtin_mul_overflow(numel, h, &numel)) numel = INT64_MAX;
+        }
+        hi = hi > numel ? hi : numel;
+    } else {
+        if (const_dims(xs, xs.rank, xd) >= 0) return tg_err("a shape given at run time needs a static input shape");
+        int64_t numel = tg_tensor_numel(xs.rank, xd), *cp = calloc(n ? (size_t)n : 1, sizeof(int64_t));
+        if (!cp) return tg_err("out of memory");
+        for (int i = 0; i < n && i < xs.rank; i++) cp[i] = xd[i];
+        cv = const_named(c, "input_dims", TG_I64, 1, &n, cp);
+        count = scalar_const(c, "count", TG_I64, (double)numel);
+        hi = numel;
+        for (int i = 0; i < xs.rank; i++) hi = xd[i] > hi ? xd[i] : hi;
+    }
     if (!allowzero)
         s = where_on(c, "zero_copied", binary_on(c, TG_OP_EQ, "is_zero", s, zero), cv, s);
     int rest = s < 0 ? -1 : binary_on(c, TG_OP_EQ, "is_rest", s, scalar_const(c, "minus_one", TG_I64, -1));
     int known = where_on(c, "known", rest, scalar_const(c, "one", TG_I64, 1), s);
     int prod = known < 0 ? -1 : reduce_on(c, TG_OP_REDUCE_PROD, "known_count", known, -1, NULL, 0);
     prod = prod < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "known_nonzero", prod, scalar_const(c, "one_min", TG_I64, 1));
-    s = where_on(c, "resolved", rest, prod < 0 ? -1 : binary_on(c, TG_OP_DIV, "rest", scalar_const(c, "count", TG_I64,
-                 (double)numel), prod), s);
-    int64_t hi = numel;                         /* an empty input: its largest dim */
-    for (int i = 0; i < xs.rank; i++) hi = xd[i] > hi ? xd[i] : hi;
+    s = where_on(c, "resolved", rest, prod < 0 || count < 0 ? -1 : binary_on(c, TG_OP_DIV, "rest", count, prod), s);
     ys.rank = (int)n;
     for (int i = 0; i < n; i++)
         if (data_dim(c, hi, &ys.d[i])) return -1;

@@ -3,7 +3,8 @@
  * data symbol for the length they find, tgraph-format(5), DATA SYMBOLS);
  * Compress as NonZero's indices selected from x; Unique written out over one
  * NonZero (which rows come first, sorted by comparing every pair: O(n^2), for
- * the short vectors and masks it meets). */
+ * the short vectors and masks it meets). Shape and Size of a value whose
+ * dims the data sets read them at run time (the shape op). */
 #include "onnx_node.h"
 
 static int index_on(onnx_ctx *c, const char *sfx, int x, int axis, int idx)
@@ -37,6 +38,28 @@ static int nonzero_vec(onnx_ctx *c, int x, int *nz)
 {
     *nz = x < 0 ? -1 : unary_on(c, TG_OP_NONZERO, "nonzero", x, 0, NULL);
     return index_on(c, "indices", *nz, 0, scalar_const(c, "row", TG_I64, 0));
+}
+
+int onnx_shape_data(onnx_ctx *c, int v, int64_t start, int64_t end, bool size)
+{
+    int sh = unary_on(c, TG_OP_SHAPE, size ? "dims" : NULL, v, 0, NULL);
+    if (size) return sh < 0 ? -1 : unary_on(c, TG_OP_REDUCE_PROD, NULL, sh, 0, NULL);
+    if (start == 0 && end == shape_of(c, v).rank) return sh;
+    return slice_range(c, sh, 0, start, end, "dims");
+}
+
+int onnx_dims_data(onnx_ctx *c, int x, int n, int *dims, int *count)
+{
+    int r = shape_of(c, x).rank, sh = unary_on(c, TG_OP_SHAPE, "input_dims", x, 0, NULL);
+    *count = sh < 0 ? -1 : unary_on(c, TG_OP_REDUCE_PROD, "count", sh, 0, NULL);
+    if (n <= r) {
+        *dims = n == r ? sh : slice_range(c, sh, 0, 0, n, "input_dims_first");
+    } else {
+        int64_t pads[2] = {0, n - r};
+        tg_attr a = tg_attr_ints("pads", 2, pads);
+        *dims = sh < 0 ? -1 : unary_on(c, TG_OP_PAD, "input_dims_padded", sh, 1, &a);
+    }
+    return *dims < 0 || *count < 0 ? -1 : 0;
 }
 
 static int map_nonzero(onnx_ctx *c, const onnx_op_map *m)

@@ -65,3 +65,12 @@ int tg_infer_nms(tg_graph *g, int node)
     return set_data(g, node, &s, 0,
                     sat_mul(sat_mul(dim_hi(g, b->shape.d[0]), dim_hi(g, sc->shape.d[1])), per));
 }
+
+int tg_infer_shape(tg_graph *g, int node)
+{
+    const tg_value *x = tg_infer_in(g, node, 0);
+    if (!x)
+        return -1;
+    tg_shape s = {.rank = 1, .d = {tg_dim_const(x->shape.rank)}};
+    return tg_infer_set(g, node, TG_I64, &s);
+}

@@ -953,6 +953,19 @@ static void case_nonzero(tg_op op)
     }
 }
 
+/* shape: the dims as the run has them (the batch a symbol), of f32, of bool, of a
+ * scalar; every path, compiled ones too. */
+static void case_shape(tg_op op)
+{
+    for (int k = 0; k < 3; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = k == 2 ? tg_graph_add_input(g, "x", TG_F32, &(tg_shape){0})
+                       : cg_input(g, "x", k ? TG_BOOL : TG_F32, DIMS(3, 5));
+        static const char *const what[] = {"f32 [batch,3,5]", "bool [batch,3,5]", "a scalar"};
+        run(op, what[k], one_node(g, op, 1, &x, 0, NULL), (cg_case){0});
+    }
+}
+
 /* nms of boxes [batch,6,4] (corners either way round) and scores [batch,2,6];
  * attributes constant. */
 static void case_nms(tg_op op)
@@ -993,6 +1006,7 @@ static const struct {
     {TG_OP_QCONV, case_qconv}, {TG_OP_CUMSUM, case_cumsum},
     {TG_OP_LINEAR_24, case_linear_24}, {TG_OP_NONZERO, case_nonzero}, {TG_OP_NMS, case_nms},
     {TG_OP_QLINEAR_24, case_qlinear_24},
+    {TG_OP_SHAPE, case_shape},
 };
 
 static void cover(tg_op op)

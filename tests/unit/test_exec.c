@@ -654,7 +654,7 @@ static int64_t i64_at(const tg_tensor *t, int64_t i)
 }
 
 /* x [batch, 3, 5] of dtype dt, a third of it non-zero; y = nonzero(x), and
- * z = reduce_sum(index_select(w, 0, y's first row)) reads the data symbol. */
+ * z = reduce_sum(index_select(w, 0, y's first row)) and shape(...) read the data symbol. */
 static void test_nonzero(tg_dtype dt)
 {
     tg_graph *g = tg_graph_new();
@@ -680,11 +680,12 @@ static void test_nonzero(tg_dtype dt)
     int in1[2] = {y, zi}, r0 = tg_graph_add_node(g, TG_OP_INDEX_SELECT, "r0", 2, in1, 1, &ax);
     int in2[2] = {w, r0}, sel = tg_graph_add_node(g, TG_OP_INDEX_SELECT, "sel", 2, in2, 1, &ax);
     int z = tg_graph_add_node(g, TG_OP_REDUCE_SUM, "z", 1, &sel, 0, NULL);
-    CHECK(z >= 0 && tg_graph_add_output(g, y) >= 0 && tg_graph_add_output(g, sel) >= 0 &&
-          tg_graph_add_output(g, z) >= 0 && tg_graph_validate(g) == 0);
+    int sh = tg_graph_add_node(g, TG_OP_SHAPE, "sh", 1, &sel, 0, NULL);
+    CHECK(z >= 0 && sh >= 0 && tg_graph_add_output(g, y) >= 0 && tg_graph_add_output(g, sel) >= 0 &&
+          tg_graph_add_output(g, z) >= 0 && tg_graph_add_output(g, sh) >= 0 && tg_graph_validate(g) == 0);
     tg_exec *e = tg_exec_new(g, 0);
     for (int64_t bs = 1; e && bs <= 8; bs += 7) {
-        tg_tensor in[2] = {rand_tensor(dt, 3, (int64_t[]){bs, 3, 5}, 0, 0), rand_tensor(TG_F32, 1, &bs, -1, 1)}, out[3];
+        tg_tensor in[2] = {rand_tensor(dt, 3, (int64_t[]){bs, 3, 5}, 0, 0), rand_tensor(TG_F32, 1, &bs, -1, 1)}, out[4];
         int64_t n = 0, m = numel(3, in[0].dims);
         for (int64_t i = 0; i < m; i++) {
             double v = uniform(0, 1) < 1.0 / 3 ? (dt == TG_BOOL ? 1 : floor(uniform(1, 9))) : 0;
@@ -695,6 +696,7 @@ static void test_nonzero(tg_dtype dt)
         CHECK(out[0].rank == 2 && out[0].dims[0] == 3 && out[0].dims[1] == n);
         CHECK(out[0].nbytes == (size_t)(3 * n) * sizeof(int64_t));
         CHECK(out[1].rank == 1 && out[1].dims[0] == n);
+        CHECK(out[3].rank == 1 && out[3].dims[0] == 1 && i64_at(&out[3], 0) == n);   /* shape */
         int64_t k = 0;
         double sum = 0;
         for (int64_t i = 0; i < m && out[0].dims[1] == n; i++) {
@@ -710,7 +712,7 @@ static void test_nonzero(tg_dtype dt)
         CHECK_NEAR(*(float *)out[2].data, sum, 1e-4 * (fabs(sum) + 1));
         for (int i = 0; i < 2; i++)
             tg_tensor_free(&in[i]);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             tg_tensor_free(&out[i]);
     }
     tg_exec_free(e);
