@@ -2,8 +2,9 @@
  * 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise (strides
  * 1-3, dilation, multipliers, planes smaller than a vector, with each
  * instruction set's vectors the CPU runs); transposed
- * with output padding; pointwise and im2col's panels (every register tile,
- * tails of panels and rows, groups, strides, dilation); batches large enough to run images on different threads; the
+ * with output padding; pointwise, im2col's panels and stride 1's implicit
+ * im2col (every register tile, tails of panels and rows, groups, strides,
+ * dilation, batches of padded images); batches large enough to run images on different threads; the
  * direct path for small dense convolutions (c x taps <= 256), stride 1
  * and strided, in both of its ways of splitting work and with every tail of
  * its tiles.
@@ -366,17 +367,23 @@ int main(void)
         }
     }
     CHECK(tgk_gemm_packed_isa(NULL));
-    /* im2col straight into the GEMM's panels (tgk_conv_gemm_f32) with each
-     * register tile the CPU runs, 1 and 2 threads: DenseNet's 3x3 (128 -> 32),
-     * RegNet's grouped 3x3 (8 channels a group, stride 2), ResNet's strided
-     * 1x1 and 3x3, dilation, pixel chunks spanning rows and ending in a
-     * partial panel, output channels past a tile's rows, more tiles than one
-     * task takes (then the pixels packed up front and rows split: 4x3
-     * pixels, a ViT's 16x16 patches), a batch of many (image, group) GEMMs;
-     * relu on some */
+    /* im2col straight into the GEMM's panels (tgk_conv_gemm_f32; strided)
+     * and stride 1's implicit im2col (the padded image read in place at each
+     * tap's offset) with each register tile the CPU runs, 1 and 2 threads:
+     * DenseNet's 3x3 (128 -> 32) at 16x16 and at 4x4 (a grid of 6 x 4: one
+     * whole panel and a partial one), SqueezeNet's 48 -> 192 at 7x7 (rows in
+     * several chunks), RegNet's grouped 3x3 (8 channels a group, stride 2),
+     * ResNet's strided 1x1 and 3x3, dilation, a single row of 7 taps, pixel
+     * chunks spanning rows and ending in a partial panel, output channels
+     * past a tile's rows, more tiles than one task takes (then the pixels
+     * packed up front and rows split: 4x3 pixels, a ViT's 16x16 patches), a
+     * batch of many (image, group) GEMMs; relu on some */
     static const int64_t ic[][12] = {
         /* n, c, k, groups, h, w, kh, kw, stride, pad, dil, relu */
         {1, 128, 32, 1, 16, 16, 3, 3, 1, 1, 1, 0},
+        {1, 128, 32, 1, 4, 4, 3, 3, 1, 1, 1, 1},
+        {2, 48, 192, 1, 7, 7, 3, 3, 1, 1, 1, 1},
+        {1, 40, 17, 1, 1, 37, 1, 7, 1, 3, 1, 0},
         {1, 48, 48, 6, 14, 14, 3, 3, 2, 1, 1, 1},
         {2, 320, 40, 1, 9, 9, 1, 1, 2, 0, 1, 0},
         {1, 32, 100, 1, 7, 5, 3, 3, 2, 1, 1, 1},
@@ -400,6 +407,12 @@ int main(void)
     }
     CHECK(tgk_gemm_packed_isa(NULL));
     tgk_set_num_threads(2);
+    /* implicit im2col: padded images of ~16 MB, two a batch within its
+     * 32 MiB (3 images: a batch of 2, then 1); one of ~68 MB: im2col */
+    c = fixed(3, 32, 1, 1, 350, 350, 3, 3, 1, 1, false);
+    run_case(&c, true);
+    c = fixed(1, 32, 1, 1, 730, 730, 3, 3, 1, 1, false);
+    run_case(&c, false);
     /* the epilogue, a residual or hardswish: in the pointwise kernel's blocks,
      * a pass after the other paths (direct, im2col, depthwise, one pixel) */
     static const int64_t ep[][10] = {
@@ -408,6 +421,7 @@ int main(void)
         {1, 16, 21, 1, 13, 19, 3, 3, 1, 1},     /* direct */
         {2, 3, 16, 1, 32, 30, 3, 3, 2, 1},      /* direct, strided (a stem) */
         {1, 64, 16, 1, 12, 12, 3, 3, 2, 1},     /* im2col */
+        {2, 40, 24, 1, 9, 11, 3, 3, 1, 1},      /* implicit im2col */
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
     };
@@ -423,7 +437,7 @@ int main(void)
     static const int64_t rc[][10] = {
         {3, 3, 16, 1, 32, 32, 3, 3, 1, 1},     /* direct, cnn's first conv */
         {2, 16, 21, 1, 13, 19, 3, 3, 1, 1},    /* direct, partial blocks */
-        {1, 64, 16, 1, 30, 30, 3, 3, 1, 1},    /* im2col */
+        {1, 64, 16, 1, 30, 30, 3, 3, 1, 1},    /* implicit im2col */
         {1, 288, 24, 1, 9, 9, 1, 1, 1, 0},     /* pointwise */
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},   /* depthwise */
         {2, 6, 8, 2, 9, 11, 3, 3, 2, 1},       /* grouped, strided */

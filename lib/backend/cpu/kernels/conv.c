@@ -1,7 +1,8 @@
 /* Convolution, 1-3 spatial dims, as a GEMM over the pixels per (image,
- * group) with im2col's columns packed straight into the GEMM's panels (a
- * chunk of 64 pixels at a time, never the whole column matrix:
- * tgk_conv_gemm_f32); its transpose as GEMM + col2im; 1x1 convolutions on
+ * group): stride 1 (2-D and 1-D) with the zero-padded image read in place at
+ * each tap's offset (an implicit im2col), others with im2col's columns packed
+ * straight into the GEMM's panels (a chunk of 64 pixels at a time, never the
+ * whole column matrix: tgk_conv_gemm_f32); its transpose as GEMM + col2im; 1x1 convolutions on
  * the same GEMM with the pixels packed as they are; depthwise directly
  * (conv_dw.c); small dense convolutions (few input channels x taps: first
  * layers, stems with stride 2) directly with a register-blocked
@@ -83,6 +84,96 @@ TGK_CLONES static void im2col_panels(const void *ctx, int64_t i, int64_t p0, int
                         memcpy(buf + (v * K + row) * TGK_PANEL, line + v * TGK_PANEL,
                                TGK_PANEL * sizeof *line);
                 }
+}
+
+/* Stride 1 without im2col: the images zero-padded once into planes of
+ * hp rows wp long, output pixel (oh, ow) taken on a grid of rows wp long,
+ * reads tap (c, kh, kw) at c * plane + (oh + kh dil) wp + ow + kw dil: one
+ * offset a tap for every pixel, so the GEMM reads its panels in place
+ * (tgk_conv_gemm_f32's cols NULL) and the grid's wp - ow extra pixels a row
+ * are computed and dropped. Images go a batch at a time, as many as keep the
+ * padded copy within PAD_BYTES; none fits: im2col. */
+#define PAD_BYTES (32 << 20)
+
+typedef struct {
+    const conv_job *j;
+    const float *x;             /* the batch's first image */
+    float *pad;
+    int64_t hp, wp, plane;      /* plane: hp * wp */
+} pad_job;
+
+static bool use_implicit(const tgk_conv_geom *g)
+{
+    return g->in[0] == 1 && g->ker[0] == 1 && g->pad[0] == 0 && g->str[1] == 1 &&
+           g->str[2] == 1;
+}
+
+static void pad_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const pad_job *pj = ctx;
+    const tgk_conv_geom *g = &pj->j->g;
+    int64_t ih = g->in[1], iw = g->in[2], ph = g->pad[1], pw = g->pad[2], wp = pj->wp;
+    for (int64_t pl = begin; pl < end; pl++) {
+        const float *src = pj->x + pl * g->in_sp;
+        float *dst = pj->pad + pl * pj->plane;
+        memset(dst, 0, (size_t)(ph * wp) * sizeof *dst);
+        for (int64_t r = 0; r < ih; r++) {
+            float *row = dst + (ph + r) * wp;
+            memset(row, 0, (size_t)pw * sizeof *row);
+            memcpy(row + pw, src + r * iw, (size_t)iw * sizeof *row);
+            memset(row + pw + iw, 0, (size_t)(wp - pw - iw) * sizeof *row);
+        }
+        memset(dst + (ph + ih) * wp, 0, (size_t)((pj->hp - ph - ih) * wp) * sizeof *dst);
+    }
+}
+
+/* 1: no batch of images fits PAD_BYTES (the caller runs im2col) */
+static int implicit_conv(conv_job *j)
+{
+    const tgk_conv_desc *d = j->d;
+    const tgk_conv_geom *g = &j->g;
+    int64_t oh = g->out[1], ow = g->out[2], kh = g->ker[1], kw = g->ker[2];
+    int64_t dh = g->dil[1], dw = g->dil[2];
+    pad_job pj = {.j = j};
+    /* rows and columns past the image's are zeros: any padding at the end */
+    pj.hp = g->pad[1] + g->in[1] > oh + (kh - 1) * dh ? g->pad[1] + g->in[1] : oh + (kh - 1) * dh;
+    pj.wp = g->pad[2] + g->in[2] > ow + (kw - 1) * dw ? g->pad[2] + g->in[2] : ow + (kw - 1) * dw;
+    pj.plane = pj.hp * pj.wp;
+    /* the last grid panel's lanes read up to a panel past the last plane */
+    int64_t slack = (kw - 1) * dw + 4 * TGK_PANEL, image = d->c * pj.plane;
+    int64_t batch = (PAD_BYTES / (int64_t)sizeof(float) - slack) / image;
+    if (batch < 1)
+        return 1;
+    batch = batch < d->n ? batch : d->n;
+    int64_t K = j->cg * g->kprod, *koff = malloc((size_t)K * sizeof *koff);
+    pj.pad = malloc((size_t)(batch * image + slack) * sizeof *pj.pad);
+    int rc = -1;
+    if (!koff || !pj.pad)
+        goto out;
+    for (int64_t c = 0, t = 0; c < j->cg; c++)
+        for (int64_t a = 0; a < kh; a++)
+            for (int64_t b = 0; b < kw; b++)
+                koff[t++] = c * pj.plane + a * dh * pj.wp + b * dw;
+    memset(pj.pad + batch * image, 0, (size_t)slack * sizeof *pj.pad);
+    for (int64_t i0 = 0; i0 < d->n; i0 += batch) {
+        int64_t nb = d->n - i0 < batch ? d->n - i0 : batch, out = i0 * d->k * g->out_sp;
+        pj.x = j->x + i0 * d->c * g->in_sp;
+        if (nb < batch)     /* the slack right after the last image */
+            memset(pj.pad + nb * image, 0, (size_t)slack * sizeof *pj.pad);
+        tgk_parallel_for(nb * d->c, 1 + 65536 / pj.plane, pad_planes, &pj);
+        tgk_conv_gemm c = {.n = nb * d->groups, .groups = d->groups, .M = j->kg, .K = K,
+                           .P = oh * pj.wp, .w = j->w, .b = j->b,
+                           .res = d->res ? d->res + out : NULL, .y = j->y + out,
+                           .act = d->relu ? tgk_vec_relu_f32 : d->act, .src = pj.pad,
+                           .koff = koff, .src_stride = j->cg * pj.plane, .wp = pj.wp, .ow = ow};
+        if (tgk_conv_gemm_f32(&c))
+            goto out;
+    }
+    rc = 0;
+out:
+    free(koff);
+    free(pj.pad);
+    return rc;
 }
 
 /* y[k, 0..n) = bias[k0 + k] (or 0) for k < nk, rows ld apart */
@@ -585,6 +676,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     j.cg = d->c / d->groups;
     j.kg = d->k / d->groups;
     bool relu_done = false, epilogue_done = false;
+    int rc;
     if (d->transposed) {
         int64_t per_row = j.kg * g->kprod * g->in[2] * (int64_t)sizeof(float);
         j.slab = COL_BYTES / per_row > 1 ? COL_BYTES / per_row : 1;
@@ -607,6 +699,10 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         if (tgk_conv_depthwise_f32(d, g, x, w, b, y))
             return -1;
         relu_done = true;
+    } else if (use_implicit(g) && (rc = implicit_conv(&j)) <= 0) {
+        if (rc)
+            return -1;
+        relu_done = epilogue_done = true;
     } else {
         tgk_conv_gemm c = {.n = d->n * d->groups, .groups = d->groups, .M = j.kg,
                            .K = j.cg * g->kprod, .P = g->out_sp, .w = w, .b = b, .res = d->res,

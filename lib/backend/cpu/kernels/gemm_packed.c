@@ -41,15 +41,18 @@ struct pgemm_job {
     chunk_fn fn;                /* the one for this CPU */
     /* where panel p's row k is: wp + p * pstride + k * ldb (packed: K x
      * TGK_PANEL and TGK_PANEL; an image read in place: TGK_PANEL and its
-     * row length, whole panels only) */
+     * row length, whole panels only), or with koff (the chunk functions
+     * that take it) wp + p * pstride + koff[k]: a padded image read in
+     * place at each tap's offset (an implicit im2col) */
     int64_t pstride, ldb;
+    const int64_t *koff;
 };
 
 /* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
  * starting at row r, panel p, with vectors of VL floats, the instruction
  * set's own width (GCC splits wider generic vectors through memory). mr and
  * np are constants at every call site, so with the loops unrolled the
- * accumulators live in registers. */
+ * accumulators live in registers. name##_koff reads panel rows at j->koff. */
 #define TILE(name, vec, VL)                                                         \
     typedef float vec __attribute__((vector_size(VL * sizeof(float))));            \
     /* *v = the first min(n, VL) floats of src, zeros after (by pointer: a      \
@@ -63,8 +66,8 @@ struct pgemm_job {
             for (int64_t c = 0; c < n; c++)                                         \
                 (*v)[c] = src[c];                                                   \
     }                                                                               \
-    INLINE void name(const int mr, const int np, const pgemm_job *j, int64_t r,     \
-                     int64_t p)                                                     \
+    INLINE void name##_body(const int mr, const int np, const bool koff,            \
+                            const pgemm_job *j, int64_t r, int64_t p)               \
     {                                                                               \
         enum { PV = TGK_PANEL / VL };   /* vectors a panel row */                   \
         int64_t K = j->K, n0 = p * TGK_PANEL;                                       \
@@ -90,9 +93,9 @@ struct pgemm_job {
         }                                                                           \
         for (int64_t k = 0; k < kend; k++) {                                        \
             vec w[4 * PV];                                                          \
+            const float *bk = bp + (koff ? j->koff[k] : k * j->ldb);                \
             _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
-                memcpy(&w[v], bp + v / PV * j->pstride + k * j->ldb + v % PV * VL,  \
-                       sizeof w[v]);                                                \
+                memcpy(&w[v], bk + v / PV * j->pstride + v % PV * VL, sizeof w[v]); \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
                 float xv = a[i * j->ldx + k];                                       \
                 _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
@@ -110,6 +113,16 @@ struct pgemm_job {
             _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
                 for (int64_t c = 0; c < ncols - v * VL && c < VL; c++)              \
                     yr[v * VL + c] = acc[i][v][c];                                  \
+    }                                                                               \
+    INLINE void name(const int mr, const int np, const pgemm_job *j, int64_t r,     \
+                     int64_t p)                                                     \
+    {                                                                               \
+        name##_body(mr, np, false, j, r, p);                                        \
+    }                                                                               \
+    INLINE void name##_koff(const int mr, const int np, const pgemm_job *j,         \
+                            int64_t r, int64_t p)                                   \
+    {                                                                               \
+        name##_body(mr, np, true, j, r, p);                                         \
     }
 
 /* One chunk of rows x panels: rows outer, so a register tile's rows of x stay
@@ -143,14 +156,19 @@ struct pgemm_job {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 TILE(tile16, v16, 16)
 TILE(tile8, v8, 8)
-CHUNK_FN(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile16, 8, 2)
-CHUNK_FN(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile8, 6, 1)
+#define V4 __attribute__((target("arch=x86-64-v4")))
+#define V3 __attribute__((target("arch=x86-64-v3")))
+CHUNK_FN(chunk_avx512, V4, tile16, 8, 2)
+CHUNK_FN(chunk_avx512_koff, V4, tile16_koff, 8, 2)
+CHUNK_FN(chunk_avx2, V3, tile8, 6, 1)
+CHUNK_FN(chunk_avx2_koff, V3, tile8_koff, 6, 1)
 #endif
 TILE(tile4, v4, 4)
 CHUNK_FN(chunk_base, , tile4, 2, 1)
+CHUNK_FN(chunk_base_koff, , tile4_koff, 2, 1)
 
 typedef struct {
-    chunk_fn fn;
+    chunk_fn fn, fn_koff;       /* panel rows k * ldb apart, or at koff */
     int64_t mr;
 } chunk_kind;
 
@@ -161,16 +179,16 @@ static bool find_chunk(const char *isa, chunk_kind *k)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     __builtin_cpu_init();
     if ((any || !strcmp(isa, "avx512")) && __builtin_cpu_supports("x86-64-v4")) {
-        *k = (chunk_kind){chunk_avx512, 8};
+        *k = (chunk_kind){chunk_avx512, chunk_avx512_koff, 8};
         return true;
     }
     if ((any || !strcmp(isa, "avx2")) && __builtin_cpu_supports("x86-64-v3")) {
-        *k = (chunk_kind){chunk_avx2, 6};
+        *k = (chunk_kind){chunk_avx2, chunk_avx2_koff, 6};
         return true;
     }
 #endif
     if (any || !strcmp(isa, "base")) {
-        *k = (chunk_kind){chunk_base, 2};
+        *k = (chunk_kind){chunk_base, chunk_base_koff, 2};
         return true;
     }
     return false;
@@ -332,7 +350,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
     pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, false, y, y_diag, x_diag, res, act,
                    (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn,
-                   K * TGK_PANEL, TGK_PANEL};
+                   K * TGK_PANEL, TGK_PANEL, NULL};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, run_chunks, &j);
@@ -402,14 +420,37 @@ static void pack_chunks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The implicit im2col's grid pixels [c0, c1) of GEMM i, rows [r0, r1),
+ * computed into tmp (rows ldt apart, from row r0): those of y (the first ow
+ * of each grid row) copied to y, then the epilogue on them in cache. */
+static void scatter_rows(const tgk_conv_gemm *c, int64_t i, int64_t r0, int64_t r1, int64_t c0,
+                         int64_t c1, const float *tmp, int64_t ldt)
+{
+    int64_t pout = c->P / c->wp * c->ow;
+    float *y = c->y + i * c->M * pout;
+    const float *res = c->res ? c->res + i * c->M * pout : NULL;
+    for (int64_t q = c0; q < c1;) {
+        int64_t row = q / c->wp, col = q % c->wp;
+        int64_t end = (row + 1) * c->wp < c1 ? (row + 1) * c->wp : c1;
+        int64_t n = col >= c->ow ? 0 : end - q < c->ow - col ? end - q : c->ow - col;
+        int64_t at = row * c->ow + col;
+        for (int64_t r = r0; n > 0 && r < r1; r++)
+            memcpy(y + r * pout + at, tmp + (r - r0) * ldt + q - c0, (size_t)n * sizeof *y);
+        if (n > 0)
+            tgk_gemm_epilogue(y + at, pout, res ? res + at : NULL, c->act, r0, r1, 0, n);
+        q = end;
+    }
+}
+
 static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
 {
     conv_gemm_job *cj = ctx;
     const tgk_conv_gemm *c = cj->c;
-    int64_t P = c->P, K = c->K;
-    float *buf = cj->packed ? NULL
-                            : malloc((size_t)(K * cj->j.panel_chunk * TGK_PANEL) * sizeof *buf);
-    if (!cj->packed && !buf) {
+    int64_t P = c->P, K = c->K, chunk = cj->j.panel_chunk * TGK_PANEL;
+    /* scratch: the task's packed panels, or (implicit) its rows of y */
+    int64_t need = !c->cols ? cj->j.row_chunk * chunk : cj->packed ? 0 : K * chunk;
+    float *buf = need ? malloc((size_t)need * sizeof *buf) : NULL;
+    if (need && !buf) {
         atomic_store(&cj->failed, true);
         return;
     }
@@ -419,15 +460,26 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
         int64_t r1 = r0 + cj->j.row_chunk < c->M ? r0 + cj->j.row_chunk : c->M, c0, c1;
         pixel_range(cj, pchunk, &c0, &c1);
         pgemm_job j = cj->j;
-        if (buf)
-            c->cols(c->ctx, img, c0, c1, buf);
-        j.wp = buf ? buf : chunk_panels(cj, img * cj->pchunks + pchunk);
         j.x += grp * c->M * K;
         j.b = j.b ? j.b + grp * c->M : NULL;
         j.N = c1 - c0;
+        int64_t np = (c1 - c0 + TGK_PANEL - 1) / TGK_PANEL;
+        if (!c->cols) {
+            j.wp = c->src + img * c->src_stride + c0;
+            j.x += r0 * K;
+            j.b = j.b ? j.b + r0 : NULL;
+            j.y = buf;
+            j.ldy = chunk;
+            j.fn(&j, 0, r1 - r0, 0, np);
+            scatter_rows(c, img, r0, r1, c0, c1, buf, chunk);
+            continue;
+        }
+        if (!cj->packed)
+            c->cols(c->ctx, img, c0, c1, buf);
+        j.wp = cj->packed ? chunk_panels(cj, img * cj->pchunks + pchunk) : buf;
         j.y += img * c->M * P + c0;
         j.res = j.res ? j.res + img * c->M * P + c0 : NULL;
-        j.fn(&j, r0, r1, 0, (c1 - c0 + TGK_PANEL - 1) / TGK_PANEL);
+        j.fn(&j, r0, r1, 0, np);
         epilogue(&j, r0, r1, 0, c1 - c0);
     }
     free(buf);
@@ -441,25 +493,32 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
     conv_gemm_job cj = {
         .j = {.M = c->M, .N = c->P, .K = c->K, .ldx = c->K, .ldy = c->P, .x = c->w, .b = c->b,
               .bias_rows = true, .y = c->y, .y_diag = TGK_NO_DIAG, .x_diag = TGK_NO_DIAG,
-              .res = c->res, .act = c->act, .panel_chunk = 4, .fn = kind.fn,
-              .pstride = c->K * TGK_PANEL, .ldb = TGK_PANEL},
+              .res = c->cols ? c->res : NULL, .act = c->act, .panel_chunk = 4,
+              .fn = c->cols ? kind.fn : kind.fn_koff,
+              .pstride = c->cols ? c->K * TGK_PANEL : TGK_PANEL, .ldb = TGK_PANEL,
+              .koff = c->koff},
         .c = c, .panels = (c->P + TGK_PANEL - 1) / TGK_PANEL};
     cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
-    if (c->whole_rows) {
-        /* each task packs its own pixels: to keep the threads busy, first
-         * fewer pixels a task, then fewer rows a task */
+    if (c->whole_rows || !c->cols) {
+        /* to keep the threads busy, first fewer pixels a task, then fewer
+         * rows a task (implicit: nothing to pack, so rows split freely) */
         int64_t want = 2 * (int64_t)tgk_num_threads();
         while (c->n * cj.pchunks < want && cj.j.panel_chunk > 1) {
             cj.j.panel_chunk /= 2;
             cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
         }
         int64_t have = c->n * cj.pchunks;
-        row_chunks = have >= want ? 1 : (want + have - 1) / have;
-        row_chunks = row_chunks < tiles ? row_chunks : tiles;
-        /* with rows split, the few chunks of pixels are packed once, up
+        if (c->whole_rows) {
+            row_chunks = have >= want ? 1 : (want + have - 1) / have;
+            row_chunks = row_chunks < tiles ? row_chunks : tiles;
+        } else if (have < want) {
+            int64_t more = (want + have - 1) / have;
+            row_chunks = more > row_chunks ? (more < tiles ? more : tiles) : row_chunks;
+        }
+        /* whole rows split: the few chunks of pixels are packed once, up
          * front, not by every task (a ViT's patches at 64x64: 16 pixels of
          * 768 rows, packed by 4 tasks, cost more than the products) */
-        if (row_chunks > 1 &&
+        if (c->cols && row_chunks > 1 &&
             !(cj.packed = malloc((size_t)(have * c->K * cj.j.panel_chunk * TGK_PANEL) *
                                  sizeof *cj.packed)))
             return -1;

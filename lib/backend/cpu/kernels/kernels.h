@@ -108,8 +108,13 @@ int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x
  * whole_rows (for cols costly to pack: im2col): a task takes all M rows
  * unless the threads would go idle even with 16 pixels a task (then the
  * pixels are packed once, up front, and rows split); else at most 64 rows,
- * each task packing its pixels. 0, or -1 when scratch
- * cannot be allocated. */
+ * each task packing its pixels. Or, cols NULL (an implicit im2col: a stride-1
+ * convolution over a zero-padded image), nothing packed: row k of cols_i is
+ * read in place at src + i * src_stride + koff[k], its P pixels a grid of
+ * rows wp long of which the first ow are y's (the rest computed and
+ * dropped; y and res then hold P / wp * ow pixels an output channel), and
+ * src readable a panel chunk (64 floats) past any pixel's last tap. 0, or
+ * -1 when scratch cannot be allocated. */
 typedef struct {
     int64_t n, groups, M, K, P;
     const float *w, *b, *res;
@@ -118,6 +123,9 @@ typedef struct {
     void (*cols)(const void *ctx, int64_t i, int64_t p0, int64_t p1, float *buf);
     const void *ctx;
     bool whole_rows;
+    const float *src;
+    const int64_t *koff;
+    int64_t src_stride, wp, ow;
 } tgk_conv_gemm;
 int tgk_conv_gemm_f32(const tgk_conv_gemm *c);
 /* Task t of a packed GEMM split into chunks of row_chunk rows x panel_chunk
@@ -211,7 +219,8 @@ typedef struct {
     tgk_vec_fn act;
 } tgk_conv_desc;
 /* b may be NULL. out[] must be filled in by the caller. Scratch is bounded
- * (a few MiB of im2col columns, whatever the image size). Returns 0, or -1
+ * (a few MiB of im2col columns, or 32 MiB of padded images, whatever the
+ * image size). Returns 0, or -1
  * when the descriptor is invalid or scratch cannot be allocated (y undefined). */
 int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y);
 /* Tests: run depthwise convolutions with one instruction set's vectors,
