@@ -41,7 +41,7 @@ sys.path.insert(0, HERE)
 sys.path.append(os.path.join(HERE, "..", "..", "zoo"))
 import models  # noqa: E402
 
-ROUNDS = 7
+ROUNDS = 5
 ROUND_MS = 40.0
 CONTENDERS = ["ours", "eager", "compile", "reduce-overhead"]
 
@@ -221,15 +221,15 @@ def worker(a):
                 except Exception as e:  # noqa: BLE001
                     failed[k] = f"{type(e).__name__}: {str(e)[:200]}"
                     log(name, rows[i], k, "failed:", failed[k])
-                if time.time() > deadline - 150:
+                if time.time() > deadline - 100:
                     failed.setdefault("compile", "no time left to compile")
                     failed.setdefault("reduce-overhead", "no time left to compile")
         touch(os.path.join(a.work, f"{name}.compiled"))
         # everyone compiled and every .so built: then the GPU is ours alone
         need = [os.path.join(a.work, f"{m}.compiled") for m in a.all_models]
-        while time.time() < deadline - 90 and not all(os.path.exists(p) for p in need):
+        while time.time() < deadline - 80 and not all(os.path.exists(p) for p in need):
             time.sleep(0.5)
-        wait_for([os.path.join(a.work, "builds.done")], deadline - 90)
+        wait_for([os.path.join(a.work, "builds.done")], deadline - 80)
         with open(os.path.join(a.work, "gpu.lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             log(name, "has the GPU")

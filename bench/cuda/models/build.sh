@@ -4,7 +4,7 @@
 # (default cuda, bf16), all rows at once, and row 0 in float32 too
 # (MODEL.0.f32.so); WORK/MODEL.I.so.ok when it built,
 # WORK/MODEL.I.fail naming the step that failed and its first error lines.
-# Run from a built source tree; logs in $OUT or WORK.
+# Run from a built source tree or pack.sh's folder; logs in $OUT or WORK.
 set -u
 work=$1; shift
 models=${*:-resnet50 vit_b_16 bert llama150m}

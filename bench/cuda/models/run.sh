@@ -1,50 +1,40 @@
 #!/bin/sh
 # The speed table of issue 18 (must-show 5) in one call on the GPU machine,
-# from a source tree, in three steps around the build (.cuda-dev/run.sh):
-#   run.sh start     bench.py's workers in the background: exports, then
-#                    torch.compile's warm-ups while tgraph builds
-#   run.sh build     (in the built tree) build.sh: texport and tcompile
-#                    --target cuda --dtype bf16 of each export, then
-#                    test_backend_ops on the cuda device; then the timing
-#                    may start
-#   run.sh finish    the table, when the workers are done
-# WORK (default /tmp/tgbench) holds the exports and models; logs and
-# table.md go to $OUT. BUDGET: seconds from start to the workers' end
-# (default 540); BENCH_ARGS: more of bench.py's options (the dry run on the
-# CPU: BENCH_ARGS='--small --device cpu --torch eager' TARGET=cpu DTYPE=fp32).
+# run from what pack.sh put together:
+#   cd PACK && sh bench/cuda/models/run.sh
+# bench.py's workers start first (exports, then the torch contenders' warm-
+# ups); the debs in DEBS (default ../debs: cJSON and protobuf-c, which the
+# tools link) are unpacked; build.sh makes our models as the exports appear;
+# when the workers have timed every row, the table; then test_backend_ops on
+# the cuda device in the time left. WORK (default /tmp/tgbench) holds the
+# exports and models, $OUT the logs and table.md. BUDGET: seconds from the
+# start to the workers' end (default 540); LIMIT: the call's (default 600);
+# BENCH_ARGS: more of bench.py's options (the dry run on the CPU:
+# BENCH_ARGS='--small --device cpu --torch eager' TARGET=cpu DTYPE=fp32).
 set -u
-work=${WORK:-/tmp/tgbench} out=${OUT:-$work/out}
+work=${WORK:-/tmp/tgbench} out=${OUT:-$work/out} budget=${BUDGET:-540}
+t0=$(date +%s)
 mkdir -p "$work" "$out"
-env="TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_UNIT=$PWD/tests/unit"
-case $1 in
-start)
-    date +%s >"$work/t0"
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit \
-        --format=csv,noheader >"$out/gpu.txt" 2>&1
-    python3 -c 'import torch, torchvision, transformers as t; print("torch", torch.__version__,
-        "torchvision", torchvision.__version__, "transformers", t.__version__)' >"$out/versions.txt" 2>&1
-    nohup python3 bench/cuda/models/bench.py workers --work "$work" --out "$out" \
-        --budget "${BUDGET:-540}" ${BENCH_ARGS:-} >"$out/workers.log" 2>&1 &
-    ;;
-build)
-    make -j8 tests/unit/test_backend_ops >"$out/build_tests.log" 2>&1 &
-    sh bench/cuda/models/build.sh "$work" >"$out/builds.log" 2>&1
-    wait
-    # before the timing starts: the torch contenders are still warming up
-    env $env TG_BACKEND_OPS=cuda timeout "${TEST_S:-90}" tests/unit/test_backend_ops \
-        >"$out/test_backend_ops.log" 2>&1
-    echo "test_backend_ops (cuda): exit $?" >>"$out/test_backend_ops.log"
-    touch "$work/builds.done"
-    ;;
-finish)
-    touch "$work/builds.done"       # the build may have failed: the workers go on without us
-    t0=$(cat "$work/t0")
-    python3 bench/cuda/models/bench.py table --work "$work" --out "$out" \
-        --wait $((t0 + ${BUDGET:-540} + 10 - $(date +%s)))
-    cat "$out/builds.log" "$out/gpu.txt" "$out/versions.txt"
-    grep -E '^(test_backend_ops|backend cuda|[0-9]+ passed)|times the tolerance|fails' "$out/test_backend_ops.log" | head -30
-    ;;
-*)
-    echo "usage: run.sh start|build|finish" >&2; exit 2
-    ;;
-esac
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit \
+    --format=csv,noheader >"$out/gpu.txt" 2>&1
+python3 -c 'import torch, torchvision, transformers as t; print("torch", torch.__version__,
+    "torchvision", torchvision.__version__, "transformers", t.__version__)' >"$out/versions.txt" 2>&1
+nohup python3 bench/cuda/models/bench.py workers --work "$work" --out "$out" --budget "$budget" \
+    ${BENCH_ARGS:-} >"$out/workers.log" 2>&1 &
+pfx=/tmp/tgpfx
+mkdir -p "$pfx"
+for d in "${DEBS:-../debs}"/*.deb; do [ -f "$d" ] && dpkg -x "$d" "$pfx"; done
+export LD_LIBRARY_PATH=$pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+sh bench/cuda/models/build.sh "$work" >"$out/builds.log" 2>&1
+touch "$work/builds.done"       # the timing starts when the warm-ups are done too
+python3 bench/cuda/models/bench.py table --work "$work" --out "$out" \
+    --wait $((t0 + budget + 10 - $(date +%s)))
+cat "$out/builds.log" "$out/gpu.txt" "$out/versions.txt"
+left=$((t0 + ${LIMIT:-600} - 10 - $(date +%s)))
+if [ "$left" -gt 5 ]; then
+    TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_BACKEND_OPS=cuda \
+        timeout "$left" tests/unit/test_backend_ops >"$out/test_backend_ops.log" 2>&1
+    echo "test_backend_ops (cuda): exit $? after at most $left s"
+    grep -E '^(backend cuda|[0-9]+ passed)|times the tolerance|fails' \
+        "$out/test_backend_ops.log" | head -30
+fi
