@@ -7,7 +7,7 @@
  * dilation, batches of padded images); batches large enough to run images on different threads; the
  * direct path for small dense convolutions (c x taps <= 256), stride 1
  * and strided, in both of its ways of splitting work and with every tail of
- * its tiles.
+ * its tiles; patch convolutions (kernel == stride, no padding).
  * Tolerance: max error over the largest magnitude of the summed terms 1e-5
  * (x 1 + terms/1000). */
 #include "kcheck.h"
@@ -215,6 +215,46 @@ static ccase fixed(int64_t n, int64_t c, int64_t k, int64_t g, int64_t h, int64_
     return cc;
 }
 
+/* im2col's rows: n, c, k, groups, h, w, kh, kw, stride, pad, dil, relu */
+static ccase im2col_case(const int64_t *r)
+{
+    ccase c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
+    c.dil[1] = c.dil[2] = r[10];
+    CHECK(ccase_finish(&c, 2, 0));
+    c.d.relu = r[11];
+    return c;
+}
+
+/* a patch convolution's rows: nsp, n, c, k, groups, in (d, h, w), kernel
+ * = stride (d, h, w), epilogue (1 relu, 2 a residual, 3 hardswish) */
+static ccase patch_case(const int64_t *r)
+{
+    ccase c = {.d = {.n = r[1], .c = r[2], .k = r[3], .groups = r[4]},
+               .in = {r[5], r[6], r[7]}, .ker = {r[8], r[9], r[10]},
+               .str = {r[8], r[9], r[10]}, .dil = {1, 1, 1}};
+    CHECK(ccase_finish(&c, (int)r[0], 0));
+    c.d.relu = r[11] == 1;
+    c.res = r[11] == 2;
+    c.hardswish = r[11] == 3;
+    return c;
+}
+
+/* Each case of rows with each register tile the CPU runs, 1 and 2 threads. */
+static void each_tile(const int64_t (*rows)[12], size_t nrows, ccase (*make)(const int64_t *))
+{
+    static const char *const tiles[] = {"base", "avx2", "avx512"};
+    for (int nt = 1; nt <= 2; nt++) {
+        tgk_set_num_threads(nt);
+        for (size_t i = 0; i < nrows * 3; i++) {
+            if (!tgk_gemm_packed_isa(tiles[i % 3]))
+                continue;
+            ccase c = make(rows[i / 3]);
+            run_case(&c, i % 2 == 0);
+        }
+    }
+    CHECK(tgk_gemm_packed_isa(NULL));
+}
+
 int main(void)
 {
     kc_seed("test_conv");
@@ -376,8 +416,8 @@ int main(void)
      * ResNet's strided 1x1 and 3x3, dilation, a single row of 7 taps, pixel
      * chunks spanning rows and ending in a partial panel, output channels
      * past a tile's rows, more tiles than one task takes (then the pixels
-     * packed up front and rows split: 4x3 pixels, a ViT's 16x16 patches), a
-     * batch of many (image, group) GEMMs; relu on some */
+     * packed up front and rows split: 4x3 pixels), a batch of many (image,
+     * group) GEMMs; relu on some */
     static const int64_t ic[][12] = {
         /* n, c, k, groups, h, w, kh, kw, stride, pad, dil, relu */
         {1, 128, 32, 1, 16, 16, 3, 3, 1, 1, 1, 0},
@@ -390,22 +430,26 @@ int main(void)
         {1, 24, 21, 3, 11, 13, 3, 3, 1, 2, 2, 0},
         {5, 16, 24, 2, 6, 7, 2, 3, 1, 1, 1, 1},
         {1, 56, 9, 1, 23, 3, 5, 1, 1, 2, 1, 0},
-        {1, 3, 64, 1, 64, 64, 16, 16, 16, 0, 1, 0},
     };
-    for (int nt = 1; nt <= 2; nt++) {
-        tgk_set_num_threads(nt);
-        for (size_t i = 0; i < sizeof ic / sizeof *ic * 3; i++) {
-            const int64_t *r = ic[i / 3];
-            if (!tgk_gemm_packed_isa(tiles[i % 3]))
-                continue;
-            c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
-            c.dil[1] = c.dil[2] = r[10];
-            CHECK(ccase_finish(&c, 2, 0));
-            c.d.relu = r[11];
-            run_case(&c, i % 2 == 0);
-        }
-    }
-    CHECK(tgk_gemm_packed_isa(NULL));
+    each_tile(ic, sizeof ic / sizeof *ic, im2col_case);
+    /* patch convolutions (kernel == stride, no padding: conv_patch.c's
+     * columns), 1-3 spatial dims, with each register tile, 1 and 2 threads:
+     * CLIP's 16x16 patches (4x4 pixels: rows split) and over a batch, a
+     * ViT's 196 pixels (chunks of 64, a partial panel), input rows and columns past the last window,
+     * non-square windows, groups, 2x2 space-to-depth, a 3-D (video) one;
+     * relu, a residual or hardswish on some */
+    static const int64_t pt[][12] = {
+        {2, 1, 3, 64, 1, 1, 64, 64, 1, 16, 16, 0},
+        {2, 8, 3, 64, 1, 1, 64, 64, 1, 16, 16, 0},
+        {2, 1, 3, 24, 1, 1, 224, 224, 1, 16, 16, 1},
+        {2, 2, 8, 20, 1, 1, 37, 45, 1, 8, 6, 2},
+        {2, 3, 20, 9, 1, 1, 15, 20, 1, 3, 5, 3},
+        {2, 2, 6, 8, 2, 1, 12, 12, 1, 4, 4, 1},
+        {2, 2, 96, 24, 1, 1, 10, 10, 1, 2, 2, 0},
+        {1, 3, 64, 7, 1, 1, 1, 50, 1, 1, 5, 2},
+        {3, 1, 3, 16, 1, 5, 16, 16, 2, 4, 4, 0},
+    };
+    each_tile(pt, sizeof pt / sizeof *pt, patch_case);
     tgk_set_num_threads(2);
     /* implicit im2col: padded images of ~16 MB, two a batch within its
      * 32 MiB (3 images: a batch of 2, then 1); one of ~68 MB: im2col */

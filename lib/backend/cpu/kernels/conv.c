@@ -704,10 +704,13 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
             return -1;
         relu_done = epilogue_done = true;
     } else {
+        tgk_patch_cols patch = {x, j.cg, *g};
+        bool is_patch = tgk_conv_is_patch(g);
         tgk_conv_gemm c = {.n = d->n * d->groups, .groups = d->groups, .M = j.kg,
                            .K = j.cg * g->kprod, .P = g->out_sp, .w = w, .b = b, .res = d->res,
                            .y = y, .act = d->relu ? tgk_vec_relu_f32 : d->act,
-                           .cols = im2col_panels, .ctx = &j, .whole_rows = true};
+                           .cols = is_patch ? tgk_patch_panels : im2col_panels,
+                           .ctx = is_patch ? (const void *)&patch : &j, .whole_rows = true};
         if (tgk_conv_gemm_f32(&c))
             return -1;
         relu_done = epilogue_done = true;

@@ -57,4 +57,15 @@ static inline void tgk_conv_valid_range(int64_t n, int64_t str, int64_t off, int
 int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
                            const float *w, const float *b, float *y);
 
+/* A patch convolution (conv_patch.c): kernel == stride, no padding, no
+ * dilation. tgk_patch_panels is tgk_conv_gemm's cols over a tgk_patch_cols:
+ * (image, group) i's channels at x + i * cg * in_sp. */
+typedef struct {
+    const float *x;
+    int64_t cg;
+    tgk_conv_geom g;
+} tgk_patch_cols;
+bool tgk_conv_is_patch(const tgk_conv_geom *g);
+void tgk_patch_panels(const void *ctx, int64_t i, int64_t p0, int64_t p1, float *buf);
+
 #endif
