@@ -167,44 +167,50 @@ static void check_qconv(int nsp, int64_t n, int64_t c, int64_t k, int64_t groups
     for (int64_t i = 0; i < n * c * insp; i++) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
     tgk_qparams_u8(dynamic ? lo : -1.5f, dynamic ? hi : 2.5f, &xs, &xz);
     for (int64_t i = 0; i < n * c * insp; i++) xq[i] = ref_quant(x[i], xs, xz);
-    void *packed = malloc(tgk_qconv_packed_size(&d));
-    CHECK(tgk_qconv_pack(&d, w, packed) == 0);
-    void *slot = NULL, *once = tgk_qconv_pack_once(&slot, &d, w);
-    CHECK(once && slot == once && tgk_qconv_pack_once(&slot, &d, w) == once &&
-          memcmp(once, packed, tgk_qconv_packed_size(&d)) == 0);
-    for (int p = 0; p < 3; p++) {
-        if (tgk_qgemm_set_path(paths[p])) continue;
-        y[n * k * outsp] = 12345.0f;
-        CHECK(tgk_qconv_f32(&d, x, dynamic ? 0.0f : xs, dynamic ? 0 : xz, dynamic, packed, ws, b, y) == 0);
-        int64_t bad = 0;
-        int64_t o3[3] = {1, 1, 1}, i3[3] = {1, 1, 1};
-        for (int i = 0; i < nsp; i++) o3[3 - nsp + i] = out, i3[3 - nsp + i] = in;
-        int64_t k3[3] = {1, 1, 1};
-        for (int i = 0; i < nsp; i++) k3[3 - nsp + i] = ker;
-        for (int64_t im = 0; im < n; im++)
-            for (int64_t ko = 0; ko < k; ko++)
-                for (int64_t pos = 0; pos < outsp; pos++) {
-                    int64_t o[3] = {pos / (o3[1] * o3[2]), pos / o3[2] % o3[1], pos % o3[2]};
-                    int64_t g = ko / kg, acc = 0;
-                    for (int64_t ci = 0; ci < cg; ci++)
-                        for (int64_t a = 0; a < k3[0]; a++)
-                            for (int64_t bb = 0; bb < k3[1]; bb++)
-                                for (int64_t e = 0; e < k3[2]; e++) {
-                                    int64_t ii[3] = {o[0] * (nsp == 3 ? stride : 1) - (nsp == 3 ? pad : 0) + a * (nsp == 3 ? dil : 1),
-                                                     o[1] * (nsp >= 2 ? stride : 1) - (nsp >= 2 ? pad : 0) + bb * (nsp >= 2 ? dil : 1),
-                                                     o[2] * stride - pad + e * dil};
-                                    bool inside = ii[0] >= 0 && ii[0] < i3[0] && ii[1] >= 0 && ii[1] < i3[1] && ii[2] >= 0 && ii[2] < i3[2];
-                                    int64_t xv = inside ? xq[((im * c + g * cg + ci) * i3[0] + ii[0]) * i3[1] * i3[2] + ii[1] * i3[2] + ii[2]] : xz;
-                                    acc += (xv - xz) * w[ko * kk + (ci * k3[0] + a) * k3[1] * k3[2] + bb * k3[2] + e];
-                                }
-                    float want = (float)acc * (xs * ws[ko]) + b[ko];
-                    bad += memcmp(&want, &y[(im * k + ko) * outsp + pos], sizeof want) != 0;
-                }
-        if (bad) fprintf(stderr, "qconv %s nsp=%d c=%lld k=%lld g=%lld: %lld wrong\n", paths[p], nsp,
-                         (long long)c, (long long)k, (long long)groups, (long long)bad);
-        CHECK(bad == 0 && y[n * k * outsp] == 12345.0f);
+    /* weights packed under each path (VNNI's layout differs: panels), then
+     * run on every path */
+    for (int pp = 0; pp < 3; pp++) {
+        if (tgk_qgemm_set_path(paths[pp])) continue;
+        void *packed = malloc(tgk_qconv_packed_size(&d));
+        CHECK(tgk_qconv_pack(&d, w, packed) == 0);
+        void *slot = NULL, *once = tgk_qconv_pack_once(&slot, &d, w);
+        CHECK(once && slot == once && tgk_qconv_pack_once(&slot, &d, w) == once &&
+              memcmp(once, packed, tgk_qconv_packed_size(&d)) == 0);
+        for (int p = 0; p < 3; p++) {
+            if (tgk_qgemm_set_path(paths[p])) continue;
+            y[n * k * outsp] = 12345.0f;
+            CHECK(tgk_qconv_f32(&d, x, dynamic ? 0.0f : xs, dynamic ? 0 : xz, dynamic, packed, ws, b, y) == 0);
+            int64_t bad = 0;
+            int64_t o3[3] = {1, 1, 1}, i3[3] = {1, 1, 1};
+            for (int i = 0; i < nsp; i++) o3[3 - nsp + i] = out, i3[3 - nsp + i] = in;
+            int64_t k3[3] = {1, 1, 1};
+            for (int i = 0; i < nsp; i++) k3[3 - nsp + i] = ker;
+            for (int64_t im = 0; im < n; im++)
+                for (int64_t ko = 0; ko < k; ko++)
+                    for (int64_t pos = 0; pos < outsp; pos++) {
+                        int64_t o[3] = {pos / (o3[1] * o3[2]), pos / o3[2] % o3[1], pos % o3[2]};
+                        int64_t g = ko / kg, acc = 0;
+                        for (int64_t ci = 0; ci < cg; ci++)
+                            for (int64_t a = 0; a < k3[0]; a++)
+                                for (int64_t bb = 0; bb < k3[1]; bb++)
+                                    for (int64_t e = 0; e < k3[2]; e++) {
+                                        int64_t ii[3] = {o[0] * (nsp == 3 ? stride : 1) - (nsp == 3 ? pad : 0) + a * (nsp == 3 ? dil : 1),
+                                                         o[1] * (nsp >= 2 ? stride : 1) - (nsp >= 2 ? pad : 0) + bb * (nsp >= 2 ? dil : 1),
+                                                         o[2] * stride - pad + e * dil};
+                                        bool inside = ii[0] >= 0 && ii[0] < i3[0] && ii[1] >= 0 && ii[1] < i3[1] && ii[2] >= 0 && ii[2] < i3[2];
+                                        int64_t xv = inside ? xq[((im * c + g * cg + ci) * i3[0] + ii[0]) * i3[1] * i3[2] + ii[1] * i3[2] + ii[2]] : xz;
+                                        acc += (xv - xz) * w[ko * kk + (ci * k3[0] + a) * k3[1] * k3[2] + bb * k3[2] + e];
+                                    }
+                        float want = (float)acc * (xs * ws[ko]) + b[ko];
+                        bad += memcmp(&want, &y[(im * k + ko) * outsp + pos], sizeof want) != 0;
+                    }
+            if (bad) fprintf(stderr, "qconv packed %s run %s nsp=%d c=%lld k=%lld g=%lld: %lld wrong\n",
+                             paths[pp], paths[p], nsp, (long long)c, (long long)k, (long long)groups, (long long)bad);
+            CHECK(bad == 0 && y[n * k * outsp] == 12345.0f);
+        }
+        free(packed);
     }
-    free(x), free(ws), free(b), free(y), free(w), free(xq), free(packed);
+    free(x), free(ws), free(b), free(y), free(w), free(xq);
 }
 
 /* Weight-only linear against float64: x * (q * scale) summed in double. */
@@ -262,6 +268,15 @@ int main(void)
     check_qconv(3, 1, 2, 4, 2, 5, 2, 1, 0, 1, 1);
     check_qconv(2, 1, 4, 4, 4, 6, 3, 1, 1, 1, 0);     /* depthwise */
     check_qconv(2, 2, 70, 33, 1, 5, 1, 1, 0, 1, 0);   /* pointwise, K not a multiple of 4 */
+    /* the panel path: chunks of 64 pixels and their last partial panel
+     * (1 to 4 panels), channel blocks of 6 and their tail, stride 2 */
+    check_qconv(2, 2, 16, 23, 1, 13, 3, 1, 1, 1, 0);  /* 169 pixels: 2 chunks + 41 */
+    check_qconv(2, 1, 9, 64, 1, 15, 3, 2, 1, 1, 0);   /* 8x8: one chunk of 4 panels */
+    check_qconv(2, 1, 3, 8, 1, 19, 7, 2, 3, 1, 1);    /* an RGB stem */
+    check_qconv(2, 1, 32, 40, 1, 4, 3, 1, 1, 1, 0);   /* 16 pixels: one panel */
+    check_qconv(2, 1, 8, 12, 2, 7, 3, 1, 2, 2, 0);    /* groups, dilation: 49 = 3 panels + 1 */
+    check_qconv(1, 2, 6, 10, 1, 40, 5, 3, 2, 1, 0);
+    check_qconv(3, 1, 5, 7, 1, 6, 3, 2, 1, 1, 1);
     if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");
     check_wlinear(3, 70, 100, 8, 32);
     check_wlinear(1, 64, 64, 8, 0);

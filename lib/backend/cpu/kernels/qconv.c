@@ -1,18 +1,26 @@
-/* Quantized convolution: the input is quantized to u8 once, in channels-last
- * order, so that for each (image, group) the window of an output position is
- * a handful of contiguous runs of c/groups bytes, one per kernel tap: a slab
- * of positions is gathered into rows that way (padding as the zero point) and
- * multiplied by tgk_qgemm_u8s8 with weights packed in the same tap-major
- * order. The integer sums are exact, so every CPU path gives the same output. */
+/* Quantized convolution: the input is quantized to u8 once; weights packed
+ * while the VNNI path is in use, for convolutions with enough channels a
+ * group, take the panel path (qconv_panel.c: pixels as the GEMM's columns,
+ * im2col into VNNI panels); the others the row path here: the input in
+ * channels-last order, so that for each (image, group) the window of an
+ * output position is a handful of contiguous runs of c/groups bytes, one per
+ * kernel tap: a slab of positions is gathered into rows that way (padding as
+ * the zero point) and multiplied by tgk_qgemm_u8s8 with weights packed in the
+ * same tap-major order. The integer sums are exact, so every CPU path gives
+ * the same output. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv_geom.h"
 #include "kernels.h"
+#include "qconv_panel.h"
 #include "qgemm.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define SLAB_BYTES (1 << 20)
+/* The packed weights start with their layout, then its bytes from here. */
+#define HEADER 64
+enum { LAYOUT_ROWS = 1, LAYOUT_PANELS = 2 };
 
 
 /* The int8 path: not transposed, channels divisible by groups. */
@@ -32,16 +40,34 @@ static int64_t kprod_of(const tgk_conv_desc *d)
     return p;
 }
 
-size_t tgk_qconv_packed_size(const tgk_conv_desc *d)
+static bool use_panels(const tgk_conv_desc *d)
+{
+    return !strcmp(tgk_qgemm_path(), "avx512vnni") && tgk_qconv_panel_fits(d);
+}
+
+static size_t rows_size(const tgk_conv_desc *d)
 {
     return (size_t)d->groups * tgk_qgemm_packed_size(d->k / d->groups,
                                                      d->c / d->groups * kprod_of(d));
 }
 
-/* Each group's [kg, cg, taps] weights reordered to [kg, taps, cg], the gather's
- * order, then packed. */
+size_t tgk_qconv_packed_size(const tgk_conv_desc *d)
+{
+    return HEADER + (use_panels(d) ? tgk_qconv_panel_size(d) : rows_size(d));
+}
+
+/* Rows: each group's [kg, cg, taps] weights reordered to [kg, taps, cg], the
+ * gather's order, then packed. */
 int tgk_qconv_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 {
+    int32_t layout = use_panels(d) ? LAYOUT_PANELS : LAYOUT_ROWS;
+    memset(packed, 0, HEADER);
+    memcpy(packed, &layout, sizeof layout);
+    packed = (char *)packed + HEADER;
+    if (layout == LAYOUT_PANELS) {
+        tgk_qconv_panel_pack(d, w, packed);
+        return 0;
+    }
     int64_t kg = d->k / d->groups, cg = d->c / d->groups, taps = kprod_of(d), kk = cg * taps;
     size_t one = tgk_qgemm_packed_size(kg, kk);
     int8_t *t = malloc((size_t)(kg * kk > 0 ? kg * kk : 1));
@@ -161,24 +187,22 @@ static void to_channels_last(const uint8_t *src, int64_t c, int64_t sp, uint8_t 
                 dst[s * c + ch] = src[ch * sp + s];
 }
 
-int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
-                  int dynamic, const void *packed, const float *w_scale, const float *bias,
-                  float *y)
+/* The row path over xq, the whole input quantized. */
+static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint8_t *xq,
+                     int32_t x_zero, const void *packed, const float *sc, const float *bias,
+                     float *y)
 {
-    tgk_conv_geom g;
-    if (qgeom_from(d, &g))
-        return -1;
+    const tgk_conv_geom g = *gp;
     int64_t cg = d->c / d->groups, kg = d->k / d->groups, kk = cg * g.kprod;
     int64_t slab = SLAB_BYTES / kk > 16 ? SLAB_BYTES / kk : 16;
     if (slab > g.out_sp)
         slab = g.out_sp;
-    int64_t nx = d->n * d->c * g.in_sp, per_img = d->c * g.in_sp;
-    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1)), *xt = malloc((size_t)per_img + 8);
-    uint8_t *rows = malloc((size_t)(slab * kk) + 8);
-    float *sc = malloc(sizeof *sc * (size_t)d->k), *out = malloc(sizeof *out * (size_t)(slab * kg));
+    int64_t per_img = d->c * g.in_sp;
+    uint8_t *xt = malloc((size_t)per_img + 8), *rows = malloc((size_t)(slab * kk) + 8);
+    float *out = malloc(sizeof *out * (size_t)(slab * kg));
     int64_t *delta = malloc(sizeof *delta * (size_t)g.kprod);
-    if (!xq || !xt || !rows || !sc || !out || !delta) {
-        free(xq), free(xt), free(rows), free(sc), free(out), free(delta);
+    if (!xt || !rows || !out || !delta) {
+        free(xt), free(rows), free(out), free(delta);
         return -1;
     }
     memset(xt + per_img, 0, 8);
@@ -193,14 +217,6 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
         hi[i] = last < 0 ? 0 : last / g.str[i] + 1;
         hi[i] = hi[i] > g.out[i] ? g.out[i] : hi[i];
     }
-    if (dynamic) {
-        float lo, hi;
-        tgk_minmax_f32(nx, x, &lo, &hi);
-        tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
-    }
-    tgk_quantize_u8(nx, x, x_scale, x_zero, xq);
-    for (int64_t k = 0; k < d->k; k++)
-        sc[k] = x_scale * w_scale[k];
     size_t gsize = tgk_qgemm_packed_size(kg, kk);
     for (int64_t img = 0; img < d->n; img++) {
         to_channels_last(xq + img * per_img, d->c, g.in_sp, xt);
@@ -222,6 +238,37 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
                             yg[q * g.out_sp + r] = out[r * kg + q];
             }
     }
-    free(xq), free(xt), free(rows), free(sc), free(out), free(delta);
+    free(xt), free(rows), free(out), free(delta);
     return 0;
+}
+
+int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
+                  int dynamic, const void *packed, const float *w_scale, const float *bias,
+                  float *y)
+{
+    tgk_conv_geom g;
+    int32_t layout;
+    memcpy(&layout, packed, sizeof layout);
+    if (qgeom_from(d, &g) || (layout == LAYOUT_PANELS && !tgk_qconv_panel_fits(d)))
+        return -1;
+    int64_t nx = d->n * d->c * g.in_sp;
+    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
+    float *sc = malloc(sizeof *sc * (size_t)d->k);
+    if (!xq || !sc) {
+        free(xq), free(sc);
+        return -1;
+    }
+    if (dynamic) {
+        float lo, hi;
+        tgk_minmax_f32(nx, x, &lo, &hi);
+        tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
+    }
+    tgk_quantize_u8(nx, x, x_scale, x_zero, xq);
+    for (int64_t k = 0; k < d->k; k++)
+        sc[k] = x_scale * w_scale[k];
+    const char *w = (const char *)packed + HEADER;
+    int rc = layout == LAYOUT_PANELS ? tgk_qconv_panel_f32(d, xq, x_zero, w, sc, bias, y)
+                                     : rows_conv(d, &g, xq, x_zero, w, sc, bias, y);
+    free(xq), free(sc);
+    return rc;
 }

@@ -1,0 +1,392 @@
+/* The int8 convolution as the float one runs (conv.c): output channels are
+ * the GEMM's rows, pixels its columns, and im2col writes a chunk of 64
+ * pixels straight into VNNI panels, [k quad][16 pixels][4 bytes], so one
+ * vpdpbusd multiplies 16 pixels' 4 inputs by a broadcast 4 weights of one
+ * output channel. The input is quantized once into a zero-point-padded
+ * layout [group][channel quad][d][h][w][4 channels], where a tap's quad for
+ * 16 pixels of an output row is one 64-byte run (stride 1). The result is
+ * written per output channel, contiguous pixels, as y's layout wants it,
+ * through the same float epilogue as the row path (qconv.c): every path
+ * gives the same bits. */
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "conv_geom.h"
+#include "kernels.h"
+#include "qconv_panel.h"
+#include "qgemm.h"
+#include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
+
+#define MR 6                    /* output channels a tile */
+#define NR 4                    /* panels a tile */
+#define PX 16                   /* pixels a panel */
+#define CHUNK (NR * PX)         /* pixels im2col packs at once */
+#define MB_TASK 4               /* blocks of MR channels a GEMM task */
+#define SLAB_BYTES (4 << 20)    /* packed pixels at once, at most */
+
+typedef struct {
+    int64_t cg, kg, cq, kq, mb; /* channels per group in and out, channel quads, k quads, MR blocks */
+    int64_t pd[3];              /* the padded input's dims */
+    int64_t psp;                /* their product */
+} pgeom;
+
+static void pgeom_of(const tgk_conv_desc *d, const tgk_conv_geom *g, pgeom *p)
+{
+    p->cg = d->c / d->groups, p->kg = d->k / d->groups;
+    p->cq = (p->cg + 3) / 4, p->kq = p->cq * g->kprod, p->mb = (p->kg + MR - 1) / MR;
+    p->psp = 1;
+    for (int i = 0; i < 3; i++) {
+        int64_t need = (g->out[i] - 1) * g->str[i] + (g->ker[i] - 1) * g->dil[i] + 1;
+        p->pd[i] = need > g->in[i] + g->pad[i] ? need : g->in[i] + g->pad[i];
+        p->psp *= p->pd[i];
+    }
+}
+
+/* One group's weights: row sums [mb * MR] (s32), then [mb][kq][MR][4] (s8). */
+static size_t group_bytes(const pgeom *p)
+{
+    return (size_t)(p->mb * MR) * (4 + (size_t)p->kq * 4);
+}
+
+bool tgk_qconv_panel_fits(const tgk_conv_desc *d)
+{
+    return !d->transposed && d->groups > 0 && d->c % d->groups == 0 && d->k % d->groups == 0 &&
+           d->c / d->groups >= 3 && d->k / d->groups >= 4;
+}
+
+size_t tgk_qconv_panel_size(const tgk_conv_desc *d)
+{
+    tgk_conv_geom g;
+    pgeom p;
+    if (!tgk_conv_geom_from(d, &g))
+        return 0;
+    pgeom_of(d, &g, &p);
+    return (size_t)d->groups * group_bytes(&p);
+}
+
+void tgk_qconv_panel_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
+{
+    tgk_conv_geom g;
+    pgeom p;
+    if (!tgk_conv_geom_from(d, &g))
+        return;
+    pgeom_of(d, &g, &p);
+    int64_t taps = g.kprod;
+    memset(packed, 0, tgk_qconv_panel_size(d));
+    for (int64_t gi = 0; gi < d->groups; gi++) {
+        char *base = (char *)packed + gi * group_bytes(&p);
+        int32_t *rowsum = (int32_t *)base;
+        int8_t *pw = (int8_t *)(rowsum + p.mb * MR);
+        for (int64_t k = 0; k < p.kg; k++) {
+            const int8_t *wk = w + (gi * p.kg + k) * p.cg * taps;
+            int64_t blk = k / MR, r = k % MR;
+            int32_t s = 0;
+            for (int64_t c = 0; c < p.cg; c++)
+                for (int64_t t = 0; t < taps; t++) {
+                    int64_t q = c / 4 * taps + t;
+                    pw[((blk * p.kq + q) * MR + r) * 4 + c % 4] = wk[c * taps + t];
+                    s += wk[c * taps + t];
+                }
+            rowsum[k] = s;
+        }
+    }
+}
+
+/* ---- the input, quantized and padded -------------------------------------- */
+
+typedef struct {
+    const tgk_conv_geom *g;
+    const pgeom *p;
+    const uint8_t *xq;          /* this image, [c][in_sp] */
+    uint8_t *xb;                /* [groups][cq][pd][4] */
+    const uint8_t *zeros;       /* in[2] bytes of the zero point */
+} relayout_job;
+
+/* n positions of 4 planes interleaved, 4 bytes to a position: SSE2's byte
+ * and word unpacking 16 positions at a time, then one by one. */
+static void interleave4(const uint8_t *const s[4], int64_t n, uint8_t *o)
+{
+    int64_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(s[0] + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(s[1] + i));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s[2] + i));
+        __m128i d = _mm_loadu_si128((const __m128i *)(s[3] + i));
+        __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+        _mm_storeu_si128((__m128i *)(o + 4 * i), _mm_unpacklo_epi16(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(o + 4 * i + 16), _mm_unpackhi_epi16(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(o + 4 * i + 32), _mm_unpacklo_epi16(ab1, cd1));
+        _mm_storeu_si128((__m128i *)(o + 4 * i + 48), _mm_unpackhi_epi16(ab1, cd1));
+    }
+#endif
+    for (; i < n; i++)
+        for (int t = 0; t < 4; t++)
+            o[4 * i + t] = s[t][i];
+}
+
+/* Channel quads [b, e) over all groups: the quad's planes interleaved into
+ * the padded layout (whose border was filled with the zero point); channels
+ * past the group's last read the zero point too. */
+static void relayout(void *ctx, int64_t b, int64_t e)
+{
+    const relayout_job *j = ctx;
+    const tgk_conv_geom *g = j->g;
+    const pgeom *p = j->p;
+    for (int64_t qi = b; qi < e; qi++) {
+        int64_t gi = qi / p->cq, cq = qi % p->cq;
+        uint8_t *dst = j->xb + qi * p->psp * 4;
+        for (int64_t i0 = 0; i0 < g->in[0]; i0++)
+            for (int64_t i1 = 0; i1 < g->in[1]; i1++) {
+                int64_t off = (i0 * g->in[1] + i1) * g->in[2];
+                const uint8_t *s[4];
+                for (int t = 0; t < 4; t++)
+                    s[t] = cq * 4 + t < p->cg ? j->xq + (gi * p->cg + cq * 4 + t) * g->in_sp + off
+                                              : j->zeros;
+                interleave4(s, g->in[2], dst + (((i0 + g->pad[0]) * p->pd[1] + i1 + g->pad[1]) *
+                                                p->pd[2] + g->pad[2]) * 4);
+            }
+    }
+}
+
+/* ---- im2col into panels ---------------------------------------------------- */
+
+typedef struct {
+    const tgk_conv_geom *g;
+    const pgeom *p;
+    const uint8_t *xg;          /* the group's padded input */
+    uint8_t *bufs;              /* chunk i at i * CHUNK * kq * 4 */
+    int64_t p0;                 /* first pixel of chunk 0 */
+} pack_job;
+
+/* Chunks [b, e): buf [panel][kq][16][4], pixels past the chunk's end 0. */
+static void pack_chunks(void *ctx, int64_t b, int64_t e)
+{
+    const pack_job *j = ctx;
+    const tgk_conv_geom *g = j->g;
+    const pgeom *p = j->p;
+    int64_t ow = g->out[2], ohw = g->out[1] * g->out[2];
+    for (int64_t ch = b; ch < e; ch++) {
+        uint8_t *buf = j->bufs + ch * CHUNK * p->kq * 4;
+        int64_t c0 = j->p0 + ch * CHUNK, c1 = c0 + CHUNK < g->out_sp ? c0 + CHUNK : g->out_sp;
+        int64_t np = (c1 - c0 + PX - 1) / PX;
+        if ((c1 - c0) % PX)
+            for (int64_t q = 0; q < p->kq; q++)
+                memset(buf + ((np - 1) * p->kq + q) * PX * 4, 0, PX * 4);
+        struct { int64_t at, n, src; } run[CHUNK];  /* pixels at..at+n from input offset src */
+        int nrun = 0;
+        for (int64_t px = c0; px < c1; nrun++) {
+            int64_t o0 = px / ohw, o1 = px / ow % g->out[1], o2 = px % ow;
+            int64_t n = ow - o2 < c1 - px ? ow - o2 : c1 - px;
+            run[nrun].at = px - c0, run[nrun].n = n;
+            run[nrun].src = (o0 * g->str[0] * p->pd[1] + o1 * g->str[1]) * p->pd[2] + o2 * g->str[2];
+            px += n;
+        }
+        int64_t s2 = g->str[2];
+        for (int64_t cq = 0, q = 0; cq < p->cq; cq++)
+            for (int64_t a = 0; a < g->ker[0]; a++)
+                for (int64_t bb = 0; bb < g->ker[1]; bb++)
+                    for (int64_t cc = 0; cc < g->ker[2]; cc++, q++) {
+                        const uint8_t *src = j->xg + (cq * p->psp + (a * g->dil[0] * p->pd[1] +
+                                             bb * g->dil[1]) * p->pd[2] + cc * g->dil[2]) * 4;
+                        uint8_t *dq = buf + q * PX * 4;
+                        for (int r = 0; r < nrun; r++) {
+                            const uint8_t *s = src + run[r].src * 4;
+                            for (int64_t i = run[r].at, end = i + run[r].n; i < end;) {
+                                /* up to the panel's end in one copy when stride 1 */
+                                int64_t n = PX - i % PX < end - i ? PX - i % PX : end - i;
+                                uint8_t *dd = dq + ((i / PX) * p->kq * PX + i % PX) * 4;
+                                if (s2 == 1 && n == PX) {   /* a whole panel: inline moves */
+                                    memcpy(dd, s, PX * 4);
+                                    s += PX * 4;
+                                } else {
+                                    for (int64_t v = 0; v < n; v++, s += s2 * 4)
+                                        memcpy(dd + v * 4, s, 4);
+                                }
+                                i += n;
+                            }
+                        }
+                    }
+    }
+}
+
+/* ---- the GEMM over panels --------------------------------------------------- */
+
+typedef struct {
+    const pgeom *p;
+    const uint8_t *bufs;
+    const int8_t *w;            /* the group's packed weights */
+    const int32_t *rowsum;
+    const float *scale, *bias;  /* the group's: scale[k] = x_scale * w_scale[k]; bias may be NULL */
+    float *y;                   /* the group's channel 0, pixel 0 */
+    int64_t out_sp, p0, p1, nch, zero;
+} gemm_job;
+
+/* The epilogue of one channel's 16 sums: (float)(acc - zero * rowsum) * s + b,
+ * as the row path computes it (tgk_qgemm_u8s8_f32). */
+static inline void store_scalar(float *y, const int32_t *acc, int n, int32_t corr, float s, float b)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = (float)(acc[i] - corr) * s + b;
+}
+
+/* The reference: blocks of MR channels x the chunk's panels, plain loops. */
+static void tile_scalar(const gemm_job *j, int64_t blk, int64_t ch)
+{
+    const pgeom *p = j->p;
+    const uint8_t *buf = j->bufs + ch * CHUNK * p->kq * 4;
+    const int8_t *wb = j->w + blk * p->kq * MR * 4;
+    int64_t c0 = j->p0 + ch * CHUNK, npx = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
+    int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR;
+    for (int64_t v = 0; v * PX < npx; v++)
+        for (int64_t r = 0; r < mr; r++) {
+            int32_t acc[PX] = {0};
+            for (int64_t q = 0; q < p->kq; q++)
+                for (int i = 0; i < PX; i++)
+                    for (int t = 0; t < 4; t++)
+                        acc[i] += (int32_t)buf[((v * p->kq + q) * PX + i) * 4 + t] *
+                                  wb[(q * MR + r) * 4 + t];
+            int64_t k = blk * MR + r;
+            int n = npx - v * PX < PX ? (int)(npx - v * PX) : PX;
+            store_scalar(j->y + k * j->out_sp + c0 + v * PX, acc, n, (int32_t)j->zero * j->rowsum[k],
+                         j->scale[k], j->bias ? j->bias[k] : 0.0f);
+        }
+}
+
+#if defined(__x86_64__)
+/* MR x NP accumulators, NP panels a constant at each call so that every
+ * loop unrolls and they stay in registers: per k quad, NP panel loads and MR
+ * broadcasts feed MR * NP vpdpbusd. The epilogue's multiply and add are the
+ * rounding intrinsics, which the compiler never fuses into an FMA. */
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, int64_t ch)
+{
+    const pgeom *p = j->p;
+    const uint8_t *buf = j->bufs + ch * CHUNK * p->kq * 4;
+    const int8_t *wb = j->w + blk * p->kq * MR * 4;
+    int64_t kq = p->kq, pstride = kq * PX * 4;
+    __m512i acc[MR][NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NP; v++) acc[r][v] = _mm512_setzero_si512();
+    for (int64_t q = 0; q < kq; q++) {
+        __m512i a[NR];
+#pragma GCC unroll 4
+        for (int v = 0; v < NP; v++) a[v] = _mm512_loadu_si512(buf + v * pstride + q * PX * 4);
+        const int8_t *wq = wb + q * MR * 4;
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            int32_t wv;
+            memcpy(&wv, wq + r * 4, 4);
+            __m512i b = _mm512_set1_epi32(wv);
+#pragma GCC unroll 4
+            for (int v = 0; v < NP; v++) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], a[v], b);
+        }
+    }
+    int64_t c0 = j->p0 + ch * CHUNK, npx = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
+    int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR;
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        if (r >= mr)
+            break;
+        int64_t k = blk * MR + r;
+        __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->rowsum[k]);
+        __m512 s = _mm512_set1_ps(j->scale[k]), b = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
+        float *y = j->y + k * j->out_sp + c0;
+#pragma GCC unroll 4
+        for (int v = 0; v < NP; v++) {
+            __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], corr));
+            f = _mm512_mul_round_ps(f, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm512_add_round_ps(f, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            int64_t n = npx - v * PX;
+            __mmask16 m = n >= PX ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+            _mm512_mask_storeu_ps(y + v * PX, m, f);
+        }
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static void tile_vnni_any(const gemm_job *j, int64_t blk, int64_t ch)
+{
+    int64_t c0 = j->p0 + ch * CHUNK, npx = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
+    switch ((npx + PX - 1) / PX) {
+    case 1: tile_vnni(1, j, blk, ch); break;
+    case 2: tile_vnni(2, j, blk, ch); break;
+    case 3: tile_vnni(3, j, blk, ch); break;
+    default: tile_vnni(4, j, blk, ch); break;
+    }
+}
+#endif
+
+/* Tasks [b, e): task t is MB_TASK blocks of channels t / nch over chunk
+ * t % nch, so a thread's consecutive tasks reuse the same weights. */
+static void gemm_tasks(void *ctx, int64_t b, int64_t e)
+{
+    const gemm_job *j = ctx;
+#if defined(__x86_64__)
+    bool vnni = !strcmp(tgk_qgemm_path(), "avx512vnni");
+#endif
+    for (int64_t t = b; t < e; t++) {
+        int64_t mg = t / j->nch, ch = t % j->nch;
+        for (int64_t blk = mg * MB_TASK; blk < j->p->mb && blk < (mg + 1) * MB_TASK; blk++) {
+#if defined(__x86_64__)
+            if (vnni) {
+                tile_vnni_any(j, blk, ch);
+                continue;
+            }
+#endif
+            tile_scalar(j, blk, ch);
+        }
+    }
+}
+
+int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zero,
+                        const void *packed, const float *scale, const float *bias, float *y)
+{
+    tgk_conv_geom g;
+    pgeom p;
+    if (!tgk_conv_geom_from(d, &g))
+        return -1;
+    pgeom_of(d, &g, &p);
+    int64_t chunk_bytes = CHUNK * p.kq * 4, slab = SLAB_BYTES / chunk_bytes;
+    int64_t nch_all = (g.out_sp + CHUNK - 1) / CHUNK;
+    slab = slab < 1 ? 1 : slab > nch_all ? nch_all : slab;
+    size_t xb_bytes = (size_t)(d->groups * p.cq * p.psp * 4);
+    uint8_t *xb = malloc(xb_bytes), *bufs = malloc((size_t)(slab * chunk_bytes));
+    uint8_t *zeros = malloc((size_t)g.in[2]);
+    if (!xb || !bufs || !zeros) {
+        free(xb), free(bufs), free(zeros);
+        return -1;
+    }
+    memset(zeros, x_zero, (size_t)g.in[2]);
+    int64_t mg = (p.mb + MB_TASK - 1) / MB_TASK;
+    for (int64_t img = 0; img < d->n; img++) {
+        memset(xb, x_zero, xb_bytes);
+        relayout_job rj = {&g, &p, xq + img * d->c * g.in_sp, xb, zeros};
+        tgk_parallel_for(d->groups * p.cq, 1 + 65536 / (4 * g.in_sp), relayout, &rj);
+        for (int64_t gi = 0; gi < d->groups; gi++) {
+            const char *wg = (const char *)packed + gi * group_bytes(&p);
+            for (int64_t p0 = 0; p0 < g.out_sp; p0 += slab * CHUNK) {
+                int64_t p1 = p0 + slab * CHUNK < g.out_sp ? p0 + slab * CHUNK : g.out_sp;
+                int64_t nch = (p1 - p0 + CHUNK - 1) / CHUNK;
+                pack_job pj = {&g, &p, xb + gi * p.cq * p.psp * 4, bufs, p0};
+                tgk_parallel_for(nch, 1, pack_chunks, &pj);
+                gemm_job gj = {&p, bufs, (const int8_t *)(wg + p.mb * MR * 4), (const int32_t *)wg,
+                               scale + gi * p.kg, bias ? bias + gi * p.kg : NULL,
+                               y + (img * d->k + gi * p.kg) * g.out_sp, g.out_sp, p0, p1, nch,
+                               x_zero};
+                tgk_parallel_for(mg * nch, 1, gemm_tasks, &gj);
+            }
+        }
+    }
+    free(xb), free(bufs), free(zeros);
+    return 0;
+}
