@@ -277,6 +277,17 @@ int main(void)
     check_qconv(2, 1, 8, 12, 2, 7, 3, 1, 2, 2, 0);    /* groups, dilation: 49 = 3 panels + 1 */
     check_qconv(1, 2, 6, 10, 1, 40, 5, 3, 2, 1, 0);
     check_qconv(3, 1, 5, 7, 1, 6, 3, 2, 1, 1, 1);
+    /* stride 1 reads the padded input in place: padding columns within a
+     * panel (compressed stores), whole panels of them (kernel 9, dilation 3) */
+    check_qconv(3, 2, 4, 9, 1, 7, 3, 1, 1, 1, 0);
+    check_qconv(1, 1, 4, 6, 1, 30, 9, 1, 12, 3, 0);
+    check_qconv(2, 1, 20, 30, 1, 9, 1, 1, 0, 1, 1);
+    /* depthwise (qconv_dw.c): stride 2, a channel multiplier, 1-D and 3-D,
+     * rows longer than its 256-column block */
+    check_qconv(2, 2, 24, 24, 24, 15, 3, 2, 1, 1, 0);
+    check_qconv(2, 1, 6, 12, 6, 9, 5, 1, 2, 2, 1);
+    check_qconv(1, 1, 5, 5, 5, 600, 3, 1, 1, 1, 0);
+    check_qconv(3, 1, 3, 3, 3, 6, 3, 1, 1, 1, 0);
     if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");
     check_wlinear(3, 70, 100, 8, 32);
     check_wlinear(1, 64, 64, 8, 0);

@@ -1,7 +1,8 @@
-/* Quantized convolution: the input is quantized to u8 once; weights packed
- * while the VNNI path is in use, for convolutions with enough channels a
- * group, take the panel path (qconv_panel.c: pixels as the GEMM's columns,
- * im2col into VNNI panels); the others the row path here: the input in
+/* Quantized convolution: the input is quantized to u8 once; depthwise ones
+ * (one input channel a group) take qconv_dw.c; weights packed while the VNNI
+ * path is in use, for convolutions with enough channels a group, take the
+ * panel path (qconv_panel.c: pixels as the GEMM's columns, im2col into VNNI
+ * panels); the others the row path here: the input in
  * channels-last order, so that for each (image, group) the window of an
  * output position is a handful of contiguous runs of c/groups bytes, one per
  * kernel tap: a slab of positions is gathered into rows that way (padding as
@@ -13,6 +14,7 @@
 
 #include "conv_geom.h"
 #include "kernels.h"
+#include "qconv_dw.h"
 #include "qconv_panel.h"
 #include "qgemm.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
@@ -20,7 +22,7 @@
 #define SLAB_BYTES (1 << 20)
 /* The packed weights start with their layout, then its bytes from here. */
 #define HEADER 64
-enum { LAYOUT_ROWS = 1, LAYOUT_PANELS = 2 };
+enum { LAYOUT_ROWS = 1, LAYOUT_PANELS = 2, LAYOUT_DEPTHWISE = 3 };
 
 
 /* The int8 path: not transposed, channels divisible by groups. */
@@ -40,9 +42,12 @@ static int64_t kprod_of(const tgk_conv_desc *d)
     return p;
 }
 
-static bool use_panels(const tgk_conv_desc *d)
+static int32_t layout_for(const tgk_conv_desc *d)
 {
-    return !strcmp(tgk_qgemm_path(), "avx512vnni") && tgk_qconv_panel_fits(d);
+    if (tgk_qconv_dw_fits(d))
+        return LAYOUT_DEPTHWISE;
+    return !strcmp(tgk_qgemm_path(), "avx512vnni") && tgk_qconv_panel_fits(d) ? LAYOUT_PANELS
+                                                                             : LAYOUT_ROWS;
 }
 
 static size_t rows_size(const tgk_conv_desc *d)
@@ -53,17 +58,24 @@ static size_t rows_size(const tgk_conv_desc *d)
 
 size_t tgk_qconv_packed_size(const tgk_conv_desc *d)
 {
-    return HEADER + (use_panels(d) ? tgk_qconv_panel_size(d) : rows_size(d));
+    int32_t layout = layout_for(d);
+    return HEADER + (layout == LAYOUT_DEPTHWISE ? tgk_qconv_dw_size(d)
+                     : layout == LAYOUT_PANELS  ? tgk_qconv_panel_size(d)
+                                                : rows_size(d));
 }
 
 /* Rows: each group's [kg, cg, taps] weights reordered to [kg, taps, cg], the
  * gather's order, then packed. */
 int tgk_qconv_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 {
-    int32_t layout = use_panels(d) ? LAYOUT_PANELS : LAYOUT_ROWS;
+    int32_t layout = layout_for(d);
     memset(packed, 0, HEADER);
     memcpy(packed, &layout, sizeof layout);
     packed = (char *)packed + HEADER;
+    if (layout == LAYOUT_DEPTHWISE) {
+        tgk_qconv_dw_pack(d, w, packed);
+        return 0;
+    }
     if (layout == LAYOUT_PANELS) {
         tgk_qconv_panel_pack(d, w, packed);
         return 0;
@@ -249,7 +261,8 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
     tgk_conv_geom g;
     int32_t layout;
     memcpy(&layout, packed, sizeof layout);
-    if (qgeom_from(d, &g) || (layout == LAYOUT_PANELS && !tgk_qconv_panel_fits(d)))
+    if (qgeom_from(d, &g) || (layout == LAYOUT_PANELS && !tgk_qconv_panel_fits(d)) ||
+        (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)))
         return -1;
     int64_t nx = d->n * d->c * g.in_sp;
     uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
@@ -267,8 +280,9 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
     for (int64_t k = 0; k < d->k; k++)
         sc[k] = x_scale * w_scale[k];
     const char *w = (const char *)packed + HEADER;
-    int rc = layout == LAYOUT_PANELS ? tgk_qconv_panel_f32(d, xq, x_zero, w, sc, bias, y)
-                                     : rows_conv(d, &g, xq, x_zero, w, sc, bias, y);
+    int rc = layout == LAYOUT_DEPTHWISE ? tgk_qconv_dw_f32(d, xq, x_zero, w, sc, bias, y)
+             : layout == LAYOUT_PANELS  ? tgk_qconv_panel_f32(d, xq, x_zero, w, sc, bias, y)
+                                        : rows_conv(d, &g, xq, x_zero, w, sc, bias, y);
     free(xq), free(sc);
     return rc;
 }

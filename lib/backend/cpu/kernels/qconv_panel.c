@@ -219,43 +219,95 @@ static void pack_chunks(void *ctx, int64_t b, int64_t e)
 
 /* ---- the GEMM over panels --------------------------------------------------- */
 
+/* Where a chunk's panels are and where their pixels go. Packed: panel v at
+ * src + v * kq * 64, k quad q 64 bytes further each. Read in place (every
+ * stride 1): the chunk is 64 consecutive positions of the padded input's
+ * rows, pixel i of panel v at src + (v * 16 + i) * 4 and k quad q at
+ * off[q] from there (channel quad, tap); the positions in a row's padding
+ * columns, or past the last row, are computed but not stored. */
+typedef struct {
+    const uint8_t *src;
+    int64_t vstride;            /* bytes from panel to panel */
+    int np;                     /* panels */
+    uint16_t mask[NR];          /* the pixels stored */
+    int64_t out[NR];            /* where the first stored pixel goes */
+} chunk_at;
+
 typedef struct {
     const pgeom *p;
-    const uint8_t *bufs;
+    const tgk_conv_geom *g;
+    const uint8_t *src;         /* packed chunks, or the group's padded input (in place) */
+    const int64_t *off;         /* per k quad: its bytes from a pixel's */
+    bool in_place;
     const int8_t *w;            /* the group's packed weights */
     const int32_t *rowsum;
     const float *scale, *bias;  /* the group's: scale[k] = x_scale * w_scale[k]; bias may be NULL */
     float *y;                   /* the group's channel 0, pixel 0 */
-    int64_t out_sp, p0, p1, nch, zero;
+    int64_t p0, p1, nch, zero;  /* packed: pixels [p0, p1), nch chunks; in place: nch per plane */
 } gemm_job;
 
-/* The epilogue of one channel's 16 sums: (float)(acc - zero * rowsum) * s + b,
- * as the row path computes it (tgk_qgemm_u8s8_f32). */
-static inline void store_scalar(float *y, const int32_t *acc, int n, int32_t corr, float s, float b)
+static void chunk_of(const gemm_job *j, int64_t ch, chunk_at *c)
 {
-    for (int i = 0; i < n; i++)
-        y[i] = (float)(acc[i] - corr) * s + b;
+    const tgk_conv_geom *g = j->g;
+    const pgeom *p = j->p;
+    if (!j->in_place) {
+        int64_t c0 = j->p0 + ch * CHUNK, n = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
+        c->src = j->src + ch * CHUNK * p->kq * 4, c->vstride = p->kq * PX * 4;
+        c->np = (int)((n + PX - 1) / PX);
+        for (int v = 0; v < c->np; v++) {
+            int64_t k = n - v * PX < PX ? n - v * PX : PX;
+            c->mask[v] = (uint16_t)((1u << k) - 1), c->out[v] = c0 + v * PX;
+        }
+        return;
+    }
+    /* plane o0 of the output, positions [v0, v0 + 64) of its rows at the
+     * padded input's width */
+    int64_t w = p->pd[2], rows = g->out[1] * w, o0 = ch / j->nch, v0 = ch % j->nch * CHUNK;
+    c->src = j->src + (o0 * g->str[0] * p->pd[1] * w + v0) * 4, c->vstride = PX * 4;
+    c->np = (int)((rows - v0 < CHUNK ? rows - v0 + PX - 1 : CHUNK) / PX);
+    int64_t o1 = v0 / w, o2 = v0 % w;  /* the position's row and column, stepped */
+    for (int v = 0; v < c->np; v++) {
+        c->mask[v] = 0, c->out[v] = -1;
+        for (int i = 0; i < PX; i++) {
+            if (o1 < g->out[1] && o2 < g->out[2]) {
+                c->mask[v] |= (uint16_t)(1u << i);
+                if (c->out[v] < 0)
+                    c->out[v] = (o0 * g->out[1] + o1) * g->out[2] + o2;
+            }
+            if (++o2 == w)
+                o2 = 0, o1++;
+        }
+    }
+}
+
+/* The epilogue of one channel's 16 sums: (float)(acc - zero * rowsum) * s + b,
+ * as the row path computes it (tgk_qgemm_u8s8_f32), the lanes in mask
+ * stored one after another from y. */
+static inline void store_scalar(float *y, const int32_t *acc, unsigned mask, int32_t corr,
+                                float s, float b)
+{
+    for (int i = 0; i < PX; i++)
+        if (mask >> i & 1)
+            *y++ = (float)(acc[i] - corr) * s + b;
 }
 
 /* The reference: blocks of MR channels x the chunk's panels, plain loops. */
-static void tile_scalar(const gemm_job *j, int64_t blk, int64_t ch)
+static void tile_scalar(const gemm_job *j, int64_t blk, const chunk_at *c)
 {
     const pgeom *p = j->p;
-    const uint8_t *buf = j->bufs + ch * CHUNK * p->kq * 4;
     const int8_t *wb = j->w + blk * p->kq * MR * 4;
-    int64_t c0 = j->p0 + ch * CHUNK, npx = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
-    int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR;
-    for (int64_t v = 0; v * PX < npx; v++)
+    int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR, sp = j->g->out_sp;
+    for (int v = 0; v < c->np; v++)
         for (int64_t r = 0; r < mr; r++) {
             int32_t acc[PX] = {0};
-            for (int64_t q = 0; q < p->kq; q++)
+            for (int64_t q = 0; q < p->kq; q++) {
+                const uint8_t *a = c->src + v * c->vstride + j->off[q];
                 for (int i = 0; i < PX; i++)
                     for (int t = 0; t < 4; t++)
-                        acc[i] += (int32_t)buf[((v * p->kq + q) * PX + i) * 4 + t] *
-                                  wb[(q * MR + r) * 4 + t];
+                        acc[i] += (int32_t)a[i * 4 + t] * wb[(q * MR + r) * 4 + t];
+            }
             int64_t k = blk * MR + r;
-            int n = npx - v * PX < PX ? (int)(npx - v * PX) : PX;
-            store_scalar(j->y + k * j->out_sp + c0 + v * PX, acc, n, (int32_t)j->zero * j->rowsum[k],
+            store_scalar(j->y + k * sp + c->out[v], acc, c->mask[v], (int32_t)j->zero * j->rowsum[k],
                          j->scale[k], j->bias ? j->bias[k] : 0.0f);
         }
 }
@@ -264,14 +316,16 @@ static void tile_scalar(const gemm_job *j, int64_t blk, int64_t ch)
 /* MR x NP accumulators, NP panels a constant at each call so that every
  * loop unrolls and they stay in registers: per k quad, NP panel loads and MR
  * broadcasts feed MR * NP vpdpbusd. The epilogue's multiply and add are the
- * rounding intrinsics, which the compiler never fuses into an FMA. */
+ * rounding intrinsics, which the compiler never fuses into an FMA; a panel
+ * whose stored pixels are not its first ones is compressed as it is stored. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
-static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, int64_t ch)
+static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const chunk_at *c)
 {
     const pgeom *p = j->p;
-    const uint8_t *buf = j->bufs + ch * CHUNK * p->kq * 4;
     const int8_t *wb = j->w + blk * p->kq * MR * 4;
-    int64_t kq = p->kq, pstride = kq * PX * 4;
+    const uint8_t *src = c->src;
+    const int64_t *off = j->off;
+    int64_t kq = p->kq, vs = c->vstride;
     __m512i acc[MR][NR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
@@ -279,8 +333,9 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, int64
         for (int v = 0; v < NP; v++) acc[r][v] = _mm512_setzero_si512();
     for (int64_t q = 0; q < kq; q++) {
         __m512i a[NR];
+        const uint8_t *aq = src + off[q];
 #pragma GCC unroll 4
-        for (int v = 0; v < NP; v++) a[v] = _mm512_loadu_si512(buf + v * pstride + q * PX * 4);
+        for (int v = 0; v < NP; v++) a[v] = _mm512_loadu_si512(aq + v * vs);
         const int8_t *wq = wb + q * MR * 4;
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
@@ -291,8 +346,7 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, int64
             for (int v = 0; v < NP; v++) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], a[v], b);
         }
     }
-    int64_t c0 = j->p0 + ch * CHUNK, npx = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
-    int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR;
+    int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR, sp = j->g->out_sp;
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         if (r >= mr)
@@ -300,28 +354,31 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, int64
         int64_t k = blk * MR + r;
         __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->rowsum[k]);
         __m512 s = _mm512_set1_ps(j->scale[k]), b = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
-        float *y = j->y + k * j->out_sp + c0;
+        float *y = j->y + k * sp;
 #pragma GCC unroll 4
         for (int v = 0; v < NP; v++) {
             __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], corr));
             f = _mm512_mul_round_ps(f, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             f = _mm512_add_round_ps(f, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            int64_t n = npx - v * PX;
-            __mmask16 m = n >= PX ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-            _mm512_mask_storeu_ps(y + v * PX, m, f);
+            unsigned m = c->mask[v];
+            if (!m)                     /* all in the padding columns */
+                continue;
+            if ((m & (m + 1)) == 0)     /* the first pixels: a plain masked store */
+                _mm512_mask_storeu_ps(y + c->out[v], (__mmask16)m, f);
+            else
+                _mm512_mask_compressstoreu_ps(y + c->out[v], (__mmask16)m, f);
         }
     }
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
-static void tile_vnni_any(const gemm_job *j, int64_t blk, int64_t ch)
+static void tile_vnni_any(const gemm_job *j, int64_t blk, const chunk_at *c)
 {
-    int64_t c0 = j->p0 + ch * CHUNK, npx = j->p1 - c0 < CHUNK ? j->p1 - c0 : CHUNK;
-    switch ((npx + PX - 1) / PX) {
-    case 1: tile_vnni(1, j, blk, ch); break;
-    case 2: tile_vnni(2, j, blk, ch); break;
-    case 3: tile_vnni(3, j, blk, ch); break;
-    default: tile_vnni(4, j, blk, ch); break;
+    switch (c->np) {
+    case 1: tile_vnni(1, j, blk, c); break;
+    case 2: tile_vnni(2, j, blk, c); break;
+    case 3: tile_vnni(3, j, blk, c); break;
+    default: tile_vnni(4, j, blk, c); break;
     }
 }
 #endif
@@ -334,16 +391,19 @@ static void gemm_tasks(void *ctx, int64_t b, int64_t e)
 #if defined(__x86_64__)
     bool vnni = !strcmp(tgk_qgemm_path(), "avx512vnni");
 #endif
+    int64_t nch = j->in_place ? j->nch * j->g->out[0] : j->nch;
     for (int64_t t = b; t < e; t++) {
-        int64_t mg = t / j->nch, ch = t % j->nch;
+        int64_t mg = t / nch;
+        chunk_at c;
+        chunk_of(j, t % nch, &c);
         for (int64_t blk = mg * MB_TASK; blk < j->p->mb && blk < (mg + 1) * MB_TASK; blk++) {
 #if defined(__x86_64__)
             if (vnni) {
-                tile_vnni_any(j, blk, ch);
+                tile_vnni_any(j, blk, &c);
                 continue;
             }
 #endif
-            tile_scalar(j, blk, ch);
+            tile_scalar(j, blk, &c);
         }
     }
 }
@@ -356,37 +416,54 @@ int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zer
     if (!tgk_conv_geom_from(d, &g))
         return -1;
     pgeom_of(d, &g, &p);
+    /* in place when every stride is 1 (the chunks' reads run past the last
+     * row by at most a chunk and a row: slack after the padded input) */
+    bool in_place = g.str[0] == 1 && g.str[1] == 1 && g.str[2] == 1;
     int64_t chunk_bytes = CHUNK * p.kq * 4, slab = SLAB_BYTES / chunk_bytes;
     int64_t nch_all = (g.out_sp + CHUNK - 1) / CHUNK;
     slab = slab < 1 ? 1 : slab > nch_all ? nch_all : slab;
-    size_t xb_bytes = (size_t)(d->groups * p.cq * p.psp * 4);
-    uint8_t *xb = malloc(xb_bytes), *bufs = malloc((size_t)(slab * chunk_bytes));
+    size_t xb_bytes = (size_t)(d->groups * p.cq * p.psp * 4), slack = (size_t)(CHUNK + p.pd[2]) * 4;
+    uint8_t *xb = malloc(xb_bytes + slack), *bufs = in_place ? NULL : malloc((size_t)(slab * chunk_bytes));
     uint8_t *zeros = malloc((size_t)g.in[2]);
-    if (!xb || !bufs || !zeros) {
-        free(xb), free(bufs), free(zeros);
+    int64_t *off = malloc(sizeof *off * (size_t)p.kq);
+    if (!xb || (!in_place && !bufs) || !zeros || !off) {
+        free(xb), free(bufs), free(zeros), free(off);
         return -1;
     }
     memset(zeros, x_zero, (size_t)g.in[2]);
+    for (int64_t cq = 0, q = 0; cq < p.cq; cq++)
+        for (int64_t a = 0; a < g.ker[0]; a++)
+            for (int64_t b = 0; b < g.ker[1]; b++)
+                for (int64_t c = 0; c < g.ker[2]; c++, q++)
+                    off[q] = in_place ? (cq * p.psp + (a * g.dil[0] * p.pd[1] + b * g.dil[1]) * p.pd[2] +
+                                         c * g.dil[2]) * 4
+                                      : q * PX * 4;
     int64_t mg = (p.mb + MB_TASK - 1) / MB_TASK;
     for (int64_t img = 0; img < d->n; img++) {
-        memset(xb, x_zero, xb_bytes);
+        memset(xb, x_zero, xb_bytes + slack);
         relayout_job rj = {&g, &p, xq + img * d->c * g.in_sp, xb, zeros};
         tgk_parallel_for(d->groups * p.cq, 1 + 65536 / (4 * g.in_sp), relayout, &rj);
         for (int64_t gi = 0; gi < d->groups; gi++) {
             const char *wg = (const char *)packed + gi * group_bytes(&p);
+            gemm_job gj = {&p, &g, NULL, off, in_place, (const int8_t *)(wg + p.mb * MR * 4),
+                           (const int32_t *)wg, scale + gi * p.kg, bias ? bias + gi * p.kg : NULL,
+                           y + (img * d->k + gi * p.kg) * g.out_sp, 0, 0, 0, x_zero};
+            const uint8_t *xg = xb + gi * p.cq * p.psp * 4;
+            if (in_place) {
+                gj.src = xg, gj.nch = (g.out[1] * p.pd[2] + CHUNK - 1) / CHUNK;
+                tgk_parallel_for(mg * gj.nch * g.out[0], 1, gemm_tasks, &gj);
+                continue;
+            }
             for (int64_t p0 = 0; p0 < g.out_sp; p0 += slab * CHUNK) {
                 int64_t p1 = p0 + slab * CHUNK < g.out_sp ? p0 + slab * CHUNK : g.out_sp;
                 int64_t nch = (p1 - p0 + CHUNK - 1) / CHUNK;
-                pack_job pj = {&g, &p, xb + gi * p.cq * p.psp * 4, bufs, p0};
+                pack_job pj = {&g, &p, xg, bufs, p0};
                 tgk_parallel_for(nch, 1, pack_chunks, &pj);
-                gemm_job gj = {&p, bufs, (const int8_t *)(wg + p.mb * MR * 4), (const int32_t *)wg,
-                               scale + gi * p.kg, bias ? bias + gi * p.kg : NULL,
-                               y + (img * d->k + gi * p.kg) * g.out_sp, g.out_sp, p0, p1, nch,
-                               x_zero};
+                gj.src = bufs, gj.p0 = p0, gj.p1 = p1, gj.nch = nch;
                 tgk_parallel_for(mg * nch, 1, gemm_tasks, &gj);
             }
         }
     }
-    free(xb), free(bufs), free(zeros);
+    free(xb), free(bufs), free(zeros), free(off);
     return 0;
 }
