@@ -8,9 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "conv_geom.h"
 #include "kernels.h"
 #include "qconv_dw.h"
+#include "qgemm.h"
 #include "vecmath.h"    /* TGK_CLONES; -O3 in the interpreter's copy too */
 
 bool tgk_qconv_dw_fits(const tgk_conv_desc *d)
@@ -78,14 +83,110 @@ static void epilogue_row(float *y, const int32_t *acc, int64_t n, int32_t corr, 
 
 #define ROW 256     /* output columns summed at once */
 
+/* Output channel k of the plane pl (padded), row by row: the portable sums. */
+static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, float *y)
+{
+    const tgk_conv_geom *g = j->g;
+    const int8_t *w = j->w + k * g->kprod;
+    int64_t ow = g->out[2];
+    int32_t acc[ROW], corr = (int32_t)j->zero * j->sum[k];
+    float s = j->scale[k], bias = j->bias ? j->bias[k] : 0.0f;
+    for (int64_t o0 = 0; o0 < g->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < g->out[1]; o1++)
+            for (int64_t c0 = 0; c0 < ow; c0 += ROW) {
+                int64_t n = ow - c0 < ROW ? ow - c0 : ROW;
+                memset(acc, 0, sizeof acc);
+                for (int64_t a = 0, t = 0; a < g->ker[0]; a++)
+                    for (int64_t bb = 0; bb < g->ker[1]; bb++)
+                        for (int64_t cc = 0; cc < g->ker[2]; cc++, t++)
+                            tap_row(acc, pl + ((o0 * g->str[0] + a * g->dil[0]) * j->pd[1] +
+                                               o1 * g->str[1] + bb * g->dil[1]) * j->pd[2] +
+                                             c0 * g->str[2] + cc * g->dil[2],
+                                    g->str[2], w[t], n);
+                epilogue_row(y + (o0 * g->out[1] + o1) * ow + c0, acc, n, corr, s, bias);
+            }
+}
+
+#if defined(__x86_64__)
+#define QUADS 4     /* kernel widths up to 16 */
+
+/* The same with VNNI and VBMI, 16 output columns a vector: for each kernel
+ * row, each run of 4 taps along it gives every column its 4 input bytes in
+ * one vpermb of a 64-byte window (byte 4i + t = window[i * stride + t *
+ * dilation]) and one vpdpbusd against the 4 weights (0 past the kernel's
+ * width) adds them. Needs 15 * stride + 3 * dilation < 64; reads up to 63
+ * bytes past a row (the planes' slack). */
+__attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi")))
+static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, float *y)
+{
+    const tgk_conv_geom *g = j->g;
+    const int8_t *w = j->w + k * g->kprod;
+    int64_t ow = g->out[2], s2 = g->str[2], d2 = g->dil[2], nq = (g->ker[2] + 3) / 4;
+    int64_t rows = g->ker[0] * g->ker[1];
+    uint8_t idx[64];
+    for (int i = 0; i < 16; i++)
+        for (int t = 0; t < 4; t++)
+            idx[4 * i + t] = (uint8_t)(i * s2 + t * d2);
+    __m512i perm = _mm512_loadu_si512(idx);
+    int32_t wq[64 * QUADS];     /* per kernel row and quad, its 4 weights */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < nq; q++) {
+            int8_t b[4] = {0, 0, 0, 0};
+            for (int t = 0; t < 4 && q * 4 + t < g->ker[2]; t++)
+                b[t] = w[r * g->ker[2] + q * 4 + t];
+            memcpy(&wq[r * nq + q], b, 4);
+        }
+    __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->sum[k]);
+    __m512 s = _mm512_set1_ps(j->scale[k]), bias = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
+    for (int64_t o0 = 0; o0 < g->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
+            const uint8_t *row[64];
+            for (int64_t a = 0, r = 0; a < g->ker[0]; a++)
+                for (int64_t bb = 0; bb < g->ker[1]; bb++, r++)
+                    row[r] = pl + ((o0 * g->str[0] + a * g->dil[0]) * j->pd[1] + o1 * g->str[1] +
+                                   bb * g->dil[1]) * j->pd[2];
+            float *yr = y + (o0 * g->out[1] + o1) * ow;
+            for (int64_t c0 = 0; c0 < ow; c0 += 16) {
+                __m512i acc = _mm512_setzero_si512();
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t q = 0; q < nq; q++) {
+                        __m512i win = _mm512_loadu_si512(row[r] + c0 * s2 + q * 4 * d2);
+                        acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(perm, win),
+                                                  _mm512_set1_epi32(wq[r * nq + q]));
+                    }
+                __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, corr));
+                f = _mm512_mul_round_ps(f, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                f = _mm512_add_round_ps(f, bias, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                int64_t n = ow - c0;
+                _mm512_mask_storeu_ps(yr + c0, n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1), f);
+            }
+        }
+}
+
+static bool vbmi_fits(const tgk_conv_geom *g)
+{
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx512vbmi");
+    }
+    return have && !strcmp(tgk_qgemm_path(), "avx512vnni") && 15 * g->str[2] + 3 * g->dil[2] < 64 &&
+           g->ker[2] <= 4 * QUADS && g->ker[0] * g->ker[1] <= 64;
+}
+#endif
+
 /* Planes [b, e) of (image, input channel): padded once, then each output
- * channel of the group row by row. */
+ * channel of the group. */
 static void dw_planes(void *ctx, int64_t b, int64_t e)
 {
     const dw_job *j = ctx;
     const tgk_conv_geom *g = j->g;
-    int64_t psp = j->pd[0] * j->pd[1] * j->pd[2], ow = g->out[2];
-    int32_t acc[ROW];
+    int64_t psp = j->pd[0] * j->pd[1] * j->pd[2];
+    void (*rows)(const dw_job *, const uint8_t *, int64_t, float *) = channel_rows;
+#if defined(__x86_64__)
+    if (vbmi_fits(g))
+        rows = channel_rows_vbmi;
+#endif
     for (int64_t i = b; i < e; i++) {
         int64_t img = i / j->c, ch = i % j->c;
         const uint8_t *x = j->xq + i * g->in_sp;
@@ -97,24 +198,7 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
                        x + (i0 * g->in[1] + i1) * g->in[2], (size_t)g->in[2]);
         for (int64_t m = 0; m < j->kg; m++) {
             int64_t k = ch * j->kg + m;
-            const int8_t *w = j->w + k * g->kprod;
-            int32_t corr = (int32_t)j->zero * j->sum[k];
-            float s = j->scale[k], bias = j->bias ? j->bias[k] : 0.0f;
-            float *y = j->y + (img * j->c * j->kg + k) * g->out_sp;
-            for (int64_t o0 = 0; o0 < g->out[0]; o0++)
-                for (int64_t o1 = 0; o1 < g->out[1]; o1++)
-                    for (int64_t c0 = 0; c0 < ow; c0 += ROW) {
-                        int64_t n = ow - c0 < ROW ? ow - c0 : ROW;
-                        memset(acc, 0, sizeof acc);
-                        for (int64_t a = 0, t = 0; a < g->ker[0]; a++)
-                            for (int64_t bb = 0; bb < g->ker[1]; bb++)
-                                for (int64_t cc = 0; cc < g->ker[2]; cc++, t++)
-                                    tap_row(acc, pl + ((o0 * g->str[0] + a * g->dil[0]) * j->pd[1] +
-                                                       o1 * g->str[1] + bb * g->dil[1]) * j->pd[2] +
-                                                     c0 * g->str[2] + cc * g->dil[2],
-                                            g->str[2], w[t], n);
-                        epilogue_row(y + (o0 * g->out[1] + o1) * ow + c0, acc, n, corr, s, bias);
-                    }
+            rows(j, pl, k, j->y + (img * j->c * j->kg + k) * g->out_sp);
         }
     }
 }
@@ -133,9 +217,11 @@ int tgk_qconv_dw_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zero,
         j.pd[i] = need > g.in[i] + g.pad[i] ? need : g.in[i] + g.pad[i];
         psp *= j.pd[i];
     }
-    uint8_t *planes = malloc((size_t)(d->n * d->c * psp));
+    /* 64 bytes of slack: the VBMI rows read whole windows */
+    uint8_t *planes = malloc((size_t)(d->n * d->c * psp) + 64);
     if (!planes)
         return -1;
+    memset(planes + d->n * d->c * psp, 0, 64);
     j.planes = planes;
     tgk_parallel_for(d->n * d->c, 1 + 16384 / (g.out_sp * g.kprod * j.kg), dw_planes, &j);
     free(planes);
