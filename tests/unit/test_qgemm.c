@@ -2,6 +2,8 @@
  * integer arithmetic, and the quantized linear layer against the same math
  * done step by step. Integers must match exactly; so must the floats, since
  * the reference performs the same float32 operations in the same order. */
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,16 +111,19 @@ static uint8_t ref_quant(float x, float s, int32_t z)
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-static void check_quantize(int64_t n)
+static void check_quantize(int64_t n, float s)
 {
     float *x = malloc(sizeof *x * (n + 1));
     uint8_t *q = malloc(n + 16);
-    float s = rndf(0.01f, 0.1f);
     int32_t z = (int32_t)(rnd() % 256);
     for (int64_t i = 0; i < n; i++) {
         switch (rnd() % 8) {
         case 0: x[i] = ((int)(rnd() % 600) - 300 + 0.5f) * s; break;   /* ties */
         case 1: x[i] = rnd() % 2 ? NAN : (rnd() % 2 ? INFINITY : -INFINITY); break;
+        case 2:     /* a few ulps either side of a tie */
+            x[i] = ((int)(rnd() % 600) - 300 + 0.5f) * s;
+            for (int k = (int)(rnd() % 4); k > 0; k--) x[i] = nextafterf(x[i], rnd() % 2 ? INFINITY : -INFINITY);
+            break;
         default: x[i] = rndf(-10, 10);
         }
     }
@@ -139,6 +144,28 @@ static void check_quantize(int64_t n)
     tgk_minmax_f32(n, x, &lo, &hi);
     CHECK(n == 0 || (lo == rlo && hi == rhi));
     free(x), free(q);
+}
+
+/* The AVX-512 quantization divides by multiplying with 1/s in double and
+ * rounding to float once (qgemm.c): that is the float quotient whenever
+ * it is at least FLT_MIN, and rounds to the same integer when smaller.
+ * Random bit patterns: every finite x, every positive normal s. */
+static void check_recip_division(int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bx = rnd() << 11 ^ rnd(), bs = (rnd() << 11 ^ rnd()) & 0x7fffffffu;
+        float x, s;
+        memcpy(&x, &bx, 4), memcpy(&s, &bs, 4);
+        if (!isfinite(x) || !isnormal(s)) continue;
+        if (i % 4 == 0) x = (floorf(x / s) + 0.5f) * s;     /* near ties */
+        float want = x / s, got = (float)((double)x * (1.0 / (double)s));
+        bool same = fabsf(want) >= FLT_MIN ? memcmp(&want, &got, 4) == 0 || (want != want && got != got)
+                                           : nearbyintf(want) == nearbyintf(got);
+        bad += !same;
+    }
+    if (bad) fprintf(stderr, "x * (1/s) in double: %lld of %lld not x / s\n", (long long)bad, (long long)n);
+    CHECK(bad == 0);
 }
 
 /* Quantized convolution against the same math done directly: quantize, sum
@@ -260,7 +287,11 @@ int main(void)
     check_qlinear(5, 19, 37, 0);
     check_qlinear(33, 64, 256, 1);
     const int64_t qn[] = {0, 1, 15, 16, 17, 100, 1000, 70001};
-    for (size_t i = 0; i < sizeof qn / sizeof qn[0]; i++) check_quantize(qn[i]);
+    for (size_t i = 0; i < sizeof qn / sizeof qn[0]; i++) check_quantize(qn[i], rndf(0.01f, 0.1f));
+    /* scales of other magnitudes, a power of two, an all-ones mantissa */
+    const float scales[] = {1e-6f, 3e-4f, 0.5f, 0.1f, 7.3f, 1e3f, 0x1.fffffep-1f};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) check_quantize(70001, scales[i]);
+    check_recip_division(1 << 22);
     /* nsp, n, c, k, groups, in, kernel, stride, pad, dilation, dynamic */
     check_qconv(2, 2, 3, 16, 1, 8, 3, 1, 1, 1, 0);
     check_qconv(2, 1, 8, 12, 4, 7, 3, 2, 1, 1, 1);

@@ -265,24 +265,31 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
         (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)))
         return -1;
     int64_t nx = d->n * d->c * g.in_sp;
-    uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
     float *sc = malloc(sizeof *sc * (size_t)d->k);
-    if (!xq || !sc) {
-        free(xq), free(sc);
+    if (!sc)
         return -1;
-    }
     if (dynamic) {
         float lo, hi;
         tgk_minmax_f32(nx, x, &lo, &hi);
         tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
     }
-    tgk_quantize_u8(nx, x, x_scale, x_zero, xq);
     for (int64_t k = 0; k < d->k; k++)
         sc[k] = x_scale * w_scale[k];
     const char *w = (const char *)packed + HEADER;
-    int rc = layout == LAYOUT_DEPTHWISE ? tgk_qconv_dw_f32(d, xq, x_zero, w, sc, bias, y)
-             : layout == LAYOUT_PANELS  ? tgk_qconv_panel_f32(d, xq, x_zero, w, sc, bias, y)
-                                        : rows_conv(d, &g, xq, x_zero, w, sc, bias, y);
-    free(xq), free(sc);
+    int rc;
+    if (layout == LAYOUT_DEPTHWISE) {   /* these two quantize as they copy the input */
+        rc = tgk_qconv_dw_f32(d, x, x_scale, x_zero, w, sc, bias, y);
+    } else if (layout == LAYOUT_PANELS) {
+        rc = tgk_qconv_panel_f32(d, x, x_scale, x_zero, w, sc, bias, y);
+    } else {
+        uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
+        rc = -1;
+        if (xq) {
+            tgk_quantize_u8(nx, x, x_scale, x_zero, xq);
+            rc = rows_conv(d, &g, xq, x_zero, w, sc, bias, y);
+        }
+        free(xq);
+    }
+    free(sc);
     return rc;
 }

@@ -52,7 +52,8 @@ void tgk_qconv_dw_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 
 typedef struct {
     const tgk_conv_geom *g;
-    const uint8_t *xq;          /* [n * c][in_sp] */
+    const float *x;             /* [n * c][in_sp] */
+    float x_scale;
     uint8_t *planes;            /* [n * c][padded], filled by the tasks */
     const int32_t *sum;
     const int8_t *w;
@@ -82,6 +83,7 @@ static void epilogue_row(float *y, const int32_t *acc, int64_t n, int32_t corr, 
 }
 
 #define ROW 256     /* output columns summed at once */
+#define QSPAN 4096  /* input bytes quantized at once */
 
 /* Output channel k of the plane pl (padded), row by row: the portable sums. */
 static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, float *y)
@@ -182,6 +184,9 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
     const dw_job *j = ctx;
     const tgk_conv_geom *g = j->g;
     int64_t psp = j->pd[0] * j->pd[1] * j->pd[2];
+    int64_t in2 = g->in[2], nrow = g->in[0] * g->in[1];
+    int64_t cols = in2 < QSPAN ? in2 : QSPAN, rows_per = in2 < QSPAN ? QSPAN / in2 : 1;
+    uint8_t span[QSPAN];
     void (*rows)(const dw_job *, const uint8_t *, int64_t, float *) = channel_rows;
 #if defined(__x86_64__)
     if (vbmi_fits(g))
@@ -189,13 +194,21 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
 #endif
     for (int64_t i = b; i < e; i++) {
         int64_t img = i / j->c, ch = i % j->c;
-        const uint8_t *x = j->xq + i * g->in_sp;
+        const float *x = j->x + i * g->in_sp;
         uint8_t *pl = j->planes + i * psp;
         memset(pl, (int)j->zero, (size_t)psp);
-        for (int64_t i0 = 0; i0 < g->in[0]; i0++)
-            for (int64_t i1 = 0; i1 < g->in[1]; i1++)
-                memcpy(pl + ((i0 + g->pad[0]) * j->pd[1] + i1 + g->pad[1]) * j->pd[2] + g->pad[2],
-                       x + (i0 * g->in[1] + i1) * g->in[2], (size_t)g->in[2]);
+        /* quantized a span of rows (or of one long row) at a time, each row
+         * then copied into the padded plane */
+        for (int64_t r0 = 0; r0 < nrow; r0 += rows_per)
+            for (int64_t c0 = 0; c0 < in2; c0 += cols) {
+                int64_t r1 = r0 + rows_per < nrow ? r0 + rows_per : nrow;
+                int64_t n = in2 - c0 < cols ? in2 - c0 : cols;
+                tgk_quantize_u8((r1 - r0) * n, x + r0 * in2 + c0, j->x_scale, (int32_t)j->zero, span);
+                for (int64_t r = r0; r < r1; r++)
+                    memcpy(pl + ((r / g->in[1] + g->pad[0]) * j->pd[1] + r % g->in[1] + g->pad[1]) *
+                                    j->pd[2] + g->pad[2] + c0,
+                           span + (r - r0) * n, (size_t)n);
+            }
         for (int64_t m = 0; m < j->kg; m++) {
             int64_t k = ch * j->kg + m;
             rows(j, pl, k, j->y + (img * j->c * j->kg + k) * g->out_sp);
@@ -203,13 +216,13 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
     }
 }
 
-int tgk_qconv_dw_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zero,
+int tgk_qconv_dw_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
                      const void *packed, const float *scale, const float *bias, float *y)
 {
     tgk_conv_geom g;
     if (!tgk_qconv_dw_fits(d) || !tgk_conv_geom_from(d, &g))
         return -1;
-    dw_job j = {&g, xq, NULL, packed, (const int8_t *)((const int32_t *)packed + d->k), scale,
+    dw_job j = {&g, x, x_scale, NULL, packed, (const int8_t *)((const int32_t *)packed + d->k), scale,
                 bias, y, d->c, d->k / d->c, {0, 0, 0}, x_zero};
     int64_t psp = 1;
     for (int i = 0; i < 3; i++) {

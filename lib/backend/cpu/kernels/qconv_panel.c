@@ -103,9 +103,10 @@ void tgk_qconv_panel_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 typedef struct {
     const tgk_conv_geom *g;
     const pgeom *p;
-    const uint8_t *xq;          /* this image, [c][in_sp] */
+    const float *x;             /* this image, [c][in_sp] */
+    float x_scale;
+    int32_t x_zero;
     uint8_t *xb;                /* [groups][cq][pd][4] */
-    const uint8_t *zeros;       /* in[2] bytes of the zero point */
 } relayout_job;
 
 /* n positions of 4 planes interleaved, 4 bytes to a position: SSE2's byte
@@ -132,26 +133,41 @@ static void interleave4(const uint8_t *const s[4], int64_t n, uint8_t *o)
             o[4 * i + t] = s[t][i];
 }
 
-/* Channel quads [b, e) over all groups: the quad's planes interleaved into
- * the padded layout (whose border was filled with the zero point); channels
- * past the group's last read the zero point too. */
+#define QSPAN 4096  /* input bytes of a channel quantized at once */
+
+/* Channel quads [b, e) over all groups: spans of whole input rows (or
+ * pieces of one long row) of the quad's 4 channels quantized, then each
+ * row interleaved into the padded layout (whose border was filled with the
+ * zero point); channels past the group's last read the zero point too. */
 static void relayout(void *ctx, int64_t b, int64_t e)
 {
     const relayout_job *j = ctx;
     const tgk_conv_geom *g = j->g;
     const pgeom *p = j->p;
+    int64_t in2 = g->in[2], nrow = g->in[0] * g->in[1];
+    int64_t cols = in2 < QSPAN ? in2 : QSPAN, rows_per = in2 < QSPAN ? QSPAN / in2 : 1;
+    uint8_t span[4][QSPAN];
     for (int64_t qi = b; qi < e; qi++) {
         int64_t gi = qi / p->cq, cq = qi % p->cq;
         uint8_t *dst = j->xb + qi * p->psp * 4;
-        for (int64_t i0 = 0; i0 < g->in[0]; i0++)
-            for (int64_t i1 = 0; i1 < g->in[1]; i1++) {
-                int64_t off = (i0 * g->in[1] + i1) * g->in[2];
-                const uint8_t *s[4];
+        for (int t = 0; t < 4; t++)
+            if (cq * 4 + t >= p->cg)
+                memset(span[t], j->x_zero, QSPAN);
+        for (int64_t r0 = 0; r0 < nrow; r0 += rows_per)
+            for (int64_t c0 = 0; c0 < in2; c0 += cols) {
+                int64_t r1 = r0 + rows_per < nrow ? r0 + rows_per : nrow;
+                int64_t n = in2 - c0 < cols ? in2 - c0 : cols;
                 for (int t = 0; t < 4; t++)
-                    s[t] = cq * 4 + t < p->cg ? j->xq + (gi * p->cg + cq * 4 + t) * g->in_sp + off
-                                              : j->zeros;
-                interleave4(s, g->in[2], dst + (((i0 + g->pad[0]) * p->pd[1] + i1 + g->pad[1]) *
-                                                p->pd[2] + g->pad[2]) * 4);
+                    if (cq * 4 + t < p->cg)
+                        tgk_quantize_u8((r1 - r0) * n, j->x + (gi * p->cg + cq * 4 + t) * g->in_sp +
+                                        r0 * in2 + c0, j->x_scale, j->x_zero, span[t]);
+                for (int64_t r = r0; r < r1; r++) {
+                    int64_t i0 = r / g->in[1], i1 = r % g->in[1];
+                    const uint8_t *s[4] = {span[0] + (r - r0) * n, span[1] + (r - r0) * n,
+                                           span[2] + (r - r0) * n, span[3] + (r - r0) * n};
+                    interleave4(s, n, dst + (((i0 + g->pad[0]) * p->pd[1] + i1 + g->pad[1]) *
+                                             p->pd[2] + g->pad[2] + c0) * 4);
+                }
             }
     }
 }
@@ -408,7 +424,7 @@ static void gemm_tasks(void *ctx, int64_t b, int64_t e)
     }
 }
 
-int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zero,
+int tgk_qconv_panel_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
                         const void *packed, const float *scale, const float *bias, float *y)
 {
     tgk_conv_geom g;
@@ -424,13 +440,11 @@ int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zer
     slab = slab < 1 ? 1 : slab > nch_all ? nch_all : slab;
     size_t xb_bytes = (size_t)(d->groups * p.cq * p.psp * 4), slack = (size_t)(CHUNK + p.pd[2]) * 4;
     uint8_t *xb = malloc(xb_bytes + slack), *bufs = in_place ? NULL : malloc((size_t)(slab * chunk_bytes));
-    uint8_t *zeros = malloc((size_t)g.in[2]);
     int64_t *off = malloc(sizeof *off * (size_t)p.kq);
-    if (!xb || (!in_place && !bufs) || !zeros || !off) {
-        free(xb), free(bufs), free(zeros), free(off);
+    if (!xb || (!in_place && !bufs) || !off) {
+        free(xb), free(bufs), free(off);
         return -1;
     }
-    memset(zeros, x_zero, (size_t)g.in[2]);
     for (int64_t cq = 0, q = 0; cq < p.cq; cq++)
         for (int64_t a = 0; a < g.ker[0]; a++)
             for (int64_t b = 0; b < g.ker[1]; b++)
@@ -441,7 +455,7 @@ int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zer
     int64_t mg = (p.mb + MB_TASK - 1) / MB_TASK;
     for (int64_t img = 0; img < d->n; img++) {
         memset(xb, x_zero, xb_bytes + slack);
-        relayout_job rj = {&g, &p, xq + img * d->c * g.in_sp, xb, zeros};
+        relayout_job rj = {&g, &p, x + img * d->c * g.in_sp, x_scale, x_zero, xb};
         tgk_parallel_for(d->groups * p.cq, 1 + 65536 / (4 * g.in_sp), relayout, &rj);
         for (int64_t gi = 0; gi < d->groups; gi++) {
             const char *wg = (const char *)packed + gi * group_bytes(&p);
@@ -464,6 +478,6 @@ int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zer
             }
         }
     }
-    free(xb), free(bufs), free(zeros), free(off);
+    free(xb), free(bufs), free(off);
     return 0;
 }

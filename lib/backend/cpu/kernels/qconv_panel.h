@@ -15,10 +15,10 @@
 bool tgk_qconv_panel_fits(const tgk_conv_desc *d);
 size_t tgk_qconv_panel_size(const tgk_conv_desc *d);
 void tgk_qconv_panel_pack(const tgk_conv_desc *d, const int8_t *w, void *packed);
-/* xq: the whole input quantized, [n, c, *in]; y [n, k, *out] =
- * (float)(acc - zero * rowsum) * scale[k] + bias[k] (bias may be NULL).
- * 0, or -1 when scratch cannot be allocated. */
-int tgk_qconv_panel_f32(const tgk_conv_desc *d, const uint8_t *xq, int32_t x_zero,
+/* x [n, c, *in] quantized as tgk_quantize_u8 does (into the padded copy);
+ * y [n, k, *out] = (float)(acc - x_zero * rowsum) * scale[k] + bias[k]
+ * (bias may be NULL). 0, or -1 when scratch cannot be allocated. */
+int tgk_qconv_panel_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
                         const void *packed, const float *scale, const float *bias, float *y);
 
 #endif
