@@ -83,7 +83,6 @@ static void epilogue_row(float *y, const int32_t *acc, int64_t n, int32_t corr, 
 }
 
 #define ROW 256     /* output columns summed at once */
-#define QSPAN 4096  /* input bytes quantized at once */
 
 /* Output channel k of the plane pl (padded), row by row: the portable sums. */
 static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, float *y)
@@ -184,9 +183,6 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
     const dw_job *j = ctx;
     const tgk_conv_geom *g = j->g;
     int64_t psp = j->pd[0] * j->pd[1] * j->pd[2];
-    int64_t in2 = g->in[2], nrow = g->in[0] * g->in[1];
-    int64_t cols = in2 < QSPAN ? in2 : QSPAN, rows_per = in2 < QSPAN ? QSPAN / in2 : 1;
-    uint8_t span[QSPAN];
     void (*rows)(const dw_job *, const uint8_t *, int64_t, float *) = channel_rows;
 #if defined(__x86_64__)
     if (vbmi_fits(g))
@@ -197,18 +193,11 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
         const float *x = j->x + i * g->in_sp;
         uint8_t *pl = j->planes + i * psp;
         memset(pl, (int)j->zero, (size_t)psp);
-        /* quantized a span of rows (or of one long row) at a time, each row
-         * then copied into the padded plane */
-        for (int64_t r0 = 0; r0 < nrow; r0 += rows_per)
-            for (int64_t c0 = 0; c0 < in2; c0 += cols) {
-                int64_t r1 = r0 + rows_per < nrow ? r0 + rows_per : nrow;
-                int64_t n = in2 - c0 < cols ? in2 - c0 : cols;
-                tgk_quantize_u8((r1 - r0) * n, x + r0 * in2 + c0, j->x_scale, (int32_t)j->zero, span);
-                for (int64_t r = r0; r < r1; r++)
-                    memcpy(pl + ((r / g->in[1] + g->pad[0]) * j->pd[1] + r % g->in[1] + g->pad[1]) *
-                                    j->pd[2] + g->pad[2] + c0,
-                           span + (r - r0) * n, (size_t)n);
-            }
+        for (int64_t i0 = 0; i0 < g->in[0]; i0++)     /* quantized into the padded plane */
+            tgk_quantize_u8_rows(g->in[1], g->in[2], x + i0 * g->in[1] * g->in[2], g->in[2],
+                                 j->x_scale, (int32_t)j->zero,
+                                 pl + ((i0 + g->pad[0]) * j->pd[1] + g->pad[1]) * j->pd[2] + g->pad[2],
+                                 j->pd[2]);
         for (int64_t m = 0; m < j->kg; m++) {
             int64_t k = ch * j->kg + m;
             rows(j, pl, k, j->y + (img * j->c * j->kg + k) * g->out_sp);

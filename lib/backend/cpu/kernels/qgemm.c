@@ -46,6 +46,16 @@ void tgk_qgemm_pack(int64_t N, int64_t K, const int8_t *w, void *packed)
                 }
 }
 
+typedef struct {
+    int64_t M, N, K, lda, ldc;
+    const uint8_t *a;
+    int32_t a_zero;
+    const void *packed;
+    int32_t *c;                 /* integer output, or NULL: */
+    const float *scale, *bias;  /* y[m,n] = (float)c[m,n] * scale[n] + bias[n] (bias may be NULL) */
+    float *y;                   /* at y[m*ldc + n] */
+} qgemm_args;
+
 /* The 4 bytes of group g of a row of K bytes, zero-padded past K, as the
  * 32-bit value the kernels broadcast. */
 static inline int32_t group4(const uint8_t *a, int64_t K, int64_t g)
@@ -90,67 +100,62 @@ static void block_vnni(const uint8_t *a, int64_t K, const int8_t *blk, int32_t *
     _mm512_storeu_si512(out, _mm512_add_epi32(acc0, acc1));
 }
 
-/* Four rows at once share each weight load; accumulators are named, not an
- * array, so they stay in registers. */
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
-static void block4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
-                        int32_t out[4][QB])
+/* One accumulator of a tile (16 columns of row m, block b) as store_block
+ * stores it, in registers: zero-point corrected, then as integers or
+ * through the float epilogue, whose multiply and add are the rounding
+ * intrinsics (never fused into an FMA), masked past N. */
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+static inline void store_vnni(const qgemm_args *q, int64_t m, int64_t b, __m512i acc)
 {
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
-    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
-    int64_t g = 0, kfull = K / 4, kg = ROUND4(K) / 4;
-    for (; g < kfull; g++) {
-        __m512i w = _mm512_loadu_si512(blk + g * QB * 4);
-        int32_t v0, v1, v2, v3;
-        memcpy(&v0, a0 + 4 * g, 4), memcpy(&v1, a1 + 4 * g, 4);
-        memcpy(&v2, a2 + 4 * g, 4), memcpy(&v3, a3 + 4 * g, 4);
-        c0 = _mm512_dpbusd_epi32(c0, _mm512_set1_epi32(v0), w);
-        c1 = _mm512_dpbusd_epi32(c1, _mm512_set1_epi32(v1), w);
-        c2 = _mm512_dpbusd_epi32(c2, _mm512_set1_epi32(v2), w);
-        c3 = _mm512_dpbusd_epi32(c3, _mm512_set1_epi32(v3), w);
+    int64_t nj = q->N - b * QB;
+    __mmask16 k = nj >= QB ? (__mmask16)0xffff : (__mmask16)((1u << nj) - 1);
+    __m512i colsum = _mm512_loadu_si512((const int32_t *)q->packed + b * QB);
+    __m512i v = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(q->a_zero), colsum));
+    if (q->c) {
+        _mm512_mask_storeu_epi32(q->c + m * q->ldc + b * QB, k, v);
+        return;
     }
-    if (g < kg) {                   /* the zero-padded last group */
-        __m512i w = _mm512_loadu_si512(blk + g * QB * 4);
-        c0 = _mm512_dpbusd_epi32(c0, _mm512_set1_epi32(group4(a0, K, g)), w);
-        c1 = _mm512_dpbusd_epi32(c1, _mm512_set1_epi32(group4(a1, K, g)), w);
-        c2 = _mm512_dpbusd_epi32(c2, _mm512_set1_epi32(group4(a2, K, g)), w);
-        c3 = _mm512_dpbusd_epi32(c3, _mm512_set1_epi32(group4(a3, K, g)), w);
-    }
-    _mm512_storeu_si512(out[0], c0);
-    _mm512_storeu_si512(out[1], c1);
-    _mm512_storeu_si512(out[2], c2);
-    _mm512_storeu_si512(out[3], c3);
+    __m512 f = _mm512_mul_round_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, q->scale + b * QB),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 bias = q->bias ? _mm512_maskz_loadu_ps(k, q->bias + b * QB) : _mm512_setzero_ps();
+    f = _mm512_add_round_ps(f, bias, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_mask_storeu_ps(q->y + m * q->ldc + b * QB, k, f);
 }
 
-/* 4 rows x NB column blocks (NB = 4: 64 columns, 16 accumulators; NB = 2:
- * 32 columns): each group of 4 k costs NB weight loads and 4 broadcasts for
- * 4 * NB vpdpbusd. The loops over constant NB unroll fully, so the
- * accumulator array stays in registers. */
+/* 4 rows x NB column blocks (NB <= 4: up to 64 columns, 16 accumulators):
+ * each group of 4 k costs NB weight loads and 4 broadcasts for 4 * NB
+ * vpdpbusd; the loops over constant NB unroll fully, so the accumulators
+ * stay in registers through the stores. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
-static inline void tile_vnni(const int NB, const uint8_t *a, int64_t lda, int64_t K,
-                             const int8_t *blk, int64_t bstride, int32_t out[4][4 * QB])
+static inline void tile_vnni(const int NB, const qgemm_args *q, int64_t m, int64_t b)
 {
+    int64_t K = q->K, kg = ROUND4(K) / 4, kfull = K / 4, lda = q->lda, bstride = kg * QB * 4;
+    const int8_t *blk = (const int8_t *)((const int32_t *)q->packed + nblocks(q->N) * QB) +
+                        b * bstride;
+    const uint8_t *ar[4] = {q->a + m * lda, q->a + (m + 1) * lda, q->a + (m + 2) * lda,
+                            q->a + (m + 3) * lda};
     __m512i c[4][4];
-    const uint8_t *ar[4] = {a, a + lda, a + 2 * lda, a + 3 * lda};
-    int64_t kg = ROUND4(K) / 4;
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++)
 #pragma GCC unroll 4
         for (int t = 0; t < NB; t++) c[r][t] = _mm512_setzero_si512();
+    /* whole groups of 4 k without a test, then the zero-padded last one */
     for (int64_t g = 0; g < kg; g++) {
         const int8_t *p = blk + g * QB * 4;
         __m512i w[4];
-        int full = g * 4 + 4 <= K;
 #pragma GCC unroll 4
         for (int t = 0; t < NB; t++) w[t] = _mm512_loadu_si512(p + t * bstride);
+        int32_t v[4];
+        if (g < kfull) {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) memcpy(&v[r], ar[r] + 4 * g, 4);
+        } else {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) v[r] = group4(ar[r], K, g);
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
-            int32_t v;
-            if (full)
-                memcpy(&v, ar[r] + 4 * g, 4);
-            else
-                v = group4(ar[r], K, g);
-            __m512i av = _mm512_set1_epi32(v);
+            __m512i av = _mm512_set1_epi32(v[r]);
 #pragma GCC unroll 4
             for (int t = 0; t < NB; t++) c[r][t] = _mm512_dpbusd_epi32(c[r][t], av, w[t]);
         }
@@ -158,21 +163,21 @@ static inline void tile_vnni(const int NB, const uint8_t *a, int64_t lda, int64_
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < NB; t++) _mm512_storeu_si512(out[r] + t * QB, c[r][t]);
+        for (int t = 0; t < NB; t++) store_vnni(q, m + r, b + t, c[r][t]);
 }
 
+/* Rows m..m+3, every column block, on VNNI tiles of up to 4 blocks. */
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
-static void tile4x4_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
-                         int64_t bstride, int32_t out[4][4 * QB])
+static void rows4_vnni(const qgemm_args *q, int64_t m)
 {
-    tile_vnni(4, a, lda, K, blk, bstride, out);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
-static void tile4x2_vnni(const uint8_t *a, int64_t lda, int64_t K, const int8_t *blk,
-                         int64_t bstride, int32_t out[4][4 * QB])
-{
-    tile_vnni(2, a, lda, K, blk, bstride, out);
+    int64_t nb = nblocks(q->N), b = 0;
+    for (; b + 4 <= nb; b += 4) tile_vnni(4, q, m, b);
+    switch (nb - b) {
+    case 3: tile_vnni(3, q, m, b); break;
+    case 2: tile_vnni(2, q, m, b); break;
+    case 1: tile_vnni(1, q, m, b); break;
+    default: break;
+    }
 }
 
 /* 16-bit products: each 16-byte quarter of a 64-byte group is 4 columns x 4 k;
@@ -209,7 +214,7 @@ static int choose_path(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) best = 1;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vnni"))
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
         best = 2;
 #endif
     return best;
@@ -240,16 +245,6 @@ int tgk_qgemm_set_path(const char *name)
     return -1;
 }
 
-typedef struct {
-    int64_t M, N, K, lda, ldc;
-    const uint8_t *a;
-    int32_t a_zero;
-    const void *packed;
-    int32_t *c;                 /* integer output, or NULL: */
-    const float *scale, *bias;  /* y[m,n] = (float)c[m,n] * scale[n] + bias[n] (bias may be NULL) */
-    float *y;                   /* at y[m*ldc + n] */
-} qgemm_args;
-
 /* One row's block of raw sums, zero-point corrected, stored as integers or
  * through the float epilogue. */
 static void store_block(const qgemm_args *q, int64_t m, int64_t b, const int32_t *raw)
@@ -277,24 +272,7 @@ static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
     int32_t raw[4][QB];
     int64_t m = m0;
 #if defined(__x86_64__)
-    int32_t tile[4][4 * QB];
-    for (; p == 2 && m + 4 <= m1; m += 4) {
-        int64_t b = 0;
-        for (; b + 4 <= nb; b += 4) {
-            tile4x4_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, kg * QB * 4, tile);
-            for (int r = 0; r < 4; r++)
-                for (int t = 0; t < 4; t++) store_block(q, m + r, b + t, tile[r] + t * QB);
-        }
-        for (; b + 2 <= nb; b += 2) {
-            tile4x2_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, kg * QB * 4, tile);
-            for (int r = 0; r < 4; r++)
-                for (int t = 0; t < 2; t++) store_block(q, m + r, b + t, tile[r] + t * QB);
-        }
-        for (; b < nb; b++) {
-            block4_vnni(q->a + m * q->lda, q->lda, q->K, w + b * kg * QB * 4, raw);
-            for (int r = 0; r < 4; r++) store_block(q, m + r, b, raw[r]);
-        }
-    }
+    for (; p == 2 && m + 4 <= m1; m += 4) rows4_vnni(q, m);
 #endif
     block_fn fn = block_scalar;
 #if defined(__x86_64__)
@@ -419,21 +397,24 @@ static inline __m512 div_by_recip(__m512 x, __m512d r)
                                                _mm256_castps_pd(fhi), 1));
 }
 
-__attribute__((target("avx512f")))
-static void quant_avx512(int64_t n, const float *x, float s, int32_t z, uint8_t *q)
+/* Rows of n floats, ldx apart, into rows of bytes ldq apart; the last 15
+ * or fewer of a row with masked loads and stores. */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void quant_avx512(int64_t rows, int64_t n, const float *x, int64_t ldx, float s, int32_t z,
+                         uint8_t *q, int64_t ldq)
 {
     __m512 vz = _mm512_set1_ps((float)z);
     __m512d r = _mm512_set1_pd(1.0 / (double)s);
     __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = div_by_recip(_mm512_loadu_ps(x + i), r);
-        v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
-        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), vz);
-        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v)));
-    }
-    quant_scalar(n - i, x + i, s, z, q + i);
+    for (int64_t row = 0; row < rows; row++, x += ldx, q += ldq)
+        for (int64_t i = 0; i < n; i += 16) {
+            __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+            __m512 v = div_by_recip(_mm512_maskz_loadu_ps(k, x + i), r);
+            v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+            v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), vz);
+            v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+            _mm_mask_storeu_epi8(q + i, k, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v)));
+        }
 }
 
 __attribute__((target("avx2")))
@@ -467,11 +448,26 @@ static void quant_task(void *ctx, int64_t b, int64_t e)
     const quant_job *j = ctx;
     int p = path();
 #if defined(__x86_64__)
-    if (p == 2) { quant_avx512(e - b, j->x + b, j->s, j->z, j->q + b); return; }
+    if (p == 2) { quant_avx512(1, e - b, j->x + b, 0, j->s, j->z, j->q + b, 0); return; }
     if (p == 1) { quant_avx2(e - b, j->x + b, j->s, j->z, j->q + b); return; }
 #endif
     (void)p;
     quant_scalar(e - b, j->x + b, j->s, j->z, j->q + b);
+}
+
+void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, float scale,
+                          int32_t zero, uint8_t *q, int64_t ldq)
+{
+    int p = path();
+#if defined(__x86_64__)
+    if (p == 2) { quant_avx512(rows, n, x, ldx, scale, zero, q, ldq); return; }
+#endif
+    for (int64_t r = 0; r < rows; r++, x += ldx, q += ldq) {
+#if defined(__x86_64__)
+        if (p == 1) { quant_avx2(n, x, scale, zero, q); continue; }
+#endif
+        quant_scalar(n, x, scale, zero, q);
+    }
 }
 
 void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8_t *q)

@@ -50,6 +50,10 @@ void *tgk_qgemm_pack_once(void **slot, int64_t N, int64_t K, const int8_t *w);
 /* Activation quantization, bit-identical on every path:
  * q = clamp(round_half_even(x / scale) + zero, 0, 255). */
 void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8_t *q);
+/* The same over rows of n floats, ldx apart, into rows ldq apart, on the
+ * calling thread alone (for kernels quantizing as they copy into a layout). */
+void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, float scale,
+                          int32_t zero, uint8_t *q, int64_t ldq);
 /* Smallest and largest of x[0..n), NaNs ignored; 0 and 0 when n is 0. */
 void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
 
