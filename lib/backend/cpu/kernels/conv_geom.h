@@ -52,6 +52,20 @@ static inline void tgk_conv_valid_range(int64_t n, int64_t str, int64_t off, int
     *o1 = hi > lo ? hi : lo;
 }
 
+/* The input's dims with padding on both sides, as far as the windows reach
+ * (the int8 kernels copy it so, padding as the zero point); returns their
+ * product. */
+static inline int64_t tgk_conv_padded_dims(const tgk_conv_geom *g, int64_t pd[3])
+{
+    int64_t prod = 1;
+    for (int i = 0; i < 3; i++) {
+        int64_t need = (g->out[i] - 1) * g->str[i] + (g->ker[i] - 1) * g->dil[i] + 1;
+        pd[i] = need > g->in[i] + g->pad[i] ? need : g->in[i] + g->pad[i];
+        prod *= pd[i];
+    }
+    return prod;
+}
+
 /* Depthwise (groups == c, k a multiple of c), relu included (conv_dw.c);
  * g from d. Returns 0, or -1 when scratch cannot be allocated. */
 int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,

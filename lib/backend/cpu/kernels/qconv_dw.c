@@ -213,12 +213,7 @@ int tgk_qconv_dw_f32(const tgk_conv_desc *d, const float *x, float x_scale, int3
         return -1;
     dw_job j = {&g, x, x_scale, NULL, packed, (const int8_t *)((const int32_t *)packed + d->k), scale,
                 bias, y, d->c, d->k / d->c, {0, 0, 0}, x_zero};
-    int64_t psp = 1;
-    for (int i = 0; i < 3; i++) {
-        int64_t need = (g.out[i] - 1) * g.str[i] + (g.ker[i] - 1) * g.dil[i] + 1;
-        j.pd[i] = need > g.in[i] + g.pad[i] ? need : g.in[i] + g.pad[i];
-        psp *= j.pd[i];
-    }
+    int64_t psp = tgk_conv_padded_dims(&g, j.pd);
     /* 64 bytes of slack: the VBMI rows read whole windows */
     uint8_t *planes = malloc((size_t)(d->n * d->c * psp) + 64);
     if (!planes)

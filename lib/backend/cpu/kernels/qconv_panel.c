@@ -40,12 +40,7 @@ static void pgeom_of(const tgk_conv_desc *d, const tgk_conv_geom *g, pgeom *p)
 {
     p->cg = d->c / d->groups, p->kg = d->k / d->groups;
     p->cq = (p->cg + 3) / 4, p->kq = p->cq * g->kprod, p->mb = (p->kg + MR - 1) / MR;
-    p->psp = 1;
-    for (int i = 0; i < 3; i++) {
-        int64_t need = (g->out[i] - 1) * g->str[i] + (g->ker[i] - 1) * g->dil[i] + 1;
-        p->pd[i] = need > g->in[i] + g->pad[i] ? need : g->in[i] + g->pad[i];
-        p->psp *= p->pd[i];
-    }
+    p->psp = tgk_conv_padded_dims(g, p->pd);
 }
 
 /* One group's weights: row sums [mb * MR] (s32), then [mb][kq][MR][4] (s8). */
