@@ -8,6 +8,7 @@
 # that every step works and is measured.
 #   bench/sparse_zoo.sh WORK [TOOLS]   WORK: a model's folder from
 #   bench/zoo/zoo.py (m.pt2, in0.b{1,3}.npy, out0.b{1,3}.npy: one input)
+# Over the whole zoo, one table row a model: bench/sparse_zoo_all.py.
 set -eu
 work=$1
 tools=${2:-$(cd "$(dirname "$0")/../tools" && pwd)}
