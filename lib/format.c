@@ -70,5 +70,5 @@ cJSON *tg_fmt_dim_to_json(tg_dim d, const tg_graph *g)
 const char *const tg_fmt_attr_keys[TG_FMT_ATTR_KINDS + 1] = {
     [TG_ATTR_INT] = "int", [TG_ATTR_FLOAT] = "float", [TG_ATTR_STRING] = "string",
     [TG_ATTR_INTS] = "ints", [TG_ATTR_FLOATS] = "floats", [TG_ATTR_DIMS] = "dims",
-    [TG_ATTR_DTYPE] = "dtype", [TG_ATTR_INPUT] = "input",
+    [TG_ATTR_DTYPE] = "dtype", [TG_ATTR_INPUT] = "input", [TG_ATTR_GRAPH] = "graph",
 };

@@ -9,7 +9,13 @@
 
 #include "graph.h"
 
-#define TG_FORMAT_VERSION 1
+/* The newest format version. Version 2 added subgraphs (attributes of kind
+ * graph) and nodes of several outputs (control flow); a graph without them is
+ * written as version 1, which older readers read. */
+#define TG_FORMAT_VERSION 2
+
+/* The oldest version that holds g. */
+int tg_graph_format_version(const tg_graph *g);
 
 /* Read and validate a whole graph from a stream (pipes work: read header-first,
  * then data in order) or a memory buffer. NULL with tg_err on any problem. */

@@ -15,7 +15,7 @@
 extern const char *const tg_fmt_kind_names[3];
 /* The key of an attribute's one-member object names its kind ("int" ...),
  * indexed by tg_attr_kind; NULL-terminated from index 1 for tg_json_fields. */
-#define TG_FMT_ATTR_KINDS (TG_ATTR_INPUT + 1)
+#define TG_FMT_ATTR_KINDS (TG_ATTR_GRAPH + 1)
 extern const char *const tg_fmt_attr_keys[TG_FMT_ATTR_KINDS + 1];
 
 /* Value, node and tensor names: non-empty UTF-8 without control characters, at

@@ -86,6 +86,8 @@ typedef struct {
     int nvals;
     struct name_idx *by_name;   /* vals sorted by name */
     tg_graph *g;
+    int depth;              /* 0: the file's graph; else a subgraph's nesting */
+    int64_t version;        /* the file's format version */
 } reader;
 
 static const char *const graph_keys[] = {"version", "symbols", "inputs", "outputs", "values",
@@ -223,6 +225,7 @@ static int parse_metadata(reader *r, const cJSON *meta)
     if (v > TG_FORMAT_VERSION)
         return tg_err("file format version %lld is newer than this reader (%d): "
                       "upgrade tgraph", (long long)v, TG_FORMAT_VERSION);
+    r->version = v;
     if (!graph)
         return tg_err("header: __metadata__ has no \"tgraph\" graph");
     size_t glen = strlen(graph->valuestring), bad = 0;
@@ -505,7 +508,52 @@ static void free_attrs(tg_attr *a, int n)
     for (int i = 0; i < n; i++)
         if (a[i].kind == TG_ATTR_INTS || a[i].kind == TG_ATTR_FLOATS || a[i].kind == TG_ATTR_DIMS)
             free(a[i].u.ints);
+        else if (a[i].kind == TG_ATTR_GRAPH)
+            tg_graph_free(a[i].u.g);
     free(a);
+}
+
+static int build_graph(reader *r);
+
+/* A subgraph attribute: a graph object as the file's, without version, whose
+ * values are inputs and node outputs only. */
+static int parse_subgraph(reader *r, const cJSON *j, tg_graph **out, const char *what)
+{
+    if (r->depth >= TG_MAX_GRAPH_DEPTH)
+        return tg_err("%s: subgraphs nest deeper than %d", what, TG_MAX_GRAPH_DEPTH);
+    if (r->version < 2)
+        return tg_err("%s: a graph attribute needs format version 2, the file is version %lld",
+                      what, (long long)r->version);
+    reader s = {.depth = r->depth + 1, .version = r->version};
+    int rc = -1;
+    if (tg_json_fields(j, graph_keys, s.gtop, what) < 0)
+        return -1;
+    if (s.gtop[G_VERSION])
+        return tg_err("%s: a subgraph has no version (its file's holds)", what);
+    for (int i = G_SYMBOLS; i <= G_NODES; i++)
+        if (!cJSON_IsArray(s.gtop[i]))
+            return tg_err("%s: %s must be an array", what, graph_keys[i]);
+    if (!(s.g = tg_graph_new()))
+        return -1;
+    if (parse_symbols(&s) == 0 && parse_values(&s) == 0) {
+        for (int i = 0; i < s.nvals; i++)
+            if (s.vals[i].kind == TG_VALUE_CONST) {
+                tg_err("value '%s' is a constant (a subgraph's constants are its node's "
+                       "inputs)", s.vals[i].name);
+                goto done;
+            }
+        rc = build_graph(&s);
+    }
+done:
+    if (rc < 0) {
+        tg_err("%s: %s", what, tg_errmsg());
+        tg_graph_free(s.g);
+    } else {
+        *out = s.g;
+    }
+    free(s.vals);
+    free(s.by_name);
+    return rc;
 }
 
 static int parse_attr(reader *r, const cJSON *j, tg_attr *a, const char *what)
@@ -518,12 +566,12 @@ static int parse_attr(reader *r, const cJSON *j, tg_attr *a, const char *what)
         if (f[k]) {
             if (kind)
                 return tg_err("%s: must have exactly one of int, float, string, ints, floats, "
-                              "dims, dtype, input", what);
+                              "dims, dtype, input, graph", what);
             kind = k;
         }
     if (!kind)
         return tg_err("%s: must have exactly one of int, float, string, ints, floats, dims, "
-                      "dtype, input", what);
+                      "dtype, input, graph", what);
     const cJSON *v = f[kind];
     memset(a, 0, sizeof *a);
     a->name = j->string;
@@ -546,6 +594,8 @@ static int parse_attr(reader *r, const cJSON *j, tg_attr *a, const char *what)
         if (!cJSON_IsString(v) || !(a->u.i = tg_dtype_from_name(v->valuestring)))
             return tg_err("%s: unknown dtype", what);
         return 0;
+    case TG_ATTR_GRAPH:
+        return parse_subgraph(r, v, &a->u.g, what);
     case TG_ATTR_INPUT:
         if (cJSON_GetArraySize(v) != 2 || tg_json_get_int(v->child, &a->u.i) < 0 ||
             !cJSON_IsString(v->child->next))
@@ -664,7 +714,26 @@ static int parse_node(reader *r, const cJSON *j, int idx)
         }
     }
     int first;
-    if (runtime_attrs(attr, nattr) || tg_op_is_data(op)) {  /* declared, not inferred */
+    if (tg_op_is_control(op)) {             /* its outputs are declared, then checked */
+        int nout = cJSON_GetArraySize(f[N_OUTPUTS]);
+        tg_dtype dts[TG_MAX_NODE_OUTPUTS];
+        tg_shape shapes[TG_MAX_NODE_OUTPUTS];
+        first = nout < 1 || nout > TG_MAX_NODE_OUTPUTS
+                    ? tg_err("%s: lists %d outputs, expected 1 to %d", what, nout,
+                             TG_MAX_NODE_OUTPUTS)
+                    : 0;
+        k = 0;
+        for (const cJSON *o = f[N_OUTPUTS]->child; o && first >= 0; o = o->next, k++) {
+            int vi = cJSON_IsString(o) ? find_val(r, o->valuestring) : -1;
+            if (vi < 0)
+                first = tg_err("%s: output %d must be a declared value", what, k);
+            else
+                dts[k] = r->vals[vi].dtype, shapes[k] = r->vals[vi].shape;
+        }
+        if (first >= 0)
+            first = tg_graph_add_declared_node(r->g, op, name, nin, in, nattr, attr, nout, dts,
+                                               shapes);
+    } else if (runtime_attrs(attr, nattr) || tg_op_is_data(op)) {  /* declared, not inferred */
         const cJSON *o = f[N_OUTPUTS]->child;
         int vi = o && cJSON_IsString(o) ? find_val(r, o->valuestring) : -1;
         first = vi < 0 ? tg_err("%s: its output must be a declared value", what)

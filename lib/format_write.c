@@ -23,6 +23,14 @@ static bool put(cJSON *parent, const char *key, cJSON *item)
     return true;
 }
 
+int tg_graph_format_version(const tg_graph *g)
+{
+    for (int i = 0; i < g->nnode; i++)
+        if (tg_op_is_control(g->nodes[i].op) || g->nodes[i].nout > 1)
+            return 2;
+    return 1;
+}
+
 /* The value order of a file: graph inputs and constants by id, then node
  * outputs in node order. Always creatable in that order (nodes only read
  * earlier values), so a graph read back writes the same bytes. -1 on error. */
@@ -76,6 +84,8 @@ static cJSON *names_json(const tg_graph *g, int n, const int *ids)
 }
 
 
+static cJSON *subgraph_json(const tg_graph *g);
+
 static cJSON *attr_value_json(const tg_attr *a, const tg_graph *g)
 {
     cJSON *v = NULL;
@@ -93,6 +103,9 @@ static cJSON *attr_value_json(const tg_attr *a, const tg_graph *g)
             return tg_err("attribute '%s': invalid dtype %lld", a->name, (long long)a->u.i),
                    NULL;
         return cJSON_CreateString(tg_dtype_name((tg_dtype)a->u.i));
+    case TG_ATTR_GRAPH:
+        return a->u.g ? subgraph_json(a->u.g)
+                      : (tg_err("attribute '%s': subgraph missing", a->name), NULL);
     case TG_ATTR_INPUT:     /* [input index, kind it becomes] */
         v = cJSON_CreateArray();
         if (!put(v, NULL, tg_json_int(a->u.i)) ||
@@ -177,10 +190,11 @@ static cJSON *value_json(const tg_value *v, const tg_graph *g)
     return o;
 }
 
-static cJSON *graph_json(const tg_graph *g, const int *order, int norder)
+/* A graph's JSON; a subgraph's has no version (its file's). */
+static cJSON *graph_json(const tg_graph *g, const int *order, int norder, bool top)
 {
     cJSON *o = cJSON_CreateObject(), *a;
-    if (!o || !put(o, "version", tg_json_int(TG_FORMAT_VERSION)))
+    if (!o || (top && !put(o, "version", tg_json_int(tg_graph_format_version(g)))))
         goto fail;
     if (!put(o, "symbols", a = cJSON_CreateArray()))
         goto fail;
@@ -252,6 +266,31 @@ static int check_refs(const tg_graph *g, const int *order, int norder)
     return rc;
 }
 
+/* A subgraph attribute's graph, checked as a file's graph is; its values are
+ * inputs and node outputs (constants are its node's inputs). */
+static cJSON *subgraph_json(const tg_graph *g)
+{
+    static _Thread_local int depth;
+    int n, *order = malloc(((size_t)g->nvalue + 1) * sizeof *order);
+    cJSON *j = NULL;
+    if (!order)
+        return tg_err("out of memory"), NULL;
+    for (int v = 0; v < g->nvalue; v++)
+        if (g->values[v].kind == TG_VALUE_CONST) {
+            free(order);
+            return tg_err("subgraph value '%s' is a constant", g->values[v].name), NULL;
+        }
+    if (depth >= TG_MAX_GRAPH_DEPTH)
+        tg_err("subgraphs nest deeper than %d", TG_MAX_GRAPH_DEPTH);
+    else if ((n = value_order(g, order)) >= 0 && check_refs(g, order, n) == 0) {
+        depth++;
+        j = graph_json(g, order, n, false);
+        depth--;
+    }
+    free(order);
+    return j;
+}
+
 /* The graph JSON text; *order (malloc'd) gets the file's value order and
  * *norder its length. NULL (tg_err) on error. */
 static char *graph_text(const tg_graph *g, int **order, int *norder)
@@ -262,7 +301,7 @@ static char *graph_text(const tg_graph *g, int **order, int *norder)
     if (!(*order = malloc(((size_t)g->nvalue + 1) * sizeof **order)))
         tg_err("out of memory");
     else if ((*norder = value_order(g, *order)) >= 0 && check_refs(g, *order, *norder) == 0 &&
-             (j = graph_json(g, *order, *norder)) && !(s = cJSON_PrintUnformatted(j)))
+             (j = graph_json(g, *order, *norder, true)) && !(s = cJSON_PrintUnformatted(j)))
         tg_err("out of memory");
     cJSON_Delete(j);
     if (!s) {
@@ -348,7 +387,7 @@ static char *header_text(const tg_graph *g, int **tensors, int *ntensors, size_t
     qsort(slots, (size_t)nt, sizeof *slots, cmp_tensor);
 
     char ver[16];
-    snprintf(ver, sizeof ver, "%d", TG_FORMAT_VERSION);
+    snprintf(ver, sizeof ver, "%d", tg_graph_format_version(g));
     cJSON *meta = cJSON_CreateObject();
     if (!(hdr = cJSON_CreateObject())) {
         cJSON_Delete(meta);

@@ -62,6 +62,7 @@ void tg_attr_release(tg_attr *a)
     case TG_ATTR_INTS: free(a->u.ints); break;
     case TG_ATTR_FLOATS: free(a->u.floats); break;
     case TG_ATTR_DIMS: free(a->u.dims); break;
+    case TG_ATTR_GRAPH: tg_graph_free(a->u.g); break;
     default: break;
     }
     memset(a, 0, sizeof *a);
@@ -353,6 +354,11 @@ tg_attr tg_attr_dtype(const char *name, tg_dtype t)
     return (tg_attr){.name = (char *)name, .kind = TG_ATTR_DTYPE, .u.i = t};
 }
 
+tg_attr tg_attr_graph(const char *name, const tg_graph *g)
+{
+    return (tg_attr){.name = (char *)name, .kind = TG_ATTR_GRAPH, .u.g = (tg_graph *)g};
+}
+
 tg_attr tg_attr_input(const char *name, int i, tg_attr_kind as)
 {
     return (tg_attr){.name = (char *)name, .kind = TG_ATTR_INPUT, .n = (int)as, .u.i = i};
@@ -373,10 +379,12 @@ int tg_attr_check(const tg_attr *a)
 {
     if (!a->name || !*a->name)
         return tg_err("attribute without a name");
-    if (a->kind < TG_ATTR_INT || a->kind > TG_ATTR_INPUT)
+    if (a->kind < TG_ATTR_INT || a->kind > TG_ATTR_GRAPH)
         return tg_err("attribute '%s' has unknown kind %d", a->name, (int)a->kind);
     if (a->kind == TG_ATTR_STRING && !a->u.s)
         return tg_err("attribute '%s': string missing", a->name);
+    if (a->kind == TG_ATTR_GRAPH && !a->u.g)
+        return tg_err("attribute '%s': subgraph missing", a->name);
     if (a->kind == TG_ATTR_INPUT && a->n != TG_ATTR_INT && a->n != TG_ATTR_INTS &&
         a->n != TG_ATTR_FLOAT && a->n != TG_ATTR_FLOATS && a->n != TG_ATTR_DIMS)
         return tg_err("attribute '%s': a run-time attribute is int, ints, float, floats or dims",
@@ -405,6 +413,9 @@ int tg_attr_copy(tg_attr *dst, const tg_attr *src)
     if (src->kind == TG_ATTR_STRING) {
         a.u.s = strdup(src->u.s);
         ok = ok && a.u.s;
+    } else if (src->kind == TG_ATTR_GRAPH) {
+        a.u.g = tg_graph_clone(src->u.g);
+        ok = ok && a.u.g;
     } else if (es) {
         /* at least one byte, so an empty list is a valid pointer */
         a.u.ints = malloc(src->n ? (size_t)src->n * es : 1);
@@ -472,6 +483,12 @@ int tg_node_floats(const tg_node *n, const char *name, const double **v)
 int tg_node_dims(const tg_node *n, const char *name, const tg_dim **v)
 {
     return node_array(n, name, TG_ATTR_DIMS, (const void **)v);
+}
+
+const tg_graph *tg_node_graph(const tg_node *n, const char *name)
+{
+    const tg_attr *a = tg_node_attr(n, name);
+    return a && a->kind == TG_ATTR_GRAPH ? a->u.g : NULL;
 }
 
 const tg_value *tg_node_input(const tg_graph *g, const tg_node *n, int i)
@@ -563,7 +580,8 @@ static void pop_node(tg_graph *g, int nvalue)
 
 /* Add a node; its output inferred, or declared when decl_shape is given. */
 static int add_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
-                    int nattr, const tg_attr *attr, tg_dtype decl_dt, const tg_shape *decl_shape)
+                    int nattr, const tg_attr *attr, int nout, const tg_dtype *decl_dt,
+                    const tg_shape *decl_shape)
 {
     if ((int)op <= TG_OP_NONE || op >= TG_OP_COUNT)
         return tg_err("node %s: unknown op %d", name ? name : "(unnamed)", (int)op);
@@ -588,7 +606,7 @@ static int add_node(tg_graph *g, tg_op op, const char *name, int nin, const int 
     n->name = nname;
     tg_graph_names_node_added(g, idx);
     n->in = malloc((size_t)(nin ? nin : 1) * sizeof(int));
-    n->out = malloc(sizeof(int));
+    n->out = malloc(sizeof(int) * (size_t)nout);
     n->attr = calloc((size_t)(nattr ? nattr : 1), sizeof(tg_attr));
     if (!n->name || !n->in || !n->out || !n->attr) {
         pop_node(g, nvalue0);
@@ -602,22 +620,34 @@ static int add_node(tg_graph *g, tg_op op, const char *name, int nin, const int 
             pop_node(g, nvalue0);
             return -1;
         }
-    int v = value_push(g, n->name, TG_VALUE_NODE, TG_DTYPE_NONE, NULL);
-    n = &g->nodes[idx];
-    if (v < 0) {
-        pop_node(g, nvalue0);
-        return -1;
+    for (int k = 0; k < nout; k++) {
+        /* output k > 0 is "<node>:k" (unused, as node names are) */
+        size_t len = strlen(g->nodes[idx].name) + 16;
+        char *full = k ? malloc(len) : NULL;
+        if (full)
+            snprintf(full, len, "%s:%d", g->nodes[idx].name, k);
+        int v = k && !full ? -1 : value_push(g, k ? full : g->nodes[idx].name, TG_VALUE_NODE,
+                                             TG_DTYPE_NONE, NULL);
+        free(full);
+        n = &g->nodes[idx];
+        if (v < 0) {
+            pop_node(g, nvalue0);
+            return k && !full ? tg_err("out of memory") : -1;
+        }
+        g->values[v].producer = idx;
+        n->out[k] = v;
+        n->nout = k + 1;
+        if (decl_shape) {
+            g->values[v].dtype = decl_dt[k];
+            memset(&g->values[v].shape, 0, sizeof g->values[v].shape);
+            g->values[v].shape.rank = decl_shape[k].rank;
+            for (int d = 0; d < decl_shape[k].rank; d++)
+                g->values[v].shape.d[d] = decl_shape[k].d[d];
+        }
     }
-    g->values[v].producer = idx;
-    n->out[0] = v;
-    n->nout = 1;
-    if (decl_shape) {
-        g->values[v].dtype = decl_dt;
-        memset(&g->values[v].shape, 0, sizeof g->values[v].shape);
-        g->values[v].shape.rank = decl_shape->rank;
-        for (int k = 0; k < decl_shape->rank; k++)
-            g->values[v].shape.d[k] = decl_shape->d[k];
-    } else if (tg_op_table[op].infer(g, idx) < 0) {
+    int v = n->out[0];
+    /* declared outputs: a control op's inference checks them (ops/control.c) */
+    if ((!decl_shape || tg_op_is_control(op)) && tg_op_table[op].infer(g, idx) < 0) {
         /* the message names the node, so keep it before the node goes */
         tg_err("node %s (%s): %s", g->nodes[idx].name, opname, tg_errmsg());
         pop_node(g, nvalue0);
@@ -633,7 +663,10 @@ int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const in
         if (attr[i].kind == TG_ATTR_INPUT)
             return tg_err("node %s: attribute '%s' is a run-time attribute: the node's "
                           "output must be declared", name ? name : "(unnamed)", attr[i].name);
-    return add_node(g, op, name, nin, in, nattr, attr, TG_DTYPE_NONE, NULL);
+    if (tg_op_is_control(op))
+        return tg_err("node %s: op %s declares its outputs (tg_graph_add_declared_node)",
+                      name ? name : "(unnamed)", tg_op_name(op));
+    return add_node(g, op, name, nin, in, nattr, attr, 1, NULL, NULL);
 }
 
 int tg_node_runtime_attrs(const tg_node *n)
@@ -662,7 +695,24 @@ int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, 
     if (!tg_dtype_size(dt) || tg_shape_check(g, shape) < 0)
         return tg_err("node %s: bad declared output: %s", name ? name : "(unnamed)",
                       tg_dtype_size(dt) ? tg_errmsg() : "no dtype");
-    return add_node(g, op, name, nin, in, nattr, attr, dt, shape);
+    return add_node(g, op, name, nin, in, nattr, attr, 1, &dt, shape);
+}
+
+int tg_graph_add_declared_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                               int nattr, const tg_attr *attr, int nout, const tg_dtype *dts,
+                               const tg_shape *shapes)
+{
+    const char *nm = name ? name : "(unnamed)";
+    if ((int)op <= TG_OP_NONE || op >= TG_OP_COUNT || !tg_op_is_control(op))
+        return tg_err("node %s: only control-flow ops declare their outputs", nm);
+    if (nout < 1 || nout > TG_MAX_NODE_OUTPUTS)
+        return tg_err("node %s (%s): %d outputs, expected 1 to %d", nm, tg_op_name(op), nout,
+                      TG_MAX_NODE_OUTPUTS);
+    for (int k = 0; k < nout; k++)
+        if (!tg_dtype_size(dts[k]) || tg_shape_check(g, &shapes[k]) < 0)
+            return tg_err("node %s: bad declared output %d: %s", nm, k,
+                          tg_dtype_size(dts[k]) ? tg_errmsg() : "no dtype");
+    return add_node(g, op, name, nin, in, nattr, attr, nout, dts, shapes);
 }
 
 void tg_graph_set_source(tg_graph *g, int v, const char *source)

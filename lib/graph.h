@@ -47,7 +47,13 @@ typedef enum {
     TG_ATTR_INT = 1, TG_ATTR_FLOAT, TG_ATTR_STRING, TG_ATTR_INTS, TG_ATTR_FLOATS,
     TG_ATTR_DIMS, TG_ATTR_DTYPE,
     TG_ATTR_INPUT,          /* a run-time attribute: the value of one of the node's inputs */
+    TG_ATTR_GRAPH,          /* a subgraph (control flow: if, loop), owned by the attribute */
 } tg_attr_kind;
+
+/* How deep subgraphs nest at most (a graph's own nodes are depth 0). */
+#define TG_MAX_GRAPH_DEPTH 16
+/* Outputs of one node at most (only control-flow nodes have more than one). */
+#define TG_MAX_NODE_OUTPUTS 64
 
 typedef struct {
     char *name;
@@ -61,6 +67,7 @@ typedef struct {
         int64_t *ints;
         double *floats;
         tg_dim *dims;
+        struct tg_graph *g; /* GRAPH */
     } u;
 } tg_attr;
 
@@ -135,6 +142,13 @@ int tg_graph_add_node(tg_graph *g, tg_op op, const char *name, int nin, const in
 int tg_graph_add_dynamic_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
                               int nattr, const tg_attr *attr, tg_dtype dt,
                               const tg_shape *shape);
+/* Add a node whose nout outputs are declared (dts, shapes), not inferred: the
+ * control-flow ops (if, loop), whose inference checks the declaration against
+ * their subgraphs (ops/control.c; tg_control_declare makes one). Returns the
+ * first output's value id, or -1 (tg_err, naming the node). */
+int tg_graph_add_declared_node(tg_graph *g, tg_op op, const char *name, int nin, const int *in,
+                               int nattr, const tg_attr *attr, int nout, const tg_dtype *dts,
+                               const tg_shape *shapes);
 /* The number of a node's run-time attributes; its op's own inputs are the first
  * nin minus that many. */
 int tg_node_runtime_attrs(const tg_node *n);
@@ -155,6 +169,8 @@ tg_attr tg_attr_ints(const char *name, int n, const int64_t *v);
 tg_attr tg_attr_floats(const char *name, int n, const double *v);
 tg_attr tg_attr_dims(const char *name, int n, const tg_dim *v);
 tg_attr tg_attr_dtype(const char *name, tg_dtype t);
+/* A subgraph attribute; add_node copies (clones) g, the caller keeps it. */
+tg_attr tg_attr_graph(const char *name, const tg_graph *g);
 
 /* Attribute lookup on a node; the default when absent. */
 const tg_attr *tg_node_attr(const tg_node *n, const char *name);
@@ -165,6 +181,8 @@ const char *tg_node_string(const tg_node *n, const char *name, const char *dflt)
 int tg_node_ints(const tg_node *n, const char *name, const int64_t **v);
 int tg_node_floats(const tg_node *n, const char *name, const double **v);
 int tg_node_dims(const tg_node *n, const char *name, const tg_dim **v);
+/* A subgraph attribute, or NULL when absent or of another kind. */
+const tg_graph *tg_node_graph(const tg_node *n, const char *name);
 
 /* The value of input i of node n, or NULL when omitted / out of range. */
 const tg_value *tg_node_input(const tg_graph *g, const tg_node *n, int i);
@@ -195,6 +213,10 @@ void tg_graph_kill_node(tg_graph *g, int i);
  * to y, ni dies. 0 or -1 (tg_err). */
 int tg_graph_replace_node(tg_graph *g, int ni, int y, const char *suffix);
 int tg_graph_compact(tg_graph *g);
+/* Constant v becomes an input of g, appended to its inputs (making a subgraph
+ * whose constants are its node's inputs); its data goes to the caller (*data,
+ * *nbytes). 0, or -1 (tg_err) when v is not a constant. */
+int tg_graph_const_to_input(tg_graph *g, int v, void **data, size_t *nbytes);
 /* Number of uses of each value (node inputs + graph outputs); caller frees. */
 int *tg_graph_use_counts(const tg_graph *g);
 /* Deep copy. */

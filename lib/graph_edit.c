@@ -322,3 +322,20 @@ fail:
     tg_graph_free(d);
     return NULL;
 }
+
+int tg_graph_const_to_input(tg_graph *g, int v, void **data, size_t *nbytes)
+{
+    if (v < 0 || v >= g->nvalue || g->values[v].kind != TG_VALUE_CONST)
+        return tg_err("value %d is not a constant", v);
+    int *in = realloc(g->inputs, sizeof(int) * ((size_t)g->ninput + 1));
+    if (!in)
+        return tg_err("out of memory");
+    g->inputs = in;
+    g->inputs[g->ninput++] = v;
+    g->values[v].kind = TG_VALUE_INPUT;
+    *data = g->values[v].data;
+    *nbytes = g->values[v].nbytes;
+    g->values[v].data = NULL;
+    g->values[v].nbytes = 0;
+    return 0;
+}

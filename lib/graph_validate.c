@@ -248,8 +248,8 @@ static void check_infer(const tg_graph *g, tg_graph *scratch, int i, report *r)
 {
     const tg_node *n = &g->nodes[i];
     const char *op = tg_op_name(n->op);
-    for (int k = 0; k < n->nout; k++) {
-        tg_value *sv = &scratch->values[n->out[k]];
+    for (int k = 0; k < n->nout && !tg_op_is_control(n->op); k++) {
+        tg_value *sv = &scratch->values[n->out[k]];   /* a control op's are declared */
         sv->dtype = TG_DTYPE_NONE;
         memset(&sv->shape, 0, sizeof sv->shape);
     }

@@ -175,8 +175,17 @@ EOF
 }
 
 @test "a file of a newer format version is rejected" {
-    mutate "$SMALL" "$TMP/bad" '"version":"1"' '"version":"2"'
-    rejected "$TMP/bad" "file format version 2 is newer than this reader \(1\)"
+    mutate "$SMALL" "$TMP/bad" '"version":"1"' '"version":"3"'
+    rejected "$TMP/bad" "file format version 3 is newer than this reader \(2\)"
+}
+
+@test "a graph with control flow is version 2; a version 1 file may not hold a subgraph" {
+    run_ok "$TEXPORT" -o "$TMP/cf.tg" "$FIX/onnx/control_flow.onnx"
+    run grep -c '"version":"2"' "$TMP/cf.tg"
+    [ "$output" = 1 ]
+    mutate "$TMP/cf.tg" "$TMP/bad" '"version":"2"' '"version":"1"'
+    mutate "$TMP/bad" "$TMP/bad1" '{\"version\":2,' '{\"version\":1,'
+    rejected "$TMP/bad1" "a graph attribute needs format version 2, the file is version 1"
 }
 
 @test "an unknown op is rejected with the node's name" {

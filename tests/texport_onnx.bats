@@ -85,6 +85,21 @@ check_compiled() {
 @test "onnx ops: CenterCropPad to sizes given at run time and constant" { check_model "$ONNX" runtime_crop; }
 @test "onnx ops: Scan unrolled at import (axes, directions, state and scan outputs)" { check_model "$ONNX" scan; }
 
+@test "onnx ops: If and Loop as subgraphs (captures, constants inside, a nested If, run-time trip counts, a while form)" {
+    check_model "$ONNX" control_flow
+}
+
+@test "onnx: a Loop whose carried value changes shape is refused, naming the node and the value" {
+    run_fails 1 "node 'grow' \(Loop, opset 16\): .*carried value 0 \('a_in'\) goes into the body as f32\[2\] and comes out as f32\[4\]" \
+        "$TEXPORT" "$ONNX/loop_grow.onnx"
+}
+
+@test "onnx: tcompile refuses a graph with control flow, naming each node" {
+    run_ok "$TEXPORT" -o "$TMP/cf.tg" "$ONNX/control_flow.onnx"
+    run_fails 1 "node 'acc' \\(loop\\): the C emitter has no control flow \\(loop\\)" \
+        "$TCOMPILE" -o "$TMP/cf.so" "$TMP/cf.tg"
+}
+
 @test "onnx: a recurrent op over a sequence length unknown at import is refused, naming the op and opset" {
     run_fails 1 "node 'lstm_node' \(LSTM, opset 22\): the sequence length must be known at import \(it is unrolled\)" \
         "$TEXPORT" "$ONNX/recurrent_dynamic.onnx"

@@ -20,6 +20,7 @@
 #include "../error.h"
 #include "../log.h"
 #include "../passes/passes.h"
+#include "exec_control.h"
 #include "exec_dynamic.h"
 
 struct tg_exec {
@@ -71,6 +72,10 @@ static int place(tg_exec *e, int i)
     const tg_node *n = &g->nodes[i];
     const tg_backend *cpu = &tg_backend_cpu;
     char why[TG_WHY_MAX], cpu_why[TG_WHY_MAX];
+    if (tg_op_is_control(n->op)) {              /* its subgraphs' nodes are placed */
+        log_place(e, i, "the interpreter", NULL, NULL);
+        return 0;
+    }
     if (e->dynamic[i] && e->dev != cpu) {       /* rebuilt when it runs, on host data */
         snprintf(why, sizeof why, "its shapes are known only when it runs");
     } else if (tg_backend_supports(e->dev, g, i, why)) {
@@ -136,7 +141,8 @@ tg_exec *tg_exec_new_on(const tg_graph *g, const tg_backend *dev, int nthreads)
     e->g = g;
     e->dev = dev;
     for (int i = 0; i < g->nnode; i++) {
-        e->dynamic[i] = tg_exec_node_is_dynamic(g, &g->nodes[i]);
+        e->dynamic[i] = !tg_op_is_control(g->nodes[i].op) &&
+                        tg_exec_node_is_dynamic(g, &g->nodes[i]);
         e->at[i] = i;
     }
     int ndev = 0;
@@ -424,6 +430,39 @@ static int run_group(const tg_exec *e, int r, value_set *vs, const int64_t *sym)
     return be->run_group(be, &c) ? node_error(root) : 0;
 }
 
+/* Control node i (exec_control.c) on the host: its outputs bind the data
+ * symbols of their declared shapes. */
+static int run_control(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *bound)
+{
+    const tg_graph *g = e->g;
+    const tg_node *n = &g->nodes[i];
+    const tg_tensor *in[n->nin];
+    tg_tensor copies[n->nin], out[n->nout];
+    for (int j = 0; j < n->nin; j++)
+        if (!(in[j] = n->in[j] >= 0 ? readable(vs, n->in[j], false, &copies[j]) : NULL) &&
+            n->in[j] >= 0)
+            return tg_err_append("(node '%s', input %d to the host)", n->name, j);
+    if (tg_exec_control(n, e->dev, e->nthreads, in, out))
+        return node_error(n);
+    int rc = 0;
+    for (int j = 0; j < n->nout; j++) {
+        const tg_value *v = &g->values[n->out[j]];
+        if (!rc && (out[j].dtype != v->dtype || out[j].rank != v->shape.rank))
+            rc = tg_err("output '%s' is %s of rank %d at run time, the graph says %s of rank %d",
+                        v->name, tg_dtype_name(out[j].dtype), out[j].rank,
+                        tg_dtype_name(v->dtype), v->shape.rank);
+        if (!rc)
+            rc = tg_exec_bind_output(g, v, out[j].dims, sym, bound);
+        if (rc) {
+            tg_tensor_free(&out[j]);
+            continue;
+        }
+        vs->vals[n->out[j]] = out[j];
+        vs->owned[n->out[j]] = true;
+    }
+    return rc ? node_error(n) : 0;
+}
+
 static int run_node(const tg_exec *e, int i, value_set *vs, int64_t *sym, bool *bound)
 {
     const tg_graph *g = e->g;
@@ -532,7 +571,9 @@ static int exec_run(tg_exec *e, const tg_tensor *inputs, tg_tensor *outputs)
         if (e->at[i] != i)
             continue;                           /* a group's member: it runs at the root */
         double t0 = e->hook ? now() : 0;
-        if (e->group[i] ? run_group(e, i, &vs, sym) : run_node(e, i, &vs, sym, bound))
+        if (e->group[i]                              ? run_group(e, i, &vs, sym)
+            : tg_op_is_control(g->nodes[i].op) ? run_control(e, i, &vs, sym, bound)
+                                               : run_node(e, i, &vs, sym, bound))
             goto done;
         if (e->hook)
             e->hook(e->hook_ctx, i, now() - t0);

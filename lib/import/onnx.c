@@ -15,6 +15,7 @@
 #include "../quant/quant.h"
 #include "import.h"
 #include "onnx_internal.h"
+#include "../ops/control.h"
 
 #define ONNX_MAX_FILE ((size_t)2 << 30)     /* protobuf's own limit for one message */
 #define ONNX_MIN_OPSET 6     /* older ones differ in more than attributes (see texport(1)) */
@@ -176,8 +177,100 @@ int onnx_def_syms(onnx_ctx *c, const char *name, int rank, int n, const tg_dim *
     return 0;
 }
 
+/* ---- subgraphs: scopes and captures ---------------------------------------------------- */
+
+/* A name for a new value of g after base, unused there. */
+static void unused_name(const tg_graph *g, const char *base, char *name, size_t size)
+{
+    snprintf(name, size, "%s", base);
+    size_t len = strlen(name);
+    for (int k = 1; tg_graph_find_value(g, name) >= 0; k++) snprintf(name + len, size - len, "_%d", k);
+}
+
+static int cap_push(onnx_scope *sc, int v)
+{
+    if (sc->ncap == sc->capcap) {
+        int n = sc->capcap ? sc->capcap * 2 : 16, *p = realloc(sc->cap, sizeof(int) * (size_t)n);
+        if (!p) return tg_err("out of memory");
+        sc->cap = p;
+        sc->capcap = n;
+    }
+    sc->cap[sc->ncap++] = v;
+    return 0;
+}
+
+/* Entry i's value in the subgraph of scope sc, whose graph is g: a new input
+ * of it taking the entry's value in the graph around (captured there first,
+ * when it is a subgraph too); stored in *slot. */
+static int capture(onnx_ctx *c, onnx_scope *sc, tg_graph *g, int i, int *slot)
+{
+    int *up = &sc->saved[i];
+    if (*up == ONNX_CAPTURE && (!sc->up || capture(c, sc->up, sc->outer, i, up) < 0)) return -1;
+    if (*up < 0) return tg_err("'%s' comes from an operator that could not be imported", c->ents[i].name);
+    const tg_value *ov = &sc->outer->values[*up];
+    char name[512];
+    unused_name(g, ov->name, name, sizeof name);
+    int v = tg_graph_add_input(g, name, ov->dtype, &ov->shape);
+    if (v < 0 || cap_push(sc, *up)) return -1;
+    return *slot = v;
+}
+
+int onnx_scope_enter(onnx_ctx *c, onnx_scope *sc, tg_graph *sub)
+{
+    *sc = (onnx_scope){.up = c->scope, .outer = c->g, .base = c->nent};
+    if (!(sc->saved = malloc(sizeof(int) * (size_t)(c->nent + 1)))) return tg_err("out of memory");
+    for (int s = 0; s < c->g->nsym; s++) {
+        const tg_symbol *y = &c->g->sym[s];
+        int k = tg_graph_add_symbol(sub, y->name, y->min, y->max);
+        if (k < 0) return free(sc->saved), -1;
+        sub->sym[k].data = y->data;
+    }
+    for (int i = 0; i < c->nent; i++) {
+        onnx_ent *e = &c->ents[i];
+        sc->saved[i] = e->value;
+        /* constants are made again inside; values are captured when used */
+        if (e->kind == ONNX_ENT_CONST) e->value = -1;
+        else if (e->kind == ONNX_ENT_VALUE && e->value != -1) e->value = ONNX_CAPTURE;
+    }
+    c->scope = sc;
+    c->g = sub;
+    return 0;
+}
+
+int onnx_scope_leave(onnx_ctx *c, int rc)
+{
+    onnx_scope *sc = c->scope;
+    tg_graph *sub = c->g;
+    c->g = sc->outer;
+    c->scope = sc->up;
+    for (int v = 0; !rc && v < sub->nvalue; v++) {
+        if (sub->values[v].kind != TG_VALUE_CONST) continue;
+        tg_value cv = sub->values[v];
+        void *data;
+        size_t nb;
+        char name[512];
+        unused_name(c->g, cv.name, name, sizeof name);
+        int o = tg_graph_const_to_input(sub, v, &data, &nb) ? -1
+                : tg_graph_add_const(c->g, name, cv.dtype, &cv.shape, data, nb);
+        if (o < 0 || cap_push(sc, o)) rc = -1;
+    }
+    for (int i = 0; i < c->nent; i++) {
+        onnx_ent *e = &c->ents[i];
+        if (i < sc->base) {
+            e->value = sc->saved[i];
+        } else {                        /* the subgraph's own names end with it */
+            ent_clear(e);
+            e->kind = ONNX_ENT_VALUE;
+            e->value = -1;
+        }
+    }
+    free(sc->saved);
+    return rc;
+}
+
 int onnx_value(onnx_ctx *c, onnx_ent *e)
 {
+    if (e->value == ONNX_CAPTURE) return capture(c, c->scope, c->g, (int)(e - c->ents), &e->value);
     if (e->value >= 0) return e->value;
     if (e->kind == ONNX_ENT_VALUE)
         return tg_err("'%s' comes from an operator that could not be imported", e->name);
@@ -499,6 +592,13 @@ int onnx_add_dynamic(onnx_ctx *c, tg_op op, const char *suffix, int nin, const i
     char name[256];
     node_name(c, suffix, name, sizeof name);
     return tg_graph_add_dynamic_node(c->g, op, name, nin, in, nattr, attr, dt, shape);
+}
+
+int onnx_add_control(onnx_ctx *c, tg_op op, int nin, const int *in, int nattr, const tg_attr *attr)
+{
+    char name[256];
+    node_name(c, NULL, name, sizeof name);
+    return tg_control_add(c->g, op, name, nin, in, nattr, attr);
 }
 
 /* ---- the model ---------------------------------------------------------------------------- */

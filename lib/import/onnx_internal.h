@@ -41,6 +41,20 @@ typedef struct {
     bool has_kept, has_dropped;
 } onnx_rt_reduce;
 
+/* A subgraph being imported (an If branch, a Loop body) into a graph of its
+ * own, c->g while it is: the values of the graphs around that it reads
+ * become its inputs (captures), as do its constants, each after its own
+ * inputs; cap[] says which value of the graph around each of those takes. */
+#define ONNX_CAPTURE (-2)   /* an entry of a graph around: captured when first used */
+typedef struct onnx_scope {
+    struct onnx_scope *up;      /* the subgraph around, or NULL: the model's graph */
+    tg_graph *outer;            /* the graph around (up's, or the model's) */
+    int base;                   /* ents[0, base) are the graphs around's */
+    int *saved;                 /* their values in outer (ONNX_CAPTURE: not there yet) */
+    int *cap;                   /* the outer value each input after the subgraph's own takes */
+    int ncap, capcap;
+} onnx_scope;
+
 typedef struct onnx_ctx {
     tg_graph *g;
     int64_t opset;              /* default domain */
@@ -53,7 +67,17 @@ typedef struct onnx_ctx {
     const Onnx__NodeProto *node; /* the node being mapped, for names and messages */
     onnx_rt_reduce rt_reduce[TG_MAX_SYMS];
     int nrt_reduce;
+    onnx_scope *scope;          /* the subgraph being imported, or NULL */
 } onnx_ctx;
+
+/* Import into subgraph sub (empty, or with its own inputs only) from here on:
+ * c->g becomes sub, which gets a copy of the outer graph's symbols. */
+int onnx_scope_enter(onnx_ctx *c, onnx_scope *sc, tg_graph *sub);
+/* Back to the graph around (on success or failure: rc is returned): the
+ * subgraph's constants become inputs taking new constants of the graph
+ * around (appended to sc->cap), and the entries get their outer values back.
+ * The caller frees sc->cap. */
+int onnx_scope_leave(onnx_ctx *c, int rc);
 
 /* Lookup; NULL with tg_err when the name is unknown. */
 onnx_ent *onnx_get(onnx_ctx *c, const char *name);
@@ -98,6 +122,8 @@ int onnx_map_body_node(onnx_ctx *c, const Onnx__NodeProto *n);
 /* Add a graph node named after the ONNX node (suffix distinguishes helpers). */
 int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
              const tg_attr *attr);
+/* A control-flow node (if, loop: ops/control.h), its outputs declared. */
+int onnx_add_control(onnx_ctx *c, tg_op op, int nin, const int *in, int nattr, const tg_attr *attr);
 /* The same for a node with run-time attributes (its inputs last), output declared. */
 int onnx_add_dynamic(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in,
                      int nattr, const tg_attr *attr, tg_dtype dt, const tg_shape *shape);

@@ -1,8 +1,10 @@
-/* ONNX control flow that texport unrolls at import: Scan (opset 9 on) over a
- * sequence length known at import. Its body's nodes are mapped once per step
- * into the graph being built, its inputs bound to that step's state and
- * slices (ONNX keeps subgraph names apart from the outer graph's, so one
- * namespace serves); what the body computes is the outer graph's nodes. */
+/* ONNX control flow. If and Loop import as control nodes (ops.def: if, loop)
+ * whose subgraphs are imported into graphs of their own (onnx.c's scopes):
+ * the outer values a branch or body reads become its inputs, passed by the
+ * node. Scan (opset 9 on) is unrolled over a sequence length known at
+ * import: its body's nodes are mapped once per step into the graph being
+ * built, its inputs bound to that step's state and slices (ONNX keeps
+ * subgraph names apart from the outer graph's, so one namespace serves). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +136,144 @@ static int map_scan(onnx_ctx *c, const onnx_op_map *m)
     return rc ? -1 : 0;
 }
 
+/* ONNX graph gp as subgraph *out: its own inputs first (nlead, of dtypes dt
+ * and shapes sh: a body's declarations may lack them), then what it reads of
+ * the graphs around and its constants (sc->cap: the outer values those take;
+ * the caller frees it). */
+static int import_sub(onnx_ctx *c, const Onnx__GraphProto *gp, const char *what, int nlead,
+                      const tg_dtype *dt, const tg_shape *sh, tg_graph **out, onnx_scope *sc)
+{
+    tg_graph *sub = tg_graph_new();
+    if (!sub || onnx_scope_enter(c, sc, sub)) return tg_graph_free(sub), -1;
+    int rc = (int)gp->n_input == nlead ? 0 : tg_err("%s has %zu inputs, expected %d", what, gp->n_input, nlead);
+    for (int i = 0; i < nlead && !rc; i++) {
+        int v = body_name_ok(gp->input[i], "input", i) ? -1 : tg_graph_add_input(sub, gp->input[i]->name, dt[i], &sh[i]);
+        rc = v < 0 ? -1 : onnx_def_value(c, gp->input[i]->name, v);
+    }
+    if (!rc) rc = onnx_def_initializers(c, gp->initializer, gp->n_initializer, "the subgraph's initializer");
+    for (size_t j = 0; j < gp->n_node && !rc; j++) rc = onnx_map_body_node(c, gp->node[j]);
+    for (size_t i = 0; i < gp->n_output && !rc; i++) {
+        onnx_ent *e = body_name_ok(gp->output[i], "output", (int)i) ? NULL : onnx_get(c, gp->output[i]->name);
+        int v = e ? onnx_value(c, e) : -1;
+        rc = v < 0 || tg_graph_add_output(sub, v) < 0 ? -1 : 0;
+    }
+    if (onnx_scope_leave(c, rc)) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tg_errmsg());
+        tg_graph_free(sub);
+        free(sc->cap);
+        return tg_err("%s: %s", what, msg);
+    }
+    *out = sub;
+    return 0;
+}
+
+static const Onnx__GraphProto *graph_attr(onnx_ctx *c, const char *name)
+{
+    const Onnx__AttributeProto *a = onnx_attr(N(c), name);
+    if (!a || !a->g) tg_err("attribute %s (a graph) is required", name);
+    return a ? a->g : NULL;
+}
+
+/* The node's outputs: those of the control node just added. */
+static int def_outs(onnx_ctx *c, int first)
+{
+    if (first < 0) return -1;
+    const tg_node *n = &c->g->nodes[c->g->nnode - 1];
+    for (int k = 0; k < n->nout; k++)
+        if (def_out(c, k, n->out[k])) return -1;
+    for (size_t k = (size_t)n->nout; k < N(c)->n_output; k++)
+        if (*N(c)->output[k]) return tg_err("output %zu: the node makes %d", k, n->nout);
+    return 0;
+}
+
+/* If: both branches take the union of what either reads (in[1..]), each its
+ * own in that order, with unused inputs where it reads less. */
+static int map_if(onnx_ctx *c, const onnx_op_map *m)
+{
+    const Onnx__GraphProto *bp[2] = {graph_attr(c, "then_branch"), graph_attr(c, "else_branch")};
+    int cond = in_val(c, 0);
+    if (!bp[0] || !bp[1] || cond < 0) return -1;
+    tg_graph *br[2] = {NULL, NULL};
+    onnx_scope sc[2] = {{0}};
+    int rc = import_sub(c, bp[0], "then_branch", 0, NULL, NULL, &br[0], &sc[0]);
+    if (!rc && import_sub(c, bp[1], "else_branch", 0, NULL, NULL, &br[1], &sc[1])) rc = -1, free(sc[0].cap);
+    if (rc) return tg_graph_free(br[0]), -1;
+    int nu = sc[0].ncap + sc[1].ncap, *in = malloc(sizeof(int) * (size_t)(nu + 1)), n = 1;
+    int *order = malloc(sizeof(int) * (size_t)(nu + 1));
+    if (!in || !order) rc = tg_err("out of memory");
+    if (in) in[0] = cond;
+    for (int b = 0; b < 2 && !rc; b++)          /* the union, in order */
+        for (int k = 0; k < sc[b].ncap; k++) {
+            int j = 1;
+            while (j < n && in[j] != sc[b].cap[k]) j++;
+            if (j == n) in[n++] = sc[b].cap[k];
+        }
+    for (int b = 0; b < 2 && !rc; b++) {
+        for (int j = 1; j < n && !rc; j++) {
+            int k = 0;
+            while (k < sc[b].ncap && sc[b].cap[k] != in[j]) k++;
+            if (k < sc[b].ncap) {
+                order[j - 1] = br[b]->inputs[k];
+                continue;
+            }
+            const tg_value *ov = &c->g->values[in[j]];
+            char name[512];
+            snprintf(name, sizeof name, "%s_unused", ov->name);
+            if (tg_graph_find_value(br[b], name) >= 0) rc = tg_err("two values are named %s", name);
+            else if ((order[j - 1] = tg_graph_add_input(br[b], name, ov->dtype, &ov->shape)) < 0) rc = -1;
+        }
+        if (!rc) memcpy(br[b]->inputs, order, sizeof(int) * (size_t)(n - 1));
+    }
+    tg_attr a[2] = {tg_attr_graph("then", br[0]), tg_attr_graph("else", br[1])};
+    if (!rc) rc = def_outs(c, onnx_add_control(c, TG_OP_IF, n, in, 2, a));
+    for (int b = 0; b < 2; b++) tg_graph_free(br[b]), free(sc[b].cap);
+    free(in);
+    free(order);
+    return rc;
+}
+
+/* Loop: max trip count and condition (both optional), N carried values; the
+ * body's inputs after its own (iteration, condition, carried) are what it
+ * reads of the graphs around: the node's invariant inputs. */
+static int map_loop(onnx_ctx *c, const onnx_op_map *m)
+{
+    const Onnx__GraphProto *bp = graph_attr(c, "body");
+    int nc = (int)N(c)->n_input - 2;
+    if (!bp) return -1;
+    if (nc < 0 || nc > 64) return tg_err("%zu inputs: expected M, cond and at most 64 carried values", N(c)->n_input);
+    int in[2 + 64], *all = NULL;
+    tg_dtype dt[2 + 64] = {TG_I64, TG_BOOL};
+    tg_shape sh[2 + 64] = {{0}};
+    in[0] = in_val_opt(c, 0);
+    in[1] = in_val_opt(c, 1);
+    if ((N(c)->n_input > 0 && *N(c)->input[0] && in[0] < 0) || (N(c)->n_input > 1 && *N(c)->input[1] && in[1] < 0))
+        return -1;
+    for (int k = 0; k < nc; k++) {
+        if ((in[2 + k] = in_val(c, 2 + k)) < 0) return -1;
+        dt[2 + k] = dtype_of(c, in[2 + k]);
+        sh[2 + k] = shape_of(c, in[2 + k]);
+    }
+    tg_graph *body = NULL;
+    onnx_scope sc;
+    if (import_sub(c, bp, "body", 2 + nc, dt, sh, &body, &sc)) return -1;
+    int rc = 0;
+    if (!(all = malloc(sizeof(int) * (size_t)(2 + nc + sc.ncap)))) rc = tg_err("out of memory");
+    else {
+        memcpy(all, in, sizeof(int) * (size_t)(2 + nc));
+        memcpy(all + 2 + nc, sc.cap, sizeof(int) * (size_t)sc.ncap);
+        tg_attr a[2] = {tg_attr_graph("body", body), tg_attr_int("carried", nc)};
+        rc = def_outs(c, onnx_add_control(c, TG_OP_LOOP, 2 + nc + sc.ncap, all, 2, a));
+    }
+    tg_graph_free(body);
+    free(sc.cap);
+    free(all);
+    return rc;
+}
+
 const onnx_op_map onnx_flow_ops[] = {
     {"Scan", map_scan, 0},
+    {"If", map_if, 0},
+    {"Loop", map_loop, 0},
 };
 const int onnx_flow_nops = (int)(sizeof onnx_flow_ops / sizeof onnx_flow_ops[0]);

@@ -140,6 +140,7 @@ static const char *attr_kind_name(tg_attr_kind k)
     case TG_ATTR_DIMS: return "dims";
     case TG_ATTR_DTYPE: return "dtype";
     case TG_ATTR_INPUT: return "a run-time input";
+    case TG_ATTR_GRAPH: return "a graph";
     }
     return "unknown";
 }

@@ -28,6 +28,7 @@ enum {
     TG_OPF_VIEW = 1 << 2,           /* the output is the input's bytes: storage can be shared */
     TG_OPF_STRIDED = 1 << 3,        /* the output is a strided view of the input */
     TG_OPF_DATA = 1 << 4,           /* the output's shape depends on the inputs' values */
+    TG_OPF_CONTROL = 1 << 5,        /* runs subgraphs; outputs declared (ops/control.c) */
 };
 
 typedef struct {
@@ -45,6 +46,9 @@ tg_op tg_op_from_name(const char *name);     /* TG_OP_NONE if unknown */
 bool tg_op_is_elementwise(tg_op op);
 bool tg_op_is_view(tg_op op);        /* reshape, identity: memory planning aliases them */
 bool tg_op_is_data(tg_op op);        /* nonzero, nms: the run sets a dim of the output */
+/* if, loop: nodes that run subgraphs (attributes of kind graph) and declare
+ * their outputs (ops/control.c). */
+bool tg_op_is_control(tg_op op);
 
 #define OP(id, name, min_in, max_in, infer, family, flag) int infer(struct tg_graph *g, int node);
 #include "ops.def"

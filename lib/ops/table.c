@@ -47,3 +47,8 @@ bool tg_op_is_data(tg_op op)
 {
     return has_flag(op, TG_OPF_DATA);
 }
+
+bool tg_op_is_control(tg_op op)
+{
+    return has_flag(op, TG_OPF_CONTROL);
+}

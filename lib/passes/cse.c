@@ -24,6 +24,7 @@ static bool attr_eq(const tg_attr *a, const tg_attr *b)
             if (!tg_dim_eq(a->u.dims[i], b->u.dims[i]))
                 return false;
         return true;
+    case TG_ATTR_GRAPH: return a->u.g == b->u.g;   /* each node owns its subgraphs */
     }
     return false;
 }

@@ -38,6 +38,7 @@
 #include "backend/backend.h"
 #include "error.h"
 #include "exec/exec.h"
+#include "ops/control.h"
 #include "passes/passes.h"
 #include "qref.h"
 #include "randgraph.h"
@@ -93,6 +94,8 @@ static inline bool cg_interpretable_on(const tg_backend *be, const char *what, c
 {
     for (int i = 0; i < g->nnode; i++) {
         char why[TG_WHY_MAX], path[64], node[TG_WHY_MAX + 64];
+        if (tg_op_is_control(g->nodes[i].op))
+            continue;               /* the interpreter runs it, placing its subgraphs' nodes */
         if (!tg_backend_supports(be, g, i, why)) {
             cg_path(path, sizeof path, be, "interpreted");
             snprintf(node, sizeof node, "%s (%s): %s", g->nodes[i].name,
@@ -134,7 +137,7 @@ static inline void cg_count_on(int d, const char *what, const tg_graph *g)
     int n = 0;
     char why[TG_WHY_MAX];
     for (int i = 0; i < g->nnode; i++)
-        n += tg_backend_supports(cg_be[d], g, i, why);
+        n += tg_op_is_control(g->nodes[i].op) || tg_backend_supports(cg_be[d], g, i, why);
     cg_be_run[d]++;
     if (n < g->nnode)
         cg_interpretable_on(cg_be[d], what, g);     /* lists the first refusal */
@@ -272,13 +275,21 @@ static inline tg_graph *cg_widen(const tg_graph *g, char *why, size_t nwhy)
         }
         ok = nd->nin <= 16 && nd->nattr <= 16;
         bool q = nd->op == TG_OP_QLINEAR || nd->op == TG_OP_QCONV;
+        for (int k = 0; ok && k < nd->nattr; k++)       /* subgraphs widened too */
+            if (at[k].kind == TG_ATTR_GRAPH)
+                ok = (at[k].u.g = cg_widen(nd->attr[k].u.g, why, nwhy)) != NULL;
         int y = !ok ? -1 : q ? qref_layer(w, g, nd, in, why, nwhy)
+                : tg_op_is_control(nd->op) ? tg_control_add(w, nd->op, nd->name, nd->nin, in,
+                                                            nd->nattr, at)
                     : tg_graph_add_node(w, nd->op, nd->name, nd->nin, in, nd->nattr, at);
+        for (int k = 0; k < nd->nattr && k < 16; k++)
+            if (at[k].kind == TG_ATTR_GRAPH && at[k].u.g != nd->attr[k].u.g)
+                tg_graph_free(at[k].u.g);
         if (y < 0 && !*why)     /* qref_layer's own reason, or the refusal */
             snprintf(why, nwhy, "%s", tg_errmsg());
         ok = ok && y >= 0;
-        if (ok)
-            map[nd->out[0]] = y;
+        for (int k = 0; ok && k < nd->nout; k++)
+            map[nd->out[k]] = w->nodes[w->nnode - 1].out[k];
     }
     for (int i = 0; ok && i < g->noutput; i++)
         ok = tg_graph_add_output(w, map[g->outputs[i]]) >= 0;

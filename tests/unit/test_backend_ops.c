@@ -980,6 +980,91 @@ static void case_nms(tg_op op)
     }
 }
 
+/* A subgraph on g's symbols: inputs of the dtypes and shapes of g's values
+ * in[0..n); the caller adds its nodes and outputs. */
+static tg_graph *sub_of(const tg_graph *g, int n, const int *in, int *ids)
+{
+    tg_graph *s = tg_graph_new();
+    for (int k = 0; k < g->nsym; k++)
+        tg_graph_add_symbol(s, g->sym[k].name, g->sym[k].min, g->sym[k].max);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "a%d", i);
+        ids[i] = tg_graph_add_input(s, name, g->values[in[i]].dtype, &g->values[in[i]].shape);
+    }
+    return s;
+}
+
+static void control_out(tg_graph *g, tg_op op, int n, const int *in, int na, const tg_attr *a)
+{
+    int y = tg_control_add(g, op, NULL, n, in, na, a);
+    CHECK(y >= 0);
+    if (y < 0)
+        fprintf(stderr, "%s: %s\n", tg_op_name(op), tg_errmsg());
+    for (int k = 0; y >= 0 && k < g->nodes[g->nnode - 1].nout; k++)
+        tg_graph_add_output(g, g->nodes[g->nnode - 1].out[k]);
+}
+
+/* if c: x + r else: x * r, and a branch that returns its input unchanged;
+ * c a random bool scalar, drawn afresh for each batch */
+static void case_if(tg_op op)
+{
+    tg_graph *g = tg_graph_new();
+    tg_shape s0 = {0};
+    int in[3] = {tg_graph_add_input(g, "c", TG_BOOL, &s0), cg_input(g, "x", TG_F32, DIMS(4, 37)),
+                 cg_input(g, "r", TG_F32, DIMS(1, 37))}, a[2], b[2];
+    tg_graph *then = sub_of(g, 2, in + 1, a), *els = sub_of(g, 2, in + 1, b);
+    tg_graph_add_output(then, tg_graph_add_node(then, TG_OP_ADD, "sum", 2, a, 0, NULL));
+    tg_graph_add_output(then, a[1]);
+    tg_graph_add_output(els, tg_graph_add_node(els, TG_OP_MUL, "product", 2, b, 0, NULL));
+    tg_graph_add_output(els, tg_graph_add_node(els, TG_OP_NEG, "negated", 1, b + 1, 0, NULL));
+    tg_attr at[2] = {tg_attr_graph("then", then), tg_attr_graph("else", els)};
+    control_out(g, op, 3, in, 2, at);
+    tg_graph_free(then);
+    tg_graph_free(els);
+    run(op, "a branch per bool, two outputs, one passed through", g, (cg_case){0});
+}
+
+/* acc = acc * 0.5 + x for 3 steps (a constant trip count: the scan of acc
+ * is [3, batch, 37]); then a while loop, iter < 2, whose scan's length is a
+ * data symbol */
+static void case_loop(tg_op op)
+{
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        tg_shape s0 = {0};
+        int half = tg_graph_add_scalar(g, "half", TG_F32, 0.5);
+        int two = tg_graph_add_scalar(g, "two", TG_I64, 2);
+        int in[6] = {k ? -1 : tg_graph_add_scalar(g, "m", TG_I64, 3),
+                     k ? tg_graph_add_scalar(g, "go", TG_BOOL, 1) : -1,
+                     cg_input(g, "acc", TG_F32, DIMS(4, 37)), cg_input(g, "x", TG_F32, DIMS(1, 37)),
+                     half, two};
+        tg_graph *body = tg_graph_new();
+        for (int y = 0; y < g->nsym; y++)
+            tg_graph_add_symbol(body, g->sym[y].name, g->sym[y].min, g->sym[y].max);
+        int b[6] = {tg_graph_add_input(body, "i", TG_I64, &s0),
+                    tg_graph_add_input(body, "c", TG_BOOL, &s0)};
+        for (int i = 2; i < 6; i++) {
+            const tg_value *v = &g->values[in[i]];
+            char name[8];
+            snprintf(name, sizeof name, "b%d", i);
+            b[i] = tg_graph_add_input(body, name, v->dtype, &v->shape);
+        }
+        int scaled = tg_graph_add_node(body, TG_OP_MUL, "scaled", 2, (int[]){b[2], b[4]}, 0, NULL);
+        int acc = tg_graph_add_node(body, TG_OP_ADD, "acc", 2, (int[]){scaled, b[3]}, 0, NULL);
+        tg_graph_add_output(body, k ? tg_graph_add_node(body, TG_OP_LT, "more", 2,
+                                                        (int[]){b[0], b[5]}, 0, NULL)
+                                    : b[1]);
+        tg_graph_add_output(body, acc);
+        tg_graph_add_output(body, acc);
+        tg_attr at[2] = {tg_attr_graph("body", body), tg_attr_int("carried", 1)};
+        control_out(g, op, 6, in, 2, at);
+        tg_graph_free(body);
+        run(op, k ? "while iter < 2, the scan's length a data symbol" : "3 steps, scanned", g,
+            (cg_case){0});
+    }
+}
+
 /* ---- the table: ops ops.def has whose inference is no family --------------- */
 
 static const struct {
@@ -1007,6 +1092,7 @@ static const struct {
     {TG_OP_LINEAR_24, case_linear_24}, {TG_OP_NONZERO, case_nonzero}, {TG_OP_NMS, case_nms},
     {TG_OP_QLINEAR_24, case_qlinear_24},
     {TG_OP_SHAPE, case_shape},
+    {TG_OP_IF, case_if}, {TG_OP_LOOP, case_loop},
 };
 
 static void cover(tg_op op)

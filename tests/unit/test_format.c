@@ -485,7 +485,7 @@ typedef struct {
 static const mutation mutations[] = {
     {false, "{\"__metadata__\"", "[{\"__metadata__\"", "header: not valid JSON"},
     {false, "\"format\":\"tgraph\"", "\"format\":\"pt\"", "not \"tgraph\""},
-    {false, "\"version\":\"1\"", "\"version\":\"2\"", "version 2 is newer than this reader"},
+    {false, "\"version\":\"1\"", "\"version\":\"3\"", "version 3 is newer than this reader"},
     {false, "\"version\":\"1\"", "\"version\":\"one\"", "not a format version"},
     {false, "\"format\":\"tgraph\"", "\"format\":\"tgraph\",\"n\":3", "is not a string"},
     {false, "\"dtype\":\"F32\"", "\"dtype\":\"C64\"", "unknown dtype C64"},

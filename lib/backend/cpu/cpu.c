@@ -17,6 +17,10 @@ _Static_assert(TGK_F32 == (int)TG_F32 && TGK_F8E5M2 == (int)TG_F8E5M2 &&
                TGK_I8 == (int)TG_I8 && TGK_I64 == (int)TG_I64 && TGK_BOOL == (int)TG_BOOL &&
                TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype must match tg_dtype");
 
+/* Control flow has no glue: the interpreter runs the subgraphs itself
+ * (lib/exec/exec_control.c), and supports_node refuses it here. */
+#define tg_run_control NULL
+
 /* The glue of each op: its family's entry (ops.def, run.h). */
 static const tg_run_fn run_table[TG_OP_COUNT] = {
 #define OP(id, name, min_in, max_in, infer, family, flag) [TG_OP_##id] = tg_run_##family,
@@ -33,6 +37,11 @@ static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, ch
 {
     const tg_node *nd = &g->nodes[n];
     int64_t panel;
+    if (tg_op_is_control(nd->op)) {
+        snprintf(why, TG_WHY_MAX, "%s runs subgraphs: only the interpreter runs it",
+                 tg_op_name(nd->op));
+        return false;
+    }
     if (!tg_cpu_has_kernel(nd->op)) {
         snprintf(why, TG_WHY_MAX, "no CPU kernel for op %s", tg_op_name(nd->op));
         return false;
@@ -45,10 +54,16 @@ static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, ch
     return true;
 }
 
-/* The C code generator sizes every buffer before the run: a data op's output
- * is only known as it runs (trun runs it). */
+/* What tcompile's C code generator takes: what the interpreter's glue runs,
+ * but control flow, which only the interpreter runs, and the data ops, whose
+ * output is only known as they run (the generator sizes every buffer first). */
 static bool cpu_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why)
 {
+    if (tg_op_is_control(g->nodes[n].op)) {
+        snprintf(why, TG_WHY_MAX, "the C emitter has no control flow (%s): trun runs the graph",
+                 tg_op_name(g->nodes[n].op));
+        return false;
+    }
     if (tg_op_is_data(g->nodes[n].op)) {
         snprintf(why, TG_WHY_MAX, "its output's shape is set by the data: the C code generator "
                  "needs shapes known before the run");
