@@ -519,6 +519,11 @@ check_compiled() {
     check_model "$ONNX" data_shapes
 }
 
+@test "onnx: NonZero, Compress and Unique of constants fold at import; the graph compiles" {
+    check_model "$ONNX" nonzero_const
+    check_compiled nonzero_const
+}
+
 @test "onnx: tcompile refuses an op whose output's shape the data sets, naming the node" {
     run_ok "$TEXPORT" -o "$TMP/d.tg" "$ONNX/data_ops.onnx"
     run_fails 1 "node 'nz' \(nonzero\): its output's shape depends on its input's values; tcompile needs shapes known before the run" \

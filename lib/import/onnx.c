@@ -704,10 +704,12 @@ static int map_folded(onnx_ctx *c, const Onnx__NodeProto *n)
         if (nout == 16 || c->ents[e].value < 0 || tg_graph_add_output(t, c->ents[e].value) < 0) rc = 1;
         else outk[nout++] = (int)k;
     }
-    for (int v = 0; !rc && v < t->nvalue; v++) {  /* every tensor it makes is small and static */
+    int64_t most[TG_MAX_SYMS] = {0};            /* a data op's length (the only symbols here) at its bound */
+    for (int s = 0; t && s < t->nsym; s++) most[s] = t->sym[s].max;
+    for (int v = 0; !rc && v < t->nvalue; v++) {  /* every tensor it makes is small, so at most static */
         int64_t dims[TG_MAX_RANK], numel;
         const tg_value *tv = &t->values[v];
-        if (!tg_shape_is_const(&tv->shape, dims) || (numel = tg_tensor_numel(tv->shape.rank, dims)) < 0 ||
+        if (tg_shape_eval(&tv->shape, most, dims) || (numel = tg_tensor_numel(tv->shape.rank, dims)) < 0 ||
             (uint64_t)numel * tg_dtype_size(tv->dtype) > ONNX_FOLD_OUT)
             rc = 1;
         /* an empty tensor's other dims bound the kernels' loops too ([2^40, 0]: fuzz_onnx) */

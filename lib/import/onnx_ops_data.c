@@ -78,15 +78,30 @@ static int flat(onnx_ctx *c, int x, const char *sfx)
     return reshape_to(c, x, 1, &n, sfx);
 }
 
+/* The indices of a constant condition's non-zero entries, as a constant. */
+static int indices_const(onnx_ctx *c, const onnx_ent *e)
+{
+    int64_t n = 0, len = e->dims[0], *p = malloc(sizeof *p * (size_t)(len ? len : 1));
+    if (!p) return tg_err("out of memory");
+    for (int64_t i = 0; i < len; i++)
+        if (tg_load_f64(e->dtype, e->data, (size_t)i) != 0) p[n++] = i;
+    return const_named(c, "indices", TG_I64, 1, &n, p);
+}
+
+/* Compress: the indices of the condition's non-zero entries selected along
+ * the axis (of x flattened without one); found at import when the condition
+ * is a constant, so that the graph stays static. */
 static int map_compress(onnx_ctx *c, const onnx_op_map *m)
 {
-    int x = in_val(c, 0), cond = in_val(c, 1), ax = 0, nz;
-    if (x < 0 || cond < 0) return -1;
-    if (shape_of(c, cond).rank != 1) return tg_err("condition must be 1-D");
+    onnx_ent *ce = in_req(c, 1);
+    bool known = ce && ce->kind == ONNX_ENT_CONST;
+    int x = in_val(c, 0), cond = !ce || known ? -1 : onnx_value(c, ce), ax = 0, nz;
+    if (x < 0 || (!known && cond < 0)) return -1;
+    if ((known ? ce->rank : shape_of(c, cond).rank) != 1) return tg_err("condition must be 1-D");
     const Onnx__AttributeProto *a = onnx_attr(N(c), "axis");
     if (!a) x = flat(c, x, "flat");
     else if (axis_norm(a->i, shape_of(c, x).rank, &ax)) return -1;
-    return def_out(c, 0, index_on(c, NULL, x, ax, nonzero_vec(c, cond, &nz)));
+    return def_out(c, 0, index_on(c, NULL, x, ax, known ? indices_const(c, ce) : nonzero_vec(c, cond, &nz)));
 }
 
 /* Per pair of x2's rows [A, M]: whether they are equal, [A, A] bool. */
