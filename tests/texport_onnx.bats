@@ -163,6 +163,22 @@ check_compiled() {
     run_fails 1 "Relu, opset 5.: its opset 5 form differs from opset 6's" "$TEXPORT" "$ONNX/old_opset.onnx"
 }
 
+@test "onnx ops: shapes known only at run time as tensor data (Shape of an input with a symbolic dim, of a Pad by pads read at run time, then Slice)" {
+    check_model "$ONNX" shape_data
+}
+
+@test "onnx ops: AffineGrid (2-D with the size read at run time, 2-D and 3-D with constant sizes)" {
+    check_model "$ONNX" affine_grid
+}
+
+@test "onnx ops: MaxPool's Indices output (pads, dilations, ceil_mode, storage_order 1) and MaxUnpool" {
+    check_model "$ONNX" pool_indices
+}
+
+@test "onnx ops: DeformConv (groups, offset groups, mask, bias, stride, dilation, pads; and plain)" {
+    check_model "$ONNX" deform_conv
+}
+
 @test "onnx ops: opset 1 forms that are opset 6's (Not, Identity, Transpose)" { check_model "$ONNX" opset1; }
 
 @test "onnx ops: ReduceMax/Min of bool, Gemm's one-element bias, BatchNormalization training, Binarizer, ArrayFeatureExtractor" {
@@ -408,9 +424,13 @@ check_compiled() {
         "$ONNX/resize_runtime_bad_scales.npy" "$ONNX/resize_runtime.in2.b1.npy"
 }
 
-@test "onnx: Resize over a region of interest (tf_crop_and_resize) is refused, naming node, op and opset" {
-    run_fails 1 "node 'crop' \(Resize, opset 19\): coordinate_transformation_mode tf_crop_and_resize" \
+@test "onnx: Resize tf_crop_and_resize with scales (not sizes) is refused, naming node, op and opset" {
+    run_fails 1 "node 'crop' \(Resize, opset 19\): tf_crop_and_resize with scales is not supported" \
         "$TEXPORT" -o "$TMP/r.tg" "$ONNX/resize_crop.onnx"
+}
+
+@test "onnx ops: Resize antialiased (linear, cubic; scales and sizes) and tf_crop_and_resize (roi constant or read at run time)" {
+    check_model "$ONNX" resize_onnx
 }
 
 @test "onnx: tcompile refuses a Resize with run-time scales, naming node and attribute" {

@@ -268,15 +268,109 @@ int onnx_scope_leave(onnx_ctx *c, int rc)
     return rc;
 }
 
+static void node_name(onnx_ctx *c, const char *suffix, char *name, size_t size);
+
+static int dim_const_value(onnx_ctx *c, int64_t k)
+{
+    int64_t one = 1, *p = malloc(sizeof *p);
+    if (!p) return tg_err("out of memory");
+    *p = k;
+    tg_shape s = tg_shape_of(1, &one);
+    char name[256];
+    node_name(c, "dim", name, sizeof name);
+    return tg_graph_add_const(c->g, name, TG_I64, &s, p, sizeof *p);
+}
+
+/* d ones from the latest value with a dim d, reduced to that axis (any() of
+ * the others, then 1 where it is true or false); -2 when no value has it. */
+static int ones_along(onnx_ctx *c, tg_dim d)
+{
+    for (int v = c->g->nvalue - 1; v >= 0; v--) {
+        const tg_shape *vs = &c->g->values[v].shape;
+        for (int a = 0; a < vs->rank; a++) {
+            if (!tg_dim_eq(vs->d[a], d)) continue;
+            int64_t others[TG_MAX_RANK];
+            int n = 0, x = v;
+            for (int i = 0; i < vs->rank; i++)
+                if (i != a) others[n++] = i;
+            tg_attr ra[2] = {tg_attr_ints("axes", n, others), tg_attr_int("keepdim", 0)};
+            tg_attr b = tg_attr_dtype("dtype", TG_BOOL);
+            x = n ? onnx_add(c, TG_OP_REDUCE_ANY, "dim_any", 1, &x, 2, ra)
+                  : c->g->values[v].dtype == TG_BOOL ? x : onnx_add(c, TG_OP_CAST, "dim_any", 1, &x, 1, &b);
+            int one = x < 0 ? -1 : dim_const_value(c, 1), in[3] = {x, one, one};
+            return one < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "dim_ones", 3, in, 0, NULL);
+        }
+    }
+    return -2;
+}
+
+/* A symbolic dim as an int64 [1] computed at run time: the element count of
+ * d ones. Only a node's output may be sized by a data symbol, so a dim that
+ * uses one counts along a value that has it, or is worked out term by term
+ * from its symbols. */
+static int sym_dim_value(onnx_ctx *c, tg_dim d)
+{
+    int64_t k;
+    if (tg_dim_is_const(d, &k)) return dim_const_value(c, k);
+    bool data = false;
+    for (int s = 0; s < c->g->nsym; s++) data |= c->g->sym[s].data && tg_dim_uses_sym(d, s);
+    tg_attr r[2] = {tg_attr_ints("axes", 1, (int64_t[]){0}), tg_attr_int("keepdim", 1)};
+    int ones = -2;
+    if (!data) {
+        tg_attr f[3] = {tg_attr_dims("shape", 1, &d), tg_attr_float("value", 1), tg_attr_dtype("dtype", TG_I64)};
+        ones = onnx_add(c, TG_OP_FULL, "dim_ones", 0, NULL, 3, f);
+    } else {
+        ones = ones_along(c, d);
+    }
+    if (ones != -2) return ones < 0 ? -1 : onnx_add(c, TG_OP_REDUCE_SUM, "dim", 1, &ones, 2, r);
+    if (d.nterms == 1 && d.t[0].coef == 1) {
+        int n = 0, sym = 0;
+        for (int s = 0; s < TG_MAX_SYMS; s++) n += d.t[0].pow[s], sym = d.t[0].pow[s] ? s : sym;
+        if (n == 1)
+            return tg_err("a dim known only at run time (%s) is used as tensor data, and no value has it",
+                          c->g->sym[sym].name);
+    }
+    int sum = -1;
+    for (int t = 0; t < d.nterms; t++) {
+        int v = dim_const_value(c, d.t[t].coef);
+        for (int s = 0; s < TG_MAX_SYMS; s++)
+            for (int p = 0; p < d.t[t].pow[s] && v >= 0; p++) {
+                int f = sym_dim_value(c, tg_dim_sym(s)), in[2] = {v, f};
+                v = f < 0 ? -1 : onnx_add(c, TG_OP_MUL, "dim_term", 2, in, 0, NULL);
+            }
+        int in[2] = {sum, v};
+        sum = v < 0 ? -1 : t == 0 ? v : onnx_add(c, TG_OP_ADD, "dim_sum", 2, in, 0, NULL);
+        if (sum < 0) return -1;
+    }
+    return sum;
+}
+
+int onnx_dims_value(onnx_ctx *c, int rank, int n, const tg_dim *d)
+{
+    int parts[TG_MAX_RANK * 2], v = -1;
+    if (n < 1 || n > (int)(sizeof parts / sizeof parts[0]) || (rank == 0 && n != 1))
+        return tg_err("a shape vector of %d elements", n);
+    for (int i = 0; i < n; i++)
+        if ((parts[i] = sym_dim_value(c, d[i])) < 0) return -1;
+    tg_attr ax = tg_attr_int("axis", 0);
+    v = n == 1 ? parts[0] : onnx_add(c, TG_OP_CONCAT, "shape", n, parts, 1, &ax);
+    if (v >= 0 && rank == 0) {
+        tg_attr sc = tg_attr_dims("shape", 0, NULL);
+        v = onnx_add(c, TG_OP_RESHAPE, "scalar", 1, &v, 1, &sc);
+    }
+    return v;
+}
+
 int onnx_value(onnx_ctx *c, onnx_ent *e)
 {
     if (e->value == ONNX_CAPTURE) return capture(c, c->scope, c->g, (int)(e - c->ents), &e->value);
     if (e->value >= 0) return e->value;
     if (e->kind == ONNX_ENT_VALUE)
         return tg_err("'%s' comes from an operator that could not be imported", e->name);
-    if (e->kind == ONNX_ENT_SYMS)
-        return tg_err("shape value '%s' depends on a dynamic dimension and is used as "
-                      "tensor data (unsupported)", e->name);
+    if (e->kind == ONNX_ENT_SYMS) {
+        if (!c->node) return tg_err("shape value '%s' depends on a dynamic dimension", e->name);
+        return e->value = onnx_dims_value(c, e->rank, e->nsyms, e->syms);
+    }
     tg_shape s = tg_shape_of(e->rank, e->dims);
     void *copy = malloc(e->nbytes ? e->nbytes : 1);
     if (!copy) return tg_err("out of memory");

@@ -92,6 +92,9 @@ int onnx_def_syms(onnx_ctx *c, const char *name, int rank, int n, const tg_dim *
 /* Graph value for an entry (materializing constants; a symbolic vector that is not
  * all-constant cannot be runtime data). -1 with tg_err. */
 int onnx_value(onnx_ctx *c, onnx_ent *e);
+/* Dims d (n of them; rank 0: one, as a scalar) as int64 data computed at run
+ * time where they depend on symbols. -1 with tg_err. */
+int onnx_dims_value(onnx_ctx *c, int rank, int n, const tg_dim *d);
 /* An int64 vector entry (CONST of an integer type, or SYMS) as dims; at most max. */
 int onnx_dim_list(onnx_ctx *c, const onnx_ent *e, int max, tg_dim *out, int *n);
 /* A constant entry's elements as int64 / double (any numeric dtype); at most max. */

@@ -43,6 +43,11 @@ extern const int onnx_quant_nops;
 /* ONNX Runtime's quantized ops (domain com.microsoft), the only ones of that domain mapped. */
 extern const onnx_op_map onnx_quant_ms_ops[];
 extern const int onnx_quant_ms_nops;
+/* Conv's and the pools' kernel_shape (else w's spatial dims), strides, dilations
+ * and pads [begin..., end...] (auto_pad resolved) for input x (onnx_ops.c);
+ * outpad: ConvTranspose's output_padding, else NULL. */
+int onnx_window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64_t *k, int64_t *st, int64_t *dil,
+                      const int64_t *outpad, int64_t *pads, int *nsp);
 /* ONNX's float8 overflow rules for a cast of floating x to `to` (onnx_ops.c). */
 int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate);
 /* The sequence-model ops' table (onnx_ops_seq.c). */

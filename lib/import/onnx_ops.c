@@ -261,7 +261,8 @@ static int map_bitcast(onnx_ctx *c, const onnx_op_map *m)
 }
 
 /* Shape arithmetic: an elementwise op over int64 shape vectors (or scalars), at
- * least one of them symbolic. Returns 1 when the inputs are not of that kind. */
+ * least one of them symbolic. Returns 1 when the inputs are not of that kind or
+ * the result is no dim expression. */
 static int fold_shape_binary(onnx_ctx *c, tg_op op)
 {
     onnx_ent *a = in_req(c, 0), *b = a ? in_req(c, 1) : NULL;
@@ -277,7 +278,10 @@ static int fold_shape_binary(onnx_ctx *c, tg_op op)
         tg_dim p = x[nx == 1 ? 0 : i], q = y[ny == 1 ? 0 : i];
         int rc = op == TG_OP_ADD ? tg_dim_add(p, q, &r[i]) : op == TG_OP_SUB ? tg_dim_sub(p, q, &r[i])
                : op == TG_OP_MUL ? tg_dim_mul(p, q, &r[i]) : tg_dim_div(p, q, &r[i]);
-        if (rc) return -1;
+        if (rc) {               /* not a dim expression (an inexact quotient): computed at run time */
+            tg_err_clear();
+            return 1;
+        }
     }
     return def_shape_vec(c, a->rank > b->rank ? a->rank : b->rank, n, r);
 }
@@ -706,7 +710,7 @@ static int auto_pads(onnx_ctx *c, const tg_shape *x, int nsp, const int64_t *k, 
 
 /* Read kernel/stride/dilation/pads [begin..., end...] for conv and pools.
  * outpad: ConvTranspose's output_padding (NULL for the others). */
-static int window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64_t *k,
+int onnx_window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64_t *k,
                         int64_t *st, int64_t *dil, const int64_t *outpad, int64_t *pads, int *nsp_out)
 {
     int nsp = x->rank - 2, n;
@@ -795,7 +799,7 @@ static int map_conv(onnx_ctx *c, const onnx_op_map *m)
         if (attr_ints(c, "output_padding", 3, op, &n)) return -1;
         if (n < 0) op[0] = op[1] = op[2] = 0;
     }
-    if (window_attrs(c, &xs, &ws, k, st, dil, transposed ? op : NULL, pads, &nsp)) return -1;
+    if (onnx_window_attrs(c, &xs, &ws, k, st, dil, transposed ? op : NULL, pads, &nsp)) return -1;
     if (transposed && onnx_attr(N(c), "output_shape")) {
         int64_t want[3];
         if (attr_ints(c, "output_shape", 3, want, &n)) return -1;
@@ -1000,16 +1004,133 @@ static int pool_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int nsp, const
  * than half the kernel) become a pad op: -inf for max; for an average that
  * leaves the padding out, the window sums over the padded input divided by the
  * window counts of a padded all-ones tensor. */
+/* x[..., start:start + (n-1)*step + 1:step] on spatial axis i (of 2 + i). */
+static int slice_strided(onnx_ctx *c, int x, int axis, int64_t start, int64_t n, int64_t step)
+{
+    tg_dim s = tg_dim_const(start), e = tg_dim_const(start + (n - 1) * step + 1);
+    tg_attr a[4] = {tg_attr_int("axis", axis), tg_attr_dims("start", 1, &s), tg_attr_dims("end", 1, &e),
+                    tg_attr_int("step", step)};
+    return x < 0 ? -1 : unary_on(c, TG_OP_SLICE, "tap", x, 4, a);
+}
+
+/* MaxPool's Indices output for pooled y: each window's first maximum in
+ * row-major order, as a flat index into x (N, C, then the spatial dims, which
+ * storage_order 1 takes column-major). x, padded with -inf (and at the end as
+ * far as the last window reaches), and the index table are sliced once per
+ * window offset; from the last offset to the first, where the slice equals y
+ * its index wins. */
+static int pool_indices(onnx_ctx *c, int x, int y, int nsp, const int64_t *k, const int64_t *st,
+                        const int64_t *dil, const int64_t *pads)
+{
+    tg_shape xs = shape_of(c, x), ys = shape_of(c, y);
+    int64_t in[3], out[3], pp[6], numel = 1, sp[TG_MAX_RANK] = {1, 1};
+    if (!tg_dtype_is_float(dtype_of(c, x))) return tg_err("the Indices output needs a floating-point input");
+    for (int i = 0; i < nsp; i++) {
+        if (!tg_dim_is_const(xs.d[2 + i], &in[i]) || !tg_dim_is_const(ys.d[2 + i], &out[i]))
+            return tg_err("the Indices output needs static spatial dims");
+        if (pads[i] < 0 || pads[nsp + i] < 0) return tg_err("the Indices output needs pads >= 0");
+        int64_t reach = (k[i] - 1) * dil[i] + (out[i] - 1) * st[i] + 1, have = pads[i] + in[i] + pads[nsp + i];
+        pp[i] = pads[i];
+        pp[nsp + i] = pads[nsp + i] + (reach > have ? reach - have : 0);
+        numel *= in[i];
+        sp[2 + i] = in[i];
+    }
+    if (numel > INT32_MAX) return tg_err("spatial size too large");
+    bool colmajor = onnx_attr_int(N(c), "storage_order", 0);
+    int64_t *tab = malloc(sizeof *tab * (size_t)(numel ? numel : 1));
+    if (!tab) return tg_err("out of memory");
+    for (int64_t f = 0; f < numel; f++) {       /* f row-major; its index in the storage order */
+        int64_t rest = f, v = 0, mul = 1;
+        for (int i = nsp - 1; i >= 0; i--) {
+            int64_t p = rest % in[i];
+            rest /= in[i];
+            if (colmajor) {
+                int64_t m2 = 1;
+                for (int j = 0; j < i; j++) m2 *= in[j];
+                v += p * m2;
+            } else {
+                v += p * mul;
+                mul *= in[i];
+            }
+        }
+        tab[f] = v;
+    }
+    int idx = pad_spatial(c, const_named(c, "index_table", TG_I64, 2 + nsp, sp, tab), nsp, pp, 0, "index_pad");
+    int px = pad_spatial(c, x, nsp, pp, -INFINITY, "value_pad");
+    int res = -1;
+    int64_t total = 1;
+    for (int i = 0; i < nsp; i++) total *= k[i];
+    for (int64_t o = total - 1; o >= 0 && px >= 0 && idx >= 0; o--) {
+        int xv = px, iv = idx;
+        int64_t rest = o;
+        for (int i = nsp - 1; i >= 0; i--) {
+            int64_t off = (rest % k[i]) * dil[i];
+            rest /= k[i];
+            xv = slice_strided(c, xv, 2 + i, off, out[i], st[i]);
+            iv = slice_strided(c, iv, 2 + i, off, out[i], st[i]);
+        }
+        res = res < 0 ? iv : where_on(c, "first_max", binary_on(c, TG_OP_EQ, "is_max", xv, y), iv, res);
+        if (res < 0) return -1;
+    }
+    /* plus (n*C + c) * numel */
+    tg_dim nc;
+    if (res < 0 || tg_dim_mul(xs.d[0], xs.d[1], &nc)) return -1;
+    tg_attr ar[3] = {tg_attr_int("start", 0), tg_attr_dims("end", 1, &nc), tg_attr_dtype("dtype", TG_I64)};
+    int plane = onnx_add(c, TG_OP_ARANGE, "plane", 0, NULL, 3, ar);
+    tg_dim pd[TG_MAX_RANK] = {xs.d[0], xs.d[1]};
+    for (int i = 0; i < nsp; i++) pd[2 + i] = tg_dim_const(1);
+    int base = binary_on(c, TG_OP_MUL, "plane_base", plane, scalar_const(c, "plane_size", TG_I64, (double)numel));
+    base = reshape_to(c, base, 2 + nsp, pd, "plane_placed");
+    return base < 0 ? -1 : binary_on(c, TG_OP_ADD, "indices", res, base);
+}
+
+/* MaxUnpool: zeros of the unpooled shape (output_shape, or per spatial axis
+ * (in - 1) * stride - pads + kernel) with x's values copied to the flat
+ * positions I gives (MaxPool's Indices, over the whole tensor). */
+static int map_max_unpool(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), ix = x < 0 ? -1 : in_val(c, 1);
+    if (ix < 0) return -1;
+    tg_shape xs = shape_of(c, x);
+    int64_t k[3], st[3], dil[3], pads[6], xd[TG_MAX_RANK], od[TG_MAX_RANK];
+    int nsp;
+    if (onnx_window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
+    if (!tg_shape_eq(&xs, &c->g->values[ix].shape) || !tg_dtype_is_int(dtype_of(c, ix)))
+        return tg_err("I must be integers of X's shape");
+    onnx_ent *os = in_opt(c, 2);
+    int n = xs.rank;
+    if (os && (onnx_int_list(os, TG_MAX_RANK, od, &n) || n != xs.rank))
+        return n != xs.rank ? tg_err("output_shape has %d values for rank %d", n, xs.rank) : -1;
+    tg_dim yd[TG_MAX_RANK], total = tg_dim_const(1), count = tg_dim_const(1);
+    for (int i = 0; i < xs.rank; i++) {
+        if (i >= 2 && !tg_dim_is_const(xs.d[i], &xd[i])) return tg_err("needs static spatial dims");
+        yd[i] = os ? tg_dim_const(od[i]) : i < 2 ? xs.d[i]
+              : tg_dim_const((xd[i] - 1) * st[i - 2] - pads[i - 2] - pads[nsp + i - 2] + k[i - 2]);
+        if (!tg_dim_is_const(yd[i], &od[i])) od[i] = 0;
+        if (od[i] < 0) return tg_err("the output shape has a negative dim");
+        if (tg_dim_mul(total, yd[i], &total) || tg_dim_mul(count, xs.d[i], &count)) return -1;
+    }
+    tg_attr z[3] = {tg_attr_dims("shape", 1, &total), tg_attr_float("value", 0), tg_attr_dtype("dtype", dtype_of(c, x))};
+    tg_attr ax = tg_attr_int("axis", 0);
+    int in[3] = {onnx_add(c, TG_OP_FULL, "zeros", 0, NULL, 3, z), reshape_to(c, ix, 1, &count, "flat_indices"),
+                 reshape_to(c, x, 1, &count, "flat_values")};
+    if (in[0] < 0 || in[1] < 0 || in[2] < 0) return -1;
+    int y = onnx_add(c, TG_OP_INDEX_COPY, "scatter", 3, in, 1, &ax);
+    return def_out(c, 0, reshape_to(c, y, xs.rank, yd, NULL));
+}
+
 static int map_pool(onnx_ctx *c, const onnx_op_map *m)
 {
-    if (only_first_output(c)) return -1;
-    if (onnx_attr_int(N(c), "storage_order", 0)) return tg_err("storage_order=1 is not supported");
+    bool indices = m->op == TG_OP_MAX_POOL && N(c)->n_output > 1 && *N(c)->output[1];
+    if (!indices && only_first_output(c)) return -1;
+    if (!indices && onnx_attr_int(N(c), "storage_order", 0))
+        return tg_err("storage_order=1 is only supported with the Indices output");
     int x = in_val(c, 0);
     if (x < 0) return -1;
     tg_shape xs = shape_of(c, x);
     int64_t k[3], st[3], dil[3], pads[6], pad[3] = {0, 0, 0};
     int nsp;
-    if (window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
+    if (onnx_window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
     bool avg = m->op == TG_OP_AVG_POOL, include_pad = onnx_attr_int(N(c), "count_include_pad", 0);
     int64_t ceil = onnx_attr_int(N(c), "ceil_mode", 0);
     bool inline_pad = pads_symmetric(nsp, pads);
@@ -1018,6 +1139,12 @@ static int map_pool(onnx_ctx *c, const onnx_op_map *m)
         pad[i] = pads[i];
     }
     if (!inline_pad) memset(pad, 0, sizeof pad);
+    if (indices) {
+        int y = inline_pad ? pool_on(c, m->op, NULL, x, nsp, k, st, pad, dil, ceil, include_pad)
+                           : pool_on(c, m->op, NULL, pad_spatial(c, x, nsp, pads, -INFINITY, "pad"), nsp, k, st, pad,
+                                     dil, ceil, 1);
+        return def_out(c, 0, y) ? -1 : def_out(c, 1, y < 0 ? -1 : pool_indices(c, x, y, nsp, k, st, dil, pads));
+    }
     if (inline_pad) return def_out(c, 0, pool_on(c, m->op, NULL, x, nsp, k, st, pad, dil, ceil, include_pad));
     int px = pad_spatial(c, x, nsp, pads, avg ? 0 : -INFINITY, "pad");
     if (!avg || include_pad) return def_out(c, 0, pool_on(c, m->op, NULL, px, nsp, k, st, pad, dil, ceil, 1));
@@ -1040,7 +1167,7 @@ static int map_lp_pool(onnx_ctx *c, const onnx_op_map *m)
     tg_shape xs = shape_of(c, x);
     int64_t k[3], st[3], dil[3], pads[6], zero[3] = {0, 0, 0}, wd[5], ch;
     int nsp;
-    if (window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
+    if (onnx_window_attrs(c, &xs, NULL, k, st, dil, NULL, pads, &nsp)) return -1;
     if (!tg_dim_is_const(xs.d[1], &ch)) return tg_err("needs a static channel dim");
     int64_t p = onnx_attr_int(N(c), "p", 2);
     if (p < 1) return tg_err("p=%lld is not positive", (long long)p);
@@ -1944,7 +2071,7 @@ static const onnx_op_map onnx_ops[] = {
     {"GroupNormalization", map_group_norm, TG_OP_GROUP_NORM},
     {"InstanceNormalization", map_group_norm, TG_OP_NONE},
     {"MaxPool", map_pool, TG_OP_MAX_POOL}, {"AveragePool", map_pool, TG_OP_AVG_POOL},
-    {"LpPool", map_lp_pool, 0},
+    {"LpPool", map_lp_pool, 0}, {"MaxUnpool", map_max_unpool, 0},
     {"GlobalAveragePool", map_global_pool, TG_OP_REDUCE_MEAN},
     {"GlobalMaxPool", map_global_pool, TG_OP_REDUCE_MAX},
     {"Shape", map_shape, 0}, {"Size", map_shape, TG_OP_REDUCE_PROD},

@@ -191,14 +191,46 @@ static int resize_modes(onnx_ctx *c, bool legacy, char (*s)[64], tg_attr *a, int
     if (!strcmp(mode, "bilinear")) snprintf(mode, 64, "linear");
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return tg_err("mode '%s' is not one of nearest, linear, cubic", mode);
-    if (!strcmp(coord, "tf_crop_and_resize"))
-        return tg_err("coordinate_transformation_mode tf_crop_and_resize (a region of interest) is not supported");
     a[(*na)++] = tg_attr_string("mode", mode);
     a[(*na)++] = tg_attr_string("coord", coord);
     a[(*na)++] = tg_attr_string("nearest_mode", near);
     a[(*na)++] = tg_attr_float("cubic_a", onnx_attr_float(N(c), "cubic_coeff_a", -0.75));
     a[(*na)++] = tg_attr_int("exclude_outside", onnx_attr_int(N(c), "exclude_outside", 0));
+    a[(*na)++] = tg_attr_int("antialias", legacy ? 0 : onnx_attr_int(N(c), "antialias", 0));
+    a[(*na)++] = tg_attr_float("extrapolation", onnx_attr_float(N(c), "extrapolation_value", 0));
     return 0;
+}
+
+/* tf_crop_and_resize's region of interest over all axes, [starts..., ends...]
+ * (0 and 1 where an axis is not listed): constant into roi (*rv -1), else as a
+ * run-time f64 vector *rv. */
+static int resize_roi(onnx_ctx *c, const resize_axes *ra, double *roi, int *rv)
+{
+    onnx_ent *e = in_req(c, 1);
+    if (!e) return tg_err("tf_crop_and_resize needs the roi input");
+    for (int i = 0; i < ra->rank; i++) roi[i] = 0, roi[ra->rank + i] = 1;
+    *rv = -1;
+    if (e->kind == ONNX_ENT_CONST) {
+        if (tg_tensor_numel(e->rank, e->dims) != 2 * ra->naxes)
+            return tg_err("roi has %lld values for %d axes", (long long)tg_tensor_numel(e->rank, e->dims), ra->naxes);
+        for (int k = 0; k < ra->naxes; k++) {
+            roi[ra->axes[k]] = tg_load_f64(e->dtype, e->data, (size_t)k);
+            roi[ra->rank + ra->axes[k]] = tg_load_f64(e->dtype, e->data, (size_t)(ra->naxes + k));
+        }
+        return 0;
+    }
+    int v = cast_to(c, onnx_value(c, e), TG_F64, "roi_f64");
+    int64_t r = ra->rank;
+    double *z = malloc(sizeof(double) * TG_MAX_RANK), *o = malloc(sizeof(double) * TG_MAX_RANK);
+    if (!z || !o) return free(z), free(o), tg_err("out of memory");
+    for (int i = 0; i < ra->rank; i++) z[i] = 0, o[i] = 1;
+    int zv = const_named(c, "roi_starts_default", TG_F64, 1, &r, z), ov = const_named(c, "roi_ends_default", TG_F64, 1, &r, o);
+    int st = resize_full_vec(c, slice_range(c, v, 0, 0, ra->naxes, "roi_given_starts"), ra, zv, "roi_starts");
+    int en = resize_full_vec(c, slice_range(c, v, 0, ra->naxes, 2 * ra->naxes, "roi_given_ends"), ra, ov, "roi_ends");
+    tg_attr ax = tg_attr_int("axis", 0);
+    int in[2] = {st, en};
+    *rv = st < 0 || en < 0 ? -1 : onnx_add(c, TG_OP_CONCAT, "roi", 2, in, 1, &ax);
+    return *rv < 0 ? -1 : 0;
 }
 
 /* Static resize of x: the resized axes must be the last one or two; other
@@ -245,7 +277,7 @@ static int map_resize(onnx_ctx *c, const onnx_op_map *m)
 {
     bool upsample = m->op == TG_OP_NONE, legacy = upsample || c->opset < 11;
     int x = in_val(c, 0), na = 0;
-    tg_attr a[8];
+    tg_attr a[12];
     char strs[3][64];
     if (x < 0 || resize_modes(c, legacy, strs, a, &na)) return -1;
     tg_shape xs = shape_of(c, x);
@@ -270,12 +302,29 @@ static int map_resize(onnx_ctx *c, const onnx_op_map *m)
     if (sc && tg_tensor_numel(sc->rank, sc->dims) == 0 && sc->kind == ONNX_ENT_CONST) sc = NULL;
     if (!sc == !sz) return tg_err("exactly one of scales and sizes must be given");
     onnx_ent *e = sc ? sc : sz;
-    if (onnx_attr_int(N(c), "antialias", 0)) {
-        bool up = e->kind == ONNX_ENT_CONST && sc;
-        for (int i = 0; up && i < tg_tensor_numel(e->rank, e->dims); i++) up = tg_load_f64(e->dtype, e->data, (size_t)i) >= 1;
-        if (!up) return tg_err("antialias=1 is only supported for constant scales >= 1 (where it has no effect)");
+    double roi[2 * TG_MAX_RANK];
+    int rv = -1;
+    bool crop = !strcmp(strs[1], "tf_crop_and_resize");
+    if (crop) {                 /* the op over every axis, the region of interest as an attribute */
+        if (xs.rank != 3 && xs.rank != 4) return tg_err("tf_crop_and_resize needs a 3-D or 4-D input");
+        if (sc) return tg_err("tf_crop_and_resize with scales is not supported (give sizes)");
+        if (resize_roi(c, &ra, roi, &rv)) return -1;
+        if (rv < 0 && e->kind == ONNX_ENT_CONST) {
+            if (resize_static(c, &xs, &ra, e, true, scale, size)) return -1;
+            a[na++] = tg_attr_dims("size", xs.rank, size);
+            a[na++] = tg_attr_floats("scales", xs.rank, scale);
+            a[na++] = tg_attr_floats("roi", 2 * xs.rank, roi);
+            return def_out(c, 0, unary_on(c, TG_OP_RESIZE, NULL, x, na, a));
+        }
+        if (rv < 0) {
+            int64_t r2 = 2 * xs.rank;
+            double *p = malloc(sizeof roi);
+            if (!p) return tg_err("out of memory");
+            memcpy(p, roi, sizeof roi);
+            if ((rv = const_named(c, "roi", TG_F64, 1, &r2, p)) < 0) return -1;
+        }
     }
-    if (e->kind != ONNX_ENT_VALUE) {
+    if (e->kind != ONNX_ENT_VALUE && !crop) {
         if (e->kind == ONNX_ENT_SYMS) {
             tg_dim d[TG_MAX_RANK];
             int n;
@@ -311,8 +360,9 @@ static int map_resize(onnx_ctx *c, const onnx_op_map *m)
         if (data_dim(c, RESIZE_MAX_DIM, &ys.d[i])) return -1;
     a[na++] = tg_attr_input("size", 1, TG_ATTR_DIMS);
     a[na++] = tg_attr_input("scales", 2, TG_ATTR_FLOATS);
-    int in[3] = {x, rz, rs};
-    return def_out(c, 0, onnx_add_dynamic(c, TG_OP_RESIZE, NULL, 3, in, na, a, dtype_of(c, x), &ys));
+    if (crop) a[na++] = tg_attr_input("roi", 3, TG_ATTR_FLOATS);
+    int in[4] = {x, rz, rs, rv};
+    return def_out(c, 0, onnx_add_dynamic(c, TG_OP_RESIZE, NULL, crop ? 4 : 3, in, na, a, dtype_of(c, x), &ys));
 }
 
 /* ---- attention ------------------------------------------------------------------------------ */

@@ -256,6 +256,19 @@ static int static_dims(onnx_ctx *c, int x, int64_t *xd)
     return vec_const(c, "input_dims", xs.rank, xd);
 }
 
+/* x's dims as a vector computed when the node runs, and into xd their upper
+ * bounds (the dims themselves where static). */
+static int run_dims(onnx_ctx *c, int x, int64_t *xd)
+{
+    tg_shape xs = shape_of(c, x);
+    if (const_dims(xs, xs.rank, xd) < 0) return vec_const(c, "input_dims", xs.rank, xd);
+    for (int i = 0; i < xs.rank; i++) {
+        int64_t lo;
+        tg_dim_range(xs.d[i], c->g->sym, &lo, &xd[i]);
+    }
+    return onnx_dims_value(c, 1, xs.rank, xs.d);
+}
+
 /* Slice bounds v (per position) the way ONNX clamps them for a positive step:
  * a negative one counts from the end (dims d), then within [0, d]. Clamped to
  * [-d, d] first, so that adding d cannot overflow. */
@@ -336,7 +349,7 @@ int onnx_rt_slice(onnx_ctx *c, int x, int st, int en, int av, int na, const int6
     bool named[TG_MAX_RANK] = {0};
     if (rt_vec(c, st, "the starts", TG_MAX_RANK, &n) || rt_vec(c, en, "the ends", TG_MAX_RANK, &n2) ||
         (av >= 0 && rt_vec(c, av, "the axes", TG_MAX_RANK, &na)) || (sp >= 0 && rt_vec(c, sp, "the steps", TG_MAX_RANK, &n3)) ||
-        (dv = static_dims(c, x, xd)) < 0)
+        (dv = sp >= 0 ? static_dims(c, x, xd) : run_dims(c, x, xd)) < 0)
         return -1;
     if (na < 0) {
         na = n;
@@ -351,7 +364,10 @@ int onnx_rt_slice(onnx_ctx *c, int x, int st, int en, int av, int na, const int6
         for (int q = 0; q < rank; q++) named[q] |= av >= 0 || q == a;
     }
     for (int q = 0; q < rank; q++) negd[q] = -xd[q];
-    int hit = axis_hit(c, av, na, axes, rank), nd = vec_const(c, "minus_dims", rank, negd);
+    int hit = axis_hit(c, av, na, axes, rank);
+    bool fixed = true;
+    for (int q = 0; q < rank; q++) fixed &= tg_dim_is_const(xs.d[q], NULL);
+    int nd = fixed ? vec_const(c, "minus_dims", rank, negd) : unary_on(c, TG_OP_NEG, "minus_dims", dv, 0, NULL);
     int s = slice_bounds(c, "start", pick(c, "start_given", hit, st, scalar_const(c, "zero", TG_I64, 0)), dv, nd);
     int e = slice_bounds(c, "end_clamped", pick(c, "end_given", hit, en, dv), dv, nd);
     e = e < 0 || s < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "end", e, s);   /* empty, not reversed */

@@ -3,6 +3,7 @@
  * existing tgraph ops: reshape, permute, pooling, elementwise) and GridSample
  * (grid_sample). What those have no form for is refused by name. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,9 +146,213 @@ static int map_grid_sample(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, onnx_add(c, TG_OP_GRID_SAMPLE, NULL, 2, in, 3, a));
 }
 
+/* ---- DeformConv ----------------------------------------------------------------------- */
+
+/* A constant of x's dtype with the given dims and values (taken). */
+static int f64_const(onnx_ctx *c, const char *sfx, tg_dtype dt, int rank, const int64_t *dims, const double *v)
+{
+    int64_t n = tg_tensor_numel(rank, dims);
+    void *p = malloc((size_t)(n ? n : 1) * tg_dtype_size(dt));
+    if (!p) return tg_err("out of memory");
+    for (int64_t i = 0; i < n; i++) tg_store_f64(dt, p, (size_t)i, v[i]);
+    return const_named(c, sfx, dt, rank, dims, p);
+}
+
+/* DeformConv (2-D): each kernel tap samples x bilinearly (zero outside) at its
+ * place in the window moved by the offsets, as ONNX's reference does with
+ * GridSample: one grid_sample per offset group over all taps, the samples
+ * times the mask, then a grouped matmul with the weights and the bias. */
+static int map_deform_conv(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), w = x < 0 ? -1 : in_val(c, 1), off = w < 0 ? -1 : in_val(c, 2);
+    int b = off < 0 ? -1 : in_val_opt(c, 3), mk = in_val_opt(c, 4);
+    if (off < 0 || (b < 0 && in_opt(c, 3)) || (mk < 0 && in_opt(c, 4))) return -1;
+    tg_shape xs = shape_of(c, x), ws = shape_of(c, w), os = shape_of(c, off);
+    int64_t xd[4], wd[4], od[4], k[3], st[3], dil[3], pads[6];
+    int nsp;
+    if (xs.rank != 4 || ws.rank != 4 || os.rank != 4) return tg_err("only 2-D DeformConv (inputs of rank 4) is supported");
+    if (onnx_window_attrs(c, &xs, &ws, k, st, dil, NULL, pads, &nsp)) return -1;
+    for (int i = 1; i < 4; i++)
+        if (!tg_dim_is_const(xs.d[i], &xd[i]) || !tg_dim_is_const(os.d[i], &od[i]))
+            return tg_err("needs static shapes but the batch");
+    if (const_dims(ws, 4, wd) >= 0) return tg_err("needs a static weight shape");
+    int64_t G = onnx_attr_int(N(c), "group", 1), og = onnx_attr_int(N(c), "offset_group", 1), K = k[0] * k[1];
+    int64_t C = xd[1], H = xd[2], W = xd[3], oC = wd[0], oH = od[2], oW = od[3], L = oH * oW;
+    if (G < 1 || og < 1 || C % G || C % og || oC % G || wd[1] * G != C || od[1] != og * K * 2 || wd[2] != k[0] ||
+        wd[3] != k[1])
+        return tg_err("group, offset_group, the kernel and the shapes of X, W and offset disagree");
+    for (int i = 0; i < 2; i++)
+        if (od[2 + i] != (xd[2 + i] + pads[i] + pads[2 + i] - (k[i] - 1) * dil[i] - 1) / st[i] + 1)
+            return tg_err("offset's spatial dims are not the convolution's output size");
+    tg_dtype dt = dtype_of(c, x);
+    /* the taps' places: [K, 2, oH, oW], y then x, without the offsets */
+    int64_t pd[4] = {K, 2, oH, oW}, cd[6] = {1, 1, 1, 2, 1, 1};
+    double *pv = malloc(sizeof(double) * (size_t)(K * 2 * L)), sc[2] = {2.0 / (double)H, 2.0 / (double)W},
+           sh[2] = {1.0 / (double)H - 1, 1.0 / (double)W - 1};
+    if (!pv) return tg_err("out of memory");
+    for (int64_t t = 0; t < K; t++)
+        for (int64_t q = 0; q < L; q++) {
+            pv[(t * 2 + 0) * L + q] = (double)(-pads[0] + (q / oW) * st[0] + (t / k[1]) * dil[0]);
+            pv[(t * 2 + 1) * L + q] = (double)(-pads[1] + (q % oW) * st[1] + (t % k[1]) * dil[1]);
+        }
+    int places = f64_const(c, "taps", dt, 4, pd, pv);
+    free(pv);
+    tg_dim n = xs.d[0];
+    tg_dim o6[6] = {n, tg_dim_const(og), tg_dim_const(K), tg_dim_const(2), tg_dim_const(oH), tg_dim_const(oW)};
+    int pos = binary_on(c, TG_OP_ADD, "places", reshape_to(c, off, 6, o6, "offsets"), places);
+    /* grid_sample's coordinates (align_corners 0): (2 p + 1) / size - 1, x first */
+    int g = binary_on(c, TG_OP_ADD, "normalized", binary_on(c, TG_OP_MUL, "scaled", pos, f64_const(c, "scale", dt, 6, cd, sc)),
+                      f64_const(c, "shift", dt, 6, cd, sh));
+    g = permute_to(c, g, 6, (int64_t[]){0, 1, 2, 4, 5, 3}, "yx_last");
+    int64_t two = 2, swap[2] = {1, 0};
+    int64_t *sw = malloc(sizeof swap);
+    if (!sw) return tg_err("out of memory");
+    memcpy(sw, swap, sizeof swap);
+    tg_attr la = tg_attr_int("axis", 5);
+    int in2[2] = {g, const_named(c, "xy", TG_I64, 1, &two, sw)};
+    g = g < 0 || in2[1] < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, "xy_last", 2, in2, 1, &la);
+    tg_dim nog, gd[4], xg[4];
+    if (tg_dim_mul(n, tg_dim_const(og), &nog)) return -1;
+    gd[0] = nog, gd[1] = tg_dim_const(K * oH), gd[2] = tg_dim_const(oW), gd[3] = tg_dim_const(2);
+    xg[0] = nog, xg[1] = tg_dim_const(C / og), xg[2] = tg_dim_const(H), xg[3] = tg_dim_const(W);
+    tg_attr ga[3] = {tg_attr_string("mode", "linear"), tg_attr_string("padding", "zeros"), tg_attr_int("align_corners", 0)};
+    int gin[2] = {reshape_to(c, x, 4, xg, "groups"), reshape_to(c, g, 4, gd, "grid")};
+    int smp = gin[0] < 0 || gin[1] < 0 ? -1 : onnx_add(c, TG_OP_GRID_SAMPLE, "samples", 2, gin, 3, ga);
+    if (mk >= 0) {
+        tg_dim s6[6] = {n, tg_dim_const(og), tg_dim_const(C / og), tg_dim_const(K), tg_dim_const(oH), tg_dim_const(oW)};
+        tg_dim m6[6] = {n, tg_dim_const(og), tg_dim_const(1), tg_dim_const(K), tg_dim_const(oH), tg_dim_const(oW)};
+        smp = binary_on(c, TG_OP_MUL, "masked", reshape_to(c, smp, 6, s6, "samples_split"), reshape_to(c, mk, 6, m6, "mask"));
+    }
+    tg_dim c4[4] = {n, tg_dim_const(G), tg_dim_const(C / G * K), tg_dim_const(L)}, w3[3], y4[4];
+    w3[0] = tg_dim_const(G), w3[1] = tg_dim_const(oC / G), w3[2] = tg_dim_const(C / G * K);
+    y4[0] = n, y4[1] = tg_dim_const(oC), y4[2] = tg_dim_const(oH), y4[3] = tg_dim_const(oW);
+    int y = binary_on(c, TG_OP_MATMUL, "products", reshape_to(c, w, 3, w3, "weights"), reshape_to(c, smp, 4, c4, "columns"));
+    y = reshape_to(c, y, 4, y4, b >= 0 ? "unbiased" : NULL);
+    if (b >= 0) {
+        tg_dim b3[3] = {tg_dim_const(oC), tg_dim_const(1), tg_dim_const(1)};
+        y = binary_on(c, TG_OP_ADD, NULL, y, reshape_to(c, b, 3, b3, "bias"));
+    }
+    return def_out(c, 0, y);
+}
+
+/* ---- AffineGrid ---------------------------------------------------------------------- */
+
+/* The normalized coordinates along a spatial axis of len points (an i64 [1]
+ * value): -1 + step/2 + i*step with step 2/len, or with align_corners -1 + i*step
+ * with step 2/(len-1) (one point: -1). pos: the axis' place in the grid's
+ * [N, sp..., 1] layout, whose dim there is d. */
+static int grid_coords(onnx_ctx *c, int len, tg_dim d, int rank, int pos, bool align, tg_dtype dt)
+{
+    int64_t hi;
+    bool fixed = tg_dim_is_const(d, &hi);
+    tg_attr a[4] = {tg_attr_int("start", 0), tg_attr_int("step", 1), tg_attr_dtype("dtype", TG_F64),
+                    fixed ? tg_attr_dims("end", 1, &d) : tg_attr_input("end", 0, TG_ATTR_DIMS)};
+    tg_shape is = {.rank = 1, .d = {d}};
+    int scalar = fixed ? -1 : reshape_to(c, len, 0, NULL, "len_scalar");
+    int i = fixed ? onnx_add(c, TG_OP_ARANGE, "index", 0, NULL, 4, a)
+                  : onnx_add_dynamic(c, TG_OP_ARANGE, "index", 1, &scalar, 4, a, TG_F64, &is);
+    int n = align ? binary_on(c, TG_OP_MAXIMUM, "intervals", binary_on(c, TG_OP_SUB, "len_less_one", len,
+                                                                        scalar_const(c, "one", TG_I64, 1)),
+                              scalar_const(c, "one", TG_I64, 1))
+                  : len;
+    int step = binary_on(c, TG_OP_DIV, "step", scalar_const(c, "two", TG_F64, 2), cast_as(c, n, TG_F64, "intervals_f64"));
+    int start = align ? scalar_const(c, "minus_one", TG_F64, -1)
+                      : binary_on(c, TG_OP_ADD, "start", scalar_const(c, "minus_one", TG_F64, -1),
+                                  binary_on(c, TG_OP_MUL, "half_step", step, scalar_const(c, "half", TG_F64, 0.5)));
+    int v = i < 0 || step < 0 || start < 0 ? -1
+          : binary_on(c, TG_OP_ADD, "coords", binary_on(c, TG_OP_MUL, "offsets", i, step), start);
+    v = cast_as(c, v, dt, "coords_cast");
+    tg_shape ys = {.rank = rank};
+    for (int k = 0; k < rank; k++) ys.d[k] = k == pos ? d : tg_dim_const(1);
+    if (v < 0 || fixed) return reshape_to(c, v, rank, ys.d, "coords_placed");
+    int64_t ones[TG_MAX_RANK];
+    for (int k = 0; k < rank; k++) ones[k] = 1;
+    int64_t nb = pos, na = rank - pos - 1;
+    int parts[3], np = 0;
+    if (nb) {
+        int64_t *p = malloc(sizeof(int64_t) * TG_MAX_RANK);
+        if (!p) return tg_err("out of memory");
+        memcpy(p, ones, sizeof(int64_t) * (size_t)nb);
+        parts[np++] = const_named(c, "ones_before", TG_I64, 1, &nb, p);
+    }
+    parts[np++] = len;
+    if (na) {
+        int64_t *p = malloc(sizeof(int64_t) * TG_MAX_RANK);
+        if (!p) return tg_err("out of memory");
+        memcpy(p, ones, sizeof(int64_t) * (size_t)na);
+        parts[np++] = const_named(c, "ones_after", TG_I64, 1, &na, p);
+    }
+    for (int k = 0; k < np; k++)
+        if (parts[k] < 0) return -1;
+    tg_attr ax = tg_attr_int("axis", 0);
+    int sv = onnx_add(c, TG_OP_CONCAT, "coords_shape", np, parts, 1, &ax);
+    tg_attr sh = tg_attr_input("shape", 1, TG_ATTR_DIMS);
+    int in[2] = {v, sv};
+    return sv < 0 ? -1 : onnx_add_dynamic(c, TG_OP_RESHAPE, "coords_placed", 2, in, 1, &sh, dt, &ys);
+}
+
+/* AffineGrid: grid[n, sp..., :] = theta[n] @ [x, y, (z,) 1], x the coordinate
+ * along the last spatial axis: a sum of broadcast products over theta's
+ * columns. A size read at run time makes the spatial dims data symbols. */
+static int map_affine_grid(onnx_ctx *c, const onnx_op_map *m)
+{
+    int theta = in_val(c, 0);
+    onnx_ent *se = theta < 0 ? NULL : in_req(c, 1);
+    if (!se) return -1;
+    tg_shape ts = shape_of(c, theta);
+    int64_t r, k;
+    if (ts.rank != 3 || !tg_dim_is_const(ts.d[1], &r) || !tg_dim_is_const(ts.d[2], &k) || (r != 2 && r != 3) ||
+        k != r + 1)
+        return tg_err("theta must be [N, 2, 3] or [N, 3, 4]");
+    int nsp = (int)r, rank = nsp + 2, sv = -1;
+    int64_t size[5];
+    int n = -1;
+    bool fixed = se->kind == ONNX_ENT_CONST;
+    if (fixed ? onnx_int_list(se, 5, size, &n) : (sv = onnx_value(c, se)) < 0) return -1;
+    if (fixed && n != nsp + 2) return tg_err("size has %d values, expected %d", n, nsp + 2);
+    if (fixed && tg_dim_is_const(ts.d[0], &k) && k != size[0])
+        return tg_err("size[0] = %lld is not theta's batch %lld", (long long)size[0], (long long)k);
+    if (!fixed) {
+        tg_shape ss = shape_of(c, sv);
+        int64_t len;
+        if (ss.rank != 1 || !tg_dim_is_const(ss.d[0], &len) || len != nsp + 2 || !tg_dtype_is_int(dtype_of(c, sv)))
+            return tg_err("size must be an integer vector of %d values", nsp + 2);
+        sv = cast_as(c, sv, TG_I64, "size_i64");
+    }
+    bool align = onnx_attr_int(N(c), "align_corners", 0);
+    tg_dtype dt = dtype_of(c, theta);
+    int grid = -1;
+    for (int j = 0; j <= nsp && theta >= 0; j++) {     /* column j of theta: x, y, (z,) then the offset */
+        tg_dim col[TG_MAX_RANK];
+        col[0] = ts.d[0];
+        for (int q = 1; q < rank - 1; q++) col[q] = tg_dim_const(1);
+        col[rank - 1] = tg_dim_const(r);
+        int t = reshape_to(c, slice_range(c, theta, 2, j, j + 1, "column"), rank, col, "column_placed");
+        if (j < nsp) {
+            int pos = nsp - j, len;      /* x (j 0) runs along the last spatial axis */
+            tg_dim d;
+            if (fixed) {
+                if (size[1 + pos] < 0 || size[1 + pos] > INT32_MAX) return tg_err("size[%d] is out of range", 1 + pos);
+                d = tg_dim_const(size[1 + pos]);
+                len = scalar_const(c, "len", TG_I64, (double)size[1 + pos]);
+                len = reshape_to(c, len, 1, (tg_dim[]){tg_dim_const(1)}, "len_vec");
+            } else {
+                len = slice_range(c, sv, 0, 1 + pos, 2 + pos, "len");
+                if (data_dim(c, INT32_MAX, &d)) return -1;
+            }
+            int co = len < 0 ? -1 : grid_coords(c, len, d, rank, pos, align, dt);
+            t = co < 0 || t < 0 ? -1 : binary_on(c, TG_OP_MUL, "term", t, co);
+        }
+        grid = t < 0 ? -1 : grid < 0 ? t : binary_on(c, TG_OP_ADD, j == nsp ? NULL : "partial", grid, t);
+        if (grid < 0) return -1;
+    }
+    return def_out(c, 0, grid);
+}
+
 const onnx_op_map onnx_spatial_ops[] = {
     {"DepthToSpace", map_depth_space, 0}, {"SpaceToDepth", map_depth_space, 0},
     {"PRelu", map_prelu, 0}, {"MeanVarianceNormalization", map_mvn, 0}, {"LRN", map_lrn, 0},
-    {"GridSample", map_grid_sample, 0},
+    {"GridSample", map_grid_sample, 0}, {"AffineGrid", map_affine_grid, 0},
+    {"DeformConv", map_deform_conv, 0},
 };
 const int onnx_spatial_nops = (int)(sizeof onnx_spatial_ops / sizeof onnx_spatial_ops[0]);

@@ -29,24 +29,44 @@ static int choice(const tg_node *n, const char *attr, const char *dflt,
 static const char *const modes[] = {"nearest", "linear", "cubic"};
 static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                      "asymmetric", "tf_half_pixel_for_nn",
-                                     "half_pixel_symmetric"};
+                                     "half_pixel_symmetric", "tf_crop_and_resize"};
 static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                        "ceil"};
 
 int tg_resize_read(const tg_node *n, int nsp, tg_resize *r)
 {
     int mode = choice(n, "mode", "nearest", modes, 3),
-        coord = choice(n, "coord", "half_pixel", coords, 6),
-        near = choice(n, "nearest_mode", "round_prefer_floor", nearests, 4), excl;
+        coord = choice(n, "coord", "half_pixel", coords, 7),
+        near = choice(n, "nearest_mode", "round_prefer_floor", nearests, 4), excl, aa;
     if (mode < 0 || coord < 0 || near < 0 ||
         tg_attr_get_float(n, "cubic_a", -0.75, &r->cubic_a) ||
-        tg_attr_get_flag(n, "exclude_outside", 0, &excl))
+        tg_attr_get_flag(n, "exclude_outside", 0, &excl) ||
+        tg_attr_get_flag(n, "antialias", 0, &aa) ||
+        tg_attr_get_float(n, "extrapolation", 0, &r->extrapolation))
         return -1;
     r->mode = (tg_resize_mode)mode;
     r->coord = (tg_resize_coord)coord;
     r->nearest = (tg_resize_nearest)near;
     r->exclude_outside = excl;
+    r->antialias = aa;
     r->scale[0] = r->scale[1] = 0;
+    for (int i = 0; i < 2; i++)
+        r->roi[i][0] = 0, r->roi[i][1] = 1;
+    if (r->coord == TG_COORD_TF_CROP_AND_RESIZE) {
+        const double *v;
+        int nr = tg_node_attr(n, "roi") ? tg_node_floats(n, "roi", &v) : -1;
+        if (nr != 2 * nsp && nr != 2 * (nsp + 2))
+            return tg_err("tf_crop_and_resize needs attribute 'roi': %d floats, the starts then the "
+                          "ends of the spatial axes (or %d, of every axis)", 2 * nsp, 2 * (nsp + 2));
+        int all = nr / 2;
+        if (nr == 2 * (nsp + 2)) {  /* an importer's run-time roi over all axes */
+            for (int i = 0; i < 2; i++)
+                if (v[i] != 0 || v[all + i] != 1)
+                    return tg_err("the roi of the batch and channel axes must be 0 to 1");
+        }
+        for (int i = 0; i < nsp; i++)
+            r->roi[i][0] = v[all - nsp + i], r->roi[i][1] = v[nr - nsp + i];
+    }
     if (!tg_node_attr(n, "scales"))
         return 0;
     const double *s;

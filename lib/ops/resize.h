@@ -12,6 +12,7 @@ typedef enum { TG_RESIZE_NEAREST, TG_RESIZE_LINEAR, TG_RESIZE_CUBIC } tg_resize_
 typedef enum {
     TG_COORD_HALF_PIXEL, TG_COORD_PYTORCH_HALF_PIXEL, TG_COORD_ALIGN_CORNERS,
     TG_COORD_ASYMMETRIC, TG_COORD_TF_HALF_PIXEL_FOR_NN, TG_COORD_HALF_PIXEL_SYMMETRIC,
+    TG_COORD_TF_CROP_AND_RESIZE,
 } tg_resize_coord;
 typedef enum {
     TG_NEAREST_ROUND_PREFER_FLOOR, TG_NEAREST_ROUND_PREFER_CEIL, TG_NEAREST_FLOOR,
@@ -25,6 +26,9 @@ typedef struct {
     double scale[2];            /* per spatial axis; 0: none given */
     double cubic_a;
     bool exclude_outside;
+    bool antialias;             /* linear and cubic shrinking: ONNX's widened filter */
+    double roi[2][2];           /* tf_crop_and_resize: [axis][start, end] */
+    double extrapolation;       /* tf_crop_and_resize: outside the region of interest */
 } tg_resize;
 
 /* Read and check resize node n's attributes but size, for nsp spatial axes.

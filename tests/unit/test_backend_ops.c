@@ -550,6 +550,24 @@ static void case_resize(tg_op op)
                     tg_attr_floats("scales", 4, scales)};
     run(op, "2-D cubic, size and scales over all axes", one_node(g, op, 1, &x, 3, a),
         (cg_case){0});
+    /* ONNX's antialiased shrinking, and tf_crop_and_resize with a value outside the region */
+    static const char *const aa_modes[] = {"linear", "cubic"};
+    for (int m = 0; m < 2; m++) {
+        g = tg_graph_new();
+        x = cg_input(g, "x", TG_F32, DIMS(2, 11, 9));
+        int64_t sz[2] = {4, 5};
+        tg_attr b[3] = {tg_attr_ints("size", 2, sz), tg_attr_string("mode", aa_modes[m]), tg_attr_int("antialias", 1)};
+        run(op, m ? "2-D cubic antialiased, shrinking" : "2-D linear antialiased, shrinking",
+            one_node(g, op, 1, &x, 3, b), (cg_case){0});
+    }
+    g = tg_graph_new();
+    x = cg_input(g, "x", TG_F32, DIMS(2, 7, 6));
+    int64_t sz[2] = {5, 8};
+    double roi[4] = {0.2, -0.3, 0.9, 0.7};
+    tg_attr b[5] = {tg_attr_ints("size", 2, sz), tg_attr_string("mode", "linear"),
+                    tg_attr_string("coord", "tf_crop_and_resize"), tg_attr_floats("roi", 4, roi),
+                    tg_attr_float("extrapolation", 2.5)};
+    run(op, "2-D linear tf_crop_and_resize, extrapolated", one_node(g, op, 1, &x, 5, b), (cg_case){0});
 }
 
 static void case_reshape(tg_op op)

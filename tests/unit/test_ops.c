@@ -482,8 +482,14 @@ static void test_resize(void)
     CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badmode),
                 "'mode' is \"area\", expected one of \"nearest\", \"linear\", \"cubic\""));
     tg_attr badcoord[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
-                           tg_attr_string("coord", "tf_crop_and_resize") };
-    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badcoord), "'coord' is \"tf_crop_and_resize\""));
+                           tg_attr_string("coord", "crop_and_resize") };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badcoord), "'coord' is \"crop_and_resize\""));
+    tg_attr noroi[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
+                        tg_attr_string("coord", "tf_crop_and_resize") };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), noroi), "tf_crop_and_resize needs attribute 'roi'"));
+    tg_attr badroi[] = { tg_attr_ints("size", 3, (int64_t[]){ 2, 3, 4 }), tg_attr_string("coord", "tf_crop_and_resize"),
+                         tg_attr_floats("roi", 6, (double[]){ 0.1, 0, 0, 1, 1, 1 }) };
+    CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badroi), "the roi of the batch and channel axes must be 0 to 1"));
     tg_attr badnear[] = { tg_attr_ints("size", 1, (int64_t[]){ 4 }),
                           tg_attr_string("nearest_mode", "round") };
     CHECK(fails(NODE(TG_OP_RESIZE, ((int[]){ x1 }), badnear), "'nearest_mode' is \"round\""));

@@ -418,12 +418,14 @@ int cg_node_resize(tg_cg *c, const tg_node *nd)
         return -1;
     fprintf(c->f, "    tgk_resize_desc d = {0};\n    d.nsp = %d;\n    d.nc = %s;\n"
             "    d.mode = %d;\n    d.coord = %d;\n    d.nearest = %d;\n    d.cubic_a = %s;\n"
-            "    d.exclude_outside = %d;\n", d.nsp, cg_prod(c, &x->shape, 0, 2), (int)d.mode,
-            (int)d.coord, (int)d.nearest, cg_float(c, d.cubic_a), (int)d.exclude_outside);
+            "    d.exclude_outside = %d;\n    d.antialias = %d;\n    d.extrapolation = %s;\n", d.nsp,
+            cg_prod(c, &x->shape, 0, 2), (int)d.mode, (int)d.coord, (int)d.nearest, cg_float(c, d.cubic_a),
+            (int)d.exclude_outside, (int)d.antialias, cg_float(c, d.extrapolation));
     for (int i = 0; i < d.nsp; i++)
-        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n    d.scale[%d] = %s;\n", i,
+        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n    d.scale[%d] = %s;\n"
+                "    d.roi[%d][0] = %s;\n    d.roi[%d][1] = %s;\n", i,
                 cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]), i,
-                cg_double(c, d.scale[i]));
+                cg_double(c, d.scale[i]), i, cg_double(c, d.roi[i][0]), i, cg_double(c, d.roi[i][1]));
     check_status(c, nd,
                  cg_str(c, "tgk_resize_f32(&d, %s, %s)", cg_ptr(c, nd->in[0]),
                         OUT(c, nd - c->g->nodes)),

@@ -61,6 +61,7 @@ void tg_cpu_sdpa_desc(const tg_node *n, tgk_sdpa_desc *d)
 #define SAME(a, b) _Static_assert((int)TG_##a == (int)TGK_##b, #a)
 SAME(RESIZE_CUBIC, RESIZE_CUBIC);
 SAME(COORD_HALF_PIXEL_SYMMETRIC, COORD_HALF_PIXEL_SYMMETRIC);
+SAME(COORD_TF_CROP_AND_RESIZE, COORD_TF_CROP_AND_RESIZE);
 SAME(COORD_TF_HALF_PIXEL_FOR_NN, COORD_TF_HALF_PIXEL_FOR_NN);
 SAME(COORD_ALIGN_CORNERS, COORD_ALIGN_CORNERS);
 SAME(NEAREST_CEIL, NEAREST_CEIL);
@@ -80,6 +81,10 @@ int tg_cpu_resize_desc(const tg_node *n, int nsp, tgk_resize_desc *d)
     d->scale[1] = r.scale[1];
     d->cubic_a = (float)r.cubic_a;
     d->exclude_outside = r.exclude_outside;
+    d->antialias = r.antialias;
+    for (int i = 0; i < 2; i++)
+        d->roi[i][0] = r.roi[i][0], d->roi[i][1] = r.roi[i][1];
+    d->extrapolation = (float)r.extrapolation;
     return 0;
 }
 

@@ -79,6 +79,8 @@ int tg_run_resize(const tg_run_ctx *c)
     }
     if (tg_run_f32_open(c, &io))
         return tg_run_f32_close(c, &io, -1);
-    int rc = tgk_resize_f32(&d, io.in[0], io.out) ? tg_err("out of memory") : 0;
+    int rc = tgk_resize_f32(&d, io.in[0], io.out)
+                 ? tg_err("out of memory, or an antialiasing filter of over 256 taps (a scale below about 1/64)")
+                 : 0;
     return tg_run_f32_close(c, &io, rc);
 }

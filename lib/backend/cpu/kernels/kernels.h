@@ -273,6 +273,7 @@ typedef enum { TGK_RESIZE_NEAREST, TGK_RESIZE_LINEAR, TGK_RESIZE_CUBIC } tgk_res
 typedef enum {
     TGK_COORD_HALF_PIXEL, TGK_COORD_PYTORCH_HALF_PIXEL, TGK_COORD_ALIGN_CORNERS,
     TGK_COORD_ASYMMETRIC, TGK_COORD_TF_HALF_PIXEL_FOR_NN, TGK_COORD_HALF_PIXEL_SYMMETRIC,
+    TGK_COORD_TF_CROP_AND_RESIZE,
 } tgk_resize_coord;
 /* nearest: source coordinate -> index (then clamped to [0, in - 1]) */
 typedef enum {
@@ -289,6 +290,14 @@ typedef struct {
     tgk_resize_nearest nearest;
     float cubic_a;              /* cubic: Keys' a (PyTorch and ONNX: -0.75) */
     bool exclude_outside;       /* cubic: taps outside the input weigh 0, the rest renormalized */
+    /* linear and cubic on an axis that shrinks: ONNX's antialiasing filter, its
+     * support widened by 1/scale, taps and weights as ONNX's reference picks them */
+    bool antialias;
+    /* TF_CROP_AND_RESIZE: ONNX's, in double, from roi [start, end] (fractions of
+     * in - 1) per axis; an element whose source lies outside [0, in - 1] on some
+     * axis is extrapolation */
+    double roi[2][2];
+    float extrapolation;
 } tgk_resize_desc;
 /* x [nc, in...] -> y [nc, out...]. Linear clamps a negative source coordinate
  * to 0 and cubic reads past the edges as the edge value (both PyTorch's and
