@@ -102,10 +102,16 @@ typedef struct {
     int64_t hp, wp, plane;      /* plane: hp * wp */
 } pad_job;
 
-static bool use_implicit(const tgk_conv_geom *g)
+/* The grid's extra pixels cost (extra panels) x M multiply-adds a row of
+ * cols, im2col about 64 a row of cols whatever M: small maps with many
+ * output channels keep im2col (ResNet-50's 512 at 4x4, grid 6 x 4: 2 panels
+ * for 1; at batch 8, 1.2x slower implicit), DenseNet's 32 take the grid. */
+static bool use_implicit(const tgk_conv_geom *g, int64_t m)
 {
+    int64_t grid = (g->out[1] * (g->out[2] + (g->ker[2] - 1) * g->dil[2]) + TGK_PANEL - 1) /
+                   TGK_PANEL, panels = (g->out_sp + TGK_PANEL - 1) / TGK_PANEL;
     return g->in[0] == 1 && g->ker[0] == 1 && g->pad[0] == 0 && g->str[1] == 1 &&
-           g->str[2] == 1;
+           g->str[2] == 1 && (grid - panels) * m < 64 * panels;
 }
 
 static void pad_planes(void *ctx, int64_t begin, int64_t end)
@@ -699,7 +705,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         if (tgk_conv_depthwise_f32(d, g, x, w, b, y))
             return -1;
         relu_done = true;
-    } else if (use_implicit(g) && (rc = implicit_conv(&j)) <= 0) {
+    } else if (use_implicit(g, j.kg) && (rc = implicit_conv(&j)) <= 0) {
         if (rc)
             return -1;
         relu_done = epilogue_done = true;
