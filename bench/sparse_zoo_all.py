@@ -164,7 +164,8 @@ def main():
     for name in models:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                r = row(os.path.join(work, name), tmp)
+                # zoo.py names a model's folder with "_" for "+" (bert+mask)
+                r = row(os.path.join(work, name.replace("+", "_")), tmp)
                 cells = [r["pruned"], r["werr"], r["dense_eager"], fmt_change(r["change"]),
                          r["so_interp"], r["q24"], fmt_change(r["int8"]), r["time"]]
             except StepError as e:
