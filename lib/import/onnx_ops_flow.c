@@ -223,7 +223,7 @@ static int map_if(onnx_ctx *c, const onnx_op_map *m)
             if (tg_graph_find_value(br[b], name) >= 0) rc = tg_err("two values are named %s", name);
             else if ((order[j - 1] = tg_graph_add_input(br[b], name, ov->dtype, &ov->shape)) < 0) rc = -1;
         }
-        if (!rc) memcpy(br[b]->inputs, order, sizeof(int) * (size_t)(n - 1));
+        if (!rc && n > 1) memcpy(br[b]->inputs, order, sizeof(int) * (size_t)(n - 1));
     }
     tg_attr a[2] = {tg_attr_graph("then", br[0]), tg_attr_graph("else", br[1])};
     if (!rc) rc = def_outs(c, onnx_add_control(c, TG_OP_IF, n, in, 2, a));
@@ -261,7 +261,8 @@ static int map_loop(onnx_ctx *c, const onnx_op_map *m)
     if (!(all = malloc(sizeof(int) * (size_t)(2 + nc + sc.ncap)))) rc = tg_err("out of memory");
     else {
         memcpy(all, in, sizeof(int) * (size_t)(2 + nc));
-        memcpy(all + 2 + nc, sc.cap, sizeof(int) * (size_t)sc.ncap);
+        if (sc.ncap) /* sc.cap is NULL when the body captures nothing */
+            memcpy(all + 2 + nc, sc.cap, sizeof(int) * (size_t)sc.ncap);
         tg_attr a[2] = {tg_attr_graph("body", body), tg_attr_int("carried", nc)};
         rc = def_outs(c, onnx_add_control(c, TG_OP_LOOP, 2 + nc + sc.ncap, all, 2, a));
     }

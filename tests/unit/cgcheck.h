@@ -156,7 +156,8 @@ static inline void cg_report_backends(void)
 }
 
 /* Whether the cases can run (TGRAPH_RUNTIME_DIR set: make check sets it);
- * seeds the generator from the clock and prints the seed. */
+ * seeds the generator from the clock, or TG_SEED to replay a run, and prints
+ * the seed. */
 static inline bool cg_start(void)
 {
     if (!getenv("TGRAPH_RUNTIME_DIR")) {
@@ -181,7 +182,8 @@ static inline bool cg_start(void)
         printf("TG_BACKEND_OPS=%s: no such backend registered\n", only);
         exit(1);
     }
-    rng = (uint64_t)time(NULL);
+    const char *seed = getenv("TG_SEED");
+    rng = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL);
     printf("seed %llu\n", (unsigned long long)rng);
     return true;
 }

@@ -37,7 +37,8 @@ static int64_t numel(int rank, const int64_t *d)
 static tg_tensor rand_tensor(tg_dtype dt, int rank, const int64_t *dims, double lo, double hi)
 {
     tg_tensor t = { .dtype = dt, .rank = rank };
-    memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
+    if (rank)   /* dims may be NULL for a scalar */
+        memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
     tg_tensor_alloc(&t);
     for (int64_t i = 0; i < numel(rank, dims); i++)
         tg_store_f64(dt, t.data, (size_t)i, dt == TG_F32 || dt == TG_F64 ? uniform(lo, hi)

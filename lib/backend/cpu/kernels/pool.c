@@ -80,67 +80,13 @@ static void pool_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* Max pooling as two passes that vectorize: per output row, the max of its
- * window's rows (a line of the input's width), then of each window's taps
- * along that line, the windows that lie wholly inside the row as one loop
- * over outputs per tap (strided loads), those at the edges as pool_planes
- * takes them. SqueezeNet's 3x3 / 2 (ceil mode) at 63x63: the scalar
- * loop's branches cost 12% of the model. Rows of at most MAX_LINE. */
-#define MAX_LINE 4096
-
-TGK_CLONES static void max_planes(void *ctx, int64_t begin, int64_t end)
-{
-    const pool_job *j = ctx;
-    const plane_geom *g = &j->g;
-    float line[MAX_LINE];
-    /* outputs [o0, o1): every tap inside the row */
-    int64_t o0 = (g->pw + g->sw - 1) / g->sw;
-    int64_t last = g->iw - 1 - (g->kw - 1) * g->dw + g->pw;
-    int64_t o1 = last < 0 ? 0 : last / g->sw + 1;
-    o1 = o1 < g->ow ? o1 : g->ow;
-    o0 = o0 < o1 ? o0 : o1;
-    for (int64_t p = begin; p < end; p++) {
-        const float *x = j->x + p * g->ih * g->iw;
-        float *y = j->y + p * g->oh * g->ow;
-        for (int64_t oy = 0; oy < g->oh; oy++, y += g->ow) {
-            int64_t hs = oy * g->sh - g->ph, a0, a1;
-            taps(hs, g->kh, g->dh, g->ih, &a0, &a1);
-            for (int64_t i = 0; i < g->iw; i++)
-                line[i] = -INFINITY;
-            for (int64_t a = a0; a < a1; a++) {
-                const float *row = x + (hs + a * g->dh) * g->iw;
-                for (int64_t i = 0; i < g->iw; i++)
-                    line[i] = tgk_nan_max(line[i], row[i]);
-            }
-            for (int64_t ox = 0; ox < g->ow; ox++)
-                y[ox] = -INFINITY;
-            for (int64_t b = 0; b < g->kw; b++) {
-                const float *t = line + o0 * g->sw - g->pw + b * g->dw;
-                for (int64_t ox = o0; ox < o1; ox++)
-                    y[ox] = tgk_nan_max(y[ox], t[(ox - o0) * g->sw]);
-            }
-            for (int64_t ox = 0; ox < g->ow; ox++) {
-                if (ox == o0 && o1 > o0) {  /* done above */
-                    ox = o1 - 1;
-                    continue;
-                }
-                int64_t ws = ox * g->sw - g->pw, b0, b1;
-                taps(ws, g->kw, g->dw, g->iw, &b0, &b1);
-                for (int64_t b = b0; b < b1; b++)
-                    y[ox] = tgk_nan_max(y[ox], line[ws + b * g->dw]);
-            }
-        }
-    }
-}
-
 static void pool_run(const tgk_pool_desc *d, const float *x, float *y, bool max)
 {
     pool_job j = {.x = x, .y = y, .max = max, .include_pad = d->count_include_pad};
     if (d->n <= 0 || d->c <= 0 || !geom_from(d, &j.g))
         return;
     int64_t work = j.g.oh * j.g.ow * j.g.kh * j.g.kw;
-    tgk_parallel_for(d->n * d->c, 1 + 32768 / work,
-                     max && j.g.iw <= MAX_LINE ? max_planes : pool_planes, &j);
+    tgk_parallel_for(d->n * d->c, 1 + 32768 / work, pool_planes, &j);
 }
 
 void tgk_max_pool_f32(const tgk_pool_desc *d, const float *x, float *y)
