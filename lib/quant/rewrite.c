@@ -94,8 +94,9 @@ static int64_t feature_24(const tg_value *meta, int64_t r, int64_t c)
  * features of a convolution's row are its group's input channels, those of a
  * linear_24's its metadata's. A new constant, or the layer's bias as it was
  * (-1 when none) when no mean is known; -2 on an error. */
-static int corrected_bias(tg_graph *g, const tg_node *n, const tg_calib *calib, const void *q,
-                          const float *s, int bits, int64_t group, int64_t rows, int64_t cols)
+static int corrected_bias(tg_graph *g, const tg_node *n, int xv, const tg_calib *calib,
+                          const void *q, const float *s, int bits, int64_t group, int64_t rows,
+                          int64_t cols)
 {
     int bi = tg_quant_bias_input(n);
     const tg_value *w = tg_node_input(g, n, 1), *b = tg_node_input(g, n, bi);
@@ -105,7 +106,7 @@ static int corrected_bias(tg_graph *g, const tg_node *n, const tg_calib *calib, 
     int64_t nfeat = conv ? cols * tg_node_int(n, "groups", 1) : meta ? 2 * cols : cols, kprod = 1;
     double *mean = calib && (!b || b->kind == TG_VALUE_CONST) ? malloc(sizeof(double) *
                                                                       (size_t)(nfeat + 1)) : NULL;
-    if (!mean || tg_calib_mean(calib, n->in[0], mean, nfeat) < 0) {
+    if (!mean || tg_calib_mean(calib, xv, mean, nfeat) < 0) {
         free(mean);
         return old;
     }
@@ -142,9 +143,10 @@ static int corrected_bias(tg_graph *g, const tg_node *n, const tg_calib *calib, 
     return v < 0 ? -2 : v;
 }
 
-/* Quantized weights and scales of layer n: values *wq and *ws, and its bias
- * *bias (corrected when calib is given; -1: none). */
-static int quant_weights(tg_graph *g, const tg_node *n, const tg_quant_opts *o,
+/* Quantized weights and scales of layer n, whose input was value xv during
+ * calibration: values *wq and *ws, and its bias *bias (corrected when calib
+ * is given; -1: none). */
+static int quant_weights(tg_graph *g, const tg_node *n, int xv, const tg_quant_opts *o,
                          const tg_calib *calib, int *wq, int *ws, int *bias)
 {
     const tg_value *w = tg_node_input(g, n, 1);
@@ -181,7 +183,7 @@ static int quant_weights(tg_graph *g, const tg_node *n, const tg_quant_opts *o,
     w = NULL;
     int bi = tg_quant_bias_input(n);
     *bias = o->no_bias_correction ? (n->nin > bi ? n->in[bi] : -1)
-                                  : corrected_bias(g, n, calib, q, s, bits, group, rows, cols);
+                                  : corrected_bias(g, n, xv, calib, q, s, bits, group, rows, cols);
     if (*bias < -1) {
         free(q), free(s);
         return -1;
@@ -213,10 +215,14 @@ static int act_params(const tg_calib *calib, const tg_quant_opts *o, int x, floa
     return 0;
 }
 
-static int rewrite_layer(tg_graph *g, int ni, const tg_quant_opts *o, const tg_calib *calib)
+/* Layer ni, whose input was value xv when calib observed it: a layer rewritten
+ * before it may since have replaced that value (a convolution reading
+ * another's output). */
+static int rewrite_layer(tg_graph *g, int ni, int xv, const tg_quant_opts *o,
+                         const tg_calib *calib)
 {
     int wq = -1, ws = -1, bias = -1;
-    if (quant_weights(g, &g->nodes[ni], o, calib, &wq, &ws, &bias))
+    if (quant_weights(g, &g->nodes[ni], xv, o, calib, &wq, &ws, &bias))
         return -1;
     const tg_node *n = &g->nodes[ni];      /* after adding constants: nodes did not move */
     bool conv = n->op == TG_OP_CONV, s24 = n->op == TG_OP_LINEAR_24;
@@ -228,7 +234,7 @@ static int rewrite_layer(tg_graph *g, int ni, const tg_quant_opts *o, const tg_c
     static const char *const scheme_attr[] = {"static", "dynamic", "weight_only", "weight_only"};
     attrs[na++] = tg_attr_string("scheme", scheme_attr[o->scheme]);
     if (o->scheme == TG_QUANT_STATIC) {
-        if (act_params(calib, o, n->in[0], &xs, &xz)) {
+        if (act_params(calib, o, xv, &xs, &xz)) {
             TG_LOG(QUANT, TG_LOG_WARN, "%s: its input never had a finite value during"
                    " calibration: kept in float", n->name);
             return 0;
@@ -289,16 +295,24 @@ int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib)
         free(layers);
         return tg_err("quantize/dequantize pairs are for the static scheme");
     }
+    /* the inputs as calibrated, before any rewrite renumbers them */
+    int *xv = malloc(sizeof(int) * (size_t)(n + 1));
+    if (!xv) {
+        free(layers);
+        return tg_err("out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        xv[i] = g->nodes[layers[i]].in[0];
     for (int i = 0; i < n; i++) {
-        int r = rewrite_layer(g, layers[i], o, calib);
+        int r = rewrite_layer(g, layers[i], xv[i], o, calib);
         if (r < 0) {
             tg_err_append("(layer '%s')", g->nodes[layers[i]].name);
-            free(layers);
+            free(layers), free(xv);
             return -1;
         }
         done += r;
     }
-    free(layers);
+    free(layers), free(xv);
     if ((o->qdq && tg_pass_dce(g) < 0) || tg_graph_compact(g) || tg_graph_validate(g))
         return -1;
     return done;

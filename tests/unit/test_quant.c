@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "exec/exec.h"
+#include "ops/infer.h"
 #include "backend/cpu/kernels/qgemm.h"
 #include "quant/quant.h"
 #include "unit.h"
@@ -211,6 +212,64 @@ static void test_rewrite(void)
 }
 
 
+/* x -> conv -> conv -> linear, each reading the one before it directly: every
+ * layer is quantized with its calibrated input range and a corrected bias,
+ * though rewriting the one before replaced the value it read. */
+static void test_back_to_back(void)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t xd[4] = {1, 3, 6, 6}, w1d[4] = {4, 3, 3, 3}, w2d[4] = {5, 4, 1, 1}, w3d[2] = {2, 4};
+    tg_shape xs = tg_shape_of(4, xd);
+    int v = tg_graph_add_input(g, "x", TG_F32, &xs);
+    const int64_t *wd[3] = {w1d, w2d, w3d};
+    int obs[3];
+    for (int l = 0; l < 3; l++) {
+        int rank = l < 2 ? 4 : 2;
+        int64_t nw = 1;
+        for (int i = 0; i < rank; i++) nw *= wd[l][i];
+        float w[108], b[5];
+        for (int i = 0; i < nw; i++) w[i] = rndf(-1, 1);
+        for (int i = 0; i < wd[l][0]; i++) b[i] = rndf(-0.5f, 0.5f);
+        char wn[8], bn[8], nn[8];
+        snprintf(wn, sizeof wn, "w%d", l), snprintf(bn, sizeof bn, "b%d", l);
+        snprintf(nn, sizeof nn, "l%d", l);
+        tg_shape ws = tg_shape_of(rank, wd[l]), bs = tg_shape_of(1, wd[l]);
+        int in[3] = {v, tg_graph_add_const_copy(g, wn, TG_F32, &ws, w),
+                     tg_graph_add_const_copy(g, bn, TG_F32, &bs, b)};
+        obs[l] = v;
+        v = tg_graph_add_node(g, l < 2 ? TG_OP_CONV : TG_OP_LINEAR, nn, 3, in, 0, NULL);
+    }
+    CHECK(v >= 0 && tg_graph_add_output(g, v) == 0);
+    tg_quant_opts o;
+    tg_quant_opts_init(&o);
+    tg_calib *c = tg_calib_new(g, &o);
+    CHECK(c != NULL);
+    tg_tensor in = {.dtype = TG_F32, .rank = 4, .dims = {1, 3, 6, 6}}, ref;
+    CHECK(tg_tensor_alloc(&in) == 0);
+    for (int i = 0; i < 108; i++) ((float *)in.data)[i] = rndf(-2, 3);
+    CHECK(tg_calib_run(c, &in, &ref) == 0);
+    tg_graph *q = tg_graph_clone(g);
+    CHECK(tg_quant_rewrite(q, &o, c) == 3);
+    for (int l = 0; l < 3; l++) {
+        char nn[8], bn[32];
+        snprintf(nn, sizeof nn, "l%d.q", l), snprintf(bn, sizeof bn, "l%d.bias.corrected", l);
+        int ni = tg_graph_find_node(q, nn);
+        float lo, hi, sc;
+        int32_t z;
+        double xsc = 0;
+        CHECK(ni >= 0 && tg_graph_find_value(q, bn) >= 0);
+        CHECK(tg_calib_range(c, obs[l], &lo, &hi) == 0);
+        tgk_qparams_u8(lo, hi, &sc, &z);
+        CHECK(ni >= 0 && tg_attr_get_float(&q->nodes[ni], "x_scale", 0, &xsc) == 0);
+        CHECK((float)xsc == sc && tg_node_int(&q->nodes[ni], "x_zero", -1) == z);
+    }
+    tg_tensor_free(&in), tg_tensor_free(&ref);
+    tg_calib_free(c);
+    tg_graph_free(q);
+    tg_graph_free(g);
+}
+
+
 /* linear(dequantize(quantize(x)), dequantize(wq)): folded only when both sides
  * allow; a pair whose two nodes disagree stays float. */
 static void test_fold(void)
@@ -262,6 +321,7 @@ int main(void)
     test_weights();
     test_observers();
     test_rewrite();
+    test_back_to_back();
     test_fold();
     return unit_report();
 }
