@@ -226,3 +226,19 @@ ops() {
     run_ok "$TRUN" "$TMP/qdq.tg" "$FIX/cnn.in0.b3.npy" --check "$TMP/q.npy" --atol 1e-4 --rtol 1e-4
     run_fails 2 "static" "$TQUANT" --qdq --scheme dynamic "$TMP/c.tg"
 }
+
+@test "static: a qconv read only by qconvs hands them u8; --no-chain keeps float; the same output bit for bit" {
+    # qop_chain: 30 QLinearConvs in a row (ONNX Runtime's reference output)
+    "$TEXPORT" "$FIX/onnx/qop_chain.onnx" -o "$TMP/g.tg"
+    TLOG=quant TLOG_FILE="$TMP/log" run_ok "$TQUANT" -q "$TMP/g.tg" -o "$TMP/c.tg"
+    [ "$(grep -c 'u8 output for the next layer' "$TMP/log")" -eq 29 ]
+    TLOG=quant TLOG_FILE="$TMP/log0" run_ok "$TQUANT" -q --no-chain "$TMP/g.tg" -o "$TMP/n.tg"
+    ! grep -q 'u8 output' "$TMP/log0" || false
+    "$TCOMPILE" "$TMP/c.tg" -o "$TMP/c.so"
+    x="$FIX/onnx/qop_chain.in0.b3.npy"
+    for m in g.tg n.tg c.tg c.so; do run_ok "$TRUN" "$TMP/$m" "$x" -o "$TMP/$m.npy"; done
+    cmp "$TMP/g.tg.npy" "$TMP/n.tg.npy"
+    cmp "$TMP/g.tg.npy" "$TMP/c.tg.npy"
+    cmp "$TMP/g.tg.npy" "$TMP/c.so.npy"
+    run_fails 2 "no-chain" "$TQUANT" --scheme dynamic --no-chain "$TMP/g.tg"
+}

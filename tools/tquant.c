@@ -18,7 +18,7 @@
 #define MAX_LIST 256
 
 enum { OPT_CALIB = 256, OPT_SCHEME, OPT_OBSERVER, OPT_PERCENTILE, OPT_AVERAGING, OPT_GROUP,
-       OPT_SKIP, OPT_ACT, OPT_NO_REPORT, OPT_LIMIT, OPT_NO_BIAS, OPT_QDQ };
+       OPT_SKIP, OPT_ACT, OPT_NO_REPORT, OPT_LIMIT, OPT_NO_BIAS, OPT_QDQ, OPT_NO_CHAIN };
 
 static const struct option opts[] = {
     {"output", required_argument, NULL, 'o'},
@@ -34,6 +34,7 @@ static const struct option opts[] = {
     {"no-report", no_argument, NULL, OPT_NO_REPORT},
     {"no-bias-correction", no_argument, NULL, OPT_NO_BIAS},
     {"qdq", no_argument, NULL, OPT_QDQ},
+    {"no-chain", no_argument, NULL, OPT_NO_CHAIN},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -78,6 +79,9 @@ static void help(void)
            "                       qlinear/qconv; tquant folds such pairs, from it or\n"
            "                       from an importer, into qlinear/qconv (with no --calib\n"
            "                       needed when no float layer is left)\n"
+           "      --no-chain       static: float between quantized convolutions; by\n"
+           "                       default one whose result (or its relu or clamp) only\n"
+           "                       quantized convolutions read hands it to them as u8\n"
            "      --no-report      skip the accuracy report (and its float runs)\n"
            "  -q, --quiet          no report on stderr (TLOG=quant still records it)\n"
            "  -h, --help           show this help and exit\n"
@@ -188,6 +192,7 @@ int main(int argc, char **argv)
         case OPT_NO_REPORT: no_report = true; break;
         case OPT_NO_BIAS: qo.no_bias_correction = true; break;
         case OPT_QDQ: qo.qdq = true; break;
+        case OPT_NO_CHAIN: qo.no_chain = true; break;
         case 'q': quiet = true; break;
         case 'h': help(); return 0;
         case 'V': cli_version(); return 0;
@@ -198,6 +203,8 @@ int main(int argc, char **argv)
         cli_usage("one graph at a time");
     if (qo.qdq && qo.scheme != TG_QUANT_STATIC)
         cli_usage("--qdq is for --scheme=static");
+    if (qo.no_chain && qo.scheme != TG_QUANT_STATIC)
+        cli_usage("--no-chain is for --scheme=static");
     if (group >= 0 && qo.scheme < TG_QUANT_WEIGHT_INT8)
         cli_usage("--group is for the weight-only schemes");
     qo.group = group >= 0 ? group : qo.scheme == TG_QUANT_WEIGHT_INT4 ? 32 : 128;

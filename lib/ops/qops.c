@@ -1,5 +1,7 @@
 /* Quantized layers: qlinear, qlinear_24 and qconv take float32 activations and quantized
- * weights with their scales, and give float32 (ops.def lists the attributes). */
+ * weights with their scales, and give float32; a static qconv may also take
+ * and give u8, so that consecutive ones pass int8 activations (ops.def lists
+ * the attributes). */
 #include "qops.h"
 
 #include <inttypes.h>
@@ -7,6 +9,44 @@
 #include <string.h>
 
 #include "infer.h"
+
+/* q(v) = clamp(round_half_even(v / s) + z, 0, 255), as the kernels quantize */
+static int32_t quant_u8(float v, float s, int32_t z)
+{
+    float r = nearbyintf(v / s) + (float)z;
+    return r != r ? z : r < 0 ? 0 : r > 255 ? 255 : (int32_t)r;
+}
+
+/* The u8 output's attributes: y_scale, y_zero (0), y_min and y_max (none). */
+static int read_output(const tg_node *n, tg_qlayer *q)
+{
+    double ys, lo, hi;
+    int64_t yz;
+    q->y_u8 = tg_node_attr(n, "y_scale") != NULL;
+    q->y_scale = 1, q->y_zero = 0, q->y_lo = 0, q->y_hi = 255;
+    if (!q->y_u8) {
+        if (tg_node_attr(n, "y_zero") || tg_node_attr(n, "y_min") || tg_node_attr(n, "y_max"))
+            return tg_err("attributes y_zero, y_min and y_max need y_scale");
+        return 0;
+    }
+    if (tg_attr_get_float(n, "y_scale", 1.0, &ys) || tg_attr_get_int(n, "y_zero", 0, &yz) ||
+        tg_attr_get_float(n, "y_min", -INFINITY, &lo) ||
+        tg_attr_get_float(n, "y_max", INFINITY, &hi))
+        return -1;
+    if (q->scheme != TG_QSCHEME_STATIC)
+        return tg_err("a u8 output (y_scale) needs scheme static");
+    if (!(ys > 0) || !isfinite(ys) || !((float)ys > 0) || !isfinite((float)ys))
+        return tg_err("y_scale %g must be positive and finite in float32", ys);
+    if (yz < 0 || yz > 255)
+        return tg_err("y_zero %" PRId64 " outside u8's range", yz);
+    if (!(lo <= hi))
+        return tg_err("y_min %g is not at most y_max %g", lo, hi);
+    q->y_scale = (float)ys;
+    q->y_zero = (int32_t)yz;
+    q->y_lo = quant_u8((float)lo, q->y_scale, q->y_zero);
+    q->y_hi = quant_u8((float)hi, q->y_scale, q->y_zero);
+    return 0;
+}
 
 int tg_qlayer_read(const tg_node *n, tg_qlayer *q)
 {
@@ -48,7 +88,7 @@ int tg_qlayer_read(const tg_node *n, tg_qlayer *q)
     q->x_zero_u8 = (int32_t)(xdt == TG_I8 ? xz + 128 : xz);
     q->bits = (int)bits;
     q->group = group;
-    return 0;
+    return read_output(n, q);
 }
 
 int64_t tg_qlayer_ngroups(const tg_qlayer *q, int64_t K)
@@ -79,6 +119,8 @@ int tg_infer_qlinear(tg_graph *g, int node)
         tg_check_rank(x, 0, 1, TG_MAX_RANK) ||
         tg_check_dtype(w, 1, q.bits == 4 ? TG_U8 : TG_I8) || tg_check_rank(w, 1, 2, 2))
         return -1;
+    if (q.y_u8)
+        return tg_err("qlinear gives float32: no y_scale");
     tg_dim kd = x->shape.d[x->shape.rank - 1], wk = kd;
     if (q.scheme == TG_QSCHEME_WEIGHT_ONLY && !tg_dim_is_const(kd, &K))
         return tg_err("weight_only needs a constant input feature size");
@@ -110,6 +152,8 @@ int tg_infer_qlinear_24(tg_graph *g, int node)
         return -1;
     if (q.scheme == TG_QSCHEME_WEIGHT_ONLY)
         return tg_err("qlinear_24 takes scheme static or dynamic");
+    if (q.y_u8)
+        return tg_err("qlinear_24 gives float32: no y_scale");
     if (!tg_dim_is_const(x->shape.d[x->shape.rank - 1], &K) || K % 4 != 0)
         return tg_err("qlinear_24's input features must be a constant multiple of 4");
     tg_shape vs = {.rank = 2, .d = {v->shape.d[0], tg_dim_const(K / 2)}};
@@ -122,23 +166,32 @@ int tg_infer_qlinear_24(tg_graph *g, int node)
     return tg_infer_set(g, node, TG_F32, &s);
 }
 
-/* The output shape is conv's: tg_infer_conv does it, on the weight's shape
- * read as float32 for the moment (its dtype is restored before returning). */
+/* The output shape is conv's: tg_infer_conv does it, on the input and the
+ * weight read as float32 for the moment (their dtypes are restored before
+ * returning). A u8 input is quantized already, with x_scale and x_zero. */
 int tg_infer_qconv(tg_graph *g, int node)
 {
     const tg_node *n = tg_infer_node(g, node);
     const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
     tg_qlayer q;
-    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(x, 0, TG_F32) ||
-        tg_check_dtype(w, 1, TG_I8))
+    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(w, 1, TG_I8))
         return -1;
+    if (x->dtype == TG_U8) {
+        tg_dtype xdt;
+        if (q.scheme != TG_QSCHEME_STATIC || tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) ||
+            xdt != TG_U8)
+            return tg_err("a u8 input needs scheme static and x_dtype u8");
+    } else if (tg_check_dtype(x, 0, TG_F32)) {
+        return -1;
+    }
     if (q.scheme == TG_QSCHEME_WEIGHT_ONLY)
         return tg_err("qconv takes scheme static or dynamic");
     if (tg_node_int(n, "transposed", 0))
         return tg_err("qconv is not transposed");
     if (check_scales(g, node, 2, w->shape.d[0], 1))
         return -1;
-    tg_value *wv = &g->values[n->in[1]];
+    tg_value *wv = &g->values[n->in[1]], *xv = &g->values[n->in[0]];
+    tg_dtype xdt = xv->dtype;
     int bias = n->nin > 3 ? n->in[3] : -1;
     tg_node *nn = &g->nodes[node];
     int nin = nn->nin;
@@ -147,9 +200,13 @@ int tg_infer_qconv(tg_graph *g, int node)
     nn->in[2] = bias;
     nn->nin = bias >= 0 ? 3 : 2;
     wv->dtype = TG_F32;
+    xv->dtype = TG_F32;
     int rc = tg_infer_conv(g, node);
     wv->dtype = TG_I8;
+    xv->dtype = xdt;
     nn->in[2] = saved;
     nn->nin = nin;
+    if (rc == 0 && q.y_u8)
+        g->values[nn->out[0]].dtype = TG_U8;
     return rc;
 }

@@ -3,6 +3,7 @@
 #ifndef TG_OPS_QOPS_H
 #define TG_OPS_QOPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../graph.h"
@@ -21,6 +22,12 @@ typedef struct {
     int32_t x_zero_u8;
     int bits;                   /* weights: 8, or 4 (weight_only) */
     int64_t group;              /* weight_only: inputs per scale; 0: a whole row */
+    /* qconv static with y_scale: a u8 output, the float one quantized with
+     * y_scale and y_zero and clamped to [y_lo, y_hi], those of y_min and
+     * y_max quantized alike (a fused relu or relu6; 0 and 255 when absent) */
+    bool y_u8;
+    float y_scale;
+    int32_t y_zero, y_lo, y_hi;
 } tg_qlayer;
 
 /* Read and check a qlinear/qconv node's attributes; 0 or -1 (tg_err). */

@@ -290,7 +290,9 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
         return -1;
     for (int n = 0; n < g->nnode; n++) {
         const tg_node *nd = &g->nodes[n];
-        if (!is_anchor(nd->op) || p->root[n] != n)
+        /* a u8 qconv output is quantized in its kernel: nothing to apply after */
+        if (!is_anchor(nd->op) || p->root[n] != n ||
+            (nd->op == TG_OP_QCONV && g->values[nd->out[0]].dtype != TG_F32))
             continue;
         int last = n, r;
         while ((r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0) {

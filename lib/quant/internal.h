@@ -1,4 +1,4 @@
-/* Shared by the rewrites of lib/quant (rewrite.c, qdq.c); not a contract. */
+/* Shared by the rewrites of lib/quant (rewrite.c, qdq.c, chain.c); not a contract. */
 #ifndef TG_QUANT_INTERNAL_H
 #define TG_QUANT_INTERNAL_H
 
@@ -9,5 +9,10 @@
  * copy of the float layer (bias: value or -1). Its output value, or -1. */
 int tg_quant_emit_qdq(tg_graph *g, int ni, float xs, int32_t xz, tg_dtype xdt, int wq, int ws,
                       int bias);
+
+/* Give the static qconvs whose result only static qconvs read (through a relu
+ * or clamp, fused) a u8 output, their readers u8 input (chain.c). The number
+ * changed, or -1. */
+int tg_quant_chain(tg_graph *g);
 
 #endif

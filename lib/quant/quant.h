@@ -44,6 +44,7 @@ typedef struct {
     bool act_int8;              /* static: symmetric i8 activations instead of affine u8 */
     bool no_bias_correction;    /* keep biases as they are (see tg_quant_rewrite) */
     bool qdq;                   /* static: write quantize/dequantize pairs around float layers */
+    bool no_chain;              /* static: float between quantized convolutions (see tg_quant_rewrite) */
     int nskip;                  /* node names or op names (linear, conv) kept in float */
     const char *const *skip;
 } tg_quant_opts;
@@ -106,8 +107,11 @@ int64_t tg_calib_mean(const tg_calib *c, int v, double *mean, int64_t max);
  * (static: calib gives the activation ranges; other schemes may pass NULL).
  * With calib, each layer's bias is corrected for the mean error its weight
  * rounding causes: b += (W - deq(Wq)) * mean(x), mean(x) over the
- * calibration inputs (bias correction, Nagel et al. 2019). Value names that
- * users see stay. Returns the number of layers quantized, or -1. */
+ * calibration inputs (bias correction, Nagel et al. 2019). Then (static, u8
+ * activations, no qdq, unless no_chain) each qconv whose result, directly or
+ * through a relu or clamp, only qconvs read passes it to them as u8, the
+ * activation fused (the same numbers, no float pass between). Value names
+ * that users see stay. Returns the number of layers quantized, or -1. */
 int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib);
 /* Fold quantize/dequantize pairs into quantized layers wherever both sides
  * allow: a linear or conv (not transposed) reading dequantize(quantize(x))

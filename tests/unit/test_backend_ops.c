@@ -903,6 +903,50 @@ static void case_qconv(tg_op op)
             one_node(g, op, 4, (int[]){x, w, sc, W(g, "b", 6)}, na, a),
             (cg_case){.lo = -3, .hi = 200});
     }
+    /* int8 activations between layers: a u8 input (quantized already), a u8
+     * output (quantized, with a fused clamp), both; the reference is qconv in
+     * f32 reading cast(x) - x_zero (x_scale 1: the layer's quantize gives x
+     * back) and giving quantize(clamp(y)). The weight scales are powers of
+     * two and the biases multiples of them, so that the f64 reference rounds
+     * where the kernels do: the u8 outputs are compared exactly. */
+    static const char *const what[3] = {"u8 input", "u8 output, clamp 0..6",
+                                        "u8 input and output, relu"};
+    for (int k = 0; k < 3; k++) {
+        bool xq = k != 1, yq = k != 0;
+        tg_graph *g = tg_graph_new(), *ref = tg_graph_new();
+        int x = cg_input(g, "x", xq ? TG_U8 : TG_F32, DIMS(4, 7, 6));
+        int xr = cg_input(ref, "x", xq ? TG_U8 : TG_F32, DIMS(4, 7, 6));
+        int w = cg_const(g, "w", TG_I8, DIMS(6, 4, 3, 3), &(cg_case){.lo = -127, .hi = 128});
+        tg_shape ws = tg_shape_of(4, (int64_t[]){6, 4, 3, 3}), ns = tg_shape_of(1, (int64_t[]){6});
+        float sc[6], b[6];
+        for (int i = 0; i < 6; i++) sc[i] = 0.0625f, b[i] = (float)(i * 5 - 13) * 0.0625f;
+        int wr = tg_graph_add_const_copy(ref, "w", TG_I8, &ws, g->values[w].data);
+        int in[4] = {x, w, tg_graph_add_const_copy(g, "s", TG_F32, &ns, sc),
+                     tg_graph_add_const_copy(g, "b", TG_F32, &ns, b)};
+        int inr[4] = {xr, wr, tg_graph_add_const_copy(ref, "s", TG_F32, &ns, sc),
+                      tg_graph_add_const_copy(ref, "b", TG_F32, &ns, b)};
+        tg_attr a[8] = {tg_attr_string("scheme", "static"), tg_attr_ints("padding", 1, (int64_t[]){1}),
+                        tg_attr_float("x_scale", 1), tg_attr_int("x_zero", 3),
+                        tg_attr_float("y_scale", 0.25), tg_attr_int("y_zero", 100),
+                        tg_attr_float("y_min", 0), tg_attr_float("y_max", 6)};
+        if (xq) {
+            tg_attr f = tg_attr_dtype("dtype", TG_F32);
+            int c = tg_graph_add_node(ref, TG_OP_CAST, NULL, 1, &xr, 1, &f);
+            inr[0] = tg_graph_add_node(ref, TG_OP_SUB, NULL, 2,
+                                       (int[]){c, tg_graph_add_scalar(ref, "z", TG_F32, 3)}, 0, NULL);
+        }
+        int y = tg_graph_add_node(ref, TG_OP_QCONV, "ref", 4, inr, 4, a);
+        if (yq) {
+            tg_attr cl[2] = {tg_attr_float("min", 0), tg_attr_float("max", 6)};
+            tg_attr qa[3] = {tg_attr_float("scale", 0.25), tg_attr_int("zero_point", 100),
+                             tg_attr_dtype("dtype", TG_U8)};
+            y = tg_graph_add_node(ref, TG_OP_CLAMP, NULL, 1, &y, k == 1 ? 2 : 1, cl);
+            y = tg_graph_add_node(ref, TG_OP_QUANTIZE, NULL, 1, &y, 3, qa);
+        }
+        CHECK(y >= 0 && tg_graph_add_output(ref, y) == 0);
+        run(op, what[k], one_node(g, op, 4, in, yq ? (k == 1 ? 8 : 7) : 4, a),
+            (cg_case){.lo = xq ? 0 : -3, .hi = xq ? 256 : 200, .reference = ref});
+    }
 }
 
 static void case_grid_sample(tg_op op)

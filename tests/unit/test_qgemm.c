@@ -1,6 +1,6 @@
 /* The int8 GEMM on every path the CPU has (VNNI, AVX2, scalar) against exact
- * integer arithmetic, and the quantized linear layer against the same math
- * done step by step. Integers must match exactly; so must the floats, since
+ * integer arithmetic, and the quantized linear and convolution layers (with
+ * float or u8 activations) against the same math done step by step. Integers must match exactly; so must the floats, since
  * the reference performs the same float32 operations in the same order. */
 #include <float.h>
 #include <math.h>
@@ -168,6 +168,45 @@ static void check_recip_division(int64_t n)
     CHECK(bad == 0);
 }
 
+/* tgk_qconv with u8 on either side against tgk_qconv_f32's output y (checked
+ * below): the input quantized already (xq) gives the same floats; a u8
+ * output is y quantized with the output's parameters (a scale that
+ * saturates some of y), clamped to random bounds; each byte equal. */
+static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t *xq, float xs,
+                           int32_t xz, const void *packed, const float *ws, const float *b,
+                           const float *y, int64_t ny)
+{
+    float lo = 0, hi = 0, ys;
+    int32_t yz;
+    for (int64_t i = 0; i < ny; i++) lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi;
+    tgk_qparams_u8(0.7f * lo, 0.7f * hi, &ys, &yz);
+    float *yf = malloc(sizeof *yf * (ny + 1));
+    uint8_t *yq = malloc(ny + 1);
+    for (int v = 0; v < 3; v++) {       /* u8 in; u8 out; both */
+        tgk_qact a = {.x = v == 1 ? x : NULL, .xq = v == 1 ? NULL : xq, .x_scale = xs,
+                      .x_zero = xz, .y = v == 0 ? yf : NULL, .yq = v == 0 ? NULL : yq,
+                      .y_scale = ys, .y_zero = yz, .y_lo = (int32_t)(rnd() % 80),
+                      .y_hi = 175 + (int32_t)(rnd() % 81)};
+        yf[ny] = 12345.0f, yq[ny] = 77;
+        CHECK(tgk_qconv(d, &a, packed, ws, b) == 0);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < ny; i++) {
+            int32_t want = ref_quant(y[i], ys, yz);
+            want = want < a.y_lo ? a.y_lo : want > a.y_hi ? a.y_hi : want;
+            bad += v == 0 ? memcmp(&yf[i], &y[i], sizeof *y) != 0 : yq[i] != want;
+        }
+        if (bad) fprintf(stderr, "qconv %s nsp=%d c=%lld k=%lld g=%lld u8 variant %d: %lld wrong\n",
+                         tgk_qgemm_path(), d->nsp, (long long)d->c, (long long)d->k,
+                         (long long)d->groups, v, (long long)bad);
+        CHECK(bad == 0 && yf[ny] == 12345.0f && yq[ny] == 77);
+    }
+    /* a u8 input with the dynamic scheme, bounds outside u8: refused */
+    tgk_qact bad_dyn = {.xq = xq, .x_scale = xs, .x_zero = xz, .dynamic = 1, .y = yf};
+    tgk_qact bad_lo = {.x = x, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_lo = 9, .y_hi = 8};
+    CHECK(tgk_qconv(d, &bad_dyn, packed, ws, b) == -1 && tgk_qconv(d, &bad_lo, packed, ws, b) == -1);
+    free(yf), free(yq);
+}
+
 /* Quantized convolution against the same math done directly: quantize, sum
  * (xq - zero) * w over the window with padding reading the zero point, scale. */
 static void check_qconv(int nsp, int64_t n, int64_t c, int64_t k, int64_t groups, int64_t in,
@@ -234,6 +273,8 @@ static void check_qconv(int nsp, int64_t n, int64_t c, int64_t k, int64_t groups
             if (bad) fprintf(stderr, "qconv packed %s run %s nsp=%d c=%lld k=%lld g=%lld: %lld wrong\n",
                              paths[pp], paths[p], nsp, (long long)c, (long long)k, (long long)groups, (long long)bad);
             CHECK(bad == 0 && y[n * k * outsp] == 12345.0f);
+            if (!dynamic)
+                check_qconv_u8(&d, x, xq, xs, xz, packed, ws, b, y, n * k * outsp);
         }
         free(packed);
     }

@@ -242,6 +242,7 @@ static void test_back_to_back(void)
     CHECK(v >= 0 && tg_graph_add_output(g, v) == 0);
     tg_quant_opts o;
     tg_quant_opts_init(&o);
+    o.no_chain = true;          /* (test_chain: conv -> conv passing u8) */
     tg_calib *c = tg_calib_new(g, &o);
     CHECK(c != NULL);
     tg_tensor in = {.dtype = TG_F32, .rank = 4, .dims = {1, 3, 6, 6}}, ref;
@@ -269,6 +270,89 @@ static void test_back_to_back(void)
     tg_graph_free(g);
 }
 
+
+/* A conv into a constant of g: weight [k, c/groups, kh, kw] random, bias. */
+static int conv_of(tg_graph *g, const char *name, int x, int64_t k, int64_t cg, int64_t ker,
+                   int64_t groups)
+{
+    int64_t wd[4] = {k, cg, ker, ker}, n = k * cg * ker * ker;
+    float *w = malloc(sizeof *w * (size_t)n), b[16];
+    for (int64_t i = 0; i < n; i++) w[i] = rndf(-1, 1);
+    for (int64_t i = 0; i < k; i++) b[i] = rndf(-0.5f, 0.5f);
+    char wn[32], bn[32];
+    snprintf(wn, sizeof wn, "%s.w", name), snprintf(bn, sizeof bn, "%s.b", name);
+    tg_shape ws = tg_shape_of(4, wd), bs = tg_shape_of(1, wd);
+    int in[3] = {x, tg_graph_add_const_copy(g, wn, TG_F32, &ws, w),
+                 tg_graph_add_const_copy(g, bn, TG_F32, &bs, b)};
+    free(w);
+    tg_attr a[2] = {tg_attr_ints("padding", 1, (int64_t[]){ker / 2}), tg_attr_int("groups", groups)};
+    return tg_graph_add_node(g, TG_OP_CONV, name, 3, in, 2, a);
+}
+
+/* conv a -> relu -> conv b -> clamp 0..6 -> depthwise conv c -> conv d ->
+ * + x -> e; conv f of e -> + e: a, b and c hand u8 to the next conv (the
+ * relu and the clamp fused), d and f stay float (an add reads them); the
+ * outputs equal the unchained graph's bit for bit. */
+static void test_chain(void)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t xd[4] = {1, 4, 8, 8};
+    tg_shape xs = tg_shape_of(4, xd);
+    int x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    tg_attr six[2] = {tg_attr_float("min", 0), tg_attr_float("max", 6)};
+    int a = conv_of(g, "a", x, 8, 4, 3, 1);
+    int r = tg_graph_add_node(g, TG_OP_RELU, "r", 1, &a, 0, NULL);
+    int b = conv_of(g, "b", r, 8, 8, 1, 1);
+    int b6 = tg_graph_add_node(g, TG_OP_CLAMP, "b6", 1, &b, 2, six);
+    int c = conv_of(g, "c", b6, 8, 1, 3, 8);
+    int d = conv_of(g, "d", c, 4, 8, 1, 1);
+    int e = tg_graph_add_node(g, TG_OP_ADD, "e", 2, (int[]){d, x}, 0, NULL);
+    int f = conv_of(g, "f", e, 4, 4, 1, 1);
+    int y = tg_graph_add_node(g, TG_OP_ADD, "y", 2, (int[]){f, e}, 0, NULL);
+    CHECK(y >= 0 && tg_graph_add_output(g, y) == 0);
+    tg_quant_opts o;
+    tg_quant_opts_init(&o);
+    tg_calib *cal = tg_calib_new(g, &o);
+    tg_tensor in[3];
+    for (int s = 0; s < 3; s++) {
+        in[s] = (tg_tensor){.dtype = TG_F32, .rank = 4, .dims = {1, 4, 8, 8}};
+        CHECK(tg_tensor_alloc(&in[s]) == 0);
+        for (int i = 0; i < 256; i++) ((float *)in[s].data)[i] = rndf(-2, 3);
+        tg_tensor out;
+        CHECK(cal && tg_calib_run(cal, &in[s], &out) == 0);
+        tg_tensor_free(&out);
+    }
+    tg_graph *q[2];
+    for (int k = 0; k < 2; k++) {
+        o.no_chain = k == 0;
+        q[k] = tg_graph_clone(g);
+        CHECK(q[k] && tg_quant_rewrite(q[k], &o, cal) == 5);
+    }
+    static const char *const u8[] = {"a", "b", "c"}, *f32[] = {"d", "e", "f", "y"};
+    for (int i = 0; i < 3; i++) {
+        int v = tg_graph_find_value(q[1], u8[i]);
+        CHECK(v >= 0 && q[1]->values[v].dtype == TG_U8 && tg_graph_find_value(q[0], u8[i]) >= 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        int v = tg_graph_find_value(q[1], f32[i]);
+        CHECK(v >= 0 && q[1]->values[v].dtype == TG_F32);
+    }
+    int nact = 0;
+    for (int i = 0; i < q[1]->nnode; i++)
+        nact += q[1]->nodes[i].op == TG_OP_RELU || q[1]->nodes[i].op == TG_OP_CLAMP;
+    CHECK(nact == 0 && tg_graph_find_value(q[0], "r") >= 0 && tg_graph_find_value(q[0], "b6") >= 0);
+    tg_exec *e0 = tg_exec_new(q[0], 1), *e1 = tg_exec_new(q[1], 1);
+    for (int s = 0; s < 3; s++) {
+        tg_tensor y0, y1;
+        CHECK(e0 && e1 && tg_exec_run(e0, &in[s], &y0) == 0 && tg_exec_run(e1, &in[s], &y1) == 0);
+        CHECK(y0.nbytes == y1.nbytes && memcmp(y0.data, y1.data, y0.nbytes) == 0);
+        tg_tensor_free(&y0), tg_tensor_free(&y1), tg_tensor_free(&in[s]);
+    }
+    tg_exec_free(e0), tg_exec_free(e1);
+    tg_graph_free(q[0]), tg_graph_free(q[1]);
+    tg_calib_free(cal);
+    tg_graph_free(g);
+}
 
 /* linear(dequantize(quantize(x)), dequantize(wq)): folded only when both sides
  * allow; a pair whose two nodes disagree stays float. */
@@ -322,6 +406,7 @@ int main(void)
     test_observers();
     test_rewrite();
     test_back_to_back();
+    test_chain();
     test_fold();
     return unit_report();
 }

@@ -106,11 +106,18 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
             fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field[a], i, v[a][i]);
     }
     packed_weights(c, nd, "qconv", "&d", "");
+    bool xq = x->dtype == TG_U8;
+    fprintf(c->f, "    tgk_qact qa = {0};\n    qa.%s = %s;\n    qa.x_scale = %s;\n"
+            "    qa.x_zero = %d;\n    qa.dynamic = %d;\n    qa.%s = %s;\n", xq ? "xq" : "x",
+            cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
+            q->scheme == TG_QSCHEME_DYNAMIC, q->y_u8 ? "yq" : "y", cg_ptr(c, nd->out[0]));
+    if (q->y_u8)
+        fprintf(c->f, "    qa.y_scale = %s;\n    qa.y_zero = %d;\n    qa.y_lo = %d;\n"
+                "    qa.y_hi = %d;\n", cg_float(c, q->y_scale), (int)q->y_zero, (int)q->y_lo,
+                (int)q->y_hi);
     fail_if(c, nd,
-            cg_str(c, "tgk_qconv_f32(&d, %s, %s, %d, %d, pk, %s, %s, %s)",
-                   cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
-                   q->scheme == TG_QSCHEME_DYNAMIC, cg_ptr(c, nd->in[2]), bias_ptr(c, nd, 3),
-                   cg_ptr(c, nd->out[0])),
+            cg_str(c, "tgk_qconv(&d, &qa, pk, %s, %s)", cg_ptr(c, nd->in[2]),
+                   bias_ptr(c, nd, 3)),
             "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }

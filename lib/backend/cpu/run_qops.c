@@ -78,9 +78,18 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
         free(packed);
         return tg_err("out of memory");
     }
-    int rc = tgk_qconv_f32(&d, x->data, q->x_scale, q->x_zero_u8,
-                           q->scheme == TG_QSCHEME_DYNAMIC, packed, c->in[2]->data,
-                           b ? b->data : NULL, y->data);
+    tgk_qact a = {.x_scale = q->x_scale, .x_zero = q->x_zero_u8,
+                  .dynamic = q->scheme == TG_QSCHEME_DYNAMIC, .y_scale = q->y_scale,
+                  .y_zero = q->y_zero, .y_lo = q->y_lo, .y_hi = q->y_hi};
+    if (x->dtype == TG_U8)
+        a.xq = x->data;
+    else
+        a.x = x->data;
+    if (q->y_u8)
+        a.yq = y->data;
+    else
+        a.y = y->data;
+    int rc = tgk_qconv(&d, &a, packed, c->in[2]->data, b ? b->data : NULL);
     free(packed);
     return rc ? tg_err("out of memory for the quantized convolution") : 0;
 }

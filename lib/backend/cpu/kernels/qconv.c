@@ -14,8 +14,7 @@
 
 #include "conv_geom.h"
 #include "kernels.h"
-#include "qconv_dw.h"
-#include "qconv_panel.h"
+#include "qconv_paths.h"
 #include "qgemm.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
@@ -254,42 +253,61 @@ static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint
     return 0;
 }
 
-int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
-                  int dynamic, const void *packed, const float *w_scale, const float *bias,
-                  float *y)
+/* The row path from a's input (quantized whole first when float), its
+ * float output quantized after when a wants u8. */
+static int rows_conv_act(const tgk_conv_desc *d, const tgk_conv_geom *g, const tgk_qact *a,
+                         const void *packed, const float *sc, const float *bias)
+{
+    int64_t nx = d->n * d->c * g->in_sp, ny = d->n * d->k * g->out_sp;
+    uint8_t *xq = a->xq ? NULL : malloc((size_t)(nx > 0 ? nx : 1));
+    float *y = a->yq ? malloc(sizeof *y * (size_t)(ny > 0 ? ny : 1)) : a->y;
+    int rc = -1;
+    if ((xq || a->xq) && y) {
+        if (xq)
+            tgk_quantize_u8(nx, a->x, a->x_scale, a->x_zero, xq);
+        rc = rows_conv(d, g, xq ? xq : a->xq, a->x_zero, packed, sc, bias, y);
+        if (rc == 0 && a->yq)
+            tgk_quantize_u8_rows(1, ny, y, 0, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq, 0);
+    }
+    free(xq);
+    if (a->yq)
+        free(y);
+    return rc;
+}
+
+int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
+              const float *w_scale, const float *bias)
 {
     tgk_conv_geom g;
     int32_t layout;
     memcpy(&layout, packed, sizeof layout);
     if (qgeom_from(d, &g) || (layout == LAYOUT_PANELS && !tgk_qconv_panel_fits(d)) ||
-        (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)))
+        (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)) || (act->xq && act->dynamic) ||
+        (act->yq && !(0 <= act->y_lo && act->y_lo <= act->y_hi && act->y_hi <= 255)))
         return -1;
-    int64_t nx = d->n * d->c * g.in_sp;
+    tgk_qact a = *act;
     float *sc = malloc(sizeof *sc * (size_t)d->k);
     if (!sc)
         return -1;
-    if (dynamic) {
+    if (a.dynamic) {
         float lo, hi;
-        tgk_minmax_f32(nx, x, &lo, &hi);
-        tgk_qparams_u8(lo, hi, &x_scale, &x_zero);
+        tgk_minmax_f32(d->n * d->c * g.in_sp, a.x, &lo, &hi);
+        tgk_qparams_u8(lo, hi, &a.x_scale, &a.x_zero);
     }
     for (int64_t k = 0; k < d->k; k++)
-        sc[k] = x_scale * w_scale[k];
+        sc[k] = a.x_scale * w_scale[k];
     const char *w = (const char *)packed + HEADER;
-    int rc;
-    if (layout == LAYOUT_DEPTHWISE) {   /* these two quantize as they copy the input */
-        rc = tgk_qconv_dw_f32(d, x, x_scale, x_zero, w, sc, bias, y);
-    } else if (layout == LAYOUT_PANELS) {
-        rc = tgk_qconv_panel_f32(d, x, x_scale, x_zero, w, sc, bias, y);
-    } else {
-        uint8_t *xq = malloc((size_t)(nx > 0 ? nx : 1));
-        rc = -1;
-        if (xq) {
-            tgk_quantize_u8(nx, x, x_scale, x_zero, xq);
-            rc = rows_conv(d, &g, xq, x_zero, w, sc, bias, y);
-        }
-        free(xq);
-    }
+    int rc = layout == LAYOUT_DEPTHWISE ? tgk_qconv_dw(d, &a, w, sc, bias)
+             : layout == LAYOUT_PANELS  ? tgk_qconv_panel(d, &a, w, sc, bias)
+                                        : rows_conv_act(d, &g, &a, w, sc, bias);
     free(sc);
     return rc;
+}
+
+int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
+                  int dynamic, const void *packed, const float *w_scale, const float *bias,
+                  float *y)
+{
+    tgk_qact a = {.x = x, .x_scale = x_scale, .x_zero = x_zero, .dynamic = dynamic, .y = y};
+    return tgk_qconv(d, &a, packed, w_scale, bias);
 }

@@ -4,7 +4,8 @@
  * border of the zero point and every output row sums its taps' rows in
  * 32-bit integers (vectorized: a widening multiply-add per tap, the same
  * exact sums on every ISA), then goes through the float epilogue of the
- * other paths: (float)(acc - zero * sum w) * scale + bias. */
+ * other paths: (float)(acc - zero * sum w) * scale + bias, written as float
+ * or quantized to u8 (qconv_paths.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,9 @@
 
 #include "conv_geom.h"
 #include "kernels.h"
-#include "qconv_dw.h"
+#include "qconv_paths.h"
 #include "qgemm.h"
+#include "qquant.h"
 #include "vecmath.h"    /* TGK_CLONES; -O3 in the interpreter's copy too */
 
 bool tgk_qconv_dw_fits(const tgk_conv_desc *d)
@@ -52,13 +54,11 @@ void tgk_qconv_dw_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 
 typedef struct {
     const tgk_conv_geom *g;
-    const float *x;             /* [n * c][in_sp] */
-    float x_scale;
+    const tgk_qact *a;          /* x or xq [n * c][in_sp]; y or yq [n * k][out_sp] */
     uint8_t *planes;            /* [n * c][padded], filled by the tasks */
     const int32_t *sum;
     const int8_t *w;
     const float *scale, *bias;
-    float *y;
     int64_t c, kg, pd[3], zero;
 } dw_job;
 
@@ -74,18 +74,24 @@ TGK_CLONES static void tap_row(int32_t *restrict acc, const uint8_t *restrict sr
             acc[o] += (int32_t)src[o * s] * w;
 }
 
-/* Not cloned: with FMA the compiler would fuse the multiply and the add,
- * which the other paths round separately. */
-static void epilogue_row(float *y, const int32_t *acc, int64_t n, int32_t corr, float s, float b)
-{
-    for (int64_t o = 0; o < n; o++)
-        y[o] = (float)(acc[o] - corr) * s + b;
-}
-
 #define ROW 256     /* output columns summed at once */
 
-/* Output channel k of the plane pl (padded), row by row: the portable sums. */
-static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, float *y)
+/* Not cloned: with FMA the compiler would fuse the multiply and the add,
+ * which the other paths round separately. Output element at of a's y, or
+ * quantized into its yq. */
+static void epilogue_row(const tgk_qact *a, int64_t at, const int32_t *acc, int64_t n,
+                         int32_t corr, float s, float b)
+{
+    float t[ROW], *y = a->yq ? t : a->y + at;
+    for (int64_t o = 0; o < n; o++)
+        y[o] = (float)(acc[o] - corr) * s + b;
+    if (a->yq)
+        tgk_quantize_u8_rows(1, n, t, 0, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq + at, 0);
+}
+
+/* Output channel k of the plane pl (padded), row by row, into the output
+ * from element y: the portable sums. */
+static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, int64_t y)
 {
     const tgk_conv_geom *g = j->g;
     const int8_t *w = j->w + k * g->kprod;
@@ -104,7 +110,7 @@ static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, float *y
                                                o1 * g->str[1] + bb * g->dil[1]) * j->pd[2] +
                                              c0 * g->str[2] + cc * g->dil[2],
                                     g->str[2], w[t], n);
-                epilogue_row(y + (o0 * g->out[1] + o1) * ow + c0, acc, n, corr, s, bias);
+                epilogue_row(j->a, y + (o0 * g->out[1] + o1) * ow + c0, acc, n, corr, s, bias);
             }
 }
 
@@ -117,8 +123,8 @@ static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, float *y
  * dilation]) and one vpdpbusd against the 4 weights (0 past the kernel's
  * width) adds them. Needs 15 * stride + 3 * dilation < 64; reads up to 63
  * bytes past a row (the planes' slack). */
-__attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi")))
-static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, float *y)
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int64_t y)
 {
     const tgk_conv_geom *g = j->g;
     const int8_t *w = j->w + k * g->kprod;
@@ -139,6 +145,10 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, flo
         }
     __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->sum[k]);
     __m512 s = _mm512_set1_ps(j->scale[k]), bias = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
+    const tgk_qact *a = j->a;
+    __m512d yr_s = _mm512_set1_pd(1.0 / (double)a->y_scale);
+    __m512 yz = _mm512_set1_ps((float)a->y_zero);
+    __m512 ylo = _mm512_set1_ps((float)a->y_lo), yhi = _mm512_set1_ps((float)a->y_hi);
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
         for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
             const uint8_t *row[64];
@@ -146,7 +156,7 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, flo
                 for (int64_t bb = 0; bb < g->ker[1]; bb++, r++)
                     row[r] = pl + ((o0 * g->str[0] + a * g->dil[0]) * j->pd[1] + o1 * g->str[1] +
                                    bb * g->dil[1]) * j->pd[2];
-            float *yr = y + (o0 * g->out[1] + o1) * ow;
+            int64_t yr = y + (o0 * g->out[1] + o1) * ow;
             for (int64_t c0 = 0; c0 < ow; c0 += 16) {
                 __m512i acc = _mm512_setzero_si512();
                 for (int64_t r = 0; r < rows; r++)
@@ -159,7 +169,11 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, flo
                 f = _mm512_mul_round_ps(f, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 f = _mm512_add_round_ps(f, bias, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 int64_t n = ow - c0;
-                _mm512_mask_storeu_ps(yr + c0, n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1), f);
+                __mmask16 m = n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+                if (a->yq)
+                    _mm_mask_storeu_epi8(a->yq + yr + c0, m, tgk_quant16(f, yr_s, yz, ylo, yhi));
+                else
+                    _mm512_mask_storeu_ps(a->y + yr + c0, m, f);
             }
         }
 }
@@ -183,36 +197,41 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
     const dw_job *j = ctx;
     const tgk_conv_geom *g = j->g;
     int64_t psp = j->pd[0] * j->pd[1] * j->pd[2];
-    void (*rows)(const dw_job *, const uint8_t *, int64_t, float *) = channel_rows;
+    void (*rows)(const dw_job *, const uint8_t *, int64_t, int64_t) = channel_rows;
 #if defined(__x86_64__)
     if (vbmi_fits(g))
         rows = channel_rows_vbmi;
 #endif
     for (int64_t i = b; i < e; i++) {
         int64_t img = i / j->c, ch = i % j->c;
-        const float *x = j->x + i * g->in_sp;
         uint8_t *pl = j->planes + i * psp;
         memset(pl, (int)j->zero, (size_t)psp);
-        for (int64_t i0 = 0; i0 < g->in[0]; i0++)     /* quantized into the padded plane */
-            tgk_quantize_u8_rows(g->in[1], g->in[2], x + i0 * g->in[1] * g->in[2], g->in[2],
-                                 j->x_scale, (int32_t)j->zero,
-                                 pl + ((i0 + g->pad[0]) * j->pd[1] + g->pad[1]) * j->pd[2] + g->pad[2],
-                                 j->pd[2]);
+        for (int64_t i0 = 0; i0 < g->in[0]; i0++) {  /* into the padded plane */
+            int64_t at = (i * g->in[0] + i0) * g->in[1] * g->in[2];
+            uint8_t *dst = pl + ((i0 + g->pad[0]) * j->pd[1] + g->pad[1]) * j->pd[2] + g->pad[2];
+            if (!j->a->xq) {
+                tgk_quantize_u8_rows(g->in[1], g->in[2], j->a->x + at, g->in[2], j->a->x_scale,
+                                     (int32_t)j->zero, 0, 255, dst, j->pd[2]);
+                continue;
+            }
+            for (int64_t i1 = 0; i1 < g->in[1]; i1++)
+                memcpy(dst + i1 * j->pd[2], j->a->xq + at + i1 * g->in[2], (size_t)g->in[2]);
+        }
         for (int64_t m = 0; m < j->kg; m++) {
             int64_t k = ch * j->kg + m;
-            rows(j, pl, k, j->y + (img * j->c * j->kg + k) * g->out_sp);
+            rows(j, pl, k, (img * j->c * j->kg + k) * g->out_sp);
         }
     }
 }
 
-int tgk_qconv_dw_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
-                     const void *packed, const float *scale, const float *bias, float *y)
+int tgk_qconv_dw(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
+                 const float *scale, const float *bias)
 {
     tgk_conv_geom g;
     if (!tgk_qconv_dw_fits(d) || !tgk_conv_geom_from(d, &g))
         return -1;
-    dw_job j = {&g, x, x_scale, NULL, packed, (const int8_t *)((const int32_t *)packed + d->k), scale,
-                bias, y, d->c, d->k / d->c, {0, 0, 0}, x_zero};
+    dw_job j = {&g, a, NULL, packed, (const int8_t *)((const int32_t *)packed + d->k), scale,
+                bias, d->c, d->k / d->c, {0, 0, 0}, a->x_zero};
     int64_t psp = tgk_conv_padded_dims(&g, j.pd);
     /* 64 bytes of slack: the VBMI rows read whole windows */
     uint8_t *planes = malloc((size_t)(d->n * d->c * psp) + 64);

@@ -6,8 +6,8 @@
  * layout [group][channel quad][d][h][w][4 channels], where a tap's quad for
  * 16 pixels of an output row is one 64-byte run (stride 1). The result is
  * written per output channel, contiguous pixels, as y's layout wants it,
- * through the same float epilogue as the row path (qconv.c): every path
- * gives the same bits. */
+ * through the same float epilogue as the row path (qconv.c), as float or
+ * quantized to u8 (qconv_paths.h): every path gives the same bits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +19,9 @@
 
 #include "conv_geom.h"
 #include "kernels.h"
-#include "qconv_panel.h"
+#include "qconv_paths.h"
 #include "qgemm.h"
+#include "qquant.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define MR 6                    /* output channels a tile */
@@ -98,8 +99,8 @@ void tgk_qconv_panel_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 typedef struct {
     const tgk_conv_geom *g;
     const pgeom *p;
-    const float *x;             /* this image, [c][in_sp] */
-    float x_scale;
+    const tgk_qact *a;
+    int64_t x0;                 /* this image's first element in a's x or xq, [c][in_sp] */
     int32_t x_zero;
     uint8_t *xb;                /* [groups][cq][pd][4] */
 } relayout_job;
@@ -131,9 +132,10 @@ static void interleave4(const uint8_t *const s[4], int64_t n, uint8_t *o)
 #define QSPAN 4096  /* input bytes of a channel quantized at once */
 
 /* Channel quads [b, e) over all groups: spans of whole input rows (or
- * pieces of one long row) of the quad's 4 channels quantized, then each
- * row interleaved into the padded layout (whose border was filled with the
- * zero point); channels past the group's last read the zero point too. */
+ * pieces of one long row) of the quad's 4 channels quantized (or read in
+ * place when u8), then each row interleaved into the padded layout (whose
+ * border was filled with the zero point); channels past the group's last
+ * read the zero point too. */
 static void relayout(void *ctx, int64_t b, int64_t e)
 {
     const relayout_job *j = ctx;
@@ -152,14 +154,21 @@ static void relayout(void *ctx, int64_t b, int64_t e)
             for (int64_t c0 = 0; c0 < in2; c0 += cols) {
                 int64_t r1 = r0 + rows_per < nrow ? r0 + rows_per : nrow;
                 int64_t n = in2 - c0 < cols ? in2 - c0 : cols;
-                for (int t = 0; t < 4; t++)
-                    if (cq * 4 + t < p->cg)
-                        tgk_quantize_u8((r1 - r0) * n, j->x + (gi * p->cg + cq * 4 + t) * g->in_sp +
-                                        r0 * in2 + c0, j->x_scale, j->x_zero, span[t]);
+                const uint8_t *from[4] = {span[0], span[1], span[2], span[3]};
+                for (int t = 0; t < 4; t++) {
+                    int64_t at = j->x0 + (gi * p->cg + cq * 4 + t) * g->in_sp + r0 * in2 + c0;
+                    if (cq * 4 + t >= p->cg)
+                        continue;
+                    if (j->a->xq)   /* rows r0..r1 of n bytes are contiguous there */
+                        from[t] = j->a->xq + at;
+                    else
+                        tgk_quantize_u8((r1 - r0) * n, j->a->x + at, j->a->x_scale, j->x_zero,
+                                        span[t]);
+                }
                 for (int64_t r = r0; r < r1; r++) {
                     int64_t i0 = r / g->in[1], i1 = r % g->in[1];
-                    const uint8_t *s[4] = {span[0] + (r - r0) * n, span[1] + (r - r0) * n,
-                                           span[2] + (r - r0) * n, span[3] + (r - r0) * n};
+                    const uint8_t *s[4] = {from[0] + (r - r0) * n, from[1] + (r - r0) * n,
+                                           from[2] + (r - r0) * n, from[3] + (r - r0) * n};
                     interleave4(s, n, dst + (((i0 + g->pad[0]) * p->pd[1] + i1 + g->pad[1]) *
                                              p->pd[2] + g->pad[2] + c0) * 4);
                 }
@@ -253,7 +262,8 @@ typedef struct {
     const int8_t *w;            /* the group's packed weights */
     const int32_t *rowsum;
     const float *scale, *bias;  /* the group's: scale[k] = x_scale * w_scale[k]; bias may be NULL */
-    float *y;                   /* the group's channel 0, pixel 0 */
+    const tgk_qact *a;          /* the output, y or yq */
+    int64_t y0;                 /* the group's channel 0, pixel 0 there */
     int64_t p0, p1, nch, zero;  /* packed: pixels [p0, p1), nch chunks; in place: nch per plane */
 } gemm_job;
 
@@ -293,13 +303,17 @@ static void chunk_of(const gemm_job *j, int64_t ch, chunk_at *c)
 
 /* The epilogue of one channel's 16 sums: (float)(acc - zero * rowsum) * s + b,
  * as the row path computes it (tgk_qgemm_u8s8_f32), the lanes in mask
- * stored one after another from y. */
-static inline void store_scalar(float *y, const int32_t *acc, unsigned mask, int32_t corr,
-                                float s, float b)
+ * stored one after another from element at of the output. */
+static inline void store_scalar(const tgk_qact *a, int64_t at, const int32_t *acc, unsigned mask,
+                                int32_t corr, float s, float b)
 {
+    float t[PX], *y = a->yq ? t : a->y + at;
+    int n = 0;
     for (int i = 0; i < PX; i++)
         if (mask >> i & 1)
-            *y++ = (float)(acc[i] - corr) * s + b;
+            y[n++] = (float)(acc[i] - corr) * s + b;
+    if (a->yq)
+        tgk_quantize_u8_rows(1, n, t, 0, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq + at, 0);
 }
 
 /* The reference: blocks of MR channels x the chunk's panels, plain loops. */
@@ -318,8 +332,8 @@ static void tile_scalar(const gemm_job *j, int64_t blk, const chunk_at *c)
                         acc[i] += (int32_t)a[i * 4 + t] * wb[(q * MR + r) * 4 + t];
             }
             int64_t k = blk * MR + r;
-            store_scalar(j->y + k * sp + c->out[v], acc, c->mask[v], (int32_t)j->zero * j->rowsum[k],
-                         j->scale[k], j->bias ? j->bias[k] : 0.0f);
+            store_scalar(j->a, j->y0 + k * sp + c->out[v], acc, c->mask[v],
+                         (int32_t)j->zero * j->rowsum[k], j->scale[k], j->bias ? j->bias[k] : 0.0f);
         }
 }
 
@@ -328,8 +342,9 @@ static void tile_scalar(const gemm_job *j, int64_t blk, const chunk_at *c)
  * loop unrolls and they stay in registers: per k quad, NP panel loads and MR
  * broadcasts feed MR * NP vpdpbusd. The epilogue's multiply and add are the
  * rounding intrinsics, which the compiler never fuses into an FMA; a panel
- * whose stored pixels are not its first ones is compressed as it is stored. */
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+ * whose stored pixels are not its first ones is compressed as it is stored
+ * (when u8, compressed as floats, then quantized). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline))
 static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const chunk_at *c)
 {
     const pgeom *p = j->p;
@@ -358,6 +373,10 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
         }
     }
     int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR, sp = j->g->out_sp;
+    const tgk_qact *ya = j->a;
+    __m512d yr = _mm512_set1_pd(1.0 / (double)ya->y_scale);
+    __m512 yz = _mm512_set1_ps((float)ya->y_zero);
+    __m512 ylo = _mm512_set1_ps((float)ya->y_lo), yhi = _mm512_set1_ps((float)ya->y_hi);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         if (r >= mr)
@@ -365,7 +384,7 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
         int64_t k = blk * MR + r;
         __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->rowsum[k]);
         __m512 s = _mm512_set1_ps(j->scale[k]), b = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
-        float *y = j->y + k * sp;
+        int64_t y = j->y0 + k * sp;
 #pragma GCC unroll 4
         for (int v = 0; v < NP; v++) {
             __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], corr));
@@ -374,15 +393,21 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
             unsigned m = c->mask[v];
             if (!m)                     /* all in the padding columns */
                 continue;
-            if ((m & (m + 1)) == 0)     /* the first pixels: a plain masked store */
-                _mm512_mask_storeu_ps(y + c->out[v], (__mmask16)m, f);
-            else
-                _mm512_mask_compressstoreu_ps(y + c->out[v], (__mmask16)m, f);
+            if (ya->yq) {
+                __mmask16 first = (__mmask16)((1u << __builtin_popcount(m)) - 1);
+                if (m & (m + 1))
+                    f = _mm512_maskz_compress_ps((__mmask16)m, f);
+                _mm_mask_storeu_epi8(ya->yq + y + c->out[v], first, tgk_quant16(f, yr, yz, ylo, yhi));
+            } else if ((m & (m + 1)) == 0) {    /* the first pixels: a plain masked store */
+                _mm512_mask_storeu_ps(ya->y + y + c->out[v], (__mmask16)m, f);
+            } else {
+                _mm512_mask_compressstoreu_ps(ya->y + y + c->out[v], (__mmask16)m, f);
+            }
         }
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static void tile_vnni_any(const gemm_job *j, int64_t blk, const chunk_at *c)
 {
     switch (c->np) {
@@ -419,9 +444,10 @@ static void gemm_tasks(void *ctx, int64_t b, int64_t e)
     }
 }
 
-int tgk_qconv_panel_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
-                        const void *packed, const float *scale, const float *bias, float *y)
+int tgk_qconv_panel(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
+                    const float *scale, const float *bias)
 {
+    int32_t x_zero = a->x_zero;
     tgk_conv_geom g;
     pgeom p;
     if (!tgk_conv_geom_from(d, &g))
@@ -450,13 +476,13 @@ int tgk_qconv_panel_f32(const tgk_conv_desc *d, const float *x, float x_scale, i
     int64_t mg = (p.mb + MB_TASK - 1) / MB_TASK;
     for (int64_t img = 0; img < d->n; img++) {
         memset(xb, x_zero, xb_bytes + slack);
-        relayout_job rj = {&g, &p, x + img * d->c * g.in_sp, x_scale, x_zero, xb};
+        relayout_job rj = {&g, &p, a, img * d->c * g.in_sp, x_zero, xb};
         tgk_parallel_for(d->groups * p.cq, 1 + 65536 / (4 * g.in_sp), relayout, &rj);
         for (int64_t gi = 0; gi < d->groups; gi++) {
             const char *wg = (const char *)packed + gi * group_bytes(&p);
             gemm_job gj = {&p, &g, NULL, off, in_place, (const int8_t *)(wg + p.mb * MR * 4),
                            (const int32_t *)wg, scale + gi * p.kg, bias ? bias + gi * p.kg : NULL,
-                           y + (img * d->k + gi * p.kg) * g.out_sp, 0, 0, 0, x_zero};
+                           a, (img * d->k + gi * p.kg) * g.out_sp, 0, 0, 0, x_zero};
             const uint8_t *xg = xb + gi * p.cq * p.psp * 4;
             if (in_place) {
                 gj.src = xg, gj.nch = (g.out[1] * p.pd[2] + CHUNK - 1) / CHUNK;

@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "qgemm.h"
+#include "qquant.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define QB 16                       /* columns per block */
@@ -367,61 +368,43 @@ __attribute__((destructor)) static void free_packed(void)
 
 /* ---- activation quantization --------------------------------------------------- */
 
-static inline uint8_t quant1(float x, float s, int32_t z)
+static inline uint8_t quant1(float x, float s, int32_t z, float lo, float hi)
 {
     float v = nearbyintf(x / s) + (float)z;
-    if (v != v) return (uint8_t)z;
-    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    v = v != v ? (float)z : v;
+    return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
-static void quant_scalar(int64_t n, const float *x, float s, int32_t z, uint8_t *q)
+static void quant_scalar(int64_t n, const float *x, float s, int32_t z, float lo, float hi,
+                         uint8_t *q)
 {
-    for (int64_t i = 0; i < n; i++) q[i] = quant1(x[i], s, z);
+    for (int64_t i = 0; i < n; i++) q[i] = quant1(x[i], s, z, lo, hi);
 }
 
 #if defined(__x86_64__)
-/* The same operations, 16 lanes at a time, but for the division: x / s is
- * x times 1/s in double, rounded once to float, which is the float quotient
- * whenever it is at least 2^-126 (then it is never a float midpoint, and
- * is at least 2^-49 of itself from one, further than the double's error of
- * under 2^-52), and rounds to 0 like it when smaller; it costs a fraction
- * of vdivps. Then rounding to nearest even, the float add and clamp, so
- * every lane equals quant1. */
-__attribute__((target("avx512f")))
-static inline __m512 div_by_recip(__m512 x, __m512d r)
-{
-    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
-    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
-    __m256 flo = _mm512_cvtpd_ps(_mm512_mul_pd(lo, r)), fhi = _mm512_cvtpd_ps(_mm512_mul_pd(hi, r));
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(flo)),
-                                               _mm256_castps_pd(fhi), 1));
-}
-
-/* Rows of n floats, ldx apart, into rows of bytes ldq apart; the last 15
- * or fewer of a row with masked loads and stores. */
+/* The same operations, 16 lanes at a time (qquant.h), so every lane equals
+ * quant1; rows of n floats, ldx apart, into rows of bytes ldq apart; the
+ * last 15 or fewer of a row with masked loads and stores. */
 __attribute__((target("avx512f,avx512bw,avx512vl")))
 static void quant_avx512(int64_t rows, int64_t n, const float *x, int64_t ldx, float s, int32_t z,
-                         uint8_t *q, int64_t ldq)
+                         float flo, float fhi, uint8_t *q, int64_t ldq)
 {
     __m512 vz = _mm512_set1_ps((float)z);
     __m512d r = _mm512_set1_pd(1.0 / (double)s);
-    __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+    __m512 lo = _mm512_set1_ps(flo), hi = _mm512_set1_ps(fhi);
     for (int64_t row = 0; row < rows; row++, x += ldx, q += ldq)
         for (int64_t i = 0; i < n; i += 16) {
             __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-            __m512 v = div_by_recip(_mm512_maskz_loadu_ps(k, x + i), r);
-            v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
-            v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), vz);
-            v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-            _mm_mask_storeu_epi8(q + i, k, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v)));
+            _mm_mask_storeu_epi8(q + i, k, tgk_quant16(_mm512_maskz_loadu_ps(k, x + i), r, vz, lo, hi));
         }
 }
 
 __attribute__((target("avx2")))
-static void quant_avx2(int64_t n, const float *x, float s, int32_t z, uint8_t *q)
+static void quant_avx2(int64_t n, const float *x, float s, int32_t z, float flo, float fhi,
+                       uint8_t *q)
 {
     __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps((float)z);
-    __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
+    __m256 lo = _mm256_set1_ps(flo), hi = _mm256_set1_ps(fhi);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);
@@ -432,7 +415,7 @@ static void quant_avx2(int64_t n, const float *x, float s, int32_t z, uint8_t *q
         _mm256_storeu_si256((__m256i *)t, _mm256_cvtps_epi32(v));
         for (int j = 0; j < 8; j++) q[i + j] = (uint8_t)t[j];
     }
-    quant_scalar(n - i, x + i, s, z, q + i);
+    quant_scalar(n - i, x + i, s, z, flo, fhi, q + i);
 }
 #endif
 
@@ -448,25 +431,25 @@ static void quant_task(void *ctx, int64_t b, int64_t e)
     const quant_job *j = ctx;
     int p = path();
 #if defined(__x86_64__)
-    if (p == 2) { quant_avx512(1, e - b, j->x + b, 0, j->s, j->z, j->q + b, 0); return; }
-    if (p == 1) { quant_avx2(e - b, j->x + b, j->s, j->z, j->q + b); return; }
+    if (p == 2) { quant_avx512(1, e - b, j->x + b, 0, j->s, j->z, 0, 255, j->q + b, 0); return; }
+    if (p == 1) { quant_avx2(e - b, j->x + b, j->s, j->z, 0, 255, j->q + b); return; }
 #endif
     (void)p;
-    quant_scalar(e - b, j->x + b, j->s, j->z, j->q + b);
+    quant_scalar(e - b, j->x + b, j->s, j->z, 0, 255, j->q + b);
 }
 
 void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, float scale,
-                          int32_t zero, uint8_t *q, int64_t ldq)
+                          int32_t zero, int32_t lo, int32_t hi, uint8_t *q, int64_t ldq)
 {
     int p = path();
 #if defined(__x86_64__)
-    if (p == 2) { quant_avx512(rows, n, x, ldx, scale, zero, q, ldq); return; }
+    if (p == 2) { quant_avx512(rows, n, x, ldx, scale, zero, (float)lo, (float)hi, q, ldq); return; }
 #endif
     for (int64_t r = 0; r < rows; r++, x += ldx, q += ldq) {
 #if defined(__x86_64__)
-        if (p == 1) { quant_avx2(n, x, scale, zero, q); continue; }
+        if (p == 1) { quant_avx2(n, x, scale, zero, (float)lo, (float)hi, q); continue; }
 #endif
-        quant_scalar(n, x, scale, zero, q);
+        quant_scalar(n, x, scale, zero, (float)lo, (float)hi, q);
     }
 }
 

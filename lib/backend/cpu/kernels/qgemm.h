@@ -50,10 +50,11 @@ void *tgk_qgemm_pack_once(void **slot, int64_t N, int64_t K, const int8_t *w);
 /* Activation quantization, bit-identical on every path:
  * q = clamp(round_half_even(x / scale) + zero, 0, 255). */
 void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8_t *q);
-/* The same over rows of n floats, ldx apart, into rows ldq apart, on the
- * calling thread alone (for kernels quantizing as they copy into a layout). */
+/* The same over rows of n floats, ldx apart, into rows ldq apart, clamped
+ * to [lo, hi] (0 and 255: none), on the calling thread alone (for kernels
+ * quantizing as they copy into a layout or out of their sums). */
 void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, float scale,
-                          int32_t zero, uint8_t *q, int64_t ldq);
+                          int32_t zero, int32_t lo, int32_t hi, uint8_t *q, int64_t ldq);
 /* Smallest and largest of x[0..n), NaNs ignored; 0 and 0 when n is 0. */
 void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
 
@@ -107,6 +108,25 @@ void *tgk_qconv_pack_once(void **slot, const tgk_conv_desc *d, const int8_t *w);
 int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t x_zero,
                   int dynamic, const void *packed, const float *w_scale, const float *bias,
                   float *y);
+/* The same with int8 activations on either side, so that consecutive
+ * quantized layers pass u8 between them: the input is x (float, quantized
+ * as above) or xq (u8 already, with x_scale and x_zero; not dynamic); the
+ * output y (float), or yq: clamp(q, y_lo, y_hi) for q the float output
+ * quantized as tgk_quantize_u8 does with y_scale and y_zero (the clamp is a
+ * fused relu or relu6: 0 <= y_lo <= y_hi <= 255). */
+typedef struct {
+    const float *x;
+    const uint8_t *xq;
+    float x_scale;
+    int32_t x_zero;
+    int dynamic;
+    float *y;
+    uint8_t *yq;
+    float y_scale;
+    int32_t y_zero, y_lo, y_hi;
+} tgk_qact;
+int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
+              const float *w_scale, const float *bias);
 
 /* Weight-only quantized linear layer (wlinear.c): y[M,N] = x[M,K] * W^T + bias,
  * W[n,k] = q[n,k] * scale[n, k / group], q signed: bits 8 one int8 per weight

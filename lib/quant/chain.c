@@ -1,0 +1,134 @@
+/* Int8 activations between quantized convolutions: a static qconv whose
+ * result (directly, or through a relu or clamp that alone reads it) is read
+ * only by static qconvs quantizing it with the same parameters gives them
+ * u8 instead of float: its kernel quantizes in its epilogue (the clamp
+ * fused as bounds on the u8 values), and theirs skip quantizing their
+ * input. The numbers are the same: quantizing is monotone, so clamping the
+ * u8 values equals quantizing the clamped floats. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "../ops/infer.h"
+#include "../ops/qops.h"
+#include "internal.h"
+
+static bool is_output(const tg_graph *g, int v)
+{
+    for (int k = 0; k < g->noutput; k++)
+        if (g->outputs[k] == v)
+            return true;
+    return false;
+}
+
+/* A static qconv reading u8-quantizable float: x_dtype u8, no u8 output yet. */
+static bool chainable(const tg_node *n, tg_qlayer *q)
+{
+    tg_dtype xdt;
+    return n->op == TG_OP_QCONV && !tg_qlayer_read(n, q) && q->scheme == TG_QSCHEME_STATIC &&
+           !q->y_u8 && !tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) && xdt == TG_U8;
+}
+
+/* The bounds of a relu or clamp node (false for any other). */
+static bool act_bounds(const tg_node *n, double *lo, double *hi)
+{
+    *lo = -INFINITY, *hi = INFINITY;
+    if (n->op == TG_OP_RELU) {
+        *lo = 0;
+        return true;
+    }
+    return n->op == TG_OP_CLAMP && n->nin == 1 && !tg_attr_get_float(n, "min", -INFINITY, lo) &&
+           !tg_attr_get_float(n, "max", INFINITY, hi);
+}
+
+/* Whether every one of the uses[v] reads of v is input 0 of a static qconv
+ * quantizing it alike; their x_scale and x_zero into *q. */
+static bool read_by_qconvs(const tg_graph *g, const int *uses, int v, tg_qlayer *q)
+{
+    int seen = 0;
+    for (int i = 0; i < g->nnode; i++) {
+        const tg_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin; k++) {
+            if (n->in[k] != v || n->op == TG_OP_NONE)
+                continue;
+            tg_qlayer r;
+            tg_dtype xdt;
+            if (k != 0 || n->op != TG_OP_QCONV || tg_qlayer_read(n, &r) ||
+                r.scheme != TG_QSCHEME_STATIC || tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) ||
+                xdt != TG_U8 || (seen && (r.x_scale != q->x_scale || r.x_zero_u8 != q->x_zero_u8)))
+                return false;
+            *q = r;
+            seen++;
+        }
+    }
+    return seen > 0 && seen == uses[v];
+}
+
+/* Layer ni with a u8 output for readers quantizing as rq, clamped to
+ * [lo, hi]: a new node in its place. Its output value, or -1. */
+static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, double lo, double hi)
+{
+    const tg_node *n = &g->nodes[ni];
+    tg_attr attrs[40];
+    int na = 0;
+    if (n->nattr > 36)
+        return tg_err("node '%s': too many attributes", n->name);
+    for (int i = 0; i < n->nattr; i++)
+        attrs[na++] = n->attr[i];
+    attrs[na++] = tg_attr_float("y_scale", rq->x_scale);
+    attrs[na++] = tg_attr_int("y_zero", rq->x_zero_u8);
+    if (lo > -INFINITY)
+        attrs[na++] = tg_attr_float("y_min", lo);
+    if (hi < INFINITY)
+        attrs[na++] = tg_attr_float("y_max", hi);
+    char name[512];
+    snprintf(name, sizeof name, "%s8", n->name);
+    int in[4];
+    memcpy(in, n->in, sizeof(int) * (size_t)n->nin);
+    return tg_graph_add_node(g, TG_OP_QCONV, name, n->nin, in, na, attrs);
+}
+
+int tg_quant_chain(tg_graph *g)
+{
+    int done = 0, nnode = g->nnode;
+    for (int i = 0; i < nnode; i++) {
+        tg_qlayer q, rq;
+        const tg_node *n = &g->nodes[i];
+        if (!chainable(n, &q) || is_output(g, n->out[0]))
+            continue;
+        int *uses = tg_graph_use_counts(g);
+        if (!uses)
+            return -1;
+        int y = n->out[0], act = -1, v = y;
+        double lo = -INFINITY, hi = INFINITY;
+        for (int k = 0; k < g->nnode && uses[y] == 1; k++) {
+            const tg_node *a = &g->nodes[k];
+            if (a->op != TG_OP_NONE && a->nin == 1 && a->in[0] == y) {
+                if (act_bounds(a, &lo, &hi) && !is_output(g, a->out[0]))
+                    act = k, v = a->out[0];
+                break;
+            }
+        }
+        bool ok = read_by_qconvs(g, uses, v, &rq);
+        free(uses);
+        if (!ok)
+            continue;
+        int nv = to_u8(g, i, &rq, act >= 0 ? lo : -INFINITY, act >= 0 ? hi : INFINITY);
+        if (nv < 0 || tg_graph_replace_node(g, i, nv, ".float"))
+            return -1;
+        const char *fused = act >= 0 ? tg_op_name(g->nodes[act].op) : NULL;
+        if (act >= 0) {
+            tg_graph_replace_uses(g, v, nv);
+            tg_graph_kill_node(g, act);
+        }
+        TG_LOG(QUANT, TG_LOG_INFO, "%s: u8 output for the next layer%s%s", g->nodes[i].name,
+               fused ? ", fused " : "", fused ? fused : "");
+        done++;
+    }
+    if (done && (tg_graph_compact(g) || tg_graph_validate(g)))
+        return -1;
+    return done;
+}
