@@ -320,7 +320,9 @@ int main(void)
     rng_state = (uint64_t)time(NULL) * 2654435761u | 1;
     printf("seed %llu, best path %s\n", (unsigned long long)rng_state, tgk_qgemm_path());
     const int64_t sizes[][3] = {{1, 1, 1}, {1, 16, 4}, {3, 17, 5}, {4, 16, 64}, {5, 33, 7},
-                                {7, 10, 130}, {9, 48, 255}, {64, 70, 384}, {2, 1, 1023}};
+                                {7, 10, 130}, {9, 48, 255}, {64, 70, 384}, {2, 1, 1023},
+                                /* batch 1, large: rows and columns split across threads */
+                                {1, 1000, 512}, {3, 200, 768}, {37, 130, 600}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         check_qgemm(sizes[i][0], sizes[i][1], sizes[i][2]);
     for (int t = 0; t < 20; t++) check_qgemm(1 + rnd() % 40, 1 + rnd() % 80, 1 + rnd() % 300);

@@ -167,11 +167,10 @@ static inline void tile_vnni(const int NB, const qgemm_args *q, int64_t m, int64
         for (int t = 0; t < NB; t++) store_vnni(q, m + r, b + t, c[r][t]);
 }
 
-/* Rows m..m+3, every column block, on VNNI tiles of up to 4 blocks. */
+/* Rows m..m+3, column blocks [b, nb), on VNNI tiles of up to 4 blocks. */
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
-static void rows4_vnni(const qgemm_args *q, int64_t m)
+static void rows4_vnni(const qgemm_args *q, int64_t m, int64_t b, int64_t nb)
 {
-    int64_t nb = nblocks(q->N), b = 0;
     for (; b + 4 <= nb; b += 4) tile_vnni(4, q, m, b);
     switch (nb - b) {
     case 3: tile_vnni(3, q, m, b); break;
@@ -263,17 +262,17 @@ static void store_block(const qgemm_args *q, int64_t m, int64_t b, const int32_t
     for (int j = 0; j < nj; j++) y[j] = (float)v[j] * s[j] + (bi ? bi[j] : 0.0f);
 }
 
-/* Rows [m0, m1) of c: groups of 4 rows on VNNI, then one at a time. */
-static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
+/* Rows [m0, m1) of c, column blocks [b0, b1): groups of 4 rows on VNNI,
+ * then one at a time. */
+static void qgemm_part(const qgemm_args *q, int64_t m0, int64_t m1, int64_t b0, int64_t b1)
 {
-    const qgemm_args *q = ctx;
-    int64_t nb = nblocks(q->N), kg = ROUND4(q->K) / 4;
-    const int8_t *w = (const int8_t *)((const int32_t *)q->packed + nb * QB);
+    int64_t kg = ROUND4(q->K) / 4;
+    const int8_t *w = (const int8_t *)((const int32_t *)q->packed + nblocks(q->N) * QB);
     int p = path();
     int32_t raw[4][QB];
     int64_t m = m0;
 #if defined(__x86_64__)
-    for (; p == 2 && m + 4 <= m1; m += 4) rows4_vnni(q, m);
+    for (; p == 2 && m + 4 <= m1; m += 4) rows4_vnni(q, m, b0, b1);
 #endif
     block_fn fn = block_scalar;
 #if defined(__x86_64__)
@@ -281,17 +280,23 @@ static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
     else if (p == 1) fn = block_avx2;
 #endif
     for (; m < m1; m++)
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t b = b0; b < b1; b++) {
             fn(q->a + m * q->lda, q->K, w + b * kg * QB * 4, raw[0]);
             store_block(q, m, b, raw[0]);
         }
 }
 
+static void qgemm_chunk(const void *ctx, int64_t m0, int64_t m1, int64_t b0, int64_t b1)
+{
+    qgemm_part(ctx, m0, m1, b0, b1);
+}
+
+/* Rows and column blocks both split (tgk_parallel_panels), so that a product
+ * of few rows (batch 1) still gives every thread work when it is large. */
 static void qgemm_run(const qgemm_args *q)
 {
-    /* About 64k multiply-adds per task keeps the pool's overhead small. */
-    int64_t per_row = q->N * q->K > 0 ? q->N * q->K : 1, grain = 65536 / per_row;
-    tgk_parallel_for(q->M, grain < 4 ? 4 : grain, qgemm_rows, (void *)q);
+    tgk_parallel_panels(q->M, nblocks(q->N), 4, (double)q->M * (double)q->N * (double)q->K,
+                        qgemm_chunk, q);
 }
 
 void tgk_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
