@@ -226,9 +226,9 @@ tg_graph *tg_graph_clone(const tg_graph *g);
  * (one line each, with the node name) in the tg_err message. 0 or -1. */
 int tg_graph_validate(const tg_graph *g);
 /* -1 (tg_err naming the node, the attribute and tool) when a node has a run-time
- * attribute or is a data op (tg_op_is_data): only the interpreter runs those; 0
- * otherwise. */
-int tg_graph_check_static(const tg_graph *g, const char *tool);
+ * attribute, or is a data op (tg_op_is_data) and the tool takes none (data_ops
+ * false): only the interpreter runs those; 0 otherwise. */
+int tg_graph_check_static(const tg_graph *g, const char *tool, bool data_ops);
 
 /* Where symbol s is read from at run time: the dim `axis` of input `input`
  * (an index into g->inputs) that is coef*s + off, the smallest coef; -1

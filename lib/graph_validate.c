@@ -278,11 +278,11 @@ static void check_infer(const tg_graph *g, tg_graph *scratch, int i, report *r)
         scratch->values[n->out[k]] = g->values[n->out[k]];
 }
 
-int tg_graph_check_static(const tg_graph *g, const char *tool)
+int tg_graph_check_static(const tg_graph *g, const char *tool, bool data_ops)
 {
     for (int i = 0; i < g->nnode; i++) {
         const tg_node *n = &g->nodes[i];
-        if (tg_op_is_data(n->op))
+        if (tg_op_is_data(n->op) && !data_ops)
             return tg_err("node '%s' (%s): its output's shape depends on its input's values; "
                           "%s needs shapes known before the run (trun runs such a graph)",
                           n->name, tg_op_name(n->op), tool);

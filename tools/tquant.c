@@ -219,7 +219,7 @@ int main(int argc, char **argv)
         return cli_fail(in);
     tg_graph *g = tg_graph_read_mem(buf, len), *qg = NULL;
     free(buf);
-    int folded = g && !tg_graph_check_static(g, "tquant") ? tg_quant_fold_qdq(g) : -1;
+    int folded = g && !tg_graph_check_static(g, "tquant", false) ? tg_quant_fold_qdq(g) : -1;
     if (folded < 0 || tg_quant_prepare(g) < 0) {
         tg_graph_free(g);
         return cli_fail(in);

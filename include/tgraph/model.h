@@ -77,7 +77,9 @@ typedef struct {
 } tgraph_tensor_info;
 
 /* A symbol that dims are written in: its value is read from the inputs' dims
- * at every run and must lie in [min, max]. */
+ * at every run and must lie in [min, max]. A data symbol, which appears in no
+ * input's dims, is a length the run sets (a nonzero node's count ...): see
+ * tgraph_model_output_dims. */
 typedef struct {
     const char *name;
     int64_t min, max;
@@ -115,7 +117,9 @@ TGRAPH_API int tgraph_model_output_info(const tgraph_model *m, int i, tgraph_ten
 TGRAPH_API int tgraph_model_symbol_info(const tgraph_model *m, int i, tgraph_symbol_info *info);
 
 /* Check inputs (dtype, rank, dims, symbol ranges; data is not read) and fill
- * each output's dtype, rank, dims and nbytes (the size it will need). */
+ * each output's dtype, rank, dims and nbytes (the size it will need). A dim
+ * that is a data symbol is given as its bound for these inputs: the run
+ * returns the dims it made, packed, nbytes no more than this. */
 TGRAPH_API int tgraph_model_output_dims(const tgraph_model *m, const tgraph_tensor *inputs,
                                         int ninputs, tgraph_tensor *outputs, int noutputs);
 

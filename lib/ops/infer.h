@@ -86,4 +86,13 @@ int tg_pad_mode(const tg_node *n);
 const char *tg_infer_shape_str(const tg_graph *g, const tg_shape *s, char *buf);
 const char *tg_infer_dim_str(const tg_graph *g, tg_dim d, char *buf);
 
+/* Data op n's output as inference makes it (ops/data.c): i64 of shape *s, whose
+ * dim *k is the length the data set, at most *most. -1 (tg_err) on bad inputs
+ * or attributes. */
+int tg_data_shape(const tg_graph *g, const tg_node *n, tg_shape *s, int *k, int64_t *most);
+/* A data op's bound (ops/data.c): the most its data symbol can be, as a dim
+ * over the graph's symbols, for code that sizes its buffers at run time. It
+ * is at most the symbol's max. -1 (tg_err) when it does not fit a dim. */
+int tg_data_bound(const tg_graph *g, const tg_node *n, tg_dim *out);
+
 #endif

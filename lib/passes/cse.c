@@ -1,6 +1,7 @@
 /* Common subexpression elimination: a node with the same op, inputs and
  * attributes as an earlier one is that one; equal constants (same dtype,
- * shape and bytes: tied or repeated weights) are one constant. */
+ * shape and bytes: tied or repeated weights) are one constant. Data ops stay
+ * apart (node_eq). */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -29,9 +30,12 @@ static bool attr_eq(const tg_attr *a, const tg_attr *b)
     return false;
 }
 
+/* Data ops never merge: each one's length is a symbol of its own, in the
+ * shapes of all that reads it, which merging would leave unbound. */
 static bool node_eq(const tg_node *a, const tg_node *b)
 {
-    if (a->op != b->op || a->nin != b->nin || a->nout != b->nout || a->nattr != b->nattr ||
+    if (a->op != b->op || tg_op_is_data(a->op) || a->nin != b->nin || a->nout != b->nout ||
+        a->nattr != b->nattr ||
         memcmp(a->in, b->in, a->nin * sizeof *a->in))
         return false;
     for (int i = 0; i < a->nattr; i++) {   /* attributes in any order */

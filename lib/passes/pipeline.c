@@ -166,7 +166,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"dce", tg_pass_dce, 0},
     };
     const tg_backend *be = o->target;
-    if (tg_graph_check_static(g, "tcompile"))
+    if (tg_graph_check_static(g, "tcompile", true))
         return NULL;
     tg_graph_log(g, "import");
     for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++) {

@@ -473,11 +473,13 @@ static inline bool cg_run_compiled(const char *what, const char *path, const cg_
 {
     tgraph_tensor tout[CG_MAX_IO] = {{0}};
     unsigned char *buf[CG_MAX_IO] = {0};
+    size_t cap[CG_MAX_IO];      /* the size output_dims asks: a data-set length's bound */
     cg_result got[CG_MAX_IO];
     int rc = cm->dims(cm->m, tin, nin, tout, nout);
     for (int k = 0; !rc && k < nout; k++) {
-        buf[k] = malloc(tout[k].nbytes + 2 * CG_GUARD);
-        memset(buf[k], CG_SENTINEL, tout[k].nbytes + 2 * CG_GUARD);
+        cap[k] = tout[k].nbytes;
+        buf[k] = malloc(cap[k] + 2 * CG_GUARD);
+        memset(buf[k], CG_SENTINEL, cap[k] + 2 * CG_GUARD);
         tout[k].data = buf[k] + CG_GUARD;
     }
     rc = rc ? rc : cm->run(cm->m, tin, nin, tout, nout);
@@ -488,7 +490,7 @@ static inline bool cg_run_compiled(const char *what, const char *path, const cg_
         got[k] = (cg_result){(tg_dtype)tout[k].dtype, tout[k].rank, tout[k].dims,
                              tout[k].data, tout[k].nbytes};
         for (size_t i = 0; i < CG_GUARD; i++)
-            if (buf[k][i] != CG_SENTINEL || buf[k][CG_GUARD + tout[k].nbytes + i] != CG_SENTINEL) {
+            if (buf[k][i] != CG_SENTINEL || buf[k][CG_GUARD + cap[k] + i] != CG_SENTINEL) {
                 fprintf(stderr, "%s, %s, batch %d, output %d: a write %s its buffer\n",
                         what, path, b, k, buf[k][i] != CG_SENTINEL ? "before" : "past");
                 ok = false;

@@ -997,7 +997,8 @@ static void case_cumsum(tg_op op)
 
 /* nonzero over f32 with zeros of both signs and NaNs (exact inputs), and over
  * integers of which a third are 0; its length is a data symbol, which a sum
- * over an index_select by the indices reads. The code generators refuse it. */
+ * over an index_select by the indices reads. Compiled, the output is sized by
+ * the bound (batch x 15) and comes back at the length found; CUDA refuses it. */
 static void case_nonzero(tg_op op)
 {
     for (int k = 0; k < 2; k++) {
@@ -1029,7 +1030,7 @@ static void case_shape(tg_op op)
 }
 
 /* nms of boxes [batch,6,4] (corners either way round) and scores [batch,2,6];
- * attributes constant. */
+ * attributes constant, so compiled too (its bound batch x 2 x max_output). */
 static void case_nms(tg_op op)
 {
     for (int k = 0; k < 2; k++) {

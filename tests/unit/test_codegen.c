@@ -3,7 +3,7 @@
  * dilation and ceil mode, fused loops with broadcasting and reductions,
  * matmul broadcasting, movement ops, views read in place, every fusion
  * candidate of fuse_act (anchors and what follows them), masks shared by
- * several attentions. */
+ * several attentions, lengths the data set (and their ABI). */
 #include "cgcheck.h"
 
 static void pool_case(tg_op op, const int64_t *k, const int64_t *s, const int64_t *p,
@@ -338,6 +338,155 @@ static void test_shared_mask(void)
     }
 }
 
+/* nonzero over [batch, 3, 5]: its count a data symbol. */
+static tg_graph *nonzero_graph(int *x, int *y)
+{
+    tg_graph *g = tg_graph_new();
+    *x = input(g, "x", DIMS(3, 5));
+    *y = NODE(g, NONZERO, 0, NULL, *x);
+    return g;
+}
+
+/* Lengths the data set, on the shapes the op cases do not reach: a nonzero of
+ * what a nonzero selected (its bound the first's length), a fused loop and a
+ * reduction over such a length, a compress (index_select by the indices)
+ * read by a matmul. */
+static void test_data_lengths(void)
+{
+    int x, y;
+    tg_attr ax0 = tg_attr_int("axis", 0), ax1 = tg_attr_int("axis", 1);
+    tg_graph *g = nonzero_graph(&x, &y);
+    int64_t last = 2;
+    int row = tg_graph_add_const_copy(g, "row", TG_I64, &(tg_shape){0}, &last);
+    int flat = NODE(g, RESHAPE, 1, (tg_attr[]){tg_attr_ints("shape", 1, (int64_t[]){-1})}, x);
+    int idx = NODE(g, INDEX_SELECT, 1, &ax0, y, row);              /* [n] */
+    int picked = NODE(g, INDEX_SELECT, 1, &ax0, flat, idx);         /* [n] */
+    int again = NODE(g, NONZERO, 0, NULL, picked);                  /* [1, m], m <= n */
+    int scaled = NODE(g, RELU, 0, NULL, NODE(g, MUL, 0, NULL, picked, W(g, "two", 1)));
+    tg_graph_add_output(g, again);
+    tg_graph_add_output(g, scaled);
+    tg_graph_add_output(g, NODE(g, REDUCE_SUM, 0, NULL, scaled));
+    check_case("nonzero of a nonzero's selection, a fused loop and a sum over its length", g, true);
+
+    g = tg_graph_new();
+    tg_shape six = tg_shape_of(1, (int64_t[]){6});
+    int a = input(g, "a", DIMS(6, 4)), cond = tg_graph_add_input(g, "c", TG_BOOL, &six);
+    int keep = NODE(g, RESHAPE, 1, (tg_attr[]){tg_attr_ints("shape", 1, (int64_t[]){-1})},
+                    NODE(g, NONZERO, 0, NULL, cond));              /* [n] */
+    int rows = NODE(g, INDEX_SELECT, 1, &ax1, a, keep);             /* [batch, n, 4] */
+    tg_graph_add_output(g, NODE(g, MATMUL, 0, NULL, rows, W(g, "w", 4, 3)));
+    check_case("compress of a matrix's rows, then a matmul", g, false);
+}
+
+/* The ABI of a length the data set (tgraph_model(3)): output_dims gives the
+ * bound (batch x 15) and its bytes, a buffer one byte short of it is
+ * TGRAPH_E_SPACE, and the run gives the length found, its bytes and the
+ * interpreter's indices. */
+static void test_data_abi(void)
+{
+    int x, y;
+    tg_graph *g = nonzero_graph(&x, &y);
+    tg_graph_add_output(g, y);
+    cg_model cm;
+    bool loaded = cg_load("nonzero ABI", &tg_backend_cpu, g, 1, &cm);
+    CHECK(loaded);
+    float v[2 * 15];
+    int64_t found = 0;
+    for (int k = 0; k < 30; k++) {
+        v[k] = k % 3 ? (float)k : 0.0f;
+        found += k % 3 != 0;
+    }
+    tgraph_tensor in = {v, TGRAPH_F32, 3, {2, 3, 5}, sizeof v}, out = {0};
+    tg_tensor tin = {.data = v, .dtype = TG_F32, .rank = 3, .dims = {2, 3, 5}, .nbytes = sizeof v};
+    tg_tensor ref;
+    CHECK(cg_interpret(g, &tin, &ref) && ref.dims[1] == found);
+    CHECK(loaded && cm.dims(cm.m, &in, 1, &out, 1) == 0 && out.rank == 2 && out.dims[0] == 3 &&
+          out.dims[1] == 30 && out.nbytes == 3 * 30 * 8);
+    size_t need = out.nbytes;
+    unsigned char *buf = malloc(need);
+    out = (tgraph_tensor){.data = buf, .nbytes = need - 1};
+    CHECK(loaded && cm.run(cm.m, &in, 1, &out, 1) == TGRAPH_E_SPACE);
+    out = (tgraph_tensor){.data = buf, .nbytes = need};
+    CHECK(loaded && cm.run(cm.m, &in, 1, &out, 1) == 0 && out.data == buf && out.rank == 2 &&
+          out.dims[1] == found && out.nbytes == (size_t)(3 * found * 8) &&
+          !memcmp(buf, ref.data, out.nbytes));
+    free(buf);
+    tg_tensor_free(&ref);
+    if (loaded)
+        cg_unload(&cm);
+    tg_graph_free(g);
+}
+
+/* tcompile refuses a dim the data set broadcast against another (the run
+ * decides whether it is 1), naming the node. */
+static void test_data_broadcast(void)
+{
+    int x, y;
+    tg_graph *g = nonzero_graph(&x, &y);
+    int64_t five[5] = {0};
+    tg_shape s15 = tg_shape_of(2, (int64_t[]){1, 5});
+    int c = tg_graph_add_const_copy(g, "five", TG_I64, &s15, five);
+    int z = NODE(g, ADD, 0, NULL, y, c);                    /* [3, n] with [1, 5]: [3, 5] */
+    CHECK(z >= 0 && tg_graph_add_output(g, z) >= 0);
+    char path[] = "/tmp/test_codegen.XXXXXX";
+    close(mkstemp(path));
+    CHECK(cg_compile(&tg_backend_cpu, g, 1, path) < 0 &&
+          strstr(tg_errmsg(), "(add): ") &&
+          strstr(tg_errmsg(), "a dim the data sets broadcast against another; tcompile needs them equal"));
+    unlink(path);
+    tg_graph_free(g);
+}
+
+/* A run whose length makes a later dim negative (a slice from 2 of fewer
+ * indices) fails naming the node, as the interpreter does. */
+static void test_data_negative(void)
+{
+    int x, y;
+    tg_graph *g = nonzero_graph(&x, &y);
+    tg_attr a[2] = {tg_attr_int("axis", 1), tg_attr_int("start", 2)};
+    tg_graph_add_output(g, NODE(g, SLICE, 2, a, y));
+    cg_model cm;
+    bool loaded = cg_load("nonzero then slice", &tg_backend_cpu, g, 1, &cm);
+    CHECK(loaded);
+    float v[15] = {[7] = 1};
+    tgraph_tensor in = {v, TGRAPH_F32, 3, {1, 3, 5}, sizeof v}, out = {0};
+    tg_tensor tin = {.data = v, .dtype = TG_F32, .rank = 3, .dims = {1, 3, 5}, .nbytes = sizeof v};
+    tg_tensor ref;
+    CHECK(!cg_interpret(g, &tin, &ref));
+    const char *(*last_error)(void) = loaded ? dlsym(cm.dl, "tgraph_last_error") : NULL;
+    CHECK(loaded && cm.run(cm.m, &in, 1, &out, 1) == TGRAPH_E_DATA && last_error &&
+          !strcmp(last_error(), "node 'nonzero_0' (nonzero): length 1 makes a dim negative"));
+    if (loaded)
+        cg_unload(&cm);
+    tg_graph_free(g);
+}
+
+/* A data op's output as a file declares it (not inferred): tcompile takes it
+ * only as the op makes it, its length's range up to the most it can make. */
+static void test_data_declared(void)
+{
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = input(g, "x", DIMS(3, 5)), d = tg_graph_add_data_symbol(g, 0, k ? 1000 : 4);
+        tg_shape s = {.rank = 2, .d = {tg_dim_const(k ? 2 : 3), tg_dim_sym(d)}};
+        int y = tg_graph_add_dynamic_node(g, TG_OP_NONZERO, "nz", 1, &x, 0, NULL, TG_I64, &s);
+        CHECK(y >= 0 && tg_graph_add_output(g, y) >= 0);
+        char path[] = "/tmp/test_codegen.XXXXXX";
+        close(mkstemp(path));
+        bool refused = cg_compile(&tg_backend_cpu, g, 1, path) < 0 &&
+                       strstr(tg_errmsg(), k ? "node 'nz' (nonzero): its output is declared i64 "
+                                               "[2, _d0], the op makes i64 [3, n] with n a data "
+                                               "symbol"
+                                             : "node 'nz' (nonzero): data symbol _d0 ranges up to "
+                                               "4, the op can make 240");
+        CHECK(refused);
+        if (!refused)
+            fprintf(stderr, "declared output %d: %s\n", k, tg_errmsg());
+        unlink(path);
+        tg_graph_free(g);
+    }
+}
+
 int main(void)
 {
     if (!cg_start())
@@ -348,5 +497,10 @@ int main(void)
     test_views();
     test_shared_mask();
     test_epilogues();
+    test_data_lengths();
+    test_data_abi();
+    test_data_broadcast();
+    test_data_negative();
+    test_data_declared();
     return unit_report();
 }

@@ -51,6 +51,12 @@ const char *cg_quote(tg_cg *c, const char *s);
  * naming the node) when it is not an int or out of range. */
 int cg_axis(const tg_node *nd, const char *name, int64_t dflt, int rank, int *ax);
 
+/* The data symbol that data op nd's run binds (a dim of its output), else -1. */
+int cg_data_symbol(const tg_cg *c, const tg_node *nd);
+/* After data op nd's kernel: its symbol = the C expression count, checked
+ * against its range, and the dims that use it again (plan_dims), none
+ * negative; else the run fails naming the node. */
+int cg_data_bind(tg_cg *c, const tg_node *nd, const char *count);
 /* One node as kernel calls into c->f; -1 (tg_err) when the CPU code generator
  * cannot compile it. */
 int cg_emit_node(tg_cg *c, int n);

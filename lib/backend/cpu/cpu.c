@@ -55,18 +55,13 @@ static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, ch
 }
 
 /* What tcompile's C code generator takes: what the interpreter's glue runs,
- * but control flow, which only the interpreter runs, and the data ops, whose
- * output is only known as they run (the generator sizes every buffer first). */
+ * but control flow, which only the interpreter runs. A data op's output is
+ * sized by its bound and its run binds the symbol (emit.c, cg_data_bind). */
 static bool cpu_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why)
 {
     if (tg_op_is_control(g->nodes[n].op)) {
         snprintf(why, TG_WHY_MAX, "the C emitter has no control flow (%s): trun runs the graph",
                  tg_op_name(g->nodes[n].op));
-        return false;
-    }
-    if (tg_op_is_data(g->nodes[n].op)) {
-        snprintf(why, TG_WHY_MAX, "its output's shape is set by the data: the C code generator "
-                 "needs shapes known before the run");
         return false;
     }
     return cpu_supports_node(be, g, n, why);

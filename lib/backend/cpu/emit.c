@@ -13,6 +13,7 @@
 
 #include "../../error.h"
 #include "../../log.h"
+#include "../../ops/infer.h"
 #include "model_rt.h"
 
 /* <tgraph/model.h>, kernels.h, tensor_ops.h and model_rt.h as one string (rt_text.c). */
@@ -173,14 +174,44 @@ const char *cg_quote(tg_cg *c, const char *s)
 
 /* ---- the symbols ------------------------------------------------------------ */
 
-/* For each symbol, the input dim coef*s + offset to read it from. */
+int cg_data_symbol(const tg_cg *c, const tg_node *nd)
+{
+    const tg_graph *g = c->g;
+    if (!tg_op_is_data(nd->op))
+        return -1;
+    const tg_shape *sh = &g->values[nd->out[0]].shape;
+    for (int k = 0; k < sh->rank; k++)
+        for (int s = 0; s < g->nsym; s++)
+            if (g->sym[s].data && tg_dim_eq(sh->d[k], tg_dim_sym(s)))
+                return s;
+    return -1;
+}
+
+int cg_data_bind(tg_cg *c, const tg_node *nd, const char *count)
+{
+    const tg_symbol *y = &c->g->sym[cg_data_symbol(c, nd)];     /* check_data_node: one */
+    int s = (int)(y - c->g->sym);
+    /* the node's words quoted (a '%' in its name doubled), then the format */
+    const char *who = cg_quote(c, cg_str(c, "node '%s' (%s): length ", nd->name,
+                                         tg_op_name(nd->op)));
+    fprintf(c->f, "    C->S[%d] = %s;\n    if (C->S[%d] < %" PRId64 " || C->S[%d] > %" PRId64 ")\n"
+            "        return tgrt_fail(TGRAPH_E_DATA, %s \"%%lld outside its range [%" PRId64
+            ", %" PRId64 "]\", (long long)C->S[%d]);\n"
+            "    if (plan_dims(C->S, C->D, %d))\n        return tgrt_fail(TGRAPH_E_DATA, %s "
+            "\"%%lld makes a dim negative\", (long long)C->S[%d]);\n",
+            s, count, s, y->min, s, y->max, who, y->min, y->max, s, s, who, s);
+    return 0;
+}
+
+/* For each symbol, the input dim coef*s + offset to read it from; a data
+ * symbol none (input -1): its node binds it. */
 static int bind_symbols(const tg_graph *g, FILE *f)
 {
     fprintf(f, "static const tgrt_bind BIND[] = {\n");
     for (int s = 0; s < g->nsym; s++) {
-        int i, k;
-        int64_t coef, off;
-        if (tg_graph_symbol_source(g, s, &i, &k, &coef, &off))
+        int i = -1, k = 0;
+        int64_t coef = 1, off = 0;
+        if (!g->sym[s].data && tg_graph_symbol_source(g, s, &i, &k, &coef, &off))
             return -1;
         fprintf(f, "    {%d, %d, %" PRId64 ", %" PRId64 "},\n", i, k, coef, off);
     }
@@ -210,6 +241,77 @@ static int check_sizes(const tg_graph *g)
         }
     }
     return 0;
+}
+
+/* A data op's output is declared in the file, not inferred (tgraph-format(5)),
+ * and its kernel writes what the op makes into a buffer sized by the output's
+ * length at its bound: the declared shape must be the op's, its length a
+ * data symbol whose range holds the most the op can make. */
+static int check_data_node(const tg_graph *g, const tg_node *n)
+{
+    const tg_value *y = &g->values[n->out[0]];
+    tg_shape s;
+    int k, sym = -1;
+    int64_t most;
+    if (tg_data_shape(g, n, &s, &k, &most))
+        return tg_err("node '%s' (%s): %s", n->name, tg_op_name(n->op), tg_errmsg());
+    for (int j = 0; j < g->nsym && k < y->shape.rank; j++)
+        if (g->sym[j].data && tg_dim_eq(y->shape.d[k], tg_dim_sym(j)))
+            sym = j;
+    if (sym >= 0)
+        s.d[k] = tg_dim_sym(sym);
+    if (sym < 0 || y->dtype != TG_I64 || !tg_shape_eq(&s, &y->shape)) {
+        char got[256], want[256] = "[", d[64];
+        tg_shape_format(&y->shape, g->sym, got, sizeof got);
+        for (int j = 0; j < s.rank; j++) {
+            tg_dim_format(s.d[j], g->sym, d, sizeof d);
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", j ? ", " : "",
+                     j == k ? "n" : d);
+        }
+        return tg_err("node '%s' (%s): its output is declared %s %s, the op makes i64 %s]"
+                      " with n a data symbol", n->name, tg_op_name(n->op),
+                      tg_dtype_name(y->dtype), got, want);
+    }
+    if (g->sym[sym].max < most)
+        return tg_err("node '%s' (%s): data symbol %s ranges up to %" PRId64 ", the op can make"
+                      " %" PRId64, n->name, tg_op_name(n->op), g->sym[sym].name, g->sym[sym].max,
+                      most);
+    return 0;
+}
+
+/* Every data op's declared output (check_data_node). A node that broadcasts
+ * a dim that is one data symbol against another dim (tgraph-format(5))
+ * leaves it to the run to be 1 or equal, which the compiled loops, their
+ * strides fixed now, cannot follow: refuse it. Such a node's inference fails
+ * where the symbols are plain ones. */
+static int check_data(const tg_graph *g)
+{
+    tg_graph *plain = NULL;
+    int rc = 0;
+    for (int i = 0; i < g->nnode && !rc; i++) {
+        const tg_node *n = &g->nodes[i];
+        bool reads = false;
+        if (tg_op_is_data(n->op)) {
+            rc = check_data_node(g, n);
+            continue;
+        }
+        for (int j = 0; j < n->nin; j++)
+            reads = reads || (n->in[j] >= 0 && tg_shape_uses_data(g, &g->values[n->in[j]].shape));
+        if (!reads)
+            continue;
+        if (!plain) {
+            if (!(plain = tg_graph_clone(g)))
+                return -1;
+            for (int s = 0; s < plain->nsym; s++)
+                plain->sym[s].data = false;
+        }
+        if (tg_op_table[n->op].infer(plain, i))
+            rc = tg_err("node '%s' (%s): %s: a dim the data sets broadcast against another;"
+                        " tcompile needs them equal (trun runs such a graph)", n->name,
+                        tg_op_name(n->op), tg_errmsg());
+    }
+    tg_graph_free(plain);
+    return rc;
 }
 
 /* ---- the tables ---------------------------------------------------------------- */
@@ -284,6 +386,64 @@ static void emit_poly(FILE *f, tg_dim d)
     }
 }
 
+/* plan_dims(S, D, sym): D[] from S, every entry (sym < 0) or those that use
+ * data symbol sym, which its node has just bound; then -1 when a dim of a
+ * value is negative (a slice past a length the run found short: the
+ * interpreter's inference refuses it likewise). Buffers are sized by the
+ * bounds because a dim over a data symbol grows with it: such dims come
+ * from inference (attributes never hold a data symbol), which adds to a
+ * length or multiplies it, never subtracts it. */
+static int emit_dims(tg_cg *c, FILE *f)
+{
+    const tg_graph *g = c->g;
+    for (int v = 0; v < g->nvalue; v++)      /* their D[] entries, for the check */
+        for (int k = 0; k < g->values[v].shape.rank; k++)
+            if (tg_shape_uses_data(g, &(tg_shape){1, {g->values[v].shape.d[k]}}) &&
+                cg_dim_index(c, g->values[v].shape.d[k]) < 0)
+                return -1;
+    fprintf(f, "static int plan_dims(const int64_t *S, int64_t *D, int sym)\n{\n"
+            "    (void)S, (void)D;\n");
+    for (int s = -1; s < g->nsym; s++) {
+        if (s >= 0 && !g->sym[s].data)
+            continue;
+        fprintf(f, "    if (sym == %d) {\n", s);
+        for (int i = 0; i < c->ndim; i++)
+            if (s < 0 || tg_dim_uses_sym(c->dims[i], s)) {
+                fprintf(f, "        D[%d] = ", i);
+                emit_poly(f, c->dims[i]);
+                fprintf(f, ";\n");
+            }
+        for (int v = 0; s >= 0 && v < g->nvalue; v++)
+            for (int k = 0; k < g->values[v].shape.rank; k++)
+                if (tg_dim_uses_sym(g->values[v].shape.d[k], s))
+                    fprintf(f, "        if (%s < 0)\n            return -1;\n",
+                            cg_dim(c, g->values[v].shape.d[k]));
+        fprintf(f, "        return 0;\n    }\n");
+    }
+    fprintf(f, "    return 0;\n}\n\n");
+    return 0;
+}
+
+/* S[s] of each data symbol: its node's bound over the symbols before it,
+ * at most its max (model_rt's start), so that D[] and the slots of prepare
+ * hold the most a run can make. */
+static void emit_bounds(tg_cg *c, FILE *f)
+{
+    const tg_graph *g = c->g;
+    for (int n = 0; n < g->nnode; n++) {
+        tg_dim b;
+        int s = cg_data_symbol(c, &g->nodes[n]);
+        if (s < 0 || tg_data_bound(g, &g->nodes[n], &b)) {
+            tg_err_clear();     /* the max stays */
+            continue;
+        }
+        fprintf(f, "    n = (size_t)(");
+        emit_poly(f, b);
+        fprintf(f, ");   /* %s */\n    if ((int64_t)n < S[%d])\n        S[%d] = (int64_t)n;\n",
+                g->nodes[n].name, s, s);
+    }
+}
+
 static int emit_prepare(tg_cg *c, FILE *f)
 {
     const tg_plan *p = c->p;
@@ -294,13 +454,14 @@ static int emit_prepare(tg_cg *c, FILE *f)
     for (int v = 0; v < c->g->nvalue; v++)
         if (p->slot[v] >= 0 && p->alias[v] == v)
             sizes[v] = cg_bytes(c, v);
-    fprintf(f, "static size_t plan_prepare(const int64_t *S, int64_t *D, size_t *slot)\n{\n"
-            "    size_t off = 0, n;\n    (void)S, (void)D, (void)slot, (void)n;\n");
-    for (int i = 0; i < c->ndim; i++) {
-        fprintf(f, "    D[%d] = ", i);
-        emit_poly(f, c->dims[i]);
-        fprintf(f, ";\n");
+    if (emit_dims(c, f)) {
+        free(sizes);
+        return -1;
     }
+    fprintf(f, "static size_t plan_prepare(int64_t *S, int64_t *D, size_t *slot)\n{\n"
+            "    size_t off = 0, n;\n    (void)S, (void)D, (void)slot, (void)n;\n");
+    emit_bounds(c, f);
+    fprintf(f, "    (void)plan_dims(S, D, -1);\n");
     for (int s = 0; s < p->nslot; s++) {
         fprintf(f, "    n = 0;   /* slot %d:", s);
         for (int v = 0; v < c->g->nvalue; v++)
@@ -514,7 +675,7 @@ int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
     int rc = -1;
     if (p->nnode != g->nnode || p->nvalue != g->nvalue || !p->alias)
         return tg_err("the plan does not belong to this graph (run the memory plan last)");
-    if (check_sizes(g))
+    if (check_sizes(g) || check_data(g))
         return -1;
     c.used = calloc(g->nvalue + 1, sizeof *c.used);
     c.f = open_memstream(&body, &blen);

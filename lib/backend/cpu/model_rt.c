@@ -260,6 +260,10 @@ static int bind_symbols(const tgrt_model *d, const tgraph_tensor *in, int nin, i
     }
     for (int s = 0; s < d->nsym; s++) {
         const tgrt_bind *b = &d->bind[s];
+        if (b->input < 0) {     /* a data symbol: its bound until its node runs */
+            S[s] = d->sym[s].max;
+            continue;
+        }
         const tgraph_tensor_info *t = &d->in[b->input];
         int64_t dim = in[b->input].dims[b->axis], v = dim - b->offset;
         if (dim < 0 || v % b->coef != 0) {
@@ -399,6 +403,7 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
         tgrt_call c = {S, D, w->arena, slot, inp, outp, m->w};
         rc = d->exec(&c);
         ws_give(m, w);
+        output_shapes(d, D, res);   /* the lengths the data set */
     }
     for (int i = 0; i < nalloc; i++)
         if (rc && !out[i].data)

@@ -16,17 +16,19 @@
 #define TGRT_WEIGHTS_MAGIC "TGWEIGHT"
 #define TGRT_WEIGHTS_HEADER 64     /* bytes before the blob in a weights file */
 
-/* Symbol `sym` = (dims of input `input`, axis `axis` - offset) / coef. */
+/* Symbol `sym` = (dims of input `input`, axis `axis` - offset) / coef; input
+ * -1: a data symbol, which a node of the plan binds as it runs. */
 typedef struct {
     int input, axis;
     int64_t coef, offset;
 } tgrt_bind;
 
 /* What one run sees: symbol values, every dim expression's value, workspace
- * slot offsets, and the data of inputs, outputs and weights. */
+ * slot offsets, and the data of inputs, outputs and weights. S and D hold a
+ * data symbol's bound until its node binds it (the plan writes both). */
 typedef struct {
-    const int64_t *S;           /* symbol values */
-    const int64_t *D;           /* dim expressions (tgrt_model.dims) */
+    int64_t *S;                 /* symbol values */
+    int64_t *D;                 /* dim expressions (tgrt_model.dims) */
     unsigned char *arena;       /* the workspace */
     const size_t *slot;         /* byte offset of each workspace slot */
     void *const *in;            /* input data */
@@ -44,9 +46,10 @@ typedef struct {
      * outputs. */
     const int *in_dim, *out_dim;
     int ndim, nslot;
-    /* Fill D[ndim] from S (symbols already in range) and the slot offsets;
-     * return the workspace size in bytes. */
-    size_t (*prepare)(const int64_t *S, int64_t *D, size_t *slot);
+    /* Fill D[ndim] from S (symbols already in range; data symbols at their
+     * max, which it lowers to the bound the inputs' dims give) and the slot
+     * offsets; return the workspace size in bytes. */
+    size_t (*prepare)(int64_t *S, int64_t *D, size_t *slot);
     /* Run the plan; 0, or a tgraph_status after tgrt_fail. */
     int (*exec)(const tgrt_call *c);
     const unsigned char *weights;   /* embedded blob, or NULL */

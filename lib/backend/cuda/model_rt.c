@@ -92,7 +92,7 @@ static size_t up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
 /* ---- the table ---------------------------------------------------------------- */
 
-static size_t prepare(const int64_t *S, int64_t *D, size_t *slot)
+static size_t prepare(int64_t *S, int64_t *D, size_t *slot)
 {
     for (int n = 0; n < desc.table.ndim; n++)
         if (tg_dim_eval(desc.dimx[n], S, &D[n]))

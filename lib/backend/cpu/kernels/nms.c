@@ -1,9 +1,9 @@
 /* nms (ONNX NonMaxSuppression), an op whose output's length is set by its
  * inputs' values (ops.def's DATA flag): the kernel, then its glue. The
  * interpreter allocates the output for the most boxes the op can keep; the
- * kernel writes the k rows it keeps, packed, and sets the dim (exec.c). The
- * overlap test is ONNX Runtime's (non_max_suppression_helper.h): coordinates
- * ordered per axis, no overlap and empty boxes never suppress. */
+ * kernel writes the k rows it keeps, packed, and sets the dim (exec.c; compiled,
+ * cg_data_bind). The overlap test is ONNX Runtime's (non_max_suppression_helper.h):
+ * coordinates ordered per axis, no overlap and empty boxes never suppress. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -108,6 +108,9 @@ TGK_DECL int64_t tgk_nms(tgk_dtype t, int64_t B, int64_t N, int64_t C, const voi
 }
 
 #ifndef TGK_KERNELS_ONLY
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "../cg.h"
 #include "../run.h"
 
@@ -129,10 +132,19 @@ int tg_run_nms(const tg_run_ctx *c)
     return 0;
 }
 
-/* tcompile refuses the op before code generation (tg_graph_check_static). */
+/* As the glue, into the output's buffer sized by the bound (tcompile). */
 int cg_node_nms(tg_cg *c, const tg_node *nd)
 {
-    return tg_err("node '%s' (nms): the C code generator needs shapes known before the run",
-                  nd->name);
+    const tg_value *b = tg_node_input(c->g, nd, 0), *s = tg_node_input(c->g, nd, 1);
+    fprintf(c->f, "    int64_t k = tgk_nms(%s, %s, %s, %s, %s, %s, %" PRId64 ", %s, %s, %s, %s, %s);\n"
+            "    if (k < 0)\n        return tgrt_fail(TGRAPH_E_NOMEM, %s);\n",
+            cg_dtype_enum(c, "TGK_", b->dtype), cg_dim(c, b->shape.d[0]), cg_dim(c, b->shape.d[1]),
+            cg_dim(c, s->shape.d[1]), cg_ptr(c, nd->in[0]), cg_ptr(c, nd->in[1]),
+            tg_node_int(nd, "max_output", 0), cg_double(c, tg_node_float(nd, "iou_threshold", 0)),
+            tg_node_attr(nd, "score_threshold") ? "true" : "false",
+            cg_double(c, tg_node_float(nd, "score_threshold", 0)),
+            tg_node_int(nd, "center_point_box", 0) ? "true" : "false", cg_ptr(c, nd->out[0]),
+            cg_quote(c, cg_str(c, "node '%s' (nms): out of memory", nd->name)));
+    return cg_data_bind(c, nd, "k");
 }
 #endif

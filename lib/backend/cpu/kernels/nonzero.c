@@ -2,7 +2,7 @@
  * DATA flag): the kernel, then its glue. The interpreter allocates the output
  * for every element non-zero ([rank, numel]); the kernel writes the [rank, n]
  * it finds there, packed, and sets the dim, which binds the node's data
- * symbol (exec.c). */
+ * symbol (exec.c). Compiled, the count binds it likewise (cg_data_bind). */
 #include "kernels.h"
 #include "tensor_ops.h"
 
@@ -51,10 +51,14 @@ int tg_run_nonzero(const tg_run_ctx *c)
     return 0;
 }
 
-/* tcompile refuses the op before code generation (tg_graph_check_static). */
+/* The kernel into the output's buffer, sized by the bound; the count it
+ * returns binds the node's data symbol. */
 int cg_node_nonzero(tg_cg *c, const tg_node *nd)
 {
-    return tg_err("node '%s' (nonzero): the C code generator needs shapes known before the run",
-                  nd->name);
+    const tg_value *x = tg_node_input(c->g, nd, 0);
+    cg_dims_array(c, "x", &x->shape);
+    return cg_data_bind(c, nd, cg_str(c, "tgk_nonzero(%s, %d, x, %s, %s)",
+                                      cg_dtype_enum(c, "TGK_", x->dtype), x->shape.rank,
+                                      cg_ptr(c, nd->in[0]), cg_ptr(c, nd->out[0])));
 }
 #endif
