@@ -234,10 +234,11 @@ fixtures() {
     done
 }
 
-# (runtime_*, resize_runtime, resize_onnx, pad_modes, shape_data and
-# affine_grid have run-time attributes, data_* ops whose output's shape
-# the data sets, and control_flow if/loop subgraphs, which only trun runs:
-# texport_onnx.bats checks that tcompile refuses them.
+# (runtime_*, resize_runtime, resize_onnx, pad_modes, shape_data,
+# affine_grid, data_ops, data_ops_more and data_shapes have run-time
+# attributes, and control_flow if/loop subgraphs, which only trun runs:
+# texport_onnx.bats checks that tcompile refuses them. data_static compiles
+# with a batch range of its own, there.
 # qop_ops' reference is ONNX Runtime's com.microsoft kernels, whose
 # requantization rounds differently: one step, as texport_onnx.bats allows.)
 @test "every ONNX fixture compiles and matches PyTorch (ONNX Runtime) and the interpreter" {
