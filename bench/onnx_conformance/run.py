@@ -6,12 +6,13 @@ onnx.backend.test.case.node.collect_testcases() generates, and the `simple`,
 `pytorch-converted` and `pytorch-operator` model sets in its wheel
 (onnx/backend/test/data). Each case runs
   texport model.onnx -o model.tg        (per-command timeout)
+  tcompile -o model.so model.tg         (with --compile: trun then runs model.so)
   trun -o OUT model.tg NAME=input.npy   (once per data set)
 and its outputs are compared the way onnx's backend test runner does: same
 number of outputs, exact shape, exact dtype, then np.testing.assert_allclose
 with the case's rtol/atol (bfloat16 at least 2**-6), strings exactly.
 
-Outcome of a case (tgraph): pass; refused (texport or trun exits 1 or 2 with a
+Outcome of a case (tgraph): pass; refused (texport, tcompile or trun exits 1 or 2 with a
 message, or an input the runner cannot hand to trun, such as a sequence);
 wrong (outputs produced but not equal); crash (killed by a signal or an exit
 status other than 0, 1, 2); timeout (a command ran past --timeout). ONNX
@@ -20,7 +21,8 @@ refused (session or run raised), or wrong.
 
 Usage:
   bench/onnx_conformance/run.py [--bin DIR] [--filter REGEX] [--timeout S]
-      [--json FILE] [--markdown FILE] [--details FILE] [--no-ort]
+      [--json FILE] [--markdown FILE] [--details FILE] [--no-ort] [--compile]
+      [--constant NAME,...]
 Run it under nice -n 19 on a shared machine. Needs onnx, onnxruntime, numpy
 (and ml_dtypes for the float8/bfloat16 cases).
 """
@@ -96,6 +98,26 @@ def set_cases(name):
                     for i in range(len(glob.glob(os.path.join(d, "output_*.pb"))))]
             data.append((ins, outs))
         yield Case(t.name, name, model, data, t.rtol, t.atol)
+
+
+def bake(case, names):
+    """case with its graph inputs named in names made initializers of the values
+    every data set gives them (inputs whose values differ stay inputs), for
+    tcompile, which needs what a node reads as an attribute constant."""
+    inputs = [i.name for i in case.model.graph.input]
+    keep = list(range(len(inputs)))
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    for j, name in enumerate(inputs):
+        vals = [tensor(ins[j]) for ins, _ in case.data_sets if j < len(ins)]
+        if name not in names or not vals or not all(
+                isinstance(v, np.ndarray) and np.array_equal(v, vals[0]) for v in vals):
+            continue
+        model.graph.initializer.append(numpy_helper.from_array(vals[0], name))
+        model.graph.input.remove(next(i for i in model.graph.input if i.name == name))
+        keep.remove(j)
+    data = [([ins[j] for j in keep if j < len(ins)], refs) for ins, refs in case.data_sets]
+    return Case(case.name, case.group, model, data, case.rtol, case.atol)
 
 
 def tensor(x):
@@ -177,13 +199,19 @@ def tool(cmd, timeout):
     return "crash", f"{os.path.basename(cmd[0])}: {sig}: {err}"
 
 
-def run_tgraph(case, bindir, timeout, tmp):
+def run_tgraph(case, bindir, timeout, tmp, compile_so=False):
     model_path = os.path.join(tmp, "model.onnx")
     onnx.save(case.model, model_path)
     tg = os.path.join(tmp, "model.tg")
     out, msg = tool([os.path.join(bindir, "texport"), "-o", tg, model_path], timeout)
     if out != "ok":
         return out, "texport: " + msg
+    if compile_so:
+        so = os.path.join(tmp, "model.so")
+        out, msg = tool([os.path.join(bindir, "tcompile"), "-o", so, tg], timeout)
+        if out != "ok":
+            return out, "tcompile: " + msg
+        tg = so
     inputs = [i.name for i in case.model.graph.input]
     for k, (ins, refs) in enumerate(case.data_sets):
         args = []
@@ -235,23 +263,31 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--bin", default=os.path.join(here, "..", "..", "tools"),
-                    help="folder with texport and trun (default: the build's tools/)")
+                    help="folder with texport, tcompile and trun (default: the build's tools/)")
     ap.add_argument("--filter", default="", help="only cases whose name matches this regex")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per command (default 60)")
     ap.add_argument("--json", help="write every case's outcome and message here")
     ap.add_argument("--markdown", help="write the per-op table here")
     ap.add_argument("--details", help="write each case that is not a pass, with its message, here")
     ap.add_argument("--no-ort", action="store_true", help="do not run ONNX Runtime")
+    ap.add_argument("--compile", action="store_true",
+                    help="run each model compiled: tcompile, then trun on the .so")
+    ap.add_argument("--constant", default="",
+                    help="comma-separated input names made initializers of the case's values"
+                         " (the values its data sets agree on), as tcompile needs, say, NMS's"
+                         " limits")
     a = ap.parse_args()
     flt = re.compile(a.filter)
     cases = [c for c in node_cases() if flt.search(c.name)]
     for s in SETS:
         cases += [c for c in set_cases(s) if flt.search(c.name)]
+    if a.constant:
+        cases = [bake(c, a.constant.split(",")) for c in cases]
     results = []
     t0 = time.time()
     for i, c in enumerate(cases):
         with tempfile.TemporaryDirectory(prefix="tgconf.") as tmp:
-            tg, msg = run_tgraph(c, a.bin, a.timeout, tmp)
+            tg, msg = run_tgraph(c, a.bin, a.timeout, tmp, a.compile)
         ort, omsg = ("refused", "not run") if a.no_ort else run_ort(c)
         results.append({"name": c.name, "group": c.group, "tgraph": tg, "message": msg,
                         "ort": ort, "ort_message": omsg})
