@@ -108,18 +108,86 @@ static bool skipped(const tg_graph *g, const tg_node *n, const tg_quant_opts *o)
     return false;
 }
 
+/* The node whose first output is v, or -1. */
+static int producer(const tg_graph *g, int v)
+{
+    for (int i = 0; i < g->nnode; i++)
+        if (g->nodes[i].op != TG_OP_NONE && g->nodes[i].nout > 0 && g->nodes[i].out[0] == v)
+            return i;
+    return -1;
+}
+
+static bool is_bound(const tg_node *n)
+{
+    return (n->op == TG_OP_RELU || n->op == TG_OP_CLAMP) && n->nin == 1;
+}
+
+/* Whether value v, directly or through a relu or clamp that alone reads it,
+ * is read only as the input of convolutions in `conv` (chain.c's test, on
+ * the float graph: where those will pass u8 on). */
+static bool only_convs_read(const tg_graph *g, const bool *conv, int v)
+{
+    int readers = 0, last = -1;
+    for (int k = 0; k < g->noutput; k++)
+        if (g->outputs[k] == v)
+            return false;
+    for (int i = 0; i < g->nnode; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] == v && g->nodes[i].op != TG_OP_NONE) {
+                if (!conv[i] || k != 0)
+                    last = i;
+                readers++;
+            }
+    if (readers == 1 && last >= 0 && is_bound(&g->nodes[last]))
+        return only_convs_read(g, conv, g->nodes[last].out[0]);
+    return readers > 0 && last < 0;
+}
+
+/* A depthwise convolution that would take and give float: its int8 kernel is
+ * bound by quantizing its input and costs more than the float one (one input
+ * channel a group: few multiply-adds per byte), so it stays float. It takes
+ * u8 when its input comes (through a relu or clamp) from a chained conv, and
+ * gives u8 when only convs read its result. */
+static bool float_depthwise(const tg_graph *g, const bool *conv, int i)
+{
+    const tg_node *n = &g->nodes[i];
+    const tg_value *w = tg_node_input(g, n, 1);
+    int64_t cg;
+    if (n->op != TG_OP_CONV || tg_node_int(n, "groups", 1) < 2 ||
+        !tg_dim_is_const(w->shape.d[1], &cg) || cg != 1 || only_convs_read(g, conv, n->out[0]))
+        return false;
+    int p = producer(g, n->in[0]);
+    if (p >= 0 && is_bound(&g->nodes[p]))
+        p = producer(g, g->nodes[p].in[0]);
+    return p < 0 || !conv[p] || !only_convs_read(g, conv, g->nodes[p].out[0]);
+}
+
 int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes)
 {
     for (int i = 0; i < o->nskip; i++)
         if (!names_layer(g, o->skip[i]) && tg_op_from_name(o->skip[i]) == TG_OP_NONE)
             return tg_err("--skip: '%s' is neither a node of the graph nor an op", o->skip[i]);
     *nodes = malloc(sizeof(int) * (size_t)(g->nnode + 1));
-    if (!*nodes)
+    bool *conv = calloc((size_t)g->nnode + 1, sizeof *conv);
+    if (!*nodes || !conv) {
+        free(conv);
         return tg_err("out of memory");
+    }
     int count = 0;
     for (int i = 0; i < g->nnode; i++)
-        if (quantizable(g, &g->nodes[i], o) && !skipped(g, &g->nodes[i], o))
+        if (quantizable(g, &g->nodes[i], o) && !skipped(g, &g->nodes[i], o)) {
             (*nodes)[count++] = i;
+            conv[i] = g->nodes[i].op == TG_OP_CONV;
+        }
+    /* with chaining (tg_quant_rewrite), leave out the float-bound depthwise */
+    if (o->scheme == TG_QUANT_STATIC && !o->act_int8 && !o->qdq && !o->no_chain) {
+        int kept = 0;
+        for (int k = 0; k < count; k++)
+            if (!float_depthwise(g, conv, (*nodes)[k]))
+                (*nodes)[kept++] = (*nodes)[k];
+        count = kept;
+    }
+    free(conv);
     return count;
 }
 

@@ -77,7 +77,9 @@ double tg_entropy_threshold(const double *hist, int nbins, double width, int lev
 int tg_quant_prepare(tg_graph *g);
 /* Node indices of the layers the scheme quantizes (linear, and conv unless
  * weight-only, with constant float32 weights; linear_24 in the static and
- * dynamic schemes without qdq; not skipped); *nodes malloc'd.
+ * dynamic schemes without qdq; not skipped; where tg_quant_rewrite chains,
+ * not a depthwise conv that would take and give float: slower in int8, it
+ * stays float); *nodes malloc'd.
  * The count, or -1 (tg_err: a skip entry that names no node and no op). */
 int tg_quant_layers(const tg_graph *g, const tg_quant_opts *o, int **nodes);
 /* The input of layer n that is its bias (linear_24's comes after the metadata). */

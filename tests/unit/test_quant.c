@@ -292,7 +292,8 @@ static int conv_of(tg_graph *g, const char *name, int x, int64_t k, int64_t cg, 
 /* conv a -> relu -> conv b -> clamp 0..6 -> depthwise conv c -> conv d ->
  * + x -> e; conv f of e -> + e: a, b and c hand u8 to the next conv (the
  * relu and the clamp fused), d and f stay float (an add reads them); the
- * outputs equal the unchained graph's bit for bit. */
+ * outputs equal the unchained graph's bit for bit. A depthwise conv between
+ * float ops is left float when chaining. */
 static void test_chain(void)
 {
     tg_graph *g = tg_graph_new();
@@ -351,6 +352,21 @@ static void test_chain(void)
     tg_exec_free(e0), tg_exec_free(e1);
     tg_graph_free(q[0]), tg_graph_free(q[1]);
     tg_calib_free(cal);
+    tg_graph_free(g);
+    /* a depthwise conv between float ops stays float, unless not chaining;
+     * c above, between chained convs, was quantized */
+    g = tg_graph_new();
+    x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    int h = conv_of(g, "h", x, 4, 1, 3, 4);
+    y = tg_graph_add_node(g, TG_OP_ADD, "y", 2, (int[]){h, x}, 0, NULL);
+    CHECK(y >= 0 && tg_graph_add_output(g, y) == 0);
+    int *layers = NULL;
+    o.no_chain = false;
+    CHECK(tg_quant_layers(g, &o, &layers) == 0);
+    free(layers);
+    o.no_chain = true;
+    CHECK(tg_quant_layers(g, &o, &layers) == 1);
+    free(layers);
     tg_graph_free(g);
 }
 
