@@ -459,3 +459,86 @@ TV='j["graph_module"]["graph"]["tensor_values"]'
     run_fails 1 "^texport: $TMP/m.pt2: value 'x': the program declares f32\[s0, 4611686018427387904\]: dimension 1 is past 2\^53$" \
         "$TEXPORT" "$TMP/m.pt2"
 }
+
+# ---- control flow (torch.cond, while_loop, map) ----
+
+@test "torch.cond on a tensor predicate, both branches, three outputs, a parameter and a buffer, matches PyTorch" {
+    gen_check cond
+}
+@test "while_loop with three carried values, an input bound and a parameter, ended by the data, matches PyTorch" {
+    gen_check while_loop
+}
+@test "map over the dynamic batch of two tensors with a parameter and an argument matches PyTorch" {
+    gen_check map
+}
+@test "cond nested in a map's body and in a while_loop's body matches PyTorch" { gen_check nested_flow; }
+
+@test "cond becomes an if node whose branches take the operands and the scalars they use" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/cond.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  if +2$' "$TMP/sum"
+    grep -Eq '^  cond +f32\[s0, 6\]$' "$TMP/sum"
+    grep -Eq '^  cond:1 +f32\[s0\]$' "$TMP/sum"
+    # the buffer and the linear's weights are passed, not copied into the branches
+    [ "$(tg_tensors "$TMP/m.tg" | grep -c '^lin\.\|^shift$')" -eq 3 ]
+    tg_tensors "$TMP/m.tg" | grep -q '^cond/true/'
+}
+
+@test "a map over the batch keeps s0 as its outputs' first dim and runs at another batch" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/map.pt2"
+    "$TLOG" "$TMP/m.tg" 2>"$TMP/sum" >/dev/null
+    grep -Eq '^  map_impl +f32\[s0, 4, 3\]$' "$TMP/sum"
+    run_ok "$TRUN" --random --seed "$RANDOM" --dim s0=7 -o "$TMP/out" "$TMP/m.tg"
+    python3 -c "import sys; h=open(sys.argv[1],'rb').read(128); assert b'(7, 4, 3)' in h, h" "$TMP/out/out0.npy"
+}
+
+@test "an unsupported higher-order operator is refused, naming the node and what texport converts" {
+    run_fails 1 "gen_pt2.py:[0-9]+: node scan \(torch.ops.higher_order.scan\): unsupported higher-order operator \(texport converts cond, while_loop and map\)$" \
+        "$TEXPORT" "$FIX/unsupported_flow.pt2"
+    [ -z "$output" ]
+}
+
+# flow_mutate M OP CODE: $TMP/m.pt2 from fixture M, CODE run on `n`, the
+# program's first node of higher-order op OP.
+flow_mutate() {
+    mutate "$FIX/$1.pt2" "$TMP/m.pt2" json models/model.json \
+        "n = next(n for n in j['graph_module']['graph']['nodes'] if n['target'].endswith('.$2'))
+$3"
+}
+
+@test "a branch graph without its nodes is refused, naming the node and the graph" {
+    flow_mutate cond cond "del n['inputs'][1]['arg']['as_graph']['graph']['nodes']"
+    run_fails 1 "node cond \(torch.ops.higher_order.cond\): argument 1 \(true_fn\): graph true_graph_0 lacks inputs, outputs or nodes$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "a branch that takes fewer inputs than the operands is refused, naming the graph" {
+    flow_mutate cond cond "n['inputs'][2]['arg']['as_graph']['graph']['inputs'].pop()"
+    run_fails 1 "node cond \(torch.ops.higher_order.cond\): graph false_graph_0 takes 4 inputs, the node passes 5 operands$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "a node inside a branch that fails is reported with the graph it is in" {
+    flow_mutate cond cond "n['inputs'][1]['arg']['as_graph']['graph']['nodes'][0]['target'] = 'torch.ops.aten.cumprod.default'"
+    run_fails 1 "node cond \(torch.ops.higher_order.cond\): graph true_graph_0: 1 of [0-9]+ operators could not be converted:" \
+        "$TEXPORT" "$TMP/m.pt2"
+    [[ "$stderr" == *"(torch.ops.aten.cumprod.default): unsupported operator"* ]]
+}
+
+@test "a predicate that is a condition on sizes (a SymBool) is refused with advice" {
+    flow_mutate cond cond "n['inputs'][0]['arg'] = {'as_sym_bool': {'as_name': 'gt'}}"
+    run_fails 1 "node cond \(torch.ops.higher_order.cond\): the predicate is a condition on sizes \(a SymBool\), which texport does not compute: make it a tensor$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "a while_loop body whose results do not fit the carried values is refused, naming the value" {
+    flow_mutate while_loop while_loop "o = n['inputs'][1]['arg']['as_graph']['graph']['outputs']
+o[1] = o[2]"
+    run_fails 1 "node while_loop \(torch.ops.higher_order.while_loop\): node while_loop \(loop\): carried value 1 \('arg1_1'\) goes into the body as f32\[s0, 6\] and comes out as f32\[s0\]: a carried value keeps its dtype and shape$" \
+        "$TEXPORT" "$TMP/m.pt2"
+}
+
+@test "tcompile refuses torch's control flow, naming the node" {
+    "$TEXPORT" -o "$TMP/m.tg" "$FIX/while_loop.pt2"
+    run_fails 1 "node 'while_loop' \(loop\): .*control flow" "$TCOMPILE" -o "$TMP/m.so" "$TMP/m.tg"
+}

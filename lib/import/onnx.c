@@ -219,12 +219,6 @@ int onnx_scope_enter(onnx_ctx *c, onnx_scope *sc, tg_graph *sub)
 {
     *sc = (onnx_scope){.up = c->scope, .outer = c->g, .base = c->nent};
     if (!(sc->saved = malloc(sizeof(int) * (size_t)(c->nent + 1)))) return tg_err("out of memory");
-    for (int s = 0; s < c->g->nsym; s++) {
-        const tg_symbol *y = &c->g->sym[s];
-        int k = tg_graph_add_symbol(sub, y->name, y->min, y->max);
-        if (k < 0) return free(sc->saved), -1;
-        sub->sym[k].data = y->data;
-    }
     for (int i = 0; i < c->nent; i++) {
         onnx_ent *e = &c->ents[i];
         sc->saved[i] = e->value;

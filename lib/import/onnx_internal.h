@@ -70,8 +70,8 @@ typedef struct onnx_ctx {
     onnx_scope *scope;          /* the subgraph being imported, or NULL */
 } onnx_ctx;
 
-/* Import into subgraph sub (empty, or with its own inputs only) from here on:
- * c->g becomes sub, which gets a copy of the outer graph's symbols. */
+/* Import into subgraph sub (tg_control_subgraph of c->g, with its own inputs
+ * only) from here on: c->g becomes sub. */
 int onnx_scope_enter(onnx_ctx *c, onnx_scope *sc, tg_graph *sub);
 /* Back to the graph around (on success or failure: rc is returned): the
  * subgraph's constants become inputs taking new constants of the graph

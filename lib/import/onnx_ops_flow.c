@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../ops/control.h"
 #include "../tensor.h"
 #include "onnx_internal.h"
 #include "onnx_node.h"
@@ -143,7 +144,7 @@ static int map_scan(onnx_ctx *c, const onnx_op_map *m)
 static int import_sub(onnx_ctx *c, const Onnx__GraphProto *gp, const char *what, int nlead,
                       const tg_dtype *dt, const tg_shape *sh, tg_graph **out, onnx_scope *sc)
 {
-    tg_graph *sub = tg_graph_new();
+    tg_graph *sub = tg_control_subgraph(c->g);
     if (!sub || onnx_scope_enter(c, sc, sub)) return tg_graph_free(sub), -1;
     int rc = (int)gp->n_input == nlead ? 0 : tg_err("%s has %zu inputs, expected %d", what, gp->n_input, nlead);
     for (int i = 0; i < nlead && !rc; i++) {

@@ -33,14 +33,15 @@ static uint32_t hash_str(const char *s)
 
 const pt2_name *pt2_lookup(const pt2_ctx *c, const char *name)
 {
-    if (!c->hash_cap)
+    if (!c->sc.hash_cap)
         return NULL;
-    for (uint32_t i = hash_str(name) & (uint32_t)(c->hash_cap - 1);; i = (i + 1) & (uint32_t)(c->hash_cap - 1)) {
-        int k = c->hash[i];
+    uint32_t mask = (uint32_t)(c->sc.hash_cap - 1);
+    for (uint32_t i = hash_str(name) & mask;; i = (i + 1) & mask) {
+        int k = c->sc.hash[i];
         if (k < 0)
             return NULL;
-        if (!strcmp(c->names[k].name, name))
-            return &c->names[k];
+        if (!strcmp(c->sc.names[k].name, name))
+            return &c->sc.names[k];
     }
 }
 
@@ -50,15 +51,15 @@ static int rehash(pt2_ctx *c, int cap)
     if (!h)
         return tg_err("out of memory");
     memset(h, 0xff, (size_t)cap * sizeof *h);
-    for (int k = 0; k < c->nnames; k++) {
-        uint32_t i = hash_str(c->names[k].name) & (uint32_t)(cap - 1);
+    for (int k = 0; k < c->sc.nnames; k++) {
+        uint32_t i = hash_str(c->sc.names[k].name) & (uint32_t)(cap - 1);
         while (h[i] >= 0)
             i = (i + 1) & (uint32_t)(cap - 1);
         h[i] = k;
     }
-    free(c->hash);
-    c->hash = h;
-    c->hash_cap = cap;
+    free(c->sc.hash);
+    c->sc.hash = h;
+    c->sc.hash_cap = cap;
     return 0;
 }
 
@@ -72,25 +73,40 @@ static int bind(pt2_ctx *c, const char *name, pt2_name val)
         *old = val;
         return 0;
     }
-    if (c->nnames == c->names_cap) {
-        int cap = c->names_cap ? c->names_cap * 2 : 256;
-        pt2_name *p = realloc(c->names, (size_t)cap * sizeof *p);
+    if (c->sc.nnames == c->sc.names_cap) {
+        int cap = c->sc.names_cap ? c->sc.names_cap * 2 : 256;
+        pt2_name *p = realloc(c->sc.names, (size_t)cap * sizeof *p);
         if (!p)
             return tg_err("out of memory");
-        c->names = p;
-        c->names_cap = cap;
+        c->sc.names = p;
+        c->sc.names_cap = cap;
     }
     val.name = strdup(name);
     if (!val.name)
         return tg_err("out of memory");
-    c->names[c->nnames++] = val;
-    if (2 * c->nnames > c->hash_cap)
-        return rehash(c, c->hash_cap ? c->hash_cap * 2 : 512);
-    uint32_t i = hash_str(name) & (uint32_t)(c->hash_cap - 1);
-    while (c->hash[i] >= 0)
-        i = (i + 1) & (uint32_t)(c->hash_cap - 1);
-    c->hash[i] = c->nnames - 1;
+    c->sc.names[c->sc.nnames++] = val;
+    if (2 * c->sc.nnames > c->sc.hash_cap)
+        return rehash(c, c->sc.hash_cap ? c->sc.hash_cap * 2 : 512);
+    uint32_t i = hash_str(name) & (uint32_t)(c->sc.hash_cap - 1);
+    while (c->sc.hash[i] >= 0)
+        i = (i + 1) & (uint32_t)(c->sc.hash_cap - 1);
+    c->sc.hash[i] = c->sc.nnames - 1;
     return 0;
+}
+
+void pt2_scope_enter(pt2_ctx *c, pt2_scope *saved)
+{
+    *saved = c->sc;
+    c->sc = (pt2_scope){0};
+}
+
+void pt2_scope_leave(pt2_ctx *c, pt2_scope *saved)
+{
+    for (int i = 0; i < c->sc.nnames; i++)
+        free(c->sc.names[i].name);
+    free(c->sc.names);
+    free(c->sc.hash);
+    c->sc = *saved;
 }
 
 int pt2_bind_tensor(pt2_ctx *c, const char *name, int v)
@@ -583,7 +599,8 @@ static void source_of(const cJSON *node, char *buf, size_t n)
 
 static pt2_handler find_handler(const char *target)
 {
-    static const pt2_op_entry *tables[] = {pt2_ops_tensor, pt2_ops_nn, pt2_ops_shape};
+    static const pt2_op_entry *tables[] = {pt2_ops_tensor, pt2_ops_nn, pt2_ops_shape,
+                                           pt2_ops_flow};
     char op[128];
     const char *ovl;
     if (!strncmp(target, "torch.ops.aten.", 15)) {
@@ -596,6 +613,9 @@ static pt2_handler find_handler(const char *target)
         /* in-place variants (add_, relu_): the functional op, not dunders */
         if (l > 1 && op[l - 1] == '_' && op[l - 2] != '_')
             op[l - 1] = 0;
+    } else if (!strncmp(target, "torch.ops.higher_order.", 23)) {
+        snprintf(op, sizeof op, "%s", target + 23);
+        ovl = "default";
     } else if (!strncmp(target, "_operator.", 10) || !strncmp(target, "builtins.", 9)) {
         snprintf(op, sizeof op, "%s", target);
         ovl = "default";
@@ -621,6 +641,8 @@ static pt2_handler find_handler(const char *target)
 static bool reads_failed(const pt2_ctx *c, const cJSON *j)
 {
     for (const cJSON *e = j ? j->child : NULL; e; e = e->next) {
+        if (e->string && !strcmp(e->string, "as_graph"))
+            continue;           /* a nested graph's names are its own */
         if (cJSON_IsString(e) && e->string &&
             (!strcmp(e->string, "name") || !strcmp(e->string, "as_name"))) {
             const pt2_name *p = pt2_lookup(c, e->valuestring);
@@ -645,6 +667,9 @@ static void fail_outputs(pt2_ctx *c, const cJSON *node)
 static int convert_node(pt2_ctx *c, const cJSON *graph, const cJSON *node, const char *target)
 {
     pt2_handler fn = find_handler(target);
+    if (!fn && !strncmp(target, "torch.ops.higher_order.", 23))
+        return tg_err("unsupported higher-order operator (texport converts cond, while_loop "
+                      "and map)");
     if (!fn)
         return tg_err("unsupported operator");
     if (fn(c, node) < 0 || pt2_note_view(c, node) < 0 || pt2_write_back(c, node) < 0)
@@ -660,7 +685,7 @@ static int convert_node(pt2_ctx *c, const cJSON *graph, const cJSON *node, const
     return 0;
 }
 
-static int convert_nodes(pt2_ctx *c, const cJSON *graph)
+int pt2_convert_nodes(pt2_ctx *c, const cJSON *graph)
 {
     const cJSON *node;
     int nfail = 0, nnode = 0;
@@ -727,8 +752,8 @@ static int add_outputs(pt2_ctx *c, const cJSON *specs)
 }
 
 /* Decompositions can leave nodes whose results nothing uses (a transpose
- * folded into linear): drop them, and the constants only they used. */
-static int drop_dead(tg_graph *g)
+ * folded into linear). */
+int pt2_drop_dead(tg_graph *g)
 {
     int *uses = tg_graph_use_counts(g);
     if (!uses)
@@ -764,7 +789,7 @@ static int import_program(pt2_ctx *c, const cJSON *prog, pt2_weights *w,
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(sig, "input_specs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(sig, "output_specs");
     if (add_symbols(c, prog, graph, ins, opts) < 0 || add_inputs(c, graph, ins, w) < 0 ||
-        convert_nodes(c, graph) < 0 || add_outputs(c, outs) < 0 || drop_dead(c->g) < 0)
+        pt2_convert_nodes(c, graph) < 0 || add_outputs(c, outs) < 0 || pt2_drop_dead(c->g) < 0)
         return -1;
     return tg_graph_validate(c->g);
 }
@@ -795,10 +820,7 @@ static tg_graph *import_archive(tg_zip *z, const char *what, const tg_import_opt
     }
     for (int i = 0; i < TG_MAX_SYMS; i++)
         free(c.tsym[i]);
-    for (int i = 0; i < c.nnames; i++)
-        free(c.names[i].name);
-    free(c.names);
-    free(c.hash);
+    pt2_scope_leave(&c, &(pt2_scope){0});
     pt2_weights_close(w);
     cJSON_Delete(prog);
     tg_zip_close(z);

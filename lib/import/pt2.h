@@ -38,13 +38,21 @@ typedef struct {
     int base;
 } pt2_name;
 
-typedef struct pt2_ctx {
-    tg_graph *g;
-    char *tsym[TG_MAX_SYMS];    /* torch's name of each graph symbol ("s77") */
+/* The names of one torch graph: the program's, or a nested graph's (each
+ * has its own namespace; pt2_flow.c). */
+typedef struct {
     pt2_name *names;
     int nnames, names_cap;
     int *hash;                  /* open addressing over names, -1 empty */
     int hash_cap;
+} pt2_scope;
+
+typedef struct pt2_ctx {
+    tg_graph *g;                /* the graph being built: the program's or a subgraph */
+    char *tsym[TG_MAX_SYMS];    /* torch's name of each graph symbol ("s77") */
+    pt2_scope sc;
+    const char *prefix;         /* put before the names of the nodes built, or NULL */
+    int depth;                  /* how deep the nested graph being converted is */
     /* the node being converted */
     const cJSON *node;
     const char *out0;           /* name of its first output */
@@ -79,6 +87,7 @@ int pt2_write_back(pt2_ctx *c, const cJSON *node);
 extern const pt2_op_entry pt2_ops_tensor[];
 extern const pt2_op_entry pt2_ops_nn[];
 extern const pt2_op_entry pt2_ops_shape[];
+extern const pt2_op_entry pt2_ops_flow[];   /* higher-order ops (pt2_flow.c): "cond" */
 
 /* The member name of j in its object, "" when none (j in an array). */
 static inline const char *pt2_key(const cJSON *j) { return j && j->string ? j->string : ""; }
@@ -92,6 +101,15 @@ const char *pt2_out_name(const cJSON *node, int i);
 int pt2_out_count(const cJSON *node);
 /* Bind output i of the current node. */
 int pt2_set_out(pt2_ctx *c, int i, int v);
+/* An empty namespace for a nested graph's names, the current one kept in
+ * *saved; pt2_scope_leave frees the nested names and restores *saved. */
+void pt2_scope_enter(pt2_ctx *c, pt2_scope *saved);
+void pt2_scope_leave(pt2_ctx *c, pt2_scope *saved);
+/* Convert the nodes of torch graph `graph` (its tensor_values give the shapes
+ * checked) into c->g, reporting every node that fails; 0 or -1. */
+int pt2_convert_nodes(pt2_ctx *c, const cJSON *graph);
+/* Drop the nodes whose results nothing uses, and the constants only they used. */
+int pt2_drop_dead(tg_graph *g);
 
 /* ScalarType number of the serialized schema -> dtype; NONE if unsupported. */
 tg_dtype pt2_dtype(int64_t st);

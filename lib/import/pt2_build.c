@@ -7,13 +7,14 @@
 #include "error.h"
 #include "import/pt2.h"
 
-/* "<out0>/<what>", made unique with a counter when needed. */
+/* "<prefix><out0>/<what>", made unique with a counter when needed. */
 static void inner_name(const pt2_ctx *c, const char *what, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/%s", c->out0, what);
+    const char *p = c->prefix ? c->prefix : "";
+    snprintf(buf, n, "%s%s/%s", p, c->out0, what);
     for (int k = 2; tg_graph_find_value(c->g, buf) >= 0 || tg_graph_find_node(c->g, buf) >= 0;
          k++)
-        snprintf(buf, n, "%s/%s_%d", c->out0, what, k);
+        snprintf(buf, n, "%s%s/%s_%d", p, c->out0, what, k);
 }
 
 void pt2_op_name(const cJSON *node, char *buf, size_t n)
@@ -35,6 +36,9 @@ int pt2_emit_named(pt2_ctx *c, const char *name, tg_op op, int nin, const int *i
     char buf[512];
     if (!name) {
         inner_name(c, tg_op_name(op), buf, sizeof buf);
+        name = buf;
+    } else if (c->prefix) {     /* a graph inlined into another (pt2_flow.c) */
+        snprintf(buf, sizeof buf, "%s%s", c->prefix, name);
         name = buf;
     }
     int v = tg_graph_add_node(c->g, op, name, nin, in, nattr, attr);

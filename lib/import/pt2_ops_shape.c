@@ -879,7 +879,7 @@ int pt2_note_view(pt2_ctx *c, const cJSON *node)
     } else {
         return 0;
     }
-    int b = (int)(base - c->names);
+    int b = (int)(base - c->sc.names);
     for (int i = 0, n = pt2_out_count(node); i < n; i++) {
         pt2_name *o = (pt2_name *)pt2_lookup(c, pt2_out_name(node, i));
         if (o && o->kind == PT2_TENSOR) {
@@ -915,7 +915,7 @@ int pt2_write_back(pt2_ctx *c, const cJSON *node)
         if (p.kind == PT2_V_OTHER)
             return tg_err("an in-place write into a view made by permute, expand, split or "
                           "as_strided is not supported");
-        pt2_name *base = &c->names[b];
+        pt2_name *base = &c->sc.names[b];
         if (base->kind != PT2_TENSOR)
             return 0;
         const tg_shape *bs = shape_of(c, base->v);

@@ -224,18 +224,31 @@ int tg_infer_loop(tg_graph *g, int node)
             return tg_err("output %d ('%s') must be declared as carried input '%s' is", k,
                           o->name, x->name);
     }
+    /* the trip count, a scan output's first dim, is checked when the loop runs */
     for (int j = 0; j < M; j++) {
         const tg_value *o = &g->values[n->out[N + j]];
         if (check_out(g, body, "body", N + j, o, &body->values[body->outputs[1 + N + j]], 1))
             return -1;
-        if (!is_data_sym(g, o->shape.d[0]) && !tg_dim_is_const(o->shape.d[0], NULL))
-            return tg_err("output %d ('%s'): its first dim, the trip count, must be a "
-                          "constant or a data symbol", N + j, o->name);
     }
     return 0;
 }
 
 /* ---- declaring a node's outputs ---- */
+
+tg_graph *tg_control_subgraph(const tg_graph *g)
+{
+    tg_graph *sub = tg_graph_new();
+    for (int s = 0; sub && s < g->nsym; s++) {
+        const tg_symbol *y = &g->sym[s];
+        int k = tg_graph_add_symbol(sub, y->name, y->min, y->max);
+        if (k < 0) {
+            tg_graph_free(sub);
+            return NULL;
+        }
+        sub->sym[k].data = y->data;
+    }
+    return sub;
+}
 
 /* The trip count a loop's scan outputs stack, when the import knows it: a
  * constant max_trip with no condition, whose body passes its condition
@@ -250,7 +263,8 @@ static bool known_trips(const tg_graph *g, const int *in, const tg_graph *body, 
 }
 
 int tg_control_declare(tg_graph *g, tg_op op, int nin, const int *in, int nattr,
-                       const tg_attr *attr, int *nout, tg_dtype *dts, tg_shape *shapes)
+                       const tg_attr *attr, const tg_dim *trips, int *nout, tg_dtype *dts,
+                       tg_shape *shapes)
 {
     const tg_graph *sg[2] = {NULL, NULL};
     for (int i = 0; i < nattr; i++)
@@ -275,8 +289,9 @@ int tg_control_declare(tg_graph *g, tg_op op, int nin, const int *in, int nattr,
     for (int k = 0; op == TG_OP_LOOP && k < ncarried; k++)
         if (in[2 + k] < 0 || in[2 + k] >= g->nvalue)
             return tg_err("loop: carried input %d is missing", k);
-    int64_t trips = -1;
-    bool known = op == TG_OP_LOOP && nin >= 2 && known_trips(g, in, sg[0], &trips);
+    int64_t t = -1;
+    bool known = op == TG_OP_LOOP && (trips || (nin >= 2 && known_trips(g, in, sg[0], &t)));
+    tg_dim trip = trips ? *trips : tg_dim_const(t);
     for (int k = 0; k < *nout; k++) {
         const tg_value *p = &sg[0]->values[sg[0]->outputs[first + k]];
         dts[k] = p->dtype;
@@ -293,7 +308,7 @@ int tg_control_declare(tg_graph *g, tg_op op, int nin, const int *in, int nattr,
         const tg_value *q = op == TG_OP_IF ? &sg[1]->values[sg[1]->outputs[k]] : p;
         for (int d = -from; d < p->shape.rank; d++) {
             /* a dim both branches fix alike, or a new data symbol */
-            tg_dim pd = d >= 0 ? p->shape.d[d] : tg_dim_const(trips);
+            tg_dim pd = d >= 0 ? p->shape.d[d] : trip;
             bool fixed = d >= 0 ? dim_shared(g, sg[0], pd) && q->shape.rank == p->shape.rank &&
                                   dim_shared(g, sg[1 - !sg[1]], q->shape.d[d]) &&
                                   tg_dim_eq(pd, q->shape.d[d])
@@ -307,17 +322,29 @@ int tg_control_declare(tg_graph *g, tg_op op, int nin, const int *in, int nattr,
     return 0;
 }
 
-int tg_control_add(tg_graph *g, tg_op op, const char *name, int nin, const int *in, int nattr,
-                   const tg_attr *attr)
+static int add(tg_graph *g, tg_op op, const char *name, int nin, const int *in, int nattr,
+               const tg_attr *attr, const tg_dim *trips)
 {
     tg_dtype dts[TG_MAX_NODE_OUTPUTS];
     tg_shape shapes[TG_MAX_NODE_OUTPUTS];
     int nout, nsym = g->nsym;
-    if (tg_control_declare(g, op, nin, in, nattr, attr, &nout, dts, shapes) < 0) {
+    if (tg_control_declare(g, op, nin, in, nattr, attr, trips, &nout, dts, shapes) < 0) {
         while (g->nsym > nsym)      /* data symbols made for nothing */
             free(g->sym[--g->nsym].name);
         return tg_err("node %s (%s): %s", name ? name : "(unnamed)", tg_op_name(op),
                       tg_errmsg());
     }
     return tg_graph_add_declared_node(g, op, name, nin, in, nattr, attr, nout, dts, shapes);
+}
+
+int tg_control_add(tg_graph *g, tg_op op, const char *name, int nin, const int *in, int nattr,
+                   const tg_attr *attr)
+{
+    return add(g, op, name, nin, in, nattr, attr, NULL);
+}
+
+int tg_control_add_loop(tg_graph *g, const char *name, int nin, const int *in, int nattr,
+                        const tg_attr *attr, tg_dim trips)
+{
+    return add(g, TG_OP_LOOP, name, nin, in, nattr, attr, &trips);
 }

@@ -245,6 +245,61 @@ static bool err_has(const char *s)
     return has;
 }
 
+/* A loop that declares its trip count, the symbol n of x f32[n, 3] (torch's
+ * map over a dynamic dim): scan x[i] * 2, max_trip m an input. The scan is
+ * f32[n, 3] in the graph, the file keeps it, and a run whose m is not n is
+ * refused when the loop ends, naming the dim. */
+static void test_declared_trips(void)
+{
+    tg_graph *g = tg_graph_new();
+    int n = tg_graph_add_symbol(g, "n", 1, 16);
+    tg_shape s = {.rank = 2, .d = {tg_dim_sym(n), tg_dim_const(3)}}, row = {.rank = 1, .d = {tg_dim_const(3)}},
+             s0 = {0};
+    int in[3] = {tg_graph_add_input(g, "m", TG_I64, &s0), -1, tg_graph_add_input(g, "x", TG_F32, &s)};
+    tg_graph *body = tg_control_subgraph(g);
+    int bi[3] = {tg_graph_add_input(body, "i", TG_I64, &s0), tg_graph_add_input(body, "c", TG_BOOL, &s0),
+                 tg_graph_add_input(body, "x", TG_F32, &s)};
+    tg_attr ax = tg_attr_int("axis", 0);
+    int sin[2] = {bi[2], bi[0]};
+    int xi = tg_graph_add_node(body, TG_OP_INDEX_SELECT, "xi", 2, sin, 1, &ax);
+    int two[2] = {xi, xi};
+    tg_graph_add_output(body, bi[1]);
+    tg_graph_add_output(body, tg_graph_add_node(body, TG_OP_ADD, "twice", 2, two, 0, NULL));
+    CHECK(tg_shape_eq(&body->values[xi].shape, &row));
+    tg_attr a[2] = {tg_attr_graph("body", body), tg_attr_int("carried", 0)};
+    int y = tg_control_add_loop(g, "map", 3, in, 2, a, tg_dim_sym(n));
+    if (y < 0)
+        fprintf(stderr, "loop: %s\n", tg_errmsg());
+    CHECK(y >= 0 && tg_shape_eq(&g->values[y].shape, &s) && g->nsym == 1);
+    tg_graph_add_output(g, y);
+    char *bytes = NULL;
+    size_t len = 0;
+    tg_graph *r = round_trip(g, &bytes, &len);
+    CHECK(r && tg_shape_eq(&r->values[r->outputs[0]].shape, &s));
+    int64_t d[2] = {5, 3};
+    for (int64_t m = 5; m >= 4; m--) {
+        tg_tensor t[2] = {scalar(TG_I64, (double)m), f32(2, d)}, out;
+        tg_exec *e = r ? tg_exec_new(r, 1) : NULL;
+        int rc = e ? tg_exec_run(e, t, &out) : -1;
+        if (m == 5) {
+            CHECK(rc == 0);
+            for (int i = 0; !rc && i < 15; i++)
+                CHECK(((float *)out.data)[i] == 2 * ((float *)t[1].data)[i]);
+            if (!rc)
+                tg_tensor_free(&out);
+        } else {
+            CHECK(rc < 0 && strstr(tg_errmsg(), "dim 0 is 4 at run time, the graph says n"));
+        }
+        tg_exec_free(e);
+        tg_tensor_free(&t[0]);
+        tg_tensor_free(&t[1]);
+    }
+    free(bytes);
+    tg_graph_free(r);
+    tg_graph_free(body);
+    tg_graph_free(g);
+}
+
 static void test_refusals(void)
 {
     tg_shape s = {.rank = 1, .d = {tg_dim_const(3)}}, s0 = {0};
@@ -338,6 +393,7 @@ int main(void)
     test_if();
     test_for();
     test_while();
+    test_declared_trips();
     test_refusals();
     test_damaged_file();
     return unit_report();
