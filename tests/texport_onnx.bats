@@ -83,7 +83,7 @@ check_compiled() {
 @test "onnx ops: Hann, Hamming and Blackman windows and OneHot of a size given at run time" { check_model "$ONNX" runtime_windows; }
 
 @test "onnx ops: CenterCropPad to sizes given at run time and constant" { check_model "$ONNX" runtime_crop; }
-@test "onnx ops: Scan unrolled at import (axes, directions, state and scan outputs)" { check_model "$ONNX" scan; }
+@test "onnx ops: Scan as a loop (axes, directions, state and scan outputs)" { check_model "$ONNX" scan; }
 
 @test "onnx ops: If and Loop as subgraphs (captures, constants inside, a nested If, run-time trip counts, a while form)" {
     check_model "$ONNX" control_flow
@@ -105,9 +105,8 @@ check_compiled() {
         "$TEXPORT" "$ONNX/recurrent_dynamic.onnx"
 }
 
-@test "onnx: a Scan over a length unknown at import is refused, naming the op and opset" {
-    run_fails 1 "node 'scan_node' \(Scan, opset 16\): scan input 0's length is not known at import \(the scan is unrolled\)" \
-        "$TEXPORT" "$ONNX/scan_dynamic.onnx"
+@test "onnx ops: Scan over a length known only at run time (the batch), read and stacked in reverse" {
+    check_model "$ONNX" scan_dynamic
 }
 
 @test "onnx: a CumProd axis out of range at run time fails, naming the node" {

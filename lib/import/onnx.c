@@ -682,11 +682,13 @@ int onnx_add_dynamic(onnx_ctx *c, tg_op op, const char *suffix, int nin, const i
     return tg_graph_add_dynamic_node(c->g, op, name, nin, in, nattr, attr, dt, shape);
 }
 
-int onnx_add_control(onnx_ctx *c, tg_op op, int nin, const int *in, int nattr, const tg_attr *attr)
+int onnx_add_control(onnx_ctx *c, tg_op op, int nin, const int *in, int nattr, const tg_attr *attr,
+                     const tg_dim *trips)
 {
     char name[256];
     node_name(c, NULL, name, sizeof name);
-    return tg_control_add(c->g, op, name, nin, in, nattr, attr);
+    return trips ? tg_control_add_loop(c->g, name, nin, in, nattr, attr, *trips)
+                 : tg_control_add(c->g, op, name, nin, in, nattr, attr);
 }
 
 /* ---- the model ---------------------------------------------------------------------------- */

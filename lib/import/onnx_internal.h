@@ -125,8 +125,10 @@ int onnx_map_body_node(onnx_ctx *c, const Onnx__NodeProto *n);
 /* Add a graph node named after the ONNX node (suffix distinguishes helpers). */
 int onnx_add(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in, int nattr,
              const tg_attr *attr);
-/* A control-flow node (if, loop: ops/control.h), its outputs declared. */
-int onnx_add_control(onnx_ctx *c, tg_op op, int nin, const int *in, int nattr, const tg_attr *attr);
+/* A control-flow node (if, loop: ops/control.h), its outputs declared; a loop
+ * that runs exactly *trips times declares them (NULL: it does not know). */
+int onnx_add_control(onnx_ctx *c, tg_op op, int nin, const int *in, int nattr, const tg_attr *attr,
+                     const tg_dim *trips);
 /* The same for a node with run-time attributes (its inputs last), output declared. */
 int onnx_add_dynamic(onnx_ctx *c, tg_op op, const char *suffix, int nin, const int *in,
                      int nattr, const tg_attr *attr, tg_dtype dt, const tg_shape *shape);

@@ -1,10 +1,7 @@
-/* ONNX control flow. If and Loop import as control nodes (ops.def: if, loop)
- * whose subgraphs are imported into graphs of their own (onnx.c's scopes):
- * the outer values a branch or body reads become its inputs, passed by the
- * node. Scan (opset 9 on) is unrolled over a sequence length known at
- * import: its body's nodes are mapped once per step into the graph being
- * built, its inputs bound to that step's state and slices (ONNX keeps
- * subgraph names apart from the outer graph's, so one namespace serves). */
+/* ONNX control flow. If, Loop and Scan (opset 9 on) import as control nodes
+ * (ops.def: if, loop) whose subgraphs are imported into graphs of their own
+ * (onnx.c's scopes): the outer values a branch or body reads become its
+ * inputs, passed by the node. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,19 +12,6 @@
 #include "../tensor.h"
 #include "onnx_internal.h"
 #include "onnx_node.h"
-
-/* How many body nodes a Scan is unrolled into at most. */
-#define SCAN_MAX_NODES 200000
-
-/* x with a dim of 1 inserted at axis (of x's rank + 1). */
-static int unsqueeze_at(onnx_ctx *c, int x, int axis, const char *sfx)
-{
-    tg_shape s = shape_of(c, x);
-    tg_dim d[TG_MAX_RANK];
-    if (s.rank + 1 > TG_MAX_RANK) return tg_err("a scan output of rank %d is too large to stack", s.rank);
-    for (int i = 0, j = 0; i <= s.rank; i++) d[i] = i == axis ? tg_dim_const(1) : s.d[j++];
-    return reshape_as(c, x, s.rank + 1, d, sfx);
-}
 
 /* An axes attribute with one entry per input (default 0), normalized to rank
  * (+ extra for outputs, which gain the scan axis). */
@@ -48,107 +32,28 @@ static int body_name_ok(const Onnx__ValueInfoProto *v, const char *what, int i)
     return v && v->name && *v->name ? 0 : tg_err("the body's %s %d has no name", what, i);
 }
 
-/* Scan: N state variables, then M scan inputs sliced along their axes (in
- * reverse for direction 1); each step's K scan outputs stacked along their
- * axes (in reverse for direction 1). */
-static int map_scan(onnx_ctx *c, const onnx_op_map *m)
-{
-    if (c->opset < 9) return tg_err("Scan of opset 8 (with a batch axis and sequence_lens) is not supported");
-    const Onnx__AttributeProto *ba = onnx_attr(N(c), "body");
-    const Onnx__GraphProto *body = ba ? ba->g : NULL;
-    if (!body) return tg_err("attribute body (a graph) is required");
-    int nin = (int)N(c)->n_input, ms = (int)onnx_attr_int(N(c), "num_scan_inputs", 0), ns = nin - ms;
-    int nbo = (int)body->n_output, k = nbo - ns;
-    if (ms < 1 || ns < 0 || (int)body->n_input != nin || k < 0 || (int)N(c)->n_output > nbo)
-        return tg_err("num_scan_inputs %d does not fit %d inputs, a body of %zu inputs and %d outputs", ms, nin,
-                      body->n_input, nbo);
-    if (nin > 64 || nbo > 64) return tg_err("more than 64 inputs or outputs");
-    int st[64], xs[64], ranks[64], *steps = NULL;
-    int64_t iax[64], idir[64], oax[64], odir[64], t = -1;
-    for (int i = 0; i < nin; i++) {
-        if (body_name_ok(body->input[i], "input", i)) return -1;
-        if ((i < ns ? (st[i] = in_val(c, i)) : (xs[i - ns] = in_val(c, i))) < 0) return -1;
-        if (i >= ns) ranks[i - ns] = shape_of(c, xs[i - ns]).rank;
-    }
-    for (int i = 0; i < nbo; i++)
-        if (body_name_ok(body->output[i], "output", i)) return -1;
-    if (scan_axes(c, "scan_input_axes", ms, ranks, 0, iax)) return -1;
-    for (int i = 0; i < ms; i++) {
-        int64_t len;
-        const Onnx__AttributeProto *d = onnx_attr(N(c), "scan_input_directions");
-        idir[i] = d && (int)d->n_ints > i ? d->ints[i] : 0;
-        if (!tg_dim_is_const(shape_of(c, xs[i]).d[iax[i]], &len))
-            return tg_err("scan input %d's length is not known at import (the scan is unrolled)", i);
-        if (t >= 0 && len != t) return tg_err("scan inputs have lengths %lld and %lld", (long long)t, (long long)len);
-        t = len;
-    }
-    if (t < 1 || t * (int64_t)(body->n_node + 1) > SCAN_MAX_NODES)
-        return tg_err("%lld steps of a %zu-node body are not within the %d nodes unrolled at most", (long long)t,
-                      body->n_node, SCAN_MAX_NODES);
-    if (onnx_def_initializers(c, body->initializer, body->n_initializer, "the body's initializer"))
-        return -1;
-    if (k > 0 && !(steps = malloc(sizeof(int) * (size_t)(t * k)))) return tg_err("out of memory");
-    int rc = 0;
-    for (int64_t s = 0; s < t && !rc; s++) {
-        for (int i = 0; i < ns && !rc; i++) rc = onnx_def_value(c, body->input[i]->name, st[i]);
-        for (int i = 0; i < ms && !rc; i++) {  /* this step's slice, its scan axis dropped */
-            int64_t at = idir[i] ? t - 1 - s : s;
-            tg_shape xsh = shape_of(c, xs[i]);
-            tg_dim d[TG_MAX_RANK];
-            for (int a = 0, j = 0; a < xsh.rank; a++)
-                if (a != iax[i]) d[j++] = xsh.d[a];
-            int v = reshape_as(c, slice_range(c, xs[i], (int)iax[i], at, at + 1, "scan_slice"), xsh.rank - 1, d, "scan_step");
-            rc = v < 0 ? -1 : onnx_def_value(c, body->input[ns + i]->name, v);
-        }
-        for (size_t j = 0; j < body->n_node && !rc; j++) rc = onnx_map_body_node(c, body->node[j]);
-        for (int i = 0; i < nbo && !rc; i++) {  /* read them all before the next step rebinds */
-            onnx_ent *e = onnx_get(c, body->output[i]->name);
-            int v = e ? onnx_value(c, e) : -1;
-            if (v < 0) rc = -1;
-            else if (i < ns) st[i] = v;
-            else steps[s * k + (i - ns)] = v;
-        }
-    }
-    if (!rc && k > 0) {
-        for (int i = 0; i < k; i++) ranks[i] = shape_of(c, steps[i]).rank;
-        if (scan_axes(c, "scan_output_axes", k, ranks, 1, oax)) rc = -1;
-        const Onnx__AttributeProto *d = onnx_attr(N(c), "scan_output_directions");
-        for (int i = 0; i < k; i++) odir[i] = d && (int)d->n_ints > i ? d->ints[i] : 0;
-    }
-    for (int i = 0; i < ns && !rc; i++) rc = def_out(c, i, st[i]);
-    for (int i = 0; i < k && !rc; i++) {
-        if (ns + i >= (int)N(c)->n_output || !*N(c)->output[ns + i]) continue;
-        int *parts = malloc(sizeof(int) * (size_t)t);
-        if (!parts) {
-            rc = tg_err("out of memory");
-            break;
-        }
-        for (int64_t s = 0; s < t && !rc; s++) {
-            int v = unsqueeze_at(c, steps[s * k + i], (int)oax[i], "scan_out_step");
-            if (v < 0) rc = -1;
-            parts[odir[i] ? t - 1 - s : s] = v;
-        }
-        tg_attr a = tg_attr_int("axis", (int)oax[i]);
-        int y = rc ? -1 : t == 1 ? parts[0] : onnx_add(c, TG_OP_CONCAT, "scan_output", (int)t, parts, 1, &a);
-        free(parts);
-        if (!rc) rc = def_out(c, ns + i, y);
-    }
-    free(steps);
-    return rc ? -1 : 0;
-}
+/* ONNX graph gp as subgraph *out: its own inputs first, then what it reads
+ * of the graphs around and its constants (sc->cap: the outer values those
+ * take; the caller frees it). Its own inputs are gp's nlead inputs, of
+ * dtypes and shapes arg's (a sub_lead: a body's declarations may lack them),
+ * or, with a lead function, what that adds, defining gp's input names (in
+ * the subgraph, c->g by then). */
+typedef struct {
+    const tg_dtype *dt;
+    const tg_shape *sh;
+} sub_lead;
+typedef int (*lead_fn)(onnx_ctx *c, const Onnx__GraphProto *gp, void *arg);
 
-/* ONNX graph gp as subgraph *out: its own inputs first (nlead, of dtypes dt
- * and shapes sh: a body's declarations may lack them), then what it reads of
- * the graphs around and its constants (sc->cap: the outer values those take;
- * the caller frees it). */
-static int import_sub(onnx_ctx *c, const Onnx__GraphProto *gp, const char *what, int nlead,
-                      const tg_dtype *dt, const tg_shape *sh, tg_graph **out, onnx_scope *sc)
+static int import_sub_with(onnx_ctx *c, const Onnx__GraphProto *gp, const char *what, int nlead,
+                           lead_fn lead, void *arg, tg_graph **out, onnx_scope *sc)
 {
     tg_graph *sub = tg_control_subgraph(c->g);
     if (!sub || onnx_scope_enter(c, sc, sub)) return tg_graph_free(sub), -1;
     int rc = (int)gp->n_input == nlead ? 0 : tg_err("%s has %zu inputs, expected %d", what, gp->n_input, nlead);
-    for (int i = 0; i < nlead && !rc; i++) {
-        int v = body_name_ok(gp->input[i], "input", i) ? -1 : tg_graph_add_input(sub, gp->input[i]->name, dt[i], &sh[i]);
+    const sub_lead *L = arg;
+    if (!rc && lead) rc = lead(c, gp, arg);
+    for (int i = 0; i < nlead && !rc && !lead; i++) {
+        int v = body_name_ok(gp->input[i], "input", i) ? -1 : tg_graph_add_input(sub, gp->input[i]->name, L->dt[i], &L->sh[i]);
         rc = v < 0 ? -1 : onnx_def_value(c, gp->input[i]->name, v);
     }
     if (!rc) rc = onnx_def_initializers(c, gp->initializer, gp->n_initializer, "the subgraph's initializer");
@@ -167,6 +72,12 @@ static int import_sub(onnx_ctx *c, const Onnx__GraphProto *gp, const char *what,
     }
     *out = sub;
     return 0;
+}
+
+static int import_sub(onnx_ctx *c, const Onnx__GraphProto *gp, const char *what, int nlead,
+                      const tg_dtype *dt, const tg_shape *sh, tg_graph **out, onnx_scope *sc)
+{
+    return import_sub_with(c, gp, what, nlead, NULL, &(sub_lead){dt, sh}, out, sc);
 }
 
 static const Onnx__GraphProto *graph_attr(onnx_ctx *c, const char *name)
@@ -227,7 +138,7 @@ static int map_if(onnx_ctx *c, const onnx_op_map *m)
         if (!rc && n > 1) memcpy(br[b]->inputs, order, sizeof(int) * (size_t)(n - 1));
     }
     tg_attr a[2] = {tg_attr_graph("then", br[0]), tg_attr_graph("else", br[1])};
-    if (!rc) rc = def_outs(c, onnx_add_control(c, TG_OP_IF, n, in, 2, a));
+    if (!rc) rc = def_outs(c, onnx_add_control(c, TG_OP_IF, n, in, 2, a, NULL));
     for (int b = 0; b < 2; b++) tg_graph_free(br[b]), free(sc[b].cap);
     free(in);
     free(order);
@@ -265,8 +176,158 @@ static int map_loop(onnx_ctx *c, const onnx_op_map *m)
         if (sc.ncap) /* sc.cap is NULL when the body captures nothing */
             memcpy(all + 2 + nc, sc.cap, sizeof(int) * (size_t)sc.ncap);
         tg_attr a[2] = {tg_attr_graph("body", body), tg_attr_int("carried", nc)};
-        rc = def_outs(c, onnx_add_control(c, TG_OP_LOOP, 2 + nc + sc.ncap, all, 2, a));
+        rc = def_outs(c, onnx_add_control(c, TG_OP_LOOP, 2 + nc + sc.ncap, all, 2, a, NULL));
     }
+    tg_graph_free(body);
+    free(sc.cap);
+    free(all);
+    return rc;
+}
+
+/* A subgraph input named after the node: "<node>/<what>". */
+static int sub_input(onnx_ctx *c, const char *what, tg_dtype dt, const tg_shape *sh)
+{
+    char name[512];
+    const char *base = N(c)->name && *N(c)->name ? N(c)->name : N(c)->output[0];
+    snprintf(name, sizeof name, "%s/%s", base, what);
+    for (int k = 1; tg_graph_find_value(c->g, name) >= 0; k++) snprintf(name, sizeof name, "%s/%s_%d", base, what, k);
+    return tg_graph_add_input(c->g, name, dt, sh);
+}
+
+/* A Scan's body as a loop body: iter, cond, the N states, the M scan inputs
+ * whole, the last index when one is read in reverse; the body's scan input i
+ * is their slice at iter (at last - iter in reverse) along its axis. */
+typedef struct {
+    int ns, ms;
+    const int *st, *xs;             /* the node's values, of the graph around */
+    tg_dtype dt[64];
+    tg_shape sh[64];                /* theirs, states then scan inputs */
+    const int64_t *iax, *idir;
+    bool reverse;                   /* some scan input is read from the end */
+} scan_body;
+
+static int scan_inputs(onnx_ctx *c, const Onnx__GraphProto *gp, void *arg)
+{
+    const scan_body *b = arg;
+    tg_shape s0 = {0};
+    int it = sub_input(c, "iter", TG_I64, &s0), full[64], last = -1;
+    int rc = it < 0 || sub_input(c, "cond", TG_BOOL, &s0) < 0 ? -1 : 0;
+    for (int i = 0; i < b->ns && !rc; i++) {
+        int v = body_name_ok(gp->input[i], "input", i) ? -1 : tg_graph_add_input(c->g, gp->input[i]->name, b->dt[i], &b->sh[i]);
+        rc = v < 0 ? -1 : onnx_def_value(c, gp->input[i]->name, v);
+    }
+    for (int i = 0; i < b->ms && !rc; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "scan_input_%d", i);
+        rc = (full[i] = sub_input(c, what, b->dt[b->ns + i], &b->sh[b->ns + i])) < 0 ? -1 : 0;
+    }
+    if (!rc && b->reverse && (last = sub_input(c, "last", TG_I64, &s0)) < 0) rc = -1;
+    for (int i = 0; i < b->ms && !rc; i++) {
+        const Onnx__ValueInfoProto *in = gp->input[b->ns + i];
+        int sin[2] = {full[i], b->idir[i] ? binary_on(c, TG_OP_SUB, "scan_index", last, it) : it};
+        tg_attr a = tg_attr_int("axis", (int)b->iax[i]);
+        int v = body_name_ok(in, "input", b->ns + i) || sin[1] < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, "scan_slice", 2, sin, 1, &a);
+        rc = v < 0 ? -1 : onnx_def_value(c, in->name, v);
+    }
+    return rc;
+}
+
+/* Scan output y [t, ...] (steps stacked first) as ONNX wants it: reversed
+ * (direction 1: at last - arange(t)) and its step axis moved to axis. */
+static int scan_output(onnx_ctx *c, int y, tg_dim t, int last, int64_t dir, int64_t axis)
+{
+    if (dir) {
+        tg_attr e = tg_attr_dims("end", 1, &t);
+        int ar = onnx_add(c, TG_OP_ARANGE, "scan_steps", 0, NULL, 1, &e);
+        int in[2] = {y, ar < 0 ? -1 : binary_on(c, TG_OP_SUB, "scan_reversed", last, ar)};
+        tg_attr a = tg_attr_int("axis", 0);
+        y = in[1] < 0 ? -1 : onnx_add(c, TG_OP_INDEX_SELECT, "scan_reverse", 2, in, 1, &a);
+    }
+    if (y < 0 || !axis) return y;
+    int64_t perm[TG_MAX_RANK];
+    int rank = shape_of(c, y).rank;
+    for (int k = 0, j = 1; k < rank; k++) perm[k] = k == axis ? 0 : j++;
+    return permute_to(c, y, rank, perm, "scan_axis");
+}
+
+/* Scan: N state variables (carried), then M scan inputs (invariants the body
+ * slices), their common length along their axes the trip count (read at run
+ * time when symbolic; the loop declares it); the K scan outputs stack. */
+static int map_scan(onnx_ctx *c, const onnx_op_map *m)
+{
+    if (c->opset < 9) return tg_err("Scan of opset 8 (with a batch axis and sequence_lens) is not supported");
+    const Onnx__GraphProto *bp = graph_attr(c, "body");
+    if (!bp) return -1;
+    int nin = (int)N(c)->n_input, ms = (int)onnx_attr_int(N(c), "num_scan_inputs", 0), ns = nin - ms;
+    int nbo = (int)bp->n_output, k = nbo - ns;
+    if (ms < 1 || ns < 0 || (int)bp->n_input != nin || k < 0 || (int)N(c)->n_output > nbo)
+        return tg_err("num_scan_inputs %d does not fit %d inputs, a body of %zu inputs and %d outputs", ms, nin,
+                      bp->n_input, nbo);
+    if (nin > 62 || nbo > 62) return tg_err("more than 62 inputs or outputs");
+    scan_body b = {.ns = ns, .ms = ms};
+    int in[2 + 64], ranks[64], vals[64];
+    int64_t iax[64], idir[64], oax[64], odir[64];
+    const Onnx__AttributeProto *d = onnx_attr(N(c), "scan_input_directions");
+    for (int i = 0; i < nin; i++) {
+        if ((vals[i] = in[2 + i] = in_val(c, i)) < 0) return -1;
+        b.dt[i] = dtype_of(c, vals[i]);
+        b.sh[i] = shape_of(c, vals[i]);
+        if (i >= ns) ranks[i - ns] = b.sh[i].rank;
+    }
+    if (scan_axes(c, "scan_input_axes", ms, ranks, 0, iax)) return -1;
+    tg_dim t = b.sh[ns].d[iax[0]];
+    for (int i = 0; i < ms; i++) {
+        idir[i] = d && (int)d->n_ints > i ? d->ints[i] : 0;
+        b.reverse |= idir[i] != 0;
+        if (!tg_dim_eq(b.sh[ns + i].d[iax[i]], t)) {
+            char x[64], y[64];
+            tg_dim_format(t, c->g->sym, x, sizeof x);
+            tg_dim_format(b.sh[ns + i].d[iax[i]], c->g->sym, y, sizeof y);
+            return tg_err("scan inputs have lengths %s and %s", x, y);
+        }
+    }
+    b.st = vals;
+    b.xs = vals + ns;
+    b.iax = iax;
+    b.idir = idir;
+    int64_t tc;
+    in[0] = tg_dim_is_const(t, &tc) ? scalar_const(c, "trips", TG_I64, (double)tc)
+                                    : reshape_to(c, onnx_shape_data(c, vals[ns], iax[0], iax[0] + 1, false), 0, NULL, "trips");
+    in[1] = -1;
+    int last = b.reverse && in[0] >= 0 ? binary_on(c, TG_OP_SUB, "last", in[0], scalar_const(c, "one", TG_I64, 1)) : -1;
+    if (in[0] < 0 || (b.reverse && last < 0)) return -1;
+    tg_graph *body = NULL;
+    onnx_scope sc;
+    if (import_sub_with(c, bp, "body", nin, scan_inputs, &b, &body, &sc)) return -1;
+    int n = 2 + nin, *all = NULL, rc = 0, *o = realloc(body->outputs, sizeof(int) * (size_t)(nbo + 1));
+    if (!o || !(all = malloc(sizeof(int) * (size_t)(n + 1 + sc.ncap)))) rc = tg_err("out of memory");
+    if (o) body->outputs = o;
+    if (!rc) {      /* the body passes its condition through */
+        memmove(o + 1, o, sizeof(int) * (size_t)nbo);
+        o[0] = body->inputs[1];
+        body->noutput++;
+        memcpy(all, in, sizeof(int) * (size_t)n);
+        if (b.reverse) all[n++] = last;
+        if (sc.ncap) memcpy(all + n, sc.cap, sizeof(int) * (size_t)sc.ncap);
+        for (int j = 0; j < k; j++) ranks[j] = body->values[body->outputs[1 + ns + j]].shape.rank;
+        rc = scan_axes(c, "scan_output_axes", k, ranks, 1, oax);
+    }
+    const Onnx__AttributeProto *od = onnx_attr(N(c), "scan_output_directions");
+    for (int j = 0; j < k; j++) odir[j] = od && (int)od->n_ints > j ? od->ints[j] : 0;
+    bool rev_out = false;
+    for (int j = 0; j < k; j++) rev_out |= odir[j] != 0;
+    if (!rc && rev_out && last < 0) {
+        last = binary_on(c, TG_OP_SUB, "last", in[0], scalar_const(c, "one", TG_I64, 1));
+        rc = last < 0 ? -1 : 0;
+    }
+    tg_attr a[2] = {tg_attr_graph("body", body), tg_attr_int("carried", ns)};
+    int y = rc ? -1 : onnx_add_control(c, TG_OP_LOOP, n + sc.ncap, all, 2, a, &t);
+    const tg_node *nd = y < 0 ? NULL : &c->g->nodes[c->g->nnode - 1];
+    for (int i = 0; nd && i < ns && !rc; i++) rc = def_out(c, i, nd->out[i]);
+    for (int j = 0; nd && j < k && !rc; j++)
+        if (ns + j < (int)N(c)->n_output && *N(c)->output[ns + j])
+            rc = def_out(c, ns + j, scan_output(c, nd->out[ns + j], t, last, odir[j], oax[j]));
+    if (y < 0) rc = -1;
     tg_graph_free(body);
     free(sc.cap);
     free(all);
