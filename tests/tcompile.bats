@@ -236,15 +236,16 @@ fixtures() {
 
 # (runtime_*, resize_runtime, resize_onnx, pad_modes, shape_data,
 # affine_grid, data_ops, data_ops_more and data_shapes have run-time
-# attributes, and control_flow and scan* if/loop subgraphs, which only trun runs:
-# texport_onnx.bats checks that tcompile refuses them. data_static compiles
-# with a batch range of its own, there.
+# attributes: texport_onnx.bats checks that tcompile refuses them. data_static
+# compiles with a batch range of its own, there. control_flow's if and loops
+# and scan*'s loops compile, scan outputs of run-time length handed over as
+# the run made them.
 # qop_ops' reference is ONNX Runtime's com.microsoft kernels, whose
 # requantization rounds differently: one step, as texport_onnx.bats allows.)
 @test "every ONNX fixture compiles and matches PyTorch (ONNX Runtime) and the interpreter" {
     local TOL
     for f in $(fixtures "$FIX"/*.onnx "$FIX"/onnx/*.onnx |
-               grep -Ev '/(runtime_[a-z]+|resize_runtime|resize_onnx|pad_modes|shape_data|affine_grid|data_[a-z_]+|control_flow|scan[a-z_]*)\.onnx$'); do
+               grep -Ev '/(runtime_[a-z]+|resize_runtime|resize_onnx|pad_modes|shape_data|affine_grid|data_[a-z_]+)\.onnx$'); do
         echo "# $f"
         TOL=()
         [[ $f == */qop_ops.onnx ]] && TOL=(--rtol=0 --atol=1)
@@ -505,4 +506,34 @@ build_example() {
     run_ok make -n -C "$TMP" TQUANT=tq mlp.q8.tg
     [[ "$output" == *"texport "*"-o mlp.tg mlp.pt2"* ]]
     [[ "$output" == *"tq "*"-o mlp.q8.tg mlp.tg"* ]]
+}
+
+@test "a compiled loop that never ends stops after TGRAPH_LOOP_MAX iterations, naming the node" {
+    "$TEXPORT" -o "$TMP/f.tg" "$FIX/onnx/loop_forever.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/f.so" "$TMP/f.tg"
+    TGRAPH_LOOP_MAX=50 run_fails 1 "node 'forever' \(loop\): the loop did not end after 50 iterations \(TGRAPH_LOOP_MAX" \
+        "$TRUN" "$TMP/f.so" --random --seed "$SEED"
+}
+
+@test "a compiled loop refuses a TGRAPH_LOOP_MAX that is not a count" {
+    "$TEXPORT" -o "$TMP/f.tg" "$FIX/onnx/loop_forever.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/f.so" "$TMP/f.tg"
+    TGRAPH_LOOP_MAX=0 run_fails 1 "TGRAPH_LOOP_MAX='0' is not a count of iterations" \
+        "$TRUN" "$TMP/f.so" --random --seed "$SEED"
+}
+
+@test "tcompile refuses a scan output of run-time length that another node reads, naming both" {
+    "$TEXPORT" -o "$TMP/s.tg" "$FIX/onnx/loop_scan_used.onnx"
+    run_fails 1 "node 'scanner' \(loop\): target cpu cannot compile it: output 'scanner:1' has a shape set as it runs \(a data symbol\)" \
+        "$TCOMPILE" -o "$TMP/s.so" "$TMP/s.tg"
+    [ ! -e "$TMP/s.so" ]
+}
+
+@test "tcompile --emit-c writes each if and loop subgraph as a model table of its own" {
+    "$TEXPORT" -o "$TMP/cf.tg" "$FIX/onnx/control_flow.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/cf.so" --emit-c "$TMP/cf.c" "$TMP/cf.tg"
+    # if (2 branches), loop (body, whose if has 2), while loop (body)
+    [ "$(grep -c '^static const tgrt_model sg[0-9]*_MODEL = {' "$TMP/cf.c")" -eq 6 ]
+    grep -q 'tgrt_control_loop(&sg' "$TMP/cf.c"
+    grep -q 'tgrt_control_if(&sg' "$TMP/cf.c"
 }

@@ -187,3 +187,11 @@ gpu_or_skip() {
     run_fails 1 "node '.*' \\([a-z_]+\\): index -?[0-9]+ is out of range" \
         "$TRUN" "$TMP/kv.so" "$FIX/kvcache.in0.npy" "$TMP/bad.npy" -o "$TMP/y.npy"
 }
+
+@test "tcompile --target cuda refuses if and loop, listing each node" {
+    cuda_build_or_skip
+    "$TEXPORT" -o "$TMP/cf.tg" "$FIX/onnx/control_flow.onnx"
+    run_fails 1 "target cuda cannot compile 3 nodes:" "$TCOMPILE" --target cuda "$TMP/cf.tg" -o "$TMP/cf.so"
+    n=$(grep -Ec "node '.*' \((if|loop)\): control flow \((if|loop)\) has no CUDA code generator" <<<"$stderr")
+    [ "$n" -eq 3 ]
+}

@@ -94,12 +94,6 @@ check_compiled() {
         "$TEXPORT" "$ONNX/loop_grow.onnx"
 }
 
-@test "onnx: tcompile refuses a graph with control flow, naming each node" {
-    run_ok "$TEXPORT" -o "$TMP/cf.tg" "$ONNX/control_flow.onnx"
-    run_fails 1 "node 'acc' \\(loop\\): the C emitter has no control flow \\(loop\\)" \
-        "$TCOMPILE" -o "$TMP/cf.so" "$TMP/cf.tg"
-}
-
 @test "onnx: a recurrent op over a sequence length unknown at import is refused, naming the op and opset" {
     run_fails 1 "node 'lstm_node' \(LSTM, opset 22\): the sequence length must be known at import \(it is unrolled\)" \
         "$TEXPORT" "$ONNX/recurrent_dynamic.onnx"

@@ -119,14 +119,17 @@ TGRAPH_API int tgraph_model_symbol_info(const tgraph_model *m, int i, tgraph_sym
 /* Check inputs (dtype, rank, dims, symbol ranges; data is not read) and fill
  * each output's dtype, rank, dims and nbytes (the size it will need). A dim
  * that is a data symbol is given as its bound for these inputs: the run
- * returns the dims it made, packed, nbytes no more than this. */
+ * returns the dims it made, packed, nbytes no more than this; one with no
+ * bound (a loop's trip count read at run time, a branch's own size) is -1,
+ * and the output's nbytes 0. */
 TGRAPH_API int tgraph_model_output_dims(const tgraph_model *m, const tgraph_tensor *inputs,
                                         int ninputs, tgraph_tensor *outputs, int noutputs);
 
 /* Run the model. inputs: ninputs tensors in declaration order, checked like
  * tgraph_model_output_dims. outputs: noutputs tensors; for each, either
  *   data != NULL: the caller's buffer of nbytes bytes, which must be large
- *                 enough (TGRAPH_E_SPACE otherwise), or
+ *                 enough (TGRAPH_E_SPACE otherwise; for an output whose
+ *                 shape the run sets, checked once the run made it), or
  *   data == NULL: the model allocates it with malloc(3); the caller frees it.
  * On return dtype, rank, dims and nbytes describe the result. On error no
  * output is allocated. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../backend/cpu/model_rt.h"
 #include "../error.h"
 #include "exec.h"
 
@@ -83,6 +84,10 @@ static int run_loop(const tg_node *n, const tg_backend *dev, int nthreads,
     const tg_graph *body = tg_node_graph(n, "body");
     int N = (int)tg_node_int(n, "carried", 0), M = n->nout - N, rc = 0;
     int64_t max = in[0] ? ((const int64_t *)in[0]->data)[0] : INT64_MAX, it = 0;
+    int64_t cap = tgrt_loop_max();
+    if (cap < 0)
+        return tg_err("TGRAPH_LOOP_MAX='%s' is not a count of iterations (1 or more)",
+                      getenv("TGRAPH_LOOP_MAX"));
     bool cond = in[1] ? truth(in[1]) : true;
     tg_tensor args[n->nin], res[body->noutput];
     bool owned[N + 1];
@@ -98,6 +103,11 @@ static int run_loop(const tg_node *n, const tg_backend *dev, int nthreads,
     if (!x)
         return tg_err_append("(subgraph body)");
     for (; it < max && cond && !rc; it++) {
+        if (it == cap) {        /* a condition that never turns false, say */
+            rc = tg_err("the loop did not end after %" PRId64 " iterations (TGRAPH_LOOP_MAX "
+                        "raises the cap)", cap);
+            break;
+        }
         if (tg_exec_run(x, args, res)) {
             rc = tg_err_append("(subgraph body, iteration %" PRId64 ")", it);
             break;

@@ -73,6 +73,7 @@ typedef struct {
     int *output;
     int nslot;
     const tg_group_rules *rules;    /* the target's; NULL (tg_plan_new): no fusion */
+    int level;              /* the pipeline's (tg_passes_opts), for its subgraphs' plans */
 } tg_plan;
 
 /* A plan with every node its own group and no memory plan yet. */
@@ -162,5 +163,10 @@ typedef struct {
  * rules bound the fusion. Logs the graph after each pass (TLOG=graph, passes).
  * NULL with tg_err. */
 tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o);
+/* The plan of a control node's subgraph g (rewritten in place: dead code
+ * dropped) for target be at the outer plan's level: no graph pass that could
+ * make constants (a subgraph has none), its nodes checked, fusion and memory
+ * as for a graph. NULL with tg_err. */
+tg_plan *tg_passes_subgraph(tg_graph *g, const struct tg_backend *be, int level);
 
 #endif

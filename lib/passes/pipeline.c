@@ -150,6 +150,26 @@ static int check_target(const tg_graph *g, const tg_backend *be)
     return rc;
 }
 
+/* g checked for target be, then its fusion and memory plan at level. */
+static tg_plan *plan(const tg_graph *g, const tg_backend *be, int level)
+{
+    if (tg_graph_validate(g) || check_target(g, be))
+        return NULL;
+    tg_plan *p = tg_plan_new(g);
+    if (!p)
+        return NULL;
+    p->rules = be->groups;
+    p->level = level;
+    for (size_t i = 0; i < sizeof plan_passes / sizeof plan_passes[0]; i++)
+        if (plan_passes[i].level <= level &&
+            run_plan_pass(g, p, plan_passes[i].name, plan_passes[i].f)) {
+            tg_plan_free(p);
+            return NULL;
+        }
+    log_groups(g, p);
+    return p;
+}
+
 tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
 {
     static const struct { const char *name; graph_pass f; int level; } graph_passes[] = {
@@ -181,18 +201,10 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
             return NULL;
         }
     }
-    if (tg_graph_validate(g) || check_target(g, be))
-        return NULL;
-    tg_plan *p = tg_plan_new(g);
-    if (!p)
-        return NULL;
-    p->rules = be->groups;
-    for (size_t i = 0; i < sizeof plan_passes / sizeof plan_passes[0]; i++)
-        if (plan_passes[i].level <= o->level &&
-            run_plan_pass(g, p, plan_passes[i].name, plan_passes[i].f)) {
-            tg_plan_free(p);
-            return NULL;
-        }
-    log_groups(g, p);
-    return p;
+    return plan(g, be, o->level);
+}
+
+tg_plan *tg_passes_subgraph(tg_graph *g, const tg_backend *be, int level)
+{
+    return run_graph_pass(g, "dce", tg_pass_dce) ? NULL : plan(g, be, level);
 }

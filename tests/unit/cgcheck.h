@@ -115,7 +115,8 @@ static inline bool cg_compilable_on(const tg_backend *be, const char *what, cons
 {
     for (int i = 0; be->compiles_node && i < g->nnode; i++) {
         char why[TG_WHY_MAX], path[64], node[TG_WHY_MAX + 64];
-        if (!be->compiles_node(be, g, i, why) || !tg_backend_supports(be, g, i, why)) {
+        if (!be->compiles_node(be, g, i, why) ||    /* (control: its subgraphs' nodes, placed) */
+            (!tg_op_is_control(g->nodes[i].op) && !tg_backend_supports(be, g, i, why))) {
             cg_path(path, sizeof path, be, "compiled");
             snprintf(node, sizeof node, "%s (%s): %s", g->nodes[i].name,
                      tg_op_name(g->nodes[i].op), why);
@@ -477,6 +478,11 @@ static inline bool cg_run_compiled(const char *what, const char *path, const cg_
     cg_result got[CG_MAX_IO];
     int rc = cm->dims(cm->m, tin, nin, tout, nout);
     for (int k = 0; !rc && k < nout; k++) {
+        bool sized = true;      /* else the run sets its shape (-1 dims): the .so allocates */
+        for (int d = 0; d < tout[k].rank; d++)
+            sized = sized && tout[k].dims[d] >= 0;
+        if (!sized)
+            continue;
         cap[k] = tout[k].nbytes;
         buf[k] = malloc(cap[k] + 2 * CG_GUARD);
         memset(buf[k], CG_SENTINEL, cap[k] + 2 * CG_GUARD);
@@ -489,7 +495,7 @@ static inline bool cg_run_compiled(const char *what, const char *path, const cg_
     for (int k = 0; ok && k < nout; k++) {
         got[k] = (cg_result){(tg_dtype)tout[k].dtype, tout[k].rank, tout[k].dims,
                              tout[k].data, tout[k].nbytes};
-        for (size_t i = 0; i < CG_GUARD; i++)
+        for (size_t i = 0; buf[k] && i < CG_GUARD; i++)
             if (buf[k][i] != CG_SENTINEL || buf[k][CG_GUARD + cap[k] + i] != CG_SENTINEL) {
                 fprintf(stderr, "%s, %s, batch %d, output %d: a write %s its buffer\n",
                         what, path, b, k, buf[k][i] != CG_SENTINEL ? "before" : "past");
@@ -498,8 +504,11 @@ static inline bool cg_run_compiled(const char *what, const char *path, const cg_
             }
     }
     ok = ok && cg_check_outputs(what, path, b, ref, got, nout, o);
-    for (int k = 0; k < nout; k++)
+    for (int k = 0; k < nout; k++) {
+        if (rc == 0 && !buf[k])
+            free(tout[k].data);
         free(buf[k]);
+    }
     return ok;
 }
 

@@ -1086,6 +1086,21 @@ static void case_if(tg_op op)
     tg_graph_free(then);
     tg_graph_free(els);
     run(op, "a branch per bool, two outputs, one passed through", g, (cg_case){0});
+    /* then: x twice along the batch, else: -x: the output's first dim is
+     * the branch's (a data symbol), handed over as the run made it */
+    g = tg_graph_new();
+    int c = tg_graph_add_input(g, "c", TG_BOOL, &s0), x = cg_input(g, "x", TG_F32, DIMS(3));
+    then = sub_of(g, 1, &x, a);
+    els = sub_of(g, 1, &x, b);
+    tg_attr ax = tg_attr_int("axis", 0);
+    tg_graph_add_output(then, tg_graph_add_node(then, TG_OP_CONCAT, "twice", 2,
+                                                (int[]){a[0], a[0]}, 1, &ax));
+    tg_graph_add_output(els, tg_graph_add_node(els, TG_OP_NEG, "negated", 1, b, 0, NULL));
+    tg_attr at2[2] = {tg_attr_graph("then", then), tg_attr_graph("else", els)};
+    control_out(g, op, 2, (int[]){c, x}, 2, at2);
+    tg_graph_free(then);
+    tg_graph_free(els);
+    run(op, "branches whose output differs in shape", g, (cg_case){0});
 }
 
 /* acc = acc * 0.5 + x for 3 steps (a constant trip count: the scan of acc

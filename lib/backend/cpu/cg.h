@@ -21,7 +21,18 @@ typedef struct {
     bool *used;             /* per value: its pointer variable is referenced */
     int nstr, str_cap;      /* strings made while emitting, freed at the end */
     char **strs;
+    bool *dyn;              /* per value: its shape is set as the graph runs */
+    bool *free_sym;         /* per symbol: no input gives it (a data symbol) */
+    int *nsub;              /* subgraph models emitted so far, the whole file's count */
+    const char *pre;        /* the prefix of this graph's names in the file ("sg2_") */
 } tg_cg;
+
+/* Whether dim d uses a symbol that no input gives (c->free_sym). */
+bool cg_dim_run_set(const tg_cg *c, tg_dim d);
+/* Graph c->g on plan c->p (c->w its weights, c->nsub the file's count) as a
+ * model table pre##MODEL and the functions it names, written to f; how: the
+ * weights (NULL: a subgraph's, which has none). Frees what it made in c. */
+int cg_emit_graph(tg_cg *c, const char *pre, const tg_codegen_weights *how, FILE *f);
 
 /* A string that lives until the emitter is done (printf-style). */
 const char *cg_str(tg_cg *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -54,16 +54,55 @@ static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, ch
     return true;
 }
 
+static bool cpu_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why);
+
+/* A control node: every node of its subgraphs compiles (none has a shape set
+ * as it runs: a run-time attribute, a data op, which the outer graph's code
+ * takes but a subgraph's does not yet), and an output whose
+ * shape the run sets (a data symbol) is a graph output, once, which the run
+ * hands over as it made it, or unused (emit_control.c). */
+static bool compiles_control(const tg_backend *be, const tg_graph *g, const tg_node *nd,
+                             char *why)
+{
+    for (int k = 0; k < nd->nattr; k++) {
+        const tg_graph *sg = nd->attr[k].kind == TG_ATTR_GRAPH ? nd->attr[k].u.g : NULL;
+        for (int m = 0; sg && m < sg->nnode; m++) {
+            char sub[TG_WHY_MAX] = "a run-time attribute or a data op in a subgraph: its "
+                                   "shape is known only as it runs";
+            bool runtime = tg_op_is_data(sg->nodes[m].op);  /* (the outer graph's: */
+            for (int a = 0; a < sg->nodes[m].nattr; a++)    /* tg_graph_check_static) */
+                runtime |= sg->nodes[m].attr[a].kind == TG_ATTR_INPUT;
+            if (runtime || !cpu_compiles_node(be, sg, m, sub)) {
+                snprintf(why, TG_WHY_MAX, "subgraph %s: node '%s' (%s): %s", nd->attr[k].name,
+                         sg->nodes[m].name, tg_op_name(sg->nodes[m].op), sub);
+                return false;
+            }
+        }
+    }
+    for (int k = 0; k < nd->nout; k++) {
+        const tg_value *v = &g->values[nd->out[k]];
+        int uses = 0;
+        for (int j = 0; j < g->noutput; j++)
+            uses += g->outputs[j] == nd->out[k];
+        for (int m = 0; m < g->nnode; m++)
+            for (int i = 0; i < g->nodes[m].nin; i++)
+                uses += 2 * (g->nodes[m].in[i] == nd->out[k]);
+        if (uses > 1 && tg_shape_uses_data(g, &v->shape)) {
+            snprintf(why, TG_WHY_MAX, "output '%s' has a shape set as it runs (a data symbol): "
+                     "the C code generator takes that only as a graph output, once", v->name);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* What tcompile's C code generator takes: what the interpreter's glue runs,
- * but control flow, which only the interpreter runs. A data op's output is
- * sized by its bound and its run binds the symbol (emit.c, cg_data_bind). */
+ * control flow (emit_control.c) too. A data op's output is sized by its bound
+ * and its run binds the symbol (emit.c, cg_data_bind). */
 static bool cpu_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why)
 {
-    if (tg_op_is_control(g->nodes[n].op)) {
-        snprintf(why, TG_WHY_MAX, "the C emitter has no control flow (%s): trun runs the graph",
-                 tg_op_name(g->nodes[n].op));
-        return false;
-    }
+    if (tg_op_is_control(g->nodes[n].op))
+        return compiles_control(be, g, &g->nodes[n], why);
     return cpu_supports_node(be, g, n, why);
 }
 

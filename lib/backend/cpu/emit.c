@@ -197,22 +197,26 @@ int cg_data_bind(tg_cg *c, const tg_node *nd, const char *count)
     fprintf(c->f, "    C->S[%d] = %s;\n    if (C->S[%d] < %" PRId64 " || C->S[%d] > %" PRId64 ")\n"
             "        return tgrt_fail(TGRAPH_E_DATA, %s \"%%lld outside its range [%" PRId64
             ", %" PRId64 "]\", (long long)C->S[%d]);\n"
-            "    if (plan_dims(C->S, C->D, %d))\n        return tgrt_fail(TGRAPH_E_DATA, %s "
+            "    if (%splan_dims(C->S, C->D, %d))\n        return tgrt_fail(TGRAPH_E_DATA, %s "
             "\"%%lld makes a dim negative\", (long long)C->S[%d]);\n",
-            s, count, s, y->min, s, y->max, who, y->min, y->max, s, s, who, s);
+            s, count, s, y->min, s, y->max, who, y->min, y->max, s, c->pre, s, who, s);
     return 0;
 }
 
 /* For each symbol, the input dim coef*s + offset to read it from; a data
- * symbol none (input -1): its node binds it. */
-static int bind_symbols(const tg_graph *g, FILE *f)
+ * symbol none (input -1): its node binds it, or a control node's outputs
+ * alone use it; likewise one no input dim gives (a subgraph's copy of an
+ * outer one it does not use). */
+static int bind_symbols(const tg_graph *g, const char *pre, FILE *f)
 {
-    fprintf(f, "static const tgrt_bind BIND[] = {\n");
+    fprintf(f, "static const tgrt_bind %sBIND[] = {\n", pre);
     for (int s = 0; s < g->nsym; s++) {
         int i = -1, k = 0;
         int64_t coef = 1, off = 0;
-        if (!g->sym[s].data && tg_graph_symbol_source(g, s, &i, &k, &coef, &off))
-            return -1;
+        if (g->sym[s].data || tg_graph_symbol_source(g, s, &i, &k, &coef, &off)) {
+            tg_err_clear();
+            i = -1, k = 0, coef = 1, off = 0;
+        }
         fprintf(f, "    {%d, %d, %" PRId64 ", %" PRId64 "},\n", i, k, coef, off);
     }
     if (!g->nsym)
@@ -223,12 +227,15 @@ static int bind_symbols(const tg_graph *g, FILE *f)
 
 /* Every value's size must fit comfortably in int64 over the symbols' ranges,
  * so the generated arithmetic never overflows. */
-static int check_sizes(const tg_graph *g)
+static int check_sizes(const tg_cg *c)
 {
+    const tg_graph *g = c->g;
     for (int v = 0; v < g->nvalue; v++) {
         const tg_value *x = &g->values[v];
         tg_dim n;
         int64_t lo, hi;
+        if (c->dyn[v])
+            continue;
         if (tg_shape_numel(&x->shape, &n))
             return tg_err("value '%s': %s", x->name, tg_errmsg());
         tg_dim_range(n, g->sym, &lo, &hi);
@@ -314,6 +321,52 @@ static int check_data(const tg_graph *g)
     return rc;
 }
 
+bool cg_dim_run_set(const tg_cg *c, tg_dim d)
+{
+    for (int s = 0; s < c->g->nsym; s++)
+        if (c->free_sym[s] && tg_dim_uses_sym(d, s))
+            return true;
+    return false;
+}
+
+/* The symbols with no bound before the run (a data symbol no data op binds:
+ * a control node's; one no input gives), and the values whose shape uses
+ * one: the run sets them, which the code generator takes only for a graph
+ * output that a control node makes (emit_control.c). */
+static int find_run_sized(tg_cg *c)
+{
+    const tg_graph *g = c->g;
+    for (int s = 0; s < g->nsym; s++) {
+        int i, k;
+        int64_t coef, off;
+        c->free_sym[s] = g->sym[s].data || tg_graph_symbol_source(g, s, &i, &k, &coef, &off);
+    }
+    for (int n = 0; n < g->nnode; n++)
+        if (cg_data_symbol(c, &g->nodes[n]) >= 0)
+            c->free_sym[cg_data_symbol(c, &g->nodes[n])] = false;
+    tg_err_clear();
+    for (int v = 0; v < g->nvalue; v++) {
+        const tg_shape *sh = &g->values[v].shape;
+        for (int k = 0; k < sh->rank; k++)
+            c->dyn[v] |= cg_dim_run_set(c, sh->d[k]);
+        int nout = 0;
+        for (int j = 0; j < g->noutput; j++)
+            nout += g->outputs[j] == v;
+        if (c->dyn[v] && (nout > 1 || g->values[v].kind != TG_VALUE_NODE ||
+                          !tg_op_is_control(g->nodes[g->values[v].producer].op)))
+            return tg_err("value '%s': its shape is set as the graph runs (a data symbol); the "
+                          "C code generator takes that only for an output of if or loop that "
+                          "is a graph output (once) or unused", g->values[v].name);
+    }
+    for (int n = 0; n < g->nnode; n++)
+        for (int i = 0; i < g->nodes[n].nin; i++)
+            if (g->nodes[n].in[i] >= 0 && c->dyn[g->nodes[n].in[i]])
+                return tg_err("node '%s' reads '%s', whose shape is set as the graph runs: the "
+                              "C code generator needs its inputs' shapes before the run",
+                              g->nodes[n].name, g->values[g->nodes[n].in[i]].name);
+    return 0;
+}
+
 /* ---- the tables ---------------------------------------------------------------- */
 
 static void tensor_infos(tg_cg *c, FILE *f, const char *name, int n, const int *vals)
@@ -347,8 +400,9 @@ static int dim_table(tg_cg *c, FILE *f, const char *name, int n, const int *vals
         const tg_shape *s = &c->g->values[vals[i]].shape;
         fprintf(f, "   ");
         for (int k = 0; k < TGRAPH_MAX_RANK; k++) {
-            int idx = k < s->rank ? cg_dim_index(c, s->d[k]) : 0;
-            if (idx < 0)
+            bool run_set = k < s->rank && cg_dim_run_set(c, s->d[k]);
+            int idx = run_set ? -1 : k < s->rank ? cg_dim_index(c, s->d[k]) : 0;
+            if (idx < 0 && !run_set)
                 return -1;
             fprintf(f, " %d,", idx);
         }
@@ -397,14 +451,14 @@ static int emit_dims(tg_cg *c, FILE *f)
 {
     const tg_graph *g = c->g;
     for (int v = 0; v < g->nvalue; v++)      /* their D[] entries, for the check */
-        for (int k = 0; k < g->values[v].shape.rank; k++)
+        for (int k = 0; k < g->values[v].shape.rank && !c->dyn[v]; k++)
             if (tg_shape_uses_data(g, &(tg_shape){1, {g->values[v].shape.d[k]}}) &&
                 cg_dim_index(c, g->values[v].shape.d[k]) < 0)
                 return -1;
-    fprintf(f, "static int plan_dims(const int64_t *S, int64_t *D, int sym)\n{\n"
-            "    (void)S, (void)D;\n");
+    fprintf(f, "static int %splan_dims(const int64_t *S, int64_t *D, int sym)\n{\n"
+            "    (void)S, (void)D;\n", c->pre);
     for (int s = -1; s < g->nsym; s++) {
-        if (s >= 0 && !g->sym[s].data)
+        if (s >= 0 && (!g->sym[s].data || c->free_sym[s]))     /* (a control node's) */
             continue;
         fprintf(f, "    if (sym == %d) {\n", s);
         for (int i = 0; i < c->ndim; i++)
@@ -414,7 +468,7 @@ static int emit_dims(tg_cg *c, FILE *f)
                 fprintf(f, ";\n");
             }
         for (int v = 0; s >= 0 && v < g->nvalue; v++)
-            for (int k = 0; k < g->values[v].shape.rank; k++)
+            for (int k = 0; k < g->values[v].shape.rank && !c->dyn[v]; k++)
                 if (tg_dim_uses_sym(g->values[v].shape.d[k], s))
                     fprintf(f, "        if (%s < 0)\n            return -1;\n",
                             cg_dim(c, g->values[v].shape.d[k]));
@@ -444,7 +498,7 @@ static void emit_bounds(tg_cg *c, FILE *f)
     }
 }
 
-static int emit_prepare(tg_cg *c, FILE *f)
+static int emit_prepare(tg_cg *c, const char *pre, FILE *f)
 {
     const tg_plan *p = c->p;
     /* register every slot member's size first: D[] must be complete */
@@ -458,10 +512,10 @@ static int emit_prepare(tg_cg *c, FILE *f)
         free(sizes);
         return -1;
     }
-    fprintf(f, "static size_t plan_prepare(int64_t *S, int64_t *D, size_t *slot)\n{\n"
-            "    size_t off = 0, n;\n    (void)S, (void)D, (void)slot, (void)n;\n");
+    fprintf(f, "static size_t %splan_prepare(int64_t *S, int64_t *D, size_t *slot)\n{\n"
+            "    size_t off = 0, n;\n    (void)S, (void)D, (void)slot, (void)n;\n", pre);
     emit_bounds(c, f);
-    fprintf(f, "    (void)plan_dims(S, D, -1);\n");
+    fprintf(f, "    (void)%splan_dims(S, D, -1);\n", pre);
     for (int s = 0; s < p->nslot; s++) {
         fprintf(f, "    n = 0;   /* slot %d:", s);
         for (int v = 0; v < c->g->nvalue; v++)
@@ -534,7 +588,7 @@ static int emit_body(tg_cg *c)
     /* outputs that are inputs, weights, views of them, or listed twice: copy */
     for (int j = 0; j < g->noutput; j++) {
         int v = g->outputs[j], r = p->alias[v];
-        if (p->output[r] == j)
+        if (p->output[r] == j || c->dyn[v])     /* (the latter: the run hands it over) */
             continue;
         c->used[r] = true;
         fprintf(c->f, "    memcpy(C->out[%d], v%d, %s);\n", j, r, cg_bytes(c, v));
@@ -601,8 +655,10 @@ static const char abi_forwarders[] =
     "TGRAPH_API int tgraph_num_threads(void) { return tgk_num_threads(); }\n"
     "TGRAPH_API void tgraph_set_profile(tgraph_profile_fn f, void *x) { tgrt_set_profile(f, x); }\n";
 
-static int emit_file(tg_cg *c, const char *body, const char *fns,
-                     const tg_codegen_weights *how, FILE *f)
+/* Graph c->g's plan and tables (pre: the prefix of their names), ending in
+ * the tgrt_model pre##MODEL; weights from how (NULL: none, a subgraph's). */
+static int emit_model(tg_cg *c, const char *pre, const char *body, const char *fns,
+                      const tg_codegen_weights *how, FILE *f)
 {
     const tg_graph *g = c->g;
     char *tables = NULL, *exec = NULL;
@@ -612,49 +668,41 @@ static int emit_file(tg_cg *c, const char *body, const char *fns,
     if (!t || !e)
         goto out;
     /* exec's declarations, then the tables: both add to D[] before prepare */
-    fprintf(e, "static int plan_exec(const tgrt_call *C)\n{\n    const int64_t *D = C->D;\n"
-            "    double T0 = 0;\n    (void)D, (void)T0;\n");
+    fprintf(e, "static int %splan_exec(const tgrt_call *C)\n{\n    const int64_t *D = C->D;\n"
+            "    double T0 = 0;\n    (void)D, (void)T0;\n", pre);
     if (emit_decls(c, e))
         goto out;
     fprintf(e, "%s    return 0;\n}\n\n", body);
-    fprintf(t, "static const tgraph_symbol_info SYMS[] = {\n");
+    fprintf(t, "static const tgraph_symbol_info %sSYMS[] = {\n", pre);
     for (int s = 0; s < g->nsym; s++)
         fprintf(t, "    {%s, %" PRId64 ", %" PRId64 "},\n", cg_quote(c, g->sym[s].name),
                 g->sym[s].min, g->sym[s].max);
     fprintf(t, "%s};\n", g->nsym ? "" : "    {0},\n");
-    if (bind_symbols(g, t))
+    if (bind_symbols(g, pre, t))
         goto out;
-    tensor_infos(c, t, "INPUTS", g->ninput, g->inputs);
-    tensor_infos(c, t, "OUTPUTS", g->noutput, g->outputs);
-    if (dim_table(c, t, "IN_DIM", g->ninput, g->inputs) ||
-        dim_table(c, t, "OUT_DIM", g->noutput, g->outputs))
+    tensor_infos(c, t, cg_str(c, "%sINPUTS", pre), g->ninput, g->inputs);
+    tensor_infos(c, t, cg_str(c, "%sOUTPUTS", pre), g->noutput, g->outputs);
+    if (dim_table(c, t, cg_str(c, "%sIN_DIM", pre), g->ninput, g->inputs) ||
+        dim_table(c, t, cg_str(c, "%sOUT_DIM", pre), g->noutput, g->outputs))
         goto out;
     fclose(t);
     fclose(e);
     t = e = NULL;
-
-    fprintf(f, "/* A tgraph model compiled by tcompile: implements <tgraph/model.h>. */\n"
-            "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n%s\n",
-            tg_cg_rt_headers);
-    if (how->incbin_path)
-        fprintf(f, "__asm__(\".section .rodata.tgraph_weights,\\\"a\\\"\\n\"\n"
-                "        \".balign %d\\n\"\n        \"tgraph_weights:\\n\"\n"
-                "        \".incbin \\\"%s\\\"\\n\"\n        \".previous\\n\");\n"
-                "extern const unsigned char tgraph_weights[] "
-                "__attribute__((visibility(\"hidden\")));\n\n",
-                TGRT_ALIGN, how->incbin_path);
-    if (emit_prepare(c, f))
+    if (emit_prepare(c, pre, f))
         goto out;
     fprintf(f, "%s%s%s\n", fns, exec, tables);
-    fprintf(f, "static const tgrt_model MODEL = {\n    .nsym = %d, .sym = SYMS, .bind = BIND,\n"
-            "    .nin = %d, .nout = %d, .in = INPUTS, .out = OUTPUTS,\n"
-            "    .in_dim = IN_DIM, .out_dim = OUT_DIM,\n    .ndim = %d, .nslot = %d,\n"
-            "    .prepare = plan_prepare, .exec = plan_exec,\n"
-            "    .weights = %s, .weights_size = %" PRIu64 "u, .weights_hash = 0x%016" PRIx64 "u,\n"
-            "    .weights_file = %s,\n};\n\n%s",
-            g->nsym, g->ninput, g->noutput, c->ndim, c->p->nslot,
-            how->incbin_path ? "tgraph_weights" : "NULL", c->w->size, c->w->hash,
-            how->weights_file ? cg_quote(c, how->weights_file) : "NULL", abi_forwarders);
+    fprintf(f, "static const tgrt_model %sMODEL = {\n    .nsym = %d, .sym = %sSYMS, "
+            ".bind = %sBIND,\n    .nin = %d, .nout = %d, .in = %sINPUTS, .out = %sOUTPUTS,\n"
+            "    .in_dim = %sIN_DIM, .out_dim = %sOUT_DIM,\n    .ndim = %d, .nslot = %d,\n"
+            "    .prepare = %splan_prepare, .exec = %splan_exec,\n",
+            pre, g->nsym, pre, pre, g->ninput, g->noutput, pre, pre, pre, pre, c->ndim,
+            c->p->nslot, pre, pre);
+    if (how)
+        fprintf(f, "    .weights = %s, .weights_size = %" PRIu64 "u, .weights_hash = 0x%016"
+                PRIx64 "u,\n    .weights_file = %s,\n",
+                how->incbin_path ? "tgraph_weights" : "NULL", c->w->size, c->w->hash,
+                how->weights_file ? cg_quote(c, how->weights_file) : "NULL");
+    fprintf(f, "};\n\n");
     rc = ferror(f) ? tg_err("writing the C file failed") : 0;
 out:
     if (t)
@@ -666,43 +714,68 @@ out:
     return rc;
 }
 
-int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
-                 const tg_codegen_weights *how, FILE *out)
+int cg_emit_graph(tg_cg *c, const char *pre, const tg_codegen_weights *how, FILE *out)
 {
-    tg_cg c = {.g = g, .p = p, .w = w};
+    const tg_graph *g = c->g;
+    const tg_plan *p = c->p;
     char *body = NULL, *fns = NULL;
     size_t blen = 0, flen = 0;
     int rc = -1;
     if (p->nnode != g->nnode || p->nvalue != g->nvalue || !p->alias)
         return tg_err("the plan does not belong to this graph (run the memory plan last)");
-    if (check_sizes(g) || check_data(g))
-        return -1;
-    c.used = calloc(g->nvalue + 1, sizeof *c.used);
-    c.f = open_memstream(&body, &blen);
-    c.fns = open_memstream(&fns, &flen);
-    if (!c.used || !c.f || !c.fns) {
+    c->pre = pre;
+    c->used = calloc(g->nvalue + 1, sizeof *c->used);
+    c->dyn = calloc(g->nvalue + 1, sizeof *c->dyn);
+    c->free_sym = calloc(g->nsym + 1, sizeof *c->free_sym);
+    c->f = open_memstream(&body, &blen);
+    c->fns = open_memstream(&fns, &flen);
+    if (!c->used || !c->dyn || !c->free_sym || !c->f || !c->fns) {
         tg_err("out of memory");
         goto out;
     }
-    rc = emit_body(&c);
-    fclose(c.f);
-    fclose(c.fns);
-    c.f = c.fns = NULL;
+    rc = find_run_sized(c) || check_sizes(c) || check_data(g) ? -1 : emit_body(c);
+    fclose(c->f);
+    fclose(c->fns);
+    c->f = c->fns = NULL;
     if (!rc)
-        rc = emit_file(&c, body, fns, how, out);
-    TG_LOG(CODEGEN, TG_LOG_INFO, "C file: %d nodes, %d dim expressions, %d workspace slots",
-           g->nnode, c.ndim, p->nslot);
+        rc = emit_model(c, pre, body, fns, how, out);
+    TG_LOG(CODEGEN, TG_LOG_INFO, "C %s: %d nodes, %d dim expressions, %d workspace slots",
+           *pre ? pre : "file", g->nnode, c->ndim, p->nslot);
 out:
-    if (c.f)
-        fclose(c.f);
-    if (c.fns)
-        fclose(c.fns);
+    if (c->f)
+        fclose(c->f);
+    if (c->fns)
+        fclose(c->fns);
     free(body);
     free(fns);
-    free(c.used);
-    free(c.dims);
-    for (int i = 0; i < c.nstr; i++)
-        free(c.strs[i]);
-    free(c.strs);
+    free(c->used);
+    free(c->dyn);
+    free(c->free_sym);
+    free(c->dims);
+    for (int i = 0; i < c->nstr; i++)
+        free(c->strs[i]);
+    free(c->strs);
     return rc;
+}
+
+int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
+                 const tg_codegen_weights *how, FILE *f)
+{
+    int nsub = 0;
+    tg_cg c = {.g = g, .p = p, .w = w, .nsub = &nsub};
+    fprintf(f, "/* A tgraph model compiled by tcompile: implements <tgraph/model.h>. */\n"
+            "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+            "#include <string.h>\n\n%s\n",
+            tg_cg_rt_headers);
+    if (how->incbin_path)
+        fprintf(f, "__asm__(\".section .rodata.tgraph_weights,\\\"a\\\"\\n\"\n"
+                "        \".balign %d\\n\"\n        \"tgraph_weights:\\n\"\n"
+                "        \".incbin \\\"%s\\\"\\n\"\n        \".previous\\n\");\n"
+                "extern const unsigned char tgraph_weights[] "
+                "__attribute__((visibility(\"hidden\")));\n\n",
+                TGRT_ALIGN, how->incbin_path);
+    if (cg_emit_graph(&c, "", how, f))
+        return -1;
+    fputs(abi_forwarders, f);
+    return ferror(f) ? tg_err("writing the C file failed") : 0;
 }

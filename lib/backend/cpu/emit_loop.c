@@ -275,8 +275,9 @@ static int emit_function(loop_cx *x)
     const tg_loop *l = x->l;
     int nouter = l->rank - 1;
     FILE *f = x->f;
-    fprintf(f, "static void loop_%d(void *ctx, int64_t r0, int64_t r1)\n{\n"
-            "    const tgrt_loop *L = ctx;\n    const int64_t inner = L->inner;\n", x->root);
+    fprintf(f, "static void %sloop_%d(void *ctx, int64_t r0, int64_t r1)\n{\n"
+            "    const tgrt_loop *L = ctx;\n    const int64_t inner = L->inner;\n", c->pre,
+            x->root);
     for (int k = 0; k < l->nin; k++)
         fprintf(f, "    const %s *restrict x%d = L->in[%d];\n", ctype(g->values[l->in[k]].dtype),
                 k, k);
@@ -366,13 +367,13 @@ static void emit_call(tg_cg *c, const tg_loop *lp, int root)
     /* tasks of at least ~16K elements */
     if (l.reduce)
         fprintf(c->f, "        tgk_parallel_for(L.rows, L.inner >= 16384 ? 1 : 16384 / "
-                "(L.inner ? L.inner : 1), loop_%d, &L);\n    }\n", root);
+                "(L.inner ? L.inner : 1), %sloop_%d, &L);\n    }\n", c->pre, root);
     else
         fprintf(c->f, "        const int64_t nblk = (L.inner + %d) / %d;\n"
                 "        const int64_t blk = L.inner < %d ? L.inner : %d;\n"
                 "        tgk_parallel_for(L.rows * nblk, blk >= 16384 ? 1 : 16384 / "
-                "(blk ? blk : 1), loop_%d, &L);\n    }\n",
-                BLOCK - 1, BLOCK, BLOCK, BLOCK, root);
+                "(blk ? blk : 1), %sloop_%d, &L);\n    }\n",
+                BLOCK - 1, BLOCK, BLOCK, BLOCK, c->pre, root);
 }
 
 int cg_emit_loop(tg_cg *c, int root)

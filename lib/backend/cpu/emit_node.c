@@ -663,8 +663,6 @@ int cg_node_linalg(tg_cg *c, const tg_node *nd)
 /* The aliases (reshape, identity) have no code: the memory plan gives their
  * output the input's storage, and cg_emit_node skips them. */
 #define cg_node_alias NULL
-/* Control flow: the CPU's supports_node refuses it, so no node reaches here. */
-#define cg_node_control NULL
 
 /* The emitter of each op: its family's (ops.def, cg.h). */
 static int (*const node_table[TG_OP_COUNT])(tg_cg *c, const tg_node *nd) = {

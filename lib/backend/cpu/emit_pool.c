@@ -67,7 +67,8 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
 {
     FILE *f = c->fns;
     if (!max) {     /* the divisor of every output, known now */
-        fprintf(f, "static const float pool_%d_count[%" PRId64 "] = {", n, q->oh * q->ow);
+        fprintf(f, "static const float %spool_%d_count[%" PRId64 "] = {", c->pre, n,
+                q->oh * q->ow);
         for (int64_t oh = 0; oh < q->oh; oh++)
             for (int64_t ow = 0; ow < q->ow; ow++) {
                 int64_t hs = oh * q->sh - q->ph, ws = ow * q->sw - q->pw;
@@ -79,7 +80,7 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
             }
         fprintf(f, "};\n");
     }
-    fprintf(f, "static void pool_%d(void *ctx, int64_t p0, int64_t p1)\n{\n"
+    fprintf(f, "static void %spool_%d(void *ctx, int64_t p0, int64_t p1)\n{\n"
             "    const tgrt_loop *L = ctx;\n    const float *restrict x = L->in[0];\n"
             "    float *restrict y = L->out;\n"
             "    for (int64_t p = p0; p < p1; p++) {\n"
@@ -89,7 +90,8 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
             "            float acc[%" PRId64 "];\n"
             "            for (int64_t ow = 0; ow < %" PRId64 "; ow++)\n"
             "                acc[ow] = %s;\n",
-            n, q->ih * q->iw, q->oh * q->ow, q->oh, q->ow, q->ow, max ? "-INFINITY" : "0");
+            c->pre, n, q->ih * q->iw, q->oh * q->ow, q->oh, q->ow, q->ow,
+            max ? "-INFINITY" : "0");
     fprintf(f, "            for (int64_t kh = 0; kh < %" PRId64 "; kh++) {\n"
             "                const int64_t ih = oh * %" PRId64 " - %" PRId64 " + kh * %" PRId64 ";\n"
             "                if (ih < 0 || ih >= %" PRId64 ")\n                    continue;\n"
@@ -130,8 +132,8 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
     if (max)
         fprintf(f, "                yp[oh * %" PRId64 " + ow] = acc[ow];\n", q->ow);
     else
-        fprintf(f, "                yp[oh * %" PRId64 " + ow] = acc[ow] / pool_%d_count[oh * %"
-                PRId64 " + ow];\n", q->ow, n, q->ow);
+        fprintf(f, "                yp[oh * %" PRId64 " + ow] = acc[ow] / %spool_%d_count[oh * %"
+                PRId64 " + ow];\n", q->ow, c->pre, n, q->ow);
     fprintf(f, "        }\n    }\n}\n\n");
 }
 
@@ -146,8 +148,8 @@ int cg_emit_pool(tg_cg *c, int n)
     emit_function(c, n, &q, max, include_pad);
     const tg_value *x = tg_node_input(c->g, nd, 0);
     fprintf(c->f, "    tgrt_loop L;\n    L.in[0] = %s;\n    L.out = %s;\n"
-            "    tgk_parallel_for(%s, %" PRId64 ", pool_%d, &L);\n",
+            "    tgk_parallel_for(%s, %" PRId64 ", %spool_%d, &L);\n",
             cg_ptr(c, nd->in[0]), cg_ptr(c, nd->out[0]), cg_prod(c, &x->shape, 0, 2),
-            1 + 32768 / (q.oh * q.ow * q.kh * q.kw), n);
+            1 + 32768 / (q.oh * q.ow * q.kh * q.kw), c->pre, n);
     return 0;
 }

@@ -260,7 +260,8 @@ static int bind_symbols(const tgrt_model *d, const tgraph_tensor *in, int nin, i
     }
     for (int s = 0; s < d->nsym; s++) {
         const tgrt_bind *b = &d->bind[s];
-        if (b->input < 0) {     /* a data symbol: its bound until its node runs */
+        if (b->input < 0) {     /* a data symbol: its bound until its node runs (or, one a
+                                 * control node sets, what only its outputs use) */
             S[s] = d->sym[s].max;
             continue;
         }
@@ -305,20 +306,27 @@ static void output_shapes(const tgrt_model *d, const int64_t *D, tgraph_tensor *
         out[i].dtype = t->dtype;
         out[i].rank = t->rank;
         for (int k = 0; k < t->rank; k++) {
-            out[i].dims[k] = D[d->out_dim[i * TGRAPH_MAX_RANK + k]];
-            n *= (size_t)out[i].dims[k];
+            int x = d->out_dim[i * TGRAPH_MAX_RANK + k];
+            out[i].dims[k] = x < 0 ? -1 : D[x];
+            n = x < 0 ? 0 : n * (size_t)out[i].dims[k];
         }
         out[i].nbytes = n;
     }
 }
 
-int tgrt_check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
-                      const tgraph_tensor *out, int nout, int64_t *S, int64_t *D, size_t *slot,
-                      tgraph_tensor *res, size_t *need)
+/* Whether output i's shape is one the run sets (a dim of it -1 in out_dim). */
+static int run_sized(const tgrt_model *d, int i)
 {
-    if (!m)
-        return tgrt_fail(TGRAPH_E_ARG, "model is NULL");
-    const tgrt_model *d = m->d;
+    for (int k = 0; k < d->out[i].rank; k++)
+        if (d->out_dim[i * TGRAPH_MAX_RANK + k] < 0)
+            return 1;
+    return 0;
+}
+
+static int check_table(const tgrt_model *d, const tgraph_tensor *in, int nin,
+                       const tgraph_tensor *out, int nout, int64_t *S, int64_t *D, size_t *slot,
+                       tgraph_tensor *res, size_t *need)
+{
     if (nout != d->nout || (nout && !out))
         return tgrt_fail(TGRAPH_E_ARG, "%d outputs given, the model has %d", nout, d->nout);
     int rc = bind_symbols(d, in, nin, S);
@@ -329,6 +337,15 @@ int tgrt_check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
         return rc;
     output_shapes(d, D, res);
     return 0;
+}
+
+int tgrt_check_call(const tgraph_model *m, const tgraph_tensor *in, int nin,
+                      const tgraph_tensor *out, int nout, int64_t *S, int64_t *D, size_t *slot,
+                      tgraph_tensor *res, size_t *need)
+{
+    if (!m)
+        return tgrt_fail(TGRAPH_E_ARG, "model is NULL");
+    return check_table(m->d, in, nin, out, nout, S, D, slot, res, need);
 }
 
 int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
@@ -343,6 +360,19 @@ int tgrt_output_dims(const tgraph_model *m, const tgraph_tensor *in, int nin,
     return rc;
 }
 
+/* A new workspace of `need` bytes. */
+static ws_head *ws_new(size_t need)
+{
+    size_t head = (sizeof(ws_head) + TGRT_ALIGN - 1) / TGRT_ALIGN * TGRT_ALIGN;
+    void *p;
+    if (posix_memalign(&p, TGRT_ALIGN, head + need + 1))
+        return NULL;
+    ws_head *w = p;
+    w->cap = need;
+    w->arena = (unsigned char *)p + head;
+    return w;
+}
+
 /* A workspace of at least `need` bytes: the handle's spare one when it is big
  * enough, else a new one. */
 static ws_head *ws_take(tgraph_model *m, size_t need)
@@ -351,14 +381,7 @@ static ws_head *ws_take(tgraph_model *m, size_t need)
     if (w && w->cap >= need)
         return w;
     free(w);
-    size_t head = (sizeof(ws_head) + TGRT_ALIGN - 1) / TGRT_ALIGN * TGRT_ALIGN;
-    void *p;
-    if (posix_memalign(&p, TGRT_ALIGN, head + need + 1))
-        return NULL;
-    w = p;
-    w->cap = need;
-    w->arena = (unsigned char *)p + head;
-    return w;
+    return ws_new(need);
 }
 
 static void ws_give(tgraph_model *m, ws_head *w)
@@ -369,25 +392,30 @@ static void ws_give(tgraph_model *m, ws_head *w)
         free(w);
 }
 
-int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout)
+/* A run of table d on weights w: its workspace handle m's spare one, or (m
+ * NULL: a subgraph) one of its own. */
+static int run_table(const tgrt_model *d, const unsigned char *wts, tgraph_model *m,
+                     const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout)
 {
-    tgk_parallel_prime();   /* the workers wake while the call is checked */
-    CALL_ARRAYS(m);
-    int rc = tgrt_check_call(m, in, nin, out, nout, S, D, slot, res, &need);
+    int64_t S[d->nsym + 1], D[d->ndim + 1];
+    size_t slot[d->nslot + 1], need = 0;
+    tgraph_tensor res[d->nout + 1], dyn[d->nout + 1];
+    int rc = check_table(d, in, nin, out, nout, S, D, slot, res, &need);
     if (rc)
         return rc;
     void *outp[d->nout + 1], *inp[d->nin + 1];
+    memset(dyn, 0, sizeof dyn);
     for (int i = 0; i < d->nin; i++)
         inp[i] = in[i].data;
     int nalloc = 0;
     for (int i = 0; i < d->nout; i++) {
-        outp[i] = out[i].data;
+        outp[i] = run_sized(d, i) ? NULL : out[i].data;
         if (outp[i] && out[i].nbytes < res[i].nbytes)
             rc = tgrt_fail(TGRAPH_E_SPACE, "output '%s' needs %zu bytes, the buffer has %zu",
                            d->out[i].name, res[i].nbytes, out[i].nbytes);
     }
     for (int i = 0; i < d->nout && !rc; i++) {
-        if (outp[i])
+        if (outp[i] || run_sized(d, i))
             continue;
         size_t n = (res[i].nbytes + TGRT_ALIGN - 1) / TGRT_ALIGN * TGRT_ALIGN;
         if (posix_memalign(&outp[i], TGRT_ALIGN, n ? n : TGRT_ALIGN)) {
@@ -396,26 +424,57 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
         }
         nalloc = i + 1;
     }
-    ws_head *w = rc ? NULL : ws_take(m, need);
+    ws_head *w = rc ? NULL : m ? ws_take(m, need) : ws_new(need);
     if (!rc && !w)
         rc = tgrt_fail(TGRAPH_E_NOMEM, "out of memory for a workspace of %zu bytes", need);
     if (!rc) {
-        tgrt_call c = {S, D, w->arena, slot, inp, outp, m->w};
+        tgrt_call c = {S, D, w->arena, slot, inp, outp, wts, dyn};
         rc = d->exec(&c);
-        ws_give(m, w);
+        if (m)
+            ws_give(m, w);
+        else
+            free(w);
         output_shapes(d, D, res);   /* the lengths the data set */
     }
+    /* the outputs the run sized: into the caller's buffer where it gave one */
+    for (int i = 0; i < d->nout && !rc; i++) {
+        if (!run_sized(d, i) || !out[i].data)
+            continue;
+        if (out[i].nbytes < dyn[i].nbytes)
+            rc = tgrt_fail(TGRAPH_E_SPACE, "output '%s' came out %zu bytes, the buffer has %zu",
+                           d->out[i].name, dyn[i].nbytes, out[i].nbytes);
+        else if (dyn[i].nbytes)
+            memcpy(out[i].data, dyn[i].data, dyn[i].nbytes);
+    }
+    for (int i = 0; i < d->nout; i++)
+        if (rc || out[i].data)
+            free(dyn[i].data);
     for (int i = 0; i < nalloc; i++)
         if (rc && !out[i].data)
             free(outp[i]);
     if (rc)
         return rc;
     for (int i = 0; i < d->nout; i++) {
-        out[i] = res[i];
-        out[i].data = outp[i];
+        void *given = out[i].data;
+        out[i] = run_sized(d, i) ? dyn[i] : res[i];
+        out[i].data = given ? given : run_sized(d, i) ? dyn[i].data : outp[i];
     }
     err_msg[0] = 0;
     return 0;
+}
+
+int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out, int nout)
+{
+    tgk_parallel_prime();   /* the workers wake while the call is checked */
+    if (!m)
+        return tgrt_fail(TGRAPH_E_ARG, "model is NULL");
+    return run_table(m->d, m->w, m, in, nin, out, nout);
+}
+
+int tgrt_sub_run(const tgrt_model *d, const unsigned char *w, const tgraph_tensor *in, int nin,
+                 tgraph_tensor *out, int nout)
+{
+    return run_table(d, w, NULL, in, nin, out, nout);
 }
 
 /* The fields of each version of tgraph_run_opts: a caller's size must hold

@@ -17,7 +17,8 @@
 #define TGRT_WEIGHTS_HEADER 64     /* bytes before the blob in a weights file */
 
 /* Symbol `sym` = (dims of input `input`, axis `axis` - offset) / coef; input
- * -1: a data symbol, which a node of the plan binds as it runs. */
+ * -1: a data symbol, which a node of the plan binds as it runs, or one that
+ * a control node's outputs alone use, whose shapes the run sets. */
 typedef struct {
     int input, axis;
     int64_t coef, offset;
@@ -32,8 +33,11 @@ typedef struct {
     unsigned char *arena;       /* the workspace */
     const size_t *slot;         /* byte offset of each workspace slot */
     void *const *in;            /* input data */
-    void *const *out;           /* output data, allocated for the full size */
+    void *const *out;           /* output data, allocated for the full size (NULL for
+                                 * an output whose shape the run sets) */
     const unsigned char *w;     /* weights blob */
+    tgraph_tensor *dyn;         /* per output: one whose shape the run sets, as the run
+                                 * made it (malloc'd data); else untouched */
 } tgrt_call;
 
 typedef struct {
@@ -43,7 +47,7 @@ typedef struct {
     int nin, nout;
     const tgraph_tensor_info *in, *out;
     /* dim k of input i must equal D[in_dim[i * TGRAPH_MAX_RANK + k]]; likewise
-     * outputs. */
+     * outputs, where -1 is a dim the run sets. */
     const int *in_dim, *out_dim;
     int ndim, nslot;
     /* Fill D[ndim] from S (symbols already in range; data symbols at their
@@ -72,6 +76,10 @@ int tgrt_run(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *o
 int tgrt_run_ex(tgraph_model *m, const tgraph_tensor *in, int nin, tgraph_tensor *out,
                 int nout, const tgraph_run_opts *opts);
 const char *tgrt_strerror(int status);
+/* Run the model table d (a subgraph's: no handle, no spare workspace) on
+ * weights w: tgrt_run's contract for in and out. */
+int tgrt_sub_run(const tgrt_model *d, const unsigned char *w, const tgraph_tensor *in, int nin,
+                 tgraph_tensor *out, int nout);
 /* Everything a run checks before it touches data: the arguments, the
  * symbols, every dim; fills S, D, slot and the outputs' shapes in res, and
  * the workspace size in *need. 0 or a tgraph_status (tgrt_fail). */
@@ -114,6 +122,25 @@ typedef struct {
     int64_t st[TGRT_LOOP_MAX_IN][TGRAPH_MAX_RANK];
 } tgrt_loop;
 
+/* Control flow (control_rt.c), each subgraph a table of its own, node the
+ * node's name for messages. if: then_ or else_ on args as cond's first byte
+ * says. loop: body while iter < *trip (NULL: no bound) and the condition
+ * holds (*cond first, NULL: true); args: ncarried carried values, then the
+ * invariants; out: the carried results, then the scan outputs. An output with
+ * data is the graph's buffer for it, whose rank and dims it must come out
+ * with; one without (its shape the run sets) comes back malloc'd. 0, or a
+ * tgraph_status after tgrt_fail naming the node. */
+int tgrt_control_if(const tgrt_model *then_, const tgrt_model *else_, const char *node,
+            const unsigned char *w, const void *cond, const tgraph_tensor *args, int nargs,
+            tgraph_tensor *out, int nout);
+int tgrt_control_loop(const tgrt_model *body, const char *node, const unsigned char *w,
+              const void *trip, const void *cond, int ncarried, const tgraph_tensor *args,
+              int nargs, tgraph_tensor *out, int nout);
+/* The most iterations a loop runs (the interpreter's and a compiled
+ * model's): $TGRAPH_LOOP_MAX, else TGRT_LOOP_MAX_DEFAULT; -1 when the
+ * variable is set but not a count of 1 or more. */
+#define TGRT_LOOP_MAX_DEFAULT 10000000
+int64_t tgrt_loop_max(void);
 /* Set the calling thread's message; returns status. */
 int tgrt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

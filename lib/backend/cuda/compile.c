@@ -21,6 +21,11 @@
 
 bool tgc_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why)
 {
+    if (tg_op_is_control(g->nodes[n].op)) {     /* a captured run has no branches */
+        snprintf(why, TG_WHY_MAX, "control flow (%s) has no CUDA code generator: the cpu "
+                 "target compiles it, trun --device cuda runs it", tg_op_name(g->nodes[n].op));
+        return false;
+    }
     return tgc_supports(g, n, why);
 }
 
