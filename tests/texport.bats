@@ -472,6 +472,7 @@ TV='j["graph_module"]["graph"]["tensor_values"]'
     gen_check map
 }
 @test "cond nested in a map's body and in a while_loop's body matches PyTorch" { gen_check nested_flow; }
+@test "cond on conditions on sizes (x.shape[0] > 2, x.shape[0] * 2 <= 5) matches PyTorch" { gen_check cond_shape; }
 
 @test "cond becomes an if node whose branches take the operands and the scalars they use" {
     "$TEXPORT" -o "$TMP/m.tg" "$FIX/cond.pt2"
@@ -525,9 +526,9 @@ $3"
     [[ "$stderr" == *"(torch.ops.aten.cumprod.default): unsupported operator"* ]]
 }
 
-@test "a predicate that is a condition on sizes (a SymBool) is refused with advice" {
-    flow_mutate cond cond "n['inputs'][0]['arg'] = {'as_sym_bool': {'as_name': 'gt'}}"
-    run_fails 1 "node cond \(torch.ops.higher_order.cond\): the predicate is a condition on sizes \(a SymBool\), which texport does not compute: make it a tensor$" \
+@test "a predicate on sizes other than one comparison of two is refused, naming what made it" {
+    flow_mutate cond_shape gt "n['target'] = '_operator.and_'"
+    run_fails 1 "node cond \(torch.ops.higher_order.cond\): the predicate 'gt' is a condition on sizes \(a SymBool\) made by _operator.and_; texport computes one comparison of two sizes \(_operator.gt, ge, lt, le, eq, ne\)$" \
         "$TEXPORT" "$TMP/m.pt2"
 }
 

@@ -694,6 +694,8 @@ int pt2_convert_nodes(pt2_ctx *c, const cJSON *graph)
     FILE *rep = open_memstream(&report, &rlen);
     if (!rep)
         return tg_err("out of memory");
+    const cJSON *outer = c->graph;
+    c->graph = graph;
     cJSON_ArrayForEach(node, cJSON_GetObjectItemCaseSensitive(graph, "nodes")) {
         const char *target = spec_str(node, "target"), *name = spec_str(node, "name");
         char src[512];
@@ -720,6 +722,7 @@ int pt2_convert_nodes(pt2_ctx *c, const cJSON *graph)
         }
     }
     fclose(rep);
+    c->graph = outer;
     if (nfail)
         tg_err("%d of %d operators could not be converted:%s", nfail, nnode, report);
     free(report);

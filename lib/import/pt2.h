@@ -52,6 +52,7 @@ typedef struct pt2_ctx {
     char *tsym[TG_MAX_SYMS];    /* torch's name of each graph symbol ("s77") */
     pt2_scope sc;
     const char *prefix;         /* put before the names of the nodes built, or NULL */
+    const cJSON *graph;         /* the torch graph being converted */
     int depth;                  /* how deep the nested graph being converted is */
     /* the node being converted */
     const cJSON *node;

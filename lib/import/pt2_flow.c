@@ -236,6 +236,51 @@ static int bind_outs(pt2_ctx *c, int y, int nout)
     return 0;
 }
 
+/* Dim d as an i64 scalar of the run: a constant, or the length of a [d]
+ * tensor made for it (any expression of the symbols). */
+static int dim_value(pt2_ctx *c, tg_dim d)
+{
+    int64_t k;
+    if (tg_dim_is_const(d, &k))
+        return pt2_const(c, (pt2_scalar){.kind = PT2_S_INT, .i = k}, TG_I64);
+    tg_attr a[2] = {tg_attr_dims("shape", 1, &d), tg_attr_dtype("dtype", TG_U8)};
+    tg_dim scalar[1];   /* rank 0: no dims (not NULL: memcpy) */
+    int len = pt2_unary(c, false, TG_OP_SHAPE, pt2_emit(c, false, TG_OP_FULL, 0, NULL, 2, a));
+    return pt2_reshape(c, false, len, 0, scalar);
+}
+
+/* A predicate that is a condition on sizes (a SymBool: x.shape[0] > 4), as a
+ * bool tensor of the run: one comparison of two sizes. */
+static int sym_pred(pt2_ctx *c, const char *name)
+{
+    static const struct {
+        const char *fn;
+        tg_op op;
+    } cmp[] = {{"_operator.gt", TG_OP_GT}, {"_operator.ge", TG_OP_GE}, {"_operator.lt", TG_OP_LT},
+               {"_operator.le", TG_OP_LE}, {"_operator.eq", TG_OP_EQ}, {"_operator.ne", TG_OP_NE}};
+    const cJSON *n, *maker = NULL;
+    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(c->graph, "nodes")) {
+        const cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(n, "outputs"), 0);
+        const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(o, "as_sym_bool"), "as_name"));
+        if (s && !strcmp(s, name))
+            maker = n;
+    }
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(maker, "target"));
+    for (size_t k = 0; t && k < sizeof cmp / sizeof *cmp; k++) {
+        tg_dim a, b;
+        if (strcmp(t, cmp[k].fn))
+            continue;
+        if (pt2_dim(c, maker, "a", tg_dim_const(0), &a) < 0 ||
+            pt2_dim(c, maker, "b", tg_dim_const(0), &b) < 0)
+            return -1;
+        return pt2_binary(c, false, cmp[k].op, dim_value(c, a), dim_value(c, b));
+    }
+    return tg_err("the predicate '%s' is a condition on sizes (a SymBool) made by %s; texport "
+                  "computes one comparison of two sizes (_operator.gt, ge, lt, le, eq, ne)",
+                  name, t ? t : "no node it knows");
+}
+
 /* torch.cond: both branches take the operands, then the constants either
  * makes (each its own, and an unused input for each of the other's). */
 static int h_cond(pt2_ctx *c, const cJSON *node)
@@ -244,19 +289,17 @@ static int h_cond(pt2_ctx *c, const cJSON *node)
     int pred = -1, in[2 * FLOW_MAX + 2], n = 1, nops, y = -1;
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(node, "inputs"), 0), "arg");
-    if (p && p->child && !strcmp(pt2_key(p->child), "as_sym_bool"))
-        return tg_err("the predicate is a condition on sizes (a SymBool), which texport "
-                      "does not compute: make it a tensor");
-    const char *pname = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(arg_at(node, 0, "as_tensor", "pred"), "name"));
+    bool sym = p && p->child && !strcmp(pt2_key(p->child), "as_sym_bool");
+    const char *pname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        sym ? p->child : arg_at(node, 0, "as_tensor", "pred"), sym ? "as_name" : "name"));
     if (!pname || nested_at(node, 1, "true_fn", &br[0]) < 0 ||
         nested_at(node, 2, "false_fn", &br[1]) < 0 ||
         tensors_at(c, node, 3, "operands", in + 1, &nops) < 0)
         return -1;
     const pt2_name *pn = pt2_lookup(c, pname);
-    if (!pn || pn->kind != PT2_TENSOR)
+    if (!sym && (!pn || pn->kind != PT2_TENSOR))
         return tg_err("argument 0 (pred): '%s' is not computed", pname);
-    if ((pred = pt2_cast(c, false, pn->v, TG_BOOL)) < 0)
+    if ((pred = sym ? sym_pred(c, pname) : pt2_cast(c, false, pn->v, TG_BOOL)) < 0)
         return -1;
     in[0] = pred;
     n += nops;
