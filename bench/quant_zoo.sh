@@ -16,7 +16,11 @@
 # 1 and 8, the float and the int8 .so in turn, ROUNDS times (default 3);
 # the best over rounds of each run's minimum (on a shared machine the
 # fastest run is the one least slowed by others; STAT=median takes the
-# median over rounds of each run's median instead). Needs NumPy at $PYTHON.
+# median over rounds of each run's median instead; STAT=cpu the CPU time a
+# run, user and system, of RUNS + 1 runs less that of 1 (the least over
+# rounds): under others' load the fastest wall-clock run can still be a
+# slowed one, CPU time much less so; with THREADS=1 it is the one-core
+# cost). Needs NumPy at $PYTHON.
 # Writes a Markdown table on stdout.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,13 +75,30 @@ PY
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# cpu_ms MODEL INPUT: CPU ms a run (trun's rusage as a child, RUNS + 1
+# runs less 1: loading and the first run cancel)
+cpu_ms() {
+    "$PYTHON" - "$T/trun" "$1" "$2" "$THREADS" "$RUNS" <<'PY'
+import resource, subprocess, sys
+trun, model, x, threads, runs = sys.argv[1:6]
+def cpu(n):
+    a = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([trun, model, x, "--threads", threads, "--warmup=0", "--bench=%d" % n],
+                   check=True, capture_output=True)
+    b = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime
+print("%.3f" % ((cpu(1 + int(runs)) - cpu(1)) * 1000 / int(runs)))
+PY
+}
+
 latency() {
+    if [ "$STAT" = cpu ]; then cpu_ms "$1" "$2"; return; fi
     "$T/trun" "$1" "$2" --threads "$THREADS" --warmup=200ms --bench="$RUNS" 2>&1 |
         sed -n "s/.* $STAT \([0-9.]*\) ms.*/\1/p"
 }
 
-# the best (min) or the median of numbers on stdin
-pick() { if [ "$STAT" = min ]; then sort -g | head -1; else median; fi; }
+# the best (min, cpu) or the median of numbers on stdin
+pick() { if [ "$STAT" = median ]; then median; else sort -g | head -1; fi; }
 
 echo "| model | top-1 same | max abs error | / max abs output | b1 f32 ms | b1 int8 ms | b1 speed-up | b8 f32 ms | b8 int8 ms | b8 speed-up |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
