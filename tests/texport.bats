@@ -541,7 +541,7 @@ o[1] = o[2]"
 
 @test "torch's control flow compiles, and the .so equals the interpreter bit for bit" {
     local m ins refs
-    for m in cond while_loop map nested_flow; do
+    for m in cond cond_shape while_loop map nested_flow; do
         "$TEXPORT" -o "$TMP/$m.tg" "$FIX/$m.pt2"
         run_ok "$TCOMPILE" -o "$TMP/$m.so" "$TMP/$m.tg"
         ins=$(ls "$FIX/$m".in*.npy | sort -V)
