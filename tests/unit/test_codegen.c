@@ -39,6 +39,18 @@ static void test_pools(void)
     pool_case(TG_OP_AVG_POOL, k2, s2, p0, d1, 0, 1, 8, 8);
     pool_case(TG_OP_AVG_POOL, k3, s1, p1, d2, 0, 0, 9, 9);
     pool_case(TG_OP_AVG_POOL, k3, s2, p1, d2, 1, 1, 10, 9);
+    /* rows of whole vectors and a remainder (emit_pool.c's loops run the
+     * last 16 again where that is exact): SqueezeNet's 3x3 / 2 in ceil mode,
+     * stride 3 with dilation (two phases read), stride 1 (no phases), and a
+     * row past the emitted line (the kernel call) */
+    int64_t s3[] = {3, 3}, k15[] = {1, 5};
+    pool_case(TG_OP_MAX_POOL, k3, s2, p0, d1, 1, 1, 63, 63);
+    pool_case(TG_OP_AVG_POOL, k3, s2, p1, d1, 1, 0, 31, 37);
+    pool_case(TG_OP_MAX_POOL, k3, s3, p1, d2, 1, 1, 20, 70);
+    pool_case(TG_OP_AVG_POOL, k3, s3, p1, d1, 0, 1, 20, 70);
+    pool_case(TG_OP_MAX_POOL, k15, s1, p0, d1, 0, 1, 5, 41);
+    pool_case(TG_OP_AVG_POOL, k15, s1, p0, d1, 0, 1, 5, 41);
+    pool_case(TG_OP_MAX_POOL, k3, s2, p1, d1, 0, 1, 2, 4200);
 }
 
 static void test_loops(void)
