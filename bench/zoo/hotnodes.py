@@ -7,9 +7,12 @@ node's arithmetic (conv and linear) and GFLOP/s.
 MODEL.tg is the graph tcompile compiled (its node names are the profile's:
 a fused group is named by its last node); PROFILE is `trun MODEL.so
 --profile PROFILE --bench ...` at batch BATCH. A node's time is its median
-over the runs (a loaded machine's outliers fall out). Its FLOPs are those of
-the conv or linear it ends (walking back through the elementwise nodes fused
-after it): 2 x output elements x the weight's elements per output channel.
+over the runs (a loaded machine's outliers fall out), or with --min its
+fastest run (on a machine so loaded that most runs are preempted somewhere:
+preemption only adds). Its FLOPs are those of the conv or linear its fused
+group ends (walking back through the elementwise nodes fused after it; a
+group without one, a pool say, has none): 2 x output elements x the
+weight's elements per output channel.
 Prints the N heaviest nodes (default 25) as a Markdown table: op, kind
 (depthwise, 1x1, KxK, grouped, linear), output shape, ms, share, GFLOP/s and
 its fraction of PEAK (default 500, 2 Zen 4 cores' f32 FMA peak).
@@ -98,6 +101,7 @@ def main():
     ap.add_argument("-n", type=int, default=25)
     ap.add_argument("--peak", type=float, default=500.0)
     ap.add_argument("--tlog", default="tlog")
+    ap.add_argument("--min", action="store_true", help="each node's fastest run, not its median")
     ap.add_argument("tg")
     ap.add_argument("profile")
     ap.add_argument("batch", type=int)
@@ -111,18 +115,21 @@ def main():
             if "us" in r:
                 times[r["node"]].append(r["us"])
                 ops[r["node"]] = r["op"]
-    med = {k: statistics.median(v) / 1e3 for k, v in times.items()}
+    stat = min if a.min else statistics.median
+    med = {k: stat(v) / 1e3 for k, v in times.items()}
     total = sum(med.values())
     rows, by_kind = [], defaultdict(lambda: [0.0, 0.0])
     for name, ms in med.items():
         kind, flops = arithmetic(by_name[name], nodes, ins) if name in by_name else ("?", 0)
+        if not any(k in ops[name].split("+") for k in ("conv", "linear")):
+            kind, flops = ops[name], 0
         shape = nodes[by_name[name]]["shape"] if name in by_name else None
         rows.append((ms, name, ops[name], kind, shape, flops))
         family = kind.split(" /")[0]
         by_kind[family][0] += ms
         by_kind[family][1] += flops
     rows.sort(reverse=True)
-    print(f"total {total:.3f} ms a run (sum of node medians), "
+    print(f"total {total:.3f} ms a run (sum of node {'minima' if a.min else 'medians'}), "
           f"{sum(r[5] for r in rows) / 1e9:.3f} GFLOP\n")
     print("| kind | ms | share | GFLOP | GFLOP/s | of peak |")
     print("|---|---:|---:|---:|---:|---:|")
