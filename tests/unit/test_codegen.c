@@ -3,7 +3,8 @@
  * dilation and ceil mode, fused loops with broadcasting and reductions,
  * matmul broadcasting, movement ops, views read in place, every fusion
  * candidate of fuse_act (anchors and what follows them), masks shared by
- * several attentions, lengths the data set (and their ABI). */
+ * several attentions, lengths the data set (and their ABI), a loop's scan of a
+ * length only the run sets (its ABI). */
 #include "cgcheck.h"
 
 static void pool_case(tg_op op, const int64_t *k, const int64_t *s, const int64_t *p,
@@ -429,6 +430,56 @@ static void test_data_abi(void)
     tg_graph_free(g);
 }
 
+/* A loop run m times (m read at run time) scanning a, a + b, ...: the scan's
+ * length has no bound before the run, so output_dims gives it as -1 and 0
+ * bytes; a run with no buffer hands over [m, 3] as the interpreter makes it,
+ * a caller's buffer one step short is TGRAPH_E_SPACE, one that fits gets it. */
+static void test_control_abi(void)
+{
+    tg_graph *g = tg_graph_new(), *body = tg_graph_new();
+    tg_shape s = {.rank = 1, .d = {tg_dim_const(3)}}, s0 = {0};
+    int in[4] = {tg_graph_add_input(g, "m", TG_I64, &s0), -1, tg_graph_add_input(g, "a", TG_F32, &s),
+                 tg_graph_add_input(g, "b", TG_F32, &s)};
+    int bi[4] = {tg_graph_add_input(body, "i", TG_I64, &s0), tg_graph_add_input(body, "c", TG_BOOL, &s0),
+                 tg_graph_add_input(body, "acc", TG_F32, &s), tg_graph_add_input(body, "b", TG_F32, &s)};
+    tg_graph_add_output(body, bi[1]);
+    tg_graph_add_output(body, tg_graph_add_node(body, TG_OP_ADD, "sum", 2, bi + 2, 0, NULL));
+    tg_graph_add_output(body, bi[2]);
+    tg_attr at[2] = {tg_attr_graph("body", body), tg_attr_int("carried", 1)};
+    int y = tg_control_add(g, TG_OP_LOOP, "loop", 4, in, 2, at);
+    CHECK(y >= 0);
+    tg_graph_add_output(g, g->nodes[g->nnode - 1].out[1]);
+    tg_graph_free(body);
+    cg_model cm;
+    bool loaded = cg_load("loop ABI", &tg_backend_cpu, g, 1, &cm);
+    CHECK(loaded);
+    int64_t m = 5;
+    float a[3] = {1, -2, 0.5f}, b[3] = {0.25f, 3, -1};
+    tgraph_tensor tin[3] = {{&m, TGRAPH_I64, 0, {0}, 8}, {a, TGRAPH_F32, 1, {3}, sizeof a},
+                            {b, TGRAPH_F32, 1, {3}, sizeof b}}, out = {0};
+    tg_tensor rin[3] = {{.data = &m, .dtype = TG_I64, .nbytes = 8},
+                        {.data = a, .dtype = TG_F32, .rank = 1, .dims = {3}, .nbytes = sizeof a},
+                        {.data = b, .dtype = TG_F32, .rank = 1, .dims = {3}, .nbytes = sizeof b}};
+    tg_tensor ref;
+    CHECK(cg_interpret(g, rin, &ref) && ref.dims[0] == m);
+    CHECK(loaded && cm.dims(cm.m, tin, 3, &out, 1) == 0 && out.rank == 2 && out.dims[0] == -1 &&
+          out.dims[1] == 3 && out.nbytes == 0);
+    out = (tgraph_tensor){0};
+    CHECK(loaded && cm.run(cm.m, tin, 3, &out, 1) == 0 && out.rank == 2 && out.dims[0] == m &&
+          out.dims[1] == 3 && out.nbytes == ref.nbytes && !memcmp(out.data, ref.data, ref.nbytes));
+    free(out.data);
+    unsigned char buf[5 * 3 * 4];
+    out = (tgraph_tensor){.data = buf, .nbytes = sizeof buf - 12};
+    CHECK(loaded && cm.run(cm.m, tin, 3, &out, 1) == TGRAPH_E_SPACE);
+    out = (tgraph_tensor){.data = buf, .nbytes = sizeof buf};
+    CHECK(loaded && cm.run(cm.m, tin, 3, &out, 1) == 0 && out.data == buf && out.dims[0] == m &&
+          !memcmp(buf, ref.data, ref.nbytes));
+    tg_tensor_free(&ref);
+    if (loaded)
+        cg_unload(&cm);
+    tg_graph_free(g);
+}
+
 /* tcompile refuses a dim the data set broadcast against another (the run
  * decides whether it is 1), naming the node. */
 static void test_data_broadcast(void)
@@ -514,5 +565,6 @@ int main(void)
     test_data_broadcast();
     test_data_negative();
     test_data_declared();
+    test_control_abi();
     return unit_report();
 }
