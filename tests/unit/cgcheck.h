@@ -183,9 +183,7 @@ static inline bool cg_start(void)
         printf("TG_BACKEND_OPS=%s: no such backend registered\n", only);
         exit(1);
     }
-    const char *seed = getenv("TG_SEED");
-    rng = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL);
-    printf("seed %llu\n", (unsigned long long)rng);
+    unit_seed("cgcheck");
     return true;
 }
 

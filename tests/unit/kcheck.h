@@ -1,5 +1,5 @@
 /* Helpers for the kernel tests (tests/unit/test_{gemm,conv,sdpa,...}.c):
- * seeded random inputs (the seed is printed; TGK_SEED=n replays a run),
+ * seeded random inputs (unit.h's unit_seed: TG_SEED=n replays a run),
  * buffers followed by guard values that catch out-of-bounds writes, and
  * comparison against float64 references. */
 #ifndef TGK_KCHECK_H
@@ -18,35 +18,9 @@
 #define KC_GUARD 16
 #define KC_GUARD_VALUE 1234.5f
 
-static uint64_t kc_state;
-
-static inline void kc_seed(const char *name)
-{
-    const char *env = getenv("TGK_SEED");
-    kc_state = env ? strtoull(env, NULL, 10)
-                   : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
-    printf("%s: seed %llu (TGK_SEED=%llu to replay)\n", name, (unsigned long long)kc_state,
-           (unsigned long long)kc_state);
-    fflush(stdout); /* seen even if the test crashes */
-}
-
-/* splitmix64 */
-static inline uint64_t kc_next(void)
-{
-    uint64_t z = (kc_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static inline double kc_uniform(double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(kc_next() >> 11) * 0x1p-53;
-}
-
 static inline int64_t kc_int(int64_t lo, int64_t hi) /* inclusive */
 {
-    return lo + (int64_t)(kc_next() % (uint64_t)(hi - lo + 1));
+    return lo + (int64_t)(unit_next() % (uint64_t)(hi - lo + 1));
 }
 
 /* n floats followed by KC_GUARD guard values; the payload is filled with
@@ -59,7 +33,7 @@ static inline float *kc_rand(int64_t n, double lo, double hi)
         exit(2);
     }
     for (int64_t i = 0; i < n; i++)
-        p[i] = (float)kc_uniform(lo, hi);
+        p[i] = (float)unit_uniform(lo, hi);
     for (int i = 0; i < KC_GUARD; i++)
         p[n + i] = KC_GUARD_VALUE;
     return p;

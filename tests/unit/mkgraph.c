@@ -195,7 +195,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|chain|conv1x1|mlp24:K,H1,..[:bias] SEED\n");
         return 2;
     }
-    rng = strtoull(argv[2], NULL, 10);
+    unit_rng = strtoull(argv[2], NULL, 10);
     tg_graph *g = build(argv[1]);
     if (!g || tg_graph_write(g, stdout) < 0 || fflush(stdout) != 0) {
         fprintf(stderr, "mkgraph: %s\n", tg_errmsg());

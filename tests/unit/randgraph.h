@@ -1,21 +1,46 @@
-/* Random weights for graphs that unit tests build by hand: one seeded generator
- * (tests print the seed in `rng` so a failure can be replayed) and a constant
- * of the given shape filled from it. */
+/* Random weights for graphs that unit tests build by hand, from unit.h's
+ * seeded generator: a constant of the given shape filled from it. */
 #ifndef TG_RANDGRAPH_H
 #define TG_RANDGRAPH_H
 
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "error.h"
+#include "exec/exec.h"
 #include "graph.h"
-
-static uint64_t rng;
+#include "unit.h"
 
 /* Uniform in [-1, 1). */
-static inline float uniform(void)
+static inline float uniform(void) { return (float)unit_uniform(-1, 1); }
+
+/* One run of g (the interpreter, one thread) on f32 inputs uniform in
+ * [-scale, scale) drawn from seed (the generator's state is kept), symbols at
+ * 3: 0, or -1 with the error printed. out: g->noutput tensors. */
+static inline int run_random(const tg_graph *g, uint64_t seed, float scale, tg_tensor *out)
 {
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) / (double)(1ull << 24)) * 2 - 1;
+    tg_tensor in[4] = {{0}};
+    uint64_t keep = unit_rng;
+    unit_rng = seed;
+    for (int i = 0; i < g->ninput && i < 4; i++) {
+        const tg_value *v = &g->values[g->inputs[i]];
+        int64_t sym[TG_MAX_SYMS] = {3, 3, 3, 3, 3, 3, 3, 3};
+        in[i].dtype = v->dtype;
+        in[i].rank = v->shape.rank;
+        tg_shape_eval(&v->shape, sym, in[i].dims);
+        tg_tensor_alloc(&in[i]);
+        for (size_t k = 0; k < in[i].nbytes / 4; k++)
+            ((float *)in[i].data)[k] = scale * uniform();
+    }
+    unit_rng = keep;
+    tg_exec *e = g->ninput <= 4 ? tg_exec_new(g, 1) : NULL;
+    int rc = e ? tg_exec_run(e, in, out) : -1;
+    if (rc)
+        fprintf(stderr, "run: %s\n", g->ninput <= 4 ? tg_errmsg() : "more than 4 inputs");
+    tg_exec_free(e);
+    for (int i = 0; i < g->ninput && i < 4; i++)
+        tg_tensor_free(&in[i]);
+    return rc;
 }
 
 /* An f32 constant named name of shape dims[0..rank), filled with uniform(). */

@@ -170,16 +170,6 @@ static const tg_backend inverted = {
     /* .compiles_node = */ NULL,
 };
 
-static uint64_t rng;
-
-static float uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 4 - 2);
-}
-
 static void test_registry(void)
 {
     CHECK(tg_backend_count() >= 1 && tg_backend_at(0) == &tg_backend_cpu);
@@ -206,7 +196,7 @@ static tg_graph *graph_y(int n)
     tg_shape s = tg_shape_of(1, (int64_t[]){n});
     float c[n];
     for (int i = 0; i < n; i++)
-        c[i] = uniform();
+        c[i] = (float)unit_uniform(-2, 2);
     int x = tg_graph_add_input(g, "x", TG_F32, &s);
     int cv = tg_graph_add_const_copy(g, "c", TG_F32, &s, c);
     int a = tg_graph_add_node(g, TG_OP_ADD, "a", 2, (int[]){x, cv}, 0, NULL);
@@ -226,7 +216,7 @@ static void test_device_run(void)
     tg_tensor in = {.dtype = TG_F32, .rank = 1, .dims = {N}}, want[2], got[2];
     CHECK(tg_tensor_alloc(&in) == 0);
     for (int i = 0; i < N; i++)
-        ((float *)in.data)[i] = uniform();
+        ((float *)in.data)[i] = (float)unit_uniform(-2, 2);
     tg_exec *cpu = tg_exec_new(g, 1), *dev = tg_exec_new_on(g, &inverted, 1);
     CHECK(cpu && dev);
     CHECK(tg_exec_run(cpu, &in, want) == 0);
@@ -271,7 +261,7 @@ static void test_device_group(void)
     tg_tensor in = {.dtype = TG_F32, .rank = 1, .dims = {N}}, want[2], got[2];
     CHECK(tg_tensor_alloc(&in) == 0);
     for (int i = 0; i < N; i++)
-        ((float *)in.data)[i] = uniform();
+        ((float *)in.data)[i] = (float)unit_uniform(-2, 2);
     tg_exec *cpu = tg_exec_new(g, 1), *node = tg_exec_new_on(g, &inverted, 1),
             *group = tg_exec_new_on(g, &grouping, 1);
     CHECK(cpu && node && group);
@@ -315,10 +305,7 @@ static void test_refused(void)
 
 int main(void)
 {
-    const char *seed = getenv("TG_SEED");
-    rng = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
-    rng += !rng;
-    fprintf(stderr, "seed %llu (TG_SEED repeats it)\n", (unsigned long long)rng);
+    unit_seed("test_backend");
     test_registry();
     test_device_run();
     test_device_group();

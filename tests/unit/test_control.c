@@ -17,23 +17,13 @@
 #include "ops/control.h"
 #include "unit.h"
 
-static uint64_t rng;
-
-static float uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 4 - 2);
-}
-
 static tg_tensor f32(int rank, const int64_t *dims)
 {
     tg_tensor t = {.dtype = TG_F32, .rank = rank};
     memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
     tg_tensor_alloc(&t);
     for (size_t i = 0; i < t.nbytes / 4; i++)
-        ((float *)t.data)[i] = uniform();
+        ((float *)t.data)[i] = (float)unit_uniform(-2, 2);
     return t;
 }
 
@@ -387,9 +377,7 @@ static void test_damaged_file(void)
 
 int main(void)
 {
-    const char *seed = getenv("TG_SEED");
-    rng = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) | 1;
-    printf("seed %llu\n", (unsigned long long)rng);
+    unit_seed("test_control");
     test_if();
     test_for();
     test_while();

@@ -257,7 +257,7 @@ static void each_tile(const int64_t (*rows)[12], size_t nrows, ccase (*make)(con
 
 int main(void)
 {
-    kc_seed("test_conv");
+    unit_seed("test_conv");
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);
         for (int nsp = 1; nsp <= 3; nsp++)

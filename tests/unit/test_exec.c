@@ -16,16 +16,6 @@
 #include "graph.h"
 #include "unit.h"
 
-static uint64_t rng;
-
-static double uniform(double lo, double hi)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
-}
-
 static int64_t numel(int rank, const int64_t *d)
 {
     int64_t n = 1;
@@ -41,8 +31,8 @@ static tg_tensor rand_tensor(tg_dtype dt, int rank, const int64_t *dims, double 
         memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
     tg_tensor_alloc(&t);
     for (int64_t i = 0; i < numel(rank, dims); i++)
-        tg_store_f64(dt, t.data, (size_t)i, dt == TG_F32 || dt == TG_F64 ? uniform(lo, hi)
-                                                                       : floor(uniform(lo, hi)));
+        tg_store_f64(dt, t.data, (size_t)i, dt == TG_F32 || dt == TG_F64 ? unit_uniform(lo, hi)
+                                                                       : floor(unit_uniform(lo, hi)));
     return t;
 }
 
@@ -689,7 +679,7 @@ static void test_nonzero(tg_dtype dt)
         tg_tensor in[2] = {rand_tensor(dt, 3, (int64_t[]){bs, 3, 5}, 0, 0), rand_tensor(TG_F32, 1, &bs, -1, 1)}, out[4];
         int64_t n = 0, m = numel(3, in[0].dims);
         for (int64_t i = 0; i < m; i++) {
-            double v = uniform(0, 1) < 1.0 / 3 ? (dt == TG_BOOL ? 1 : floor(uniform(1, 9))) : 0;
+            double v = unit_uniform(0, 1) < 1.0 / 3 ? (dt == TG_BOOL ? 1 : floor(unit_uniform(1, 9))) : 0;
             tg_store_f64(dt, in[0].data, (size_t)i, v);
             n += v != 0;
         }
@@ -846,7 +836,7 @@ static void test_nms(bool center, bool rt)
                           rand_tensor(TG_I64, 1, (int64_t[]){1}, 0, 0)}, out;
         double box[4 * N * 4], corner[4 * N * 4], score[4 * C * N];
         for (int64_t i = 0; i < b * N; i++) {
-            double y0 = uniform(0, 4), x0 = uniform(0, 4), h = uniform(0.5, 2), w = uniform(0.5, 2);
+            double y0 = unit_uniform(0, 4), x0 = unit_uniform(0, 4), h = unit_uniform(0.5, 2), w = unit_uniform(0.5, 2);
             double cb[4] = {y0, x0, y0 + h, x0 + w};
             if (i % 3 == 0)             /* the other two corners */
                 cb[0] = y0 + h, cb[2] = y0;
@@ -855,7 +845,7 @@ static void test_nms(bool center, bool rt)
             memcpy(&box[i * 4], center ? cc : cb, sizeof cb);
         }
         for (int64_t i = 0; i < b * C * N; i++)
-            score[i] = floor(uniform(0, 8)) / 8;     /* ties, and some at the threshold */
+            score[i] = floor(unit_uniform(0, 8)) / 8;     /* ties, and some at the threshold */
         for (int64_t i = 0; i < b * N * 4; i++)
             ((float *)t[0].data)[i] = (float)box[i], box[i] = ((float *)t[0].data)[i];
         for (int64_t i = 0; i < b * N; i++) {    /* the reference on the rounded boxes */
@@ -897,10 +887,7 @@ static void test_nms_errors(void)
 
 int main(void)
 {
-    const char *s = getenv("TG_SEED");
-    rng = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
-    rng = rng ? rng : 1;
-    printf("seed %llu (TG_SEED repeats it)\n", (unsigned long long)rng);
+    unit_seed("test_exec");
     test_every_op_has_a_kernel();
     test_inputs();
     test_chain_and_errors();

@@ -46,41 +46,15 @@ static const tg_node *find_op(const tg_graph *g, tg_op op)
     return NULL;
 }
 
-/* One run of g on inputs filled from seed; 0 or -1. */
-static int run(const tg_graph *g, uint64_t seed, tg_tensor *out)
-{
-    tg_tensor in[4] = {{0}};
-    uint64_t keep = rng;
-    rng = seed;
-    for (int i = 0; i < g->ninput; i++) {
-        const tg_value *v = &g->values[g->inputs[i]];
-        in[i].dtype = v->dtype;
-        in[i].rank = v->shape.rank;
-        tg_shape_is_const(&v->shape, in[i].dims);
-        tg_tensor_alloc(&in[i]);
-        for (size_t k = 0; k < in[i].nbytes / 4; k++)
-            ((float *)in[i].data)[k] = 2 * uniform();
-    }
-    rng = keep;
-    tg_exec *e = tg_exec_new(g, 1);
-    int rc = e ? tg_exec_run(e, in, out) : -1;
-    if (rc)
-        fprintf(stderr, "run: %s\n", tg_errmsg());
-    tg_exec_free(e);
-    for (int i = 0; i < g->ninput; i++)
-        tg_tensor_free(&in[i]);
-    return rc;
-}
-
 /* The pass on g; checks the interpreter's output did not change; its result. */
 static int fuse_checked(tg_graph *g)
 {
     tg_tensor a = {0}, b = {0};
-    uint64_t seed = rng ^ 0x9e3779b97f4a7c15u;
-    CHECK(g->noutput == 1 && run(g, seed, &a) == 0);
+    uint64_t seed = unit_rng ^ 0x9e3779b97f4a7c15u;
+    CHECK(g->noutput == 1 && run_random(g, seed, 2, &a) == 0);
     int r = tg_pass_fuse_attention(g);
     CHECK(r >= 0 && tg_graph_validate(g) == 0);
-    CHECK(run(g, seed, &b) == 0);
+    CHECK(run_random(g, seed, 2, &b) == 0);
     CHECK(a.nbytes == b.nbytes && a.nbytes > 0);
     double err = 0;
     for (size_t k = 0; k < a.nbytes / 4 && k < b.nbytes / 4; k++) {
@@ -273,8 +247,7 @@ static void test_refusals(void)
 
 int main(void)
 {
-    rng = (uint64_t)time(NULL);
-    printf("seed %llu\n", (unsigned long long)rng);
+    unit_seed("test_fuse_attention");
     test_onnx_form_causal();
     test_lowest_float_mask_is_causal();
     test_core_form();

@@ -30,8 +30,8 @@ static void gcase_make(gcase *g, bool ta, bool tb, int64_t M, int64_t N, int64_t
     g->lda = (ta ? M : K) + kc_int(0, 3);
     g->ldb = (tb ? K : N) + kc_int(0, 3);
     g->ldc = N + kc_int(0, 3);
-    g->alpha = (float)kc_uniform(0.5, 2);
-    g->beta = kc_int(0, 1) ? 0.0f : (float)kc_uniform(-1, 1);
+    g->alpha = (float)unit_uniform(0.5, 2);
+    g->beta = kc_int(0, 1) ? 0.0f : (float)unit_uniform(-1, 1);
     g->A = kc_rand((ta ? K : M) * g->lda, -1, 1);
     g->B = kc_rand((tb ? N : K) * g->ldb, -1, 1);
     g->C = kc_rand(M * g->ldc, -1, 1);
@@ -345,7 +345,7 @@ static void test_pack_strided_rows(void)
 
 int main(void)
 {
-    kc_seed("test_gemm");
+    unit_seed("test_gemm");
     test_pack_strided_rows();
     for (int nt = 1; nt <= 3; nt++) {
         tgk_set_num_threads(nt);

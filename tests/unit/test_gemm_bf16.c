@@ -129,7 +129,7 @@ static void test_pack(void)
 
 int main(void)
 {
-    kc_seed("test_gemm_bf16");
+    unit_seed("test_gemm_bf16");
     test_pack();
     printf("# bf16 GEMM: %s by default\n", tgk_gemm_bf16_path());
     for (size_t i = 0; i < sizeof isa / sizeof *isa; i++)

@@ -91,7 +91,7 @@ static void test_softmax(int64_t outer, int64_t len, int64_t inner, bool logsm, 
     /* keep at least one finite entry per softmax row */
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++)
-            x[o * len * inner + i] = (float)kc_uniform(-1, 1);
+            x[o * len * inner + i] = (float)unit_uniform(-1, 1);
     double *ref = kc_ref(n);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
@@ -127,7 +127,7 @@ static void test_softmax(int64_t outer, int64_t len, int64_t inner, bool logsm, 
 
 int main(void)
 {
-    kc_seed("test_norm");
+    unit_seed("test_norm");
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);
         static const int64_t cols[] = {1, 2, 15, 16, 17, 100, 768, 4099};

@@ -137,7 +137,7 @@ static void test_concurrent_callers_get_their_threads(void)
 
 int main(void)
 {
-    kc_seed("test_parallel");
+    unit_seed("test_parallel");
     for (int nt = 1; nt <= 4; nt++) {
         tgk_set_num_threads(nt);
         CHECK(tgk_num_threads() == nt);

@@ -45,43 +45,16 @@ static int count_op(const tg_graph *g, tg_op op)
     return n;
 }
 
-/* Run g on random inputs at batch 3 (input dims from the graph). */
-static int run(const tg_graph *g, uint64_t seed, tg_tensor *out)
-{
-    tg_tensor in[4] = {{0}};
-    uint64_t keep = rng;
-    rng = seed;
-    for (int i = 0; i < g->ninput; i++) {
-        const tg_value *v = &g->values[g->inputs[i]];
-        int64_t sym[TG_MAX_SYMS] = {3, 3, 3, 3, 3, 3, 3, 3};
-        in[i].dtype = v->dtype;
-        in[i].rank = v->shape.rank;
-        tg_shape_eval(&v->shape, sym, in[i].dims);
-        tg_tensor_alloc(&in[i]);
-        for (size_t k = 0; k < in[i].nbytes / 4; k++)
-            ((float *)in[i].data)[k] = uniform();
-    }
-    rng = keep;
-    tg_exec *e = tg_exec_new(g, 1);
-    int rc = e ? tg_exec_run(e, in, out) : -1;
-    if (rc)
-        fprintf(stderr, "run: %s\n", tg_errmsg());
-    tg_exec_free(e);
-    for (int i = 0; i < g->ninput; i++)
-        tg_tensor_free(&in[i]);
-    return rc;
-}
-
 /* Apply pass to g and check the outputs did not change; returns its result. */
 static int same_after(tg_graph *g, int (*pass)(tg_graph *))
 {
     tg_tensor a[4] = {{0}}, b[4] = {{0}};
-    uint64_t seed = rng ^ 0x9e3779b97f4a7c15u;
-    CHECK(run(g, seed, a) == 0);
+    uint64_t seed = unit_rng ^ 0x9e3779b97f4a7c15u;
+    CHECK(run_random(g, seed, 1, a) == 0);
     int r = pass(g);
     CHECK(r >= 0);
     CHECK(tg_graph_validate(g) == 0);
-    CHECK(run(g, seed, b) == 0);
+    CHECK(run_random(g, seed, 1, b) == 0);
     for (int i = 0; i < g->noutput; i++) {
         CHECK(a[i].nbytes == b[i].nbytes);
         double err = 0;
@@ -529,8 +502,7 @@ static void test_memplan(void)
 
 int main(void)
 {
-    rng = (uint64_t)time(NULL);
-    printf("seed %llu\n", (unsigned long long)rng);
+    unit_seed("test_passes");
     test_dce();
     test_fold();
     test_cse();

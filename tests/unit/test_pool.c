@@ -105,7 +105,7 @@ static void run_adaptive(int64_t nc, int64_t ih, int64_t iw, int64_t oh, int64_t
 
 int main(void)
 {
-    kc_seed("test_pool");
+    unit_seed("test_pool");
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);
         for (int r = 0; r < 150; r++) {

@@ -13,16 +13,9 @@
 #include "backend/cpu/kernels/qgemm.h"
 #include "unit.h"
 
-static uint64_t rng_state;
 static const char *const paths[] = {"scalar", "avx2", "avx512vnni"};
 
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 11);
-}
-
-static float rndf(float lo, float hi) { return lo + (hi - lo) * (rnd() / 2097152.0f / 2048.0f); }
+static float rndf(float lo, float hi) { return (float)unit_uniform(lo, hi); }
 
 /* c[m,n] = sum (a - zero) * w exactly, in 64 bits. */
 static void ref_qgemm(int64_t M, int64_t N, int64_t K, const uint8_t *a, int32_t zero,
@@ -43,12 +36,12 @@ static void check_qgemm(int64_t M, int64_t N, int64_t K)
     int64_t *want = malloc(sizeof *want * M * N);
     int32_t *got = malloc(sizeof *got * (M * N + 16));
     void *packed = malloc(tgk_qgemm_packed_size(N, K));
-    for (int64_t i = 0; i < M * K; i++) a[i] = (uint8_t)rnd();
-    for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)rnd();
+    for (int64_t i = 0; i < M * K; i++) a[i] = (uint8_t)unit_next();
+    for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)unit_next();
     /* extremes too: all-255 rows against all -128 weights */
     if (M > 1) memset(a, 255, K);
     if (N > 1) memset(w, 0x80, K);
-    int32_t zero = (int32_t)(rnd() % 256);
+    int32_t zero = (int32_t)(unit_next() % 256);
     ref_qgemm(M, N, K, a, zero, w, want);
     tgk_qgemm_pack(N, K, w, packed);
 
@@ -79,7 +72,7 @@ static void check_qlinear(int64_t M, int64_t N, int64_t K, int dynamic)
         x[i] = rndf(-3, 5);
         lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
     }
-    for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)rnd();
+    for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)unit_next();
     for (int64_t n = 0; n < N; n++) ws[n] = rndf(1e-3f, 1e-2f), b[n] = rndf(-1, 1);
     float xs;
     int32_t xz;
@@ -115,14 +108,14 @@ static void check_quantize(int64_t n, float s)
 {
     float *x = malloc(sizeof *x * (n + 1));
     uint8_t *q = malloc(n + 16);
-    int32_t z = (int32_t)(rnd() % 256);
+    int32_t z = (int32_t)(unit_next() % 256);
     for (int64_t i = 0; i < n; i++) {
-        switch (rnd() % 8) {
-        case 0: x[i] = ((int)(rnd() % 600) - 300 + 0.5f) * s; break;   /* ties */
-        case 1: x[i] = rnd() % 2 ? NAN : (rnd() % 2 ? INFINITY : -INFINITY); break;
+        switch (unit_next() % 8) {
+        case 0: x[i] = ((int)(unit_next() % 600) - 300 + 0.5f) * s; break;   /* ties */
+        case 1: x[i] = unit_next() % 2 ? NAN : (unit_next() % 2 ? INFINITY : -INFINITY); break;
         case 2:     /* a few ulps either side of a tie */
-            x[i] = ((int)(rnd() % 600) - 300 + 0.5f) * s;
-            for (int k = (int)(rnd() % 4); k > 0; k--) x[i] = nextafterf(x[i], rnd() % 2 ? INFINITY : -INFINITY);
+            x[i] = ((int)(unit_next() % 600) - 300 + 0.5f) * s;
+            for (int k = (int)(unit_next() % 4); k > 0; k--) x[i] = nextafterf(x[i], unit_next() % 2 ? INFINITY : -INFINITY);
             break;
         default: x[i] = rndf(-10, 10);
         }
@@ -154,7 +147,7 @@ static void check_recip_division(int64_t n)
 {
     int64_t bad = 0;
     for (int64_t i = 0; i < n; i++) {
-        uint32_t bx = rnd() << 11 ^ rnd(), bs = (rnd() << 11 ^ rnd()) & 0x7fffffffu;
+        uint32_t bx = (uint32_t)unit_next(), bs = (uint32_t)unit_next() & 0x7fffffffu;
         float x, s;
         memcpy(&x, &bx, 4), memcpy(&s, &bs, 4);
         if (!isfinite(x) || !isnormal(s)) continue;
@@ -185,8 +178,8 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
     for (int v = 0; v < 3; v++) {       /* u8 in; u8 out; both */
         tgk_qact a = {.x = v == 1 ? x : NULL, .xq = v == 1 ? NULL : xq, .x_scale = xs,
                       .x_zero = xz, .y = v == 0 ? yf : NULL, .yq = v == 0 ? NULL : yq,
-                      .y_scale = ys, .y_zero = yz, .y_lo = (int32_t)(rnd() % 80),
-                      .y_hi = 175 + (int32_t)(rnd() % 81)};
+                      .y_scale = ys, .y_zero = yz, .y_lo = (int32_t)(unit_next() % 80),
+                      .y_hi = 175 + (int32_t)(unit_next() % 81)};
         yf[ny] = 12345.0f, yq[ny] = 77;
         CHECK(tgk_qconv(d, &a, packed, ws, b) == 0);
         int64_t bad = 0;
@@ -226,7 +219,7 @@ static void check_qconv(int nsp, int64_t n, int64_t c, int64_t k, int64_t groups
     int8_t *w = malloc(k * kk);
     uint8_t *xq = malloc(n * c * insp);
     for (int64_t i = 0; i < n * c * insp; i++) x[i] = rndf(-2, 3);
-    for (int64_t i = 0; i < k * kk; i++) w[i] = (int8_t)rnd();
+    for (int64_t i = 0; i < k * kk; i++) w[i] = (int8_t)unit_next();
     for (int64_t i = 0; i < k; i++) ws[i] = rndf(1e-3f, 1e-2f), b[i] = rndf(-1, 1);
     float xs, lo = 1e30f, hi = -1e30f;
     int32_t xz;
@@ -289,7 +282,7 @@ static void check_wlinear(int64_t M, int64_t N, int64_t K, int bits, int64_t gro
     float *y = malloc(sizeof *y * M * N);
     uint8_t *q = malloc(N * rb);
     for (int64_t i = 0; i < M * K; i++) x[i] = rndf(-1, 1);
-    for (int64_t i = 0; i < N * rb; i++) q[i] = (uint8_t)rnd();
+    for (int64_t i = 0; i < N * rb; i++) q[i] = (uint8_t)unit_next();
     for (int64_t i = 0; i < N * ng; i++) s[i] = rndf(0.001f, 0.1f);
     for (int64_t i = 0; i < N; i++) b[i] = rndf(-1, 1);
     CHECK(tgk_wlinear_f32(M, N, K, x, q, bits, group, s, b, y) == 0);
@@ -317,15 +310,15 @@ static void check_wlinear(int64_t M, int64_t N, int64_t K, int bits, int64_t gro
 
 int main(void)
 {
-    rng_state = (uint64_t)time(NULL) * 2654435761u | 1;
-    printf("seed %llu, best path %s\n", (unsigned long long)rng_state, tgk_qgemm_path());
+    unit_seed("test_qgemm");
+    printf("best path %s\n", tgk_qgemm_path());
     const int64_t sizes[][3] = {{1, 1, 1}, {1, 16, 4}, {3, 17, 5}, {4, 16, 64}, {5, 33, 7},
                                 {7, 10, 130}, {9, 48, 255}, {64, 70, 384}, {2, 1, 1023},
                                 /* batch 1, large: rows and columns split across threads */
                                 {1, 1000, 512}, {3, 200, 768}, {37, 130, 600}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         check_qgemm(sizes[i][0], sizes[i][1], sizes[i][2]);
-    for (int t = 0; t < 20; t++) check_qgemm(1 + rnd() % 40, 1 + rnd() % 80, 1 + rnd() % 300);
+    for (int t = 0; t < 20; t++) check_qgemm(1 + unit_next() % 40, 1 + unit_next() % 80, 1 + unit_next() % 300);
     if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");   /* back to the best */
     check_qlinear(5, 19, 37, 0);
     check_qlinear(33, 64, 256, 1);

@@ -123,7 +123,7 @@ static void test_paths(void)
 
 int main(void)
 {
-    kc_seed("test_qgemm24");
+    unit_seed("test_qgemm24");
     test_paths();
     return unit_report();
 }

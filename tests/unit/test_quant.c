@@ -12,19 +12,11 @@
 #include "quant/quant.h"
 #include "unit.h"
 
-static uint64_t rng_state;
-
-static double rnd01(void)
-{
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
-}
-
-static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)rnd01(); }
+static float rndf(float lo, float hi) { return (float)unit_uniform(lo, hi); }
 
 static double gauss(void)
 {
-    return sqrt(-2 * log(rnd01() + 1e-300)) * cos(6.283185307179586 * rnd01());
+    return sqrt(-2 * log(unit_uniform(0, 1) + 1e-300)) * cos(6.283185307179586 * unit_uniform(0, 1));
 }
 
 static void test_weights(void)
@@ -416,8 +408,7 @@ static void test_fold(void)
 
 int main(void)
 {
-    rng_state = (uint64_t)time(NULL) * 2654435761u | 1;
-    printf("seed %llu\n", (unsigned long long)rng_state);
+    unit_seed("test_quant");
     test_weights();
     test_observers();
     test_rewrite();

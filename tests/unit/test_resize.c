@@ -138,12 +138,12 @@ static void run_onnx_case(tgk_resize_mode mode, bool crop)
 {
     tgk_resize_desc d = {.nsp = 2, .nc = kc_int(1, 4), .mode = mode, .cubic_a = -0.75f,
                          .coord = crop ? TGK_COORD_TF_CROP_AND_RESIZE : TGK_COORD_HALF_PIXEL,
-                         .antialias = !crop, .extrapolation = (float)kc_uniform(-3, 3)};
+                         .antialias = !crop, .extrapolation = (float)unit_uniform(-3, 3)};
     for (int i = 0; i < 2; i++) {
         d.in[i] = kc_int(2, 20);
         d.out[i] = crop ? kc_int(1, 12) : kc_int(1, (int)d.in[i]);
-        d.roi[i][0] = kc_uniform(-0.3, 0.6);
-        d.roi[i][1] = kc_uniform(0.4, 1.3);
+        d.roi[i][0] = unit_uniform(-0.3, 0.6);
+        d.roi[i][1] = unit_uniform(0.4, 1.3);
     }
     int64_t isp = d.in[0] * d.in[1], osp = d.out[0] * d.out[1];
     float *x = kc_rand(d.nc * isp, -5, 5), *y = kc_out(d.nc * osp);
@@ -177,7 +177,7 @@ static void run_case(int nsp, tgk_resize_mode mode, tgk_resize_coord coord, bool
     for (int i = 0; i < nsp; i++) {
         d.in[i] = kc_int(1, 9);
         if (scaled) {           /* ONNX: out = floor(in * scale), the scale maps coordinates */
-            d.scale[i] = kc_uniform(0.3, 3.5);
+            d.scale[i] = unit_uniform(0.3, 3.5);
             d.out[i] = (int64_t)((double)d.in[i] * d.scale[i]);
             d.out[i] = d.out[i] < 1 ? 1 : d.out[i];
         } else {
@@ -201,7 +201,7 @@ static void run_case(int nsp, tgk_resize_mode mode, tgk_resize_coord coord, bool
 
 int main(void)
 {
-    kc_seed("test_resize");
+    unit_seed("test_resize");
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);
         for (int r = 0; r < 8; r++)

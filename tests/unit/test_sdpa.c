@@ -135,7 +135,7 @@ static void run_strided(int64_t batch, int64_t h, int64_t L, int64_t E, bool cau
 
 int main(void)
 {
-    kc_seed("test_sdpa");
+    unit_seed("test_sdpa");
     for (int nt = 1; nt <= 2; nt++) {
         tgk_set_num_threads(nt);
         run_strided(2, 4, 64, 32, true);

@@ -124,7 +124,7 @@ static void test_paths(void)
 
 int main(void)
 {
-    kc_seed("test_sparse");
+    unit_seed("test_sparse");
     test_roundtrip();
     test_paths();
     return unit_report();

@@ -13,31 +13,16 @@
 #include "backend/cpu/kernels/tensor_ops.h"
 #include "unit.h"
 
-static uint64_t rng;
-
-static uint64_t next_u64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-static double uniform(double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(next_u64() >> 11) / 9007199254740992.0;
-}
-
 static int64_t randint(int64_t lo, int64_t hi)     /* [lo, hi) */
 {
-    return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo));
+    return lo + (int64_t)(unit_next() % (uint64_t)(hi - lo));
 }
 
 static float *rand_f32(int64_t n, double lo, double hi)
 {
     float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
     for (int64_t i = 0; i < n; i++)
-        x[i] = (float)uniform(lo, hi);
+        x[i] = (float)unit_uniform(lo, hi);
     return x;
 }
 
@@ -71,7 +56,7 @@ static int64_t ravel(int rank, const int64_t *d, const int64_t *idx)
 static void test_conversions(void)
 {
     for (int i = 0; i < 20000; i++) {
-        float f = (float)(uniform(-1, 1) * pow(2.0, (double)randint(-30, 20)));
+        float f = (float)(unit_uniform(-1, 1) * pow(2.0, (double)randint(-30, 20)));
         CHECK(tgk_f32_to_f16(f) == tg_f32_to_f16(f));
         CHECK(tgk_f32_to_bf16(f) == tg_f32_to_bf16(f));
         CHECK(tgk_f32_to_f8e4m3(f) == tg_f32_to_f8e4m3(f));
@@ -148,7 +133,7 @@ static void test_unary(void)
 {
     int64_t n = randint(1000, 70000);
     float *x = rand_f32(n, -4, 4), *y = malloc(sizeof(float) * (size_t)n);
-    tgk_unary_param p = { uniform(0.01, 2), uniform(-2, 0), uniform(0, 2) };
+    tgk_unary_param p = { unit_uniform(0.01, 2), unit_uniform(-2, 0), unit_uniform(0, 2) };
     for (int i = 0; i < 40; i++)                /* exact halves for round */
         x[randint(0, n)] = (float)randint(-8, 8) + 0.5f;
     for (tgk_unary_op op = 0; op < TGK_LOGICAL_NOT; op++) {
@@ -181,7 +166,7 @@ static void test_unary(void)
     CHECK(tgk_unary(TGK_LOGICAL_NOT, TGK_I64, 4, xi, nb, NULL) == 0);
     CHECK(nb[0] == 0 && nb[1] == 1 && nb[2] == 0);
     /* clamp with min > max is max everywhere (f32, f64, i64) */
-    tgk_unary_param crossed = { 0, uniform(0.5, 2), uniform(-2, 0) };
+    tgk_unary_param crossed = { 0, unit_uniform(0.5, 2), unit_uniform(-2, 0) };
     CHECK(tgk_unary(TGK_CLAMP, TGK_F32, n, x, y, &crossed) == 0);
     int64_t off = 0;
     for (int64_t i = 0; i < n; i++)
@@ -347,8 +332,8 @@ static void test_bitwise(void)
         tgk_dtype t = types[k];
         size_t es = tgk_dtype_size(t);
         for (int64_t i = 0; i < n * (int64_t)es; i++) {
-            a[i] = (uint8_t)next_u64();
-            bits[i] = (uint8_t)next_u64();
+            a[i] = (uint8_t)unit_next();
+            bits[i] = (uint8_t)unit_next();
         }
         for (int64_t i = 0; i < n; i++)         /* counts: in range, past the width, negative */
             tgk_store_i64(t, cnt, i, i % 3 ? randint(0, 8 * (int64_t)es) : randint(-4, 70));
@@ -442,8 +427,8 @@ static void test_bitwise(void)
 
 static uint64_t rand_unsigned(int bits)
 {
-    uint64_t v = next_u64();
-    switch (next_u64() % 4) {           /* small, near the top, anything */
+    uint64_t v = unit_next();
+    switch (unit_next() % 4) {           /* small, near the top, anything */
     case 0: v %= 8; break;
     case 1: v = ~(v % 8); break;
     default: break;
@@ -705,7 +690,7 @@ static void test_movement(void)
             room *= d[k] + 4;                       /* the largest pad or tile result */
         int32_t *x = malloc(4 * (size_t)n), *y = malloc(4 * (size_t)(room + 9 * n)); /* or concat */
         for (int64_t i = 0; i < n; i++)
-            x[i] = (int32_t)next_u64();
+            x[i] = (int32_t)unit_next();
         int bad = 0;
         /* permute */
         tgk_permute(4, r, d, perm, x, y);
@@ -787,7 +772,7 @@ static void test_movement(void)
         for (int p = 0; p < 3; p++) {
             buf[p] = malloc(4 * (size_t)(outer * lens[p] * inner + 1));
             for (int64_t i = 0; i < outer * lens[p] * inner; i++)
-                buf[p][i] = (int32_t)next_u64();
+                buf[p][i] = (int32_t)unit_next();
             parts[p] = buf[p];
         }
         tgk_concat(4, outer, inner, 3, parts, lens, y);
@@ -943,7 +928,7 @@ static void test_gen_quant(void)
     for (int64_t i = 0; i < n; i++)
         bad += ai[i] != start + i * step || af[i] != (float)(start + i * step);
     CHECK(bad == 0);
-    double v = uniform(-3, 3);
+    double v = unit_uniform(-3, 3);
     tgk_full(TGK_F32, n, v, af);
     tgk_full(TGK_I64, n, 7.9, ai);
     bad = 0;
@@ -960,7 +945,7 @@ static void test_gen_quant(void)
     int8_t *q = malloc((size_t)m);
     for (int u = 0; u < 2; u++) {
         for (int64_t c = 0; c < nch; c++) {
-            scale[c] = (float)uniform(4.0 / 250, 0.1);
+            scale[c] = (float)unit_uniform(4.0 / 250, 0.1);
             zero[c] = u ? 128 : (int32_t)randint(-3, 4);
         }
         tgk_dtype qt = u ? TGK_U8 : TGK_I8;
@@ -984,10 +969,7 @@ static void test_gen_quant(void)
 
 int main(void)
 {
-    const char *s = getenv("TG_SEED");
-    rng = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL) * 2654435761u;
-    rng = rng ? rng : 1;
-    printf("seed %llu (TG_SEED repeats it)\n", (unsigned long long)rng);
+    unit_seed("test_tensor_ops");
     tgk_set_num_threads(0);
     test_conversions();
     test_unary();

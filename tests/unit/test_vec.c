@@ -61,7 +61,7 @@ static void test_fn(size_t f, int64_t n, double lo, double hi)
     float *x = kc_rand(n, lo, hi), *y = kc_out(n);
     /* a third of the values near zero, where relative accuracy is hardest */
     for (int64_t i = 0; i < n / 3; i++)
-        x[i] = (float)(kc_uniform(-1, 1) * pow(10, kc_uniform(-8, 0)));
+        x[i] = (float)(unit_uniform(-1, 1) * pow(10, unit_uniform(-8, 0)));
     fns[f].fn(n, x, y);
     double err = 0;
     int64_t worst = 0;
@@ -127,7 +127,7 @@ static void test_reductions(void)
 
 int main(void)
 {
-    kc_seed("test_vec");
+    unit_seed("test_vec");
     for (size_t f = 0; f < sizeof fns / sizeof *fns; f++) {
         test_fn(f, 100003, fns[f].lo, fns[f].hi);
         test_fn(f, 31, -3, 3);
