@@ -7,7 +7,7 @@
  * quantized layer (tgk_qlinear_f32_on) against the dense one: the same
  * integers through the float epilogue, which may fuse its multiply-add,
  * so relative 1e-6 of the largest output. */
-#include "kcheck.h"
+#include "check24.h"
 
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/qgemm.h"
@@ -93,32 +93,19 @@ static void check_qlinear(int64_t M, int64_t N, int64_t K, int dynamic, bool bia
     free(pd), free(ref);
 }
 
+static void test_path(void)
+{
+    kc_shapes24(check_gemm);
+    check_qlinear(kc_int(1, 13), 70, 36, 0, true);
+    check_qlinear(kc_int(1, 13), 33, 260, 1, false);
+    check_qlinear(64, 300, 516, 0, true);
+}
+
 static void test_paths(void)
 {
     static const char *const paths[] = {"avx512vnni", "scalar"};
-    const char *best = tgk_qgemm24_path();
-    int ran = 0;
-    for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
-        if (tgk_qgemm24_set_path(paths[p]))
-            continue;
-        ran++;
-        static const int64_t Ms[] = {1, 2, 5, 6, 7, 13}, Ns[] = {1, 15, 16, 17, 33, 70};
-        static const int64_t Ks[] = {4, 8, 12, 36, 260};
-        for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
-            check_gemm(Ms[i], Ns[kc_int(0, 5)], Ks[kc_int(0, 4)]);
-        for (size_t i = 0; i < sizeof Ns / sizeof *Ns; i++)
-            for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
-                check_gemm(kc_int(1, 9), Ns[i], Ks[k]);
-        check_gemm(64, 300, 516);          /* split across the pool */
-        check_gemm(1, 1000, 1028);
-        check_qlinear(kc_int(1, 13), 70, 36, 0, true);
-        check_qlinear(kc_int(1, 13), 33, 260, 1, false);
-        check_qlinear(64, 300, 516, 0, true);
-    }
-    CHECK(ran >= 1);
-    CHECK(tgk_qgemm24_set_path("none") == -1);
-    CHECK(tgk_qgemm24_set_path(best) == 0);
-    printf("best path %s, %d GEMMs equal to the dense int8 GEMM\n", best, checked);
+    CHECK(kc_paths24(paths, 2, tgk_qgemm24_path, tgk_qgemm24_set_path, test_path) >= 1);
+    printf("best path %s, %d GEMMs equal to the dense int8 GEMM\n", tgk_qgemm24_path(), checked);
 }
 
 int main(void)

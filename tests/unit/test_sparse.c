@@ -5,7 +5,7 @@
  * number of groups (a half byte of metadata), with and without bias, sizes
  * split across the thread pool. Tolerance: error over the output's largest
  * magnitude 1e-5. */
-#include "kcheck.h"
+#include "check24.h"
 
 #include "backend/cpu/kernels/kernels.h"
 #include "sparse/sparse.h"
@@ -65,9 +65,11 @@ static void test_roundtrip(void)
     free(w), free(pruned), free(again), free(v), free(v2), free(m), free(m2);
 }
 
-/* one shape on the current path: sparse against dense and float64 */
-static void check_linear(int64_t M, int64_t N, int64_t K, bool bias)
+/* one shape on the current path, with or without bias: sparse against
+ * dense and float64 */
+static void check_linear(int64_t M, int64_t N, int64_t K)
 {
+    bool bias = kc_int(0, 1);
     int64_t MB = tg_sparse24_meta_bytes(K);
     float *w = rand_weight(N, K), *x = kc_rand(M * K, -1, 1), *b = kc_rand(N, -1, 1);
     float *v = kc_rand(N * K / 2, 0, 1), *wd = kc_rand(N * K, 0, 1);
@@ -98,28 +100,16 @@ static void check_linear(int64_t M, int64_t N, int64_t K, bool bias)
     free(ref), free(dense);
 }
 
+static void test_path(void)
+{
+    kc_shapes24(check_linear);
+}
+
 static void test_paths(void)
 {
     static const char *const paths[] = {"avx512", "avx2", "scalar"};
-    const char *best = tgk_sparse24_path();
-    int ran = 0;
-    for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
-        if (tgk_sparse24_set_path(paths[p]))
-            continue;
-        ran++;
-        static const int64_t Ms[] = {1, 2, 3, 5, 7, 13}, Ns[] = {1, 15, 16, 17, 33, 70};
-        static const int64_t Ks[] = {4, 8, 12, 36, 260};
-        for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++)
-            check_linear(Ms[i], Ns[kc_int(0, 5)], Ks[kc_int(0, 4)], kc_int(0, 1));
-        for (size_t i = 0; i < sizeof Ns / sizeof *Ns; i++)
-            for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
-                check_linear(kc_int(1, 9), Ns[i], Ks[k], kc_int(0, 1));
-        check_linear(64, 300, 516, true);      /* split across the pool */
-        check_linear(1, 1000, 1028, false);
-    }
-    CHECK(ran >= 2);    /* the scalar reference and the best path at least */
-    CHECK(tgk_sparse24_set_path("none") == -1);
-    CHECK(tgk_sparse24_set_path(best) == 0);
+    /* the scalar reference and the best path at least */
+    CHECK(kc_paths24(paths, 3, tgk_sparse24_path, tgk_sparse24_set_path, test_path) >= 2);
 }
 
 int main(void)

@@ -187,9 +187,16 @@ typedef struct {
     int64_t mr;                 /* rows of its register tile */
     bool (*has)(void);          /* whether this CPU runs it */
 } tgk_path24;
-/* The path of paths[0, n) named name that this CPU runs (NULL: none); with
- * name NULL the first this CPU runs (list the portable one last). */
-const tgk_path24 *tgk_path24_find(const tgk_path24 *paths, size_t n, const char *name);
+/* A kernel's paths and the one it takes: tgk_paths24_set chooses the path named
+ * name if this CPU runs it (else -1, and the choice stays), with name NULL the
+ * first this CPU runs (list the portable one last, its has tgk_cpu_any). */
+typedef struct {
+    const tgk_path24 *paths;
+    size_t n;
+    const tgk_path24 *chosen;
+} tgk_paths24;
+int tgk_paths24_set(tgk_paths24 *s, const char *name);
+bool tgk_cpu_any(void);
 /* y[M,N] = x[M,K] * w^T + b[N] (b may be NULL), w packed. */
 void tgk_linear24_f32(const float *x, const void *packed, const float *b, float *y,
                       int64_t M, int64_t N, int64_t K);

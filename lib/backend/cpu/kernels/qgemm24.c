@@ -31,6 +31,7 @@
 #define Q24_X86 1
 #endif
 
+#include "chunk24.h"
 #include "kernels.h"
 #include "qgemm.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too */
@@ -190,26 +191,7 @@ VNNI INLINE void tile(const int mr, const int np, const q24_job *j, int64_t r, i
 }
 
 #define MR 6
-#define NP 2
-/* A lone row takes 4 panels at a time (independent chains while the weights
- * stream in); more rows, MR x NP tiles, rows outer so that the tile's rows
- * of x stay in L1 while it sweeps the chunk's panels. */
-VNNI static void chunk_vnni(const void *ctx, int64_t r0, int64_t r1, int64_t p0, int64_t p1)
-{
-    const q24_job *j = ctx;
-    int64_t p = p0;
-    if (r1 - r0 == 1)
-        for (; p + 4 <= p1; p += 4)
-            tile(1, 4, j, r0, p);
-    int64_t pe = p + (p1 - p) / NP * NP;
-    for (int64_t r = r0; r < r1; r += MR) {
-        int64_t mr = r1 - r < MR ? r1 - r : MR;
-        for (int64_t q = p; q < pe; q += NP)
-            TGK_TILE_ROWS(tile, MR, NP, j, r, q, mr);
-        for (int64_t q = pe; q < p1; q++)
-            TGK_TILE_ROWS(tile, MR, 1, j, r, q, mr);
-    }
-}
+TGK_CHUNK24(chunk_vnni, VNNI, tile, q24_job, MR, 2)
 #endif
 
 #ifdef Q24_X86
@@ -221,48 +203,29 @@ static bool has_vnni(void)
 }
 #endif
 
-static bool has_scalar(void)
-{
-    return true;
-}
-
 static const tgk_path24 paths[] = {
 #ifdef Q24_X86
     {"avx512vnni", chunk_vnni, MR, has_vnni},
 #endif
-    {"scalar", chunk_scalar, 1, has_scalar},
+    {"scalar", chunk_scalar, 1, tgk_cpu_any},
 };
 #define NPATHS (sizeof paths / sizeof *paths)
 
-static const tgk_path24 *chosen;
+static tgk_paths24 sel = {paths, NPATHS, NULL};
 
 /* the best this CPU runs, chosen once before any caller */
-__attribute__((constructor)) static void pick_path(void)
-{
-    chosen = tgk_path24_find(paths, NPATHS, NULL);
-}
+__attribute__((constructor)) static void pick_path(void) { tgk_paths24_set(&sel, NULL); }
 
-const char *tgk_qgemm24_path(void)
-{
-    return chosen->name;
-}
-
-int tgk_qgemm24_set_path(const char *name)
-{
-    const tgk_path24 *p = tgk_path24_find(paths, NPATHS, name);
-    if (!p)
-        return -1;
-    chosen = p;
-    return 0;
-}
+const char *tgk_qgemm24_path(void) { return sel.chosen->name; }
+int tgk_qgemm24_set_path(const char *name) { return tgk_paths24_set(&sel, name); }
 
 static void run(q24_job *j)
 {
     int64_t P = panels_of(j->N);
     j->v = (const int8_t *)(j->colsum + P * QB);
     j->meta = (const uint8_t *)(j->v + P * pairs_of(j->K) * QB * 4);
-    tgk_parallel_panels(j->M, P, chosen->mr, (double)j->M * (double)j->N * (double)j->K / 2,
-                        chosen->fn, j);
+    tgk_parallel_panels(j->M, P, sel.chosen->mr, (double)j->M * (double)j->N * (double)j->K / 2,
+                        sel.chosen->fn, j);
 }
 
 void tgk_qgemm24_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,

@@ -26,6 +26,7 @@
 
 #include <string.h>
 
+#include "backend/cpu/kernels/chunk24.h"
 #include "backend/cpu/kernels/qgemm.h"  /* tgk_qpack_once */
 #include "backend/cpu/kernels/vecmath.h"    /* -O3 in the interpreter's copy too */
 
@@ -199,28 +200,6 @@ static void chunk_scalar(const void *ctx, int64_t r0, int64_t r1, int64_t p0, in
             }                                                                           \
     }
 
-/* A lone row takes 4 panels at a time (enough independent FMA chains while
- * the weights stream in); more rows, MR x NP tiles, rows outer so that the
- * tile's rows of x stay in L1 while it sweeps the chunk's panels. */
-#define CHUNK24(name, attr, T, MR, NP)                                                  \
-    attr static void name(const void *ctx, int64_t r0, int64_t r1, int64_t p0,          \
-                          int64_t p1)                                                   \
-    {                                                                                   \
-        const s24_job *j = ctx;                                                         \
-        int64_t p = p0;                                                                 \
-        if (r1 - r0 == 1)                                                               \
-            for (; p + 4 <= p1; p += 4)                                                 \
-                T(1, 4, j, r0, p);                                                      \
-        int64_t pe = p + (p1 - p) / NP * NP;                                            \
-        for (int64_t r = r0; r < r1; r += MR) {                                         \
-            int64_t mr = r1 - r < MR ? r1 - r : MR;                                     \
-            for (int64_t q = p; q < pe; q += NP)                                        \
-                TGK_TILE_ROWS(T, MR, NP, j, r, q, mr);                                      \
-            for (int64_t q = pe; q < p1; q++)                                           \
-                TGK_TILE_ROWS(T, MR, 1, j, r, q, mr);                                       \
-        }                                                                               \
-    }
-
 #define BCAST512(p) ((tile512_vec)_mm512_broadcast_f32x4(_mm_loadu_ps(p)))
 #define BCAST256(p) ((tile256_vec)_mm256_broadcast_ps((const __m128 *)(p)))
 #define EXPAND512(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p)))
@@ -229,8 +208,8 @@ static void chunk_scalar(const void *ctx, int64_t r0, int64_t r1, int64_t p0, in
 #define PERM256(x, i) ((tile256_vec)_mm256_permutevar_ps((__m256)(x), (__m256i)(i)))
 TILE24(tile512, __attribute__((target("arch=x86-64-v4"))), 16, BCAST512, PERM512, EXPAND512)
 TILE24(tile256, __attribute__((target("arch=x86-64-v3"))), 8, BCAST256, PERM256, EXPAND256)
-CHUNK24(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile512, 6, 2)
-CHUNK24(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile256, 3, 1)
+TGK_CHUNK24(chunk_avx512, __attribute__((target("arch=x86-64-v4"))), tile512, s24_job, 6, 2)
+TGK_CHUNK24(chunk_avx2, __attribute__((target("arch=x86-64-v3"))), tile256, s24_job, 3, 1)
 #endif
 
 #ifdef S24_X86
@@ -247,49 +226,37 @@ static bool has_avx2(void)
 }
 #endif
 
-static bool has_scalar(void)
-{
-    return true;
-}
-
 static const tgk_path24 paths[] = {
 #ifdef S24_X86
     {"avx512", chunk_avx512, 6, has_avx512},
     {"avx2", chunk_avx2, 3, has_avx2},
 #endif
-    {"scalar", chunk_scalar, 1, has_scalar},
+    {"scalar", chunk_scalar, 1, tgk_cpu_any},
 };
 #define NPATHS (sizeof paths / sizeof *paths)
 
-const tgk_path24 *tgk_path24_find(const tgk_path24 *p, size_t n, const char *name)
+bool tgk_cpu_any(void)
 {
-    for (size_t i = 0; i < n; i++)
-        if ((!name || !strcmp(p[i].name, name)) && p[i].has())
-            return &p[i];
-    return NULL;
+    return true;
 }
 
-static const tgk_path24 *chosen;
+int tgk_paths24_set(tgk_paths24 *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if ((!name || !strcmp(s->paths[i].name, name)) && s->paths[i].has()) {
+            s->chosen = &s->paths[i];
+            return 0;
+        }
+    return -1;
+}
+
+static tgk_paths24 sel = {paths, NPATHS, NULL};
 
 /* the widest this CPU runs, chosen once before any caller */
-__attribute__((constructor)) static void pick_path(void)
-{
-    chosen = tgk_path24_find(paths, NPATHS, NULL);
-}
+__attribute__((constructor)) static void pick_path(void) { tgk_paths24_set(&sel, NULL); }
 
-const char *tgk_sparse24_path(void)
-{
-    return chosen->name;
-}
-
-int tgk_sparse24_set_path(const char *name)
-{
-    const tgk_path24 *p = tgk_path24_find(paths, NPATHS, name);
-    if (!p)
-        return -1;
-    chosen = p;
-    return 0;
-}
+const char *tgk_sparse24_path(void) { return sel.chosen->name; }
+int tgk_sparse24_set_path(const char *name) { return tgk_paths24_set(&sel, name); }
 
 void tgk_linear24_f32(const float *x, const void *packed, const float *b, float *y,
                       int64_t M, int64_t N, int64_t K)
@@ -299,5 +266,6 @@ void tgk_linear24_f32(const float *x, const void *packed, const float *b, float 
     int64_t P = panels_of(N);
     s24_job j = {M, N, K, x, b, packed,
                  (const uint8_t *)((const float *)packed + P * TGK_PANEL * (K / 2)), y};
-    tgk_parallel_panels(M, P, chosen->mr, (double)M * (double)N * (double)K / 2, chosen->fn, &j);
+    tgk_parallel_panels(M, P, sel.chosen->mr, (double)M * (double)N * (double)K / 2,
+                        sel.chosen->fn, &j);
 }
