@@ -275,48 +275,19 @@ static int dim_const_value(onnx_ctx *c, int64_t k)
     return tg_graph_add_const(c->g, name, TG_I64, &s, p, sizeof *p);
 }
 
-/* d ones from the latest value with a dim d, reduced to that axis (any() of
- * the others, then 1 where it is true or false); -2 when no value has it. */
-static int ones_along(onnx_ctx *c, tg_dim d)
-{
-    for (int v = c->g->nvalue - 1; v >= 0; v--) {
-        const tg_shape *vs = &c->g->values[v].shape;
-        for (int a = 0; a < vs->rank; a++) {
-            if (!tg_dim_eq(vs->d[a], d)) continue;
-            int64_t others[TG_MAX_RANK];
-            int n = 0, x = v;
-            for (int i = 0; i < vs->rank; i++)
-                if (i != a) others[n++] = i;
-            tg_attr ra[2] = {tg_attr_ints("axes", n, others), tg_attr_int("keepdim", 0)};
-            tg_attr b = tg_attr_dtype("dtype", TG_BOOL);
-            x = n ? onnx_add(c, TG_OP_REDUCE_ANY, "dim_any", 1, &x, 2, ra)
-                  : c->g->values[v].dtype == TG_BOOL ? x : onnx_add(c, TG_OP_CAST, "dim_any", 1, &x, 1, &b);
-            int one = x < 0 ? -1 : dim_const_value(c, 1), in[3] = {x, one, one};
-            return one < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "dim_ones", 3, in, 0, NULL);
-        }
-    }
-    return -2;
-}
-
-/* A symbolic dim as an int64 [1] computed at run time: the element count of
- * d ones. Only a node's output may be sized by a data symbol, so a dim that
- * uses one counts along a value that has it, or is worked out term by term
- * from its symbols. */
+/* A symbolic dim as an int64 [1] computed at run time: the shape op on the
+ * latest value with a dim d (the inputs carry every symbol the run binds, a
+ * node's output each data symbol), or worked out term by term from its
+ * symbols. */
 static int sym_dim_value(onnx_ctx *c, tg_dim d)
 {
     int64_t k;
     if (tg_dim_is_const(d, &k)) return dim_const_value(c, k);
-    bool data = false;
-    for (int s = 0; s < c->g->nsym; s++) data |= c->g->sym[s].data && tg_dim_uses_sym(d, s);
-    tg_attr r[2] = {tg_attr_ints("axes", 1, (int64_t[]){0}), tg_attr_int("keepdim", 1)};
-    int ones = -2;
-    if (!data) {
-        tg_attr f[3] = {tg_attr_dims("shape", 1, &d), tg_attr_float("value", 1), tg_attr_dtype("dtype", TG_I64)};
-        ones = onnx_add(c, TG_OP_FULL, "dim_ones", 0, NULL, 3, f);
-    } else {
-        ones = ones_along(c, d);
+    for (int v = c->g->nvalue - 1; v >= 0; v--) {
+        const tg_shape *vs = &c->g->values[v].shape;
+        for (int a = 0; a < vs->rank; a++)
+            if (tg_dim_eq(vs->d[a], d)) return onnx_shape_data(c, v, a, a + 1, false);
     }
-    if (ones != -2) return ones < 0 ? -1 : onnx_add(c, TG_OP_REDUCE_SUM, "dim", 1, &ones, 2, r);
     if (d.nterms == 1 && d.t[0].coef == 1) {
         int n = 0, sym = 0;
         for (int s = 0; s < TG_MAX_SYMS; s++) n += d.t[0].pow[s], sym = d.t[0].pow[s] ? s : sym;

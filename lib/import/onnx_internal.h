@@ -95,6 +95,9 @@ int onnx_value(onnx_ctx *c, onnx_ent *e);
 /* Dims d (n of them; rank 0: one, as a scalar) as int64 data computed at run
  * time where they depend on symbols. -1 with tg_err. */
 int onnx_dims_value(onnx_ctx *c, int rank, int n, const tg_dim *d);
+/* Value v's dims [start, end) as an int64 vector the run fills in (the shape
+ * op, onnx_ops_data.c), or with size their product as a scalar. */
+int onnx_shape_data(onnx_ctx *c, int v, int64_t start, int64_t end, bool size);
 /* An int64 vector entry (CONST of an integer type, or SYMS) as dims; at most max. */
 int onnx_dim_list(onnx_ctx *c, const onnx_ent *e, int max, tg_dim *out, int *n);
 /* A constant entry's elements as int64 / double (any numeric dtype); at most max. */

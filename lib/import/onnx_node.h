@@ -62,9 +62,6 @@ extern const int onnx_ml_nops;
 /* Ops whose output's shape depends on the data (onnx_ops_data.c). */
 extern const onnx_op_map onnx_data_ops[];
 extern const int onnx_data_nops;
-/* Value v's dims [start, end) as an int64 vector the run fills in (its shape
- * uses a data symbol), or with size their product as a scalar. */
-int onnx_shape_data(onnx_ctx *c, int v, int64_t start, int64_t end, bool size);
 /* x's first n dims as the run has them, zeros past its rank, into *dims; its
  * element count into *count. 0 or -1. */
 int onnx_dims_data(onnx_ctx *c, int x, int n, int *dims, int *count);

@@ -266,7 +266,7 @@ static int run_dims(onnx_ctx *c, int x, int64_t *xd)
         int64_t lo;
         tg_dim_range(xs.d[i], c->g->sym, &lo, &xd[i]);
     }
-    return onnx_dims_value(c, 1, xs.rank, xs.d);
+    return onnx_shape_data(c, x, 0, xs.rank, false);
 }
 
 /* Slice bounds v (per position) the way ONNX clamps them for a positive step:
