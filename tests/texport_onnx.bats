@@ -528,6 +528,10 @@ check_compiled() {
     check_model "$ONNX" data_ops_more
 }
 
+@test "onnx: Unique flattened (sorted and in order of first occurrence) and of rows" {
+    check_model "$ONNX" unique
+}
+
 @test "onnx: Shape and Size of a length the data sets, read at run time into Range and Reshape" {
     check_model "$ONNX" data_shapes
 }

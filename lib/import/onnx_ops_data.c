@@ -1,9 +1,8 @@
 /* ONNX operators whose output's shape depends on their inputs' values:
  * NonZero and NonMaxSuppression onto the data ops of the same name (a fresh
  * data symbol for the length they find, tgraph-format(5), DATA SYMBOLS);
- * Compress as NonZero's indices selected from x; Unique written out over one
- * NonZero (which rows come first, sorted by comparing every pair: O(n^2), for
- * the short vectors and masks it meets). Shape and Size of a value whose
+ * Compress as NonZero's indices selected from x; Unique written out over
+ * stable sorts (argsort) and one NonZero. Shape and Size of a value whose
  * dims the data sets read them at run time (the shape op). */
 #include "onnx_node.h"
 
@@ -18,19 +17,6 @@ static int reduce_on(onnx_ctx *c, tg_op op, const char *sfx, int x, int64_t axis
 {
     tg_attr a[2] = {tg_attr_ints("axes", 1, &axis), tg_attr_int("keepdim", keep)};
     return x < 0 ? -1 : unary_on(c, op, sfx, x, 2, a);
-}
-
-/* The position of the first largest along axis (argmax of an int64 copy of x). */
-static int first_max(onnx_ctx *c, const char *sfx, int x, int64_t axis, int keep)
-{
-    tg_attr a[2] = {tg_attr_int("axis", axis), tg_attr_int("keepdim", keep)};
-    int i = cast_as(c, x, TG_I64, "as_i64");
-    return i < 0 ? -1 : unary_on(c, TG_OP_ARGMAX, sfx, i, 2, a);
-}
-
-static int sum_i64(onnx_ctx *c, const char *sfx, int x, int64_t axis, int keep)
-{
-    return reduce_on(c, TG_OP_REDUCE_SUM, sfx, cast_as(c, x, TG_I64, "as_i64"), axis, keep);
 }
 
 /* NonZero's indices of a 1-D x as a vector [n]. */
@@ -104,51 +90,58 @@ static int map_compress(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, index_on(c, NULL, x, ax, known ? indices_const(c, ce) : nonzero_vec(c, cond, &nz)));
 }
 
-/* Per pair of x2's rows [A, M]: whether they are equal, [A, A] bool. */
-static int rows_equal(onnx_ctx *c, int x2, tg_dim a, tg_dim mm)
+static int argsort_on(onnx_ctx *c, const char *sfx, int x)
 {
-    tg_dim s1[3] = {a, tg_dim_const(1), mm}, s2[3] = {tg_dim_const(1), a, mm};
-    int ne = binary_on(c, TG_OP_NE, "rows_ne", reshape_to(c, x2, 3, s1, "rows_i"), reshape_to(c, x2, 3, s2, "rows_j"));
-    int any = reduce_on(c, TG_OP_REDUCE_ANY, "rows_differ", ne, 2, 0);
-    return any < 0 ? -1 : unary_on(c, TG_OP_LOGICAL_NOT, "rows_equal", any, 0, NULL);
+    tg_attr a = tg_attr_int("axis", 0);
+    return x < 0 ? -1 : unary_on(c, TG_OP_ARGSORT, sfx, x, 1, &a);
 }
 
-/* Rows of x2 [A, M] equal to an earlier row, [A] bool. */
-static int repeats_earlier(onnx_ctx *c, int same, tg_dim a)
+static int cumsum_on(onnx_ctx *c, const char *sfx, int x)
+{
+    tg_attr a = tg_attr_int("axis", 0);
+    return x < 0 ? -1 : unary_on(c, TG_OP_CUMSUM, sfx, cast_as(c, x, TG_I64, "as_i64"), 1, &a);
+}
+
+/* The order [A] that sorts x2's rows [A, M] lexicographically, equal rows in
+ * index order: a stable sort by each column, the last first. */
+static int row_order(onnx_ctx *c, int x2, int64_t mm)
+{
+    if (mm < 1) return tg_err("Unique of slices with no elements");
+    tg_dim a = shape_of(c, x2).d[0];
+    int order = -1;
+    for (int64_t k = mm - 1; k >= 0; k--) {
+        int col = reshape_to(c, slice_range(c, x2, 1, k, k + 1, "column"), 1, &a, "column_vec");
+        int key = order < 0 ? col : index_on(c, "column_sorted", col, 0, order);
+        int perm = argsort_on(c, "column_order", key);
+        order = order < 0 ? perm : index_on(c, "row_order", order, 0, perm);
+        if (order < 0) return -1;
+    }
+    return order;
+}
+
+/* Where a group of equal rows starts in sorted rows s [A, M]: [A] bool, the
+ * first row and each row unlike the one before it. */
+static int group_starts(onnx_ctx *c, int s, tg_dim a)
 {
     tg_attr r[2] = {tg_attr_dims("end", 1, &a), tg_attr_dtype("dtype", TG_I64)};
     int pos = onnx_add(c, TG_OP_ARANGE, "positions", 0, NULL, 2, r);
-    tg_dim row[2] = {tg_dim_const(1), a}, col[2] = {a, tg_dim_const(1)};
-    int before = binary_on(c, TG_OP_LT, "before", reshape_to(c, pos, 2, row, "pos_row"), reshape_to(c, pos, 2, col, "pos_col"));
-    int both = before < 0 || same < 0 ? -1 : binary_on(c, TG_OP_LOGICAL_AND, "equal_before", same, before);
-    return reduce_on(c, TG_OP_REDUCE_ANY, "repeats", both, 1, 0);
+    int zero = scalar_const(c, "zero", TG_I64, 0), one = scalar_const(c, "one", TG_I64, 1);
+    if (pos < 0 || zero < 0 || one < 0) return -1;
+    int prev = binary_on(c, TG_OP_SUB, "pos_before", pos, one);
+    prev = prev < 0 ? -1 : binary_on(c, TG_OP_MAXIMUM, "row_before", prev, zero);
+    int ne = binary_on(c, TG_OP_NE, "differs", s, index_on(c, "rows_before", s, 0, prev));
+    int differs = reduce_on(c, TG_OP_REDUCE_ANY, "row_differs", ne, 1, 0);
+    int first = binary_on(c, TG_OP_EQ, "first_row", pos, zero);
+    return differs < 0 || first < 0 ? -1 : binary_on(c, TG_OP_LOGICAL_OR, "group_start", differs, first);
 }
 
-/* The order [n] that sorts the unique rows (x2's rows at nz [1, n]) ascending,
- * lexicographically: a row's place is how many rows are smaller, where two rows
- * compare at their first differing element. */
-static int sort_order(onnx_ctx *c, int x2, int nz, int64_t mm)
-{
-    int64_t perm[2] = {1, 0};
-    int col = permute_to(c, nz, 2, perm, "first_col");
-    int ri = index_on(c, "unique_i", x2, 0, col), rj = index_on(c, "unique_j", x2, 0, nz);  /* [n,1,M], [1,n,M] */
-    int less = binary_on(c, TG_OP_LT, "elem_less", ri, rj);
-    if (mm != 1) {
-        int at = first_max(c, "first_diff", binary_on(c, TG_OP_NE, "elem_ne", ri, rj), 2, 1);
-        tg_attr a = tg_attr_int("axis", 2);
-        int in[2] = {less, at};
-        less = less < 0 || at < 0 ? -1 : onnx_add(c, TG_OP_GATHER, "row_less", 2, in, 1, &a);
-    }
-    int smaller = sum_i64(c, "smaller", sum_i64(c, "row_less_i64", less, 2, 0), 0, 1);    /* [1, n] */
-    int one = col < 0 ? -1 : cast_as(c, binary_on(c, TG_OP_EQ, "ones", col, col), TG_I64, "ones_i64");
-    tg_attr cs[2] = {tg_attr_int("axis", 0), tg_attr_int("exclusive", 1)};
-    int place = one < 0 ? -1 : unary_on(c, TG_OP_CUMSUM, "places", one, 2, cs);          /* [n, 1]: 0..n-1 */
-    int hit = smaller < 0 || place < 0 ? -1 : binary_on(c, TG_OP_EQ, "in_place", place, smaller);
-    return first_max(c, "order", hit, 1, 0);
-}
-
-/* Unique (opset 11): over x flattened, or its slices along axis. Y, the
- * first index of each, each element's place in Y, and the counts. */
+/* Unique (opset 11): over x flattened, or its slices along axis, as rows x2
+ * [A, M]. The rows sorted stably (M sorts of A: O(M A log A)); groups of
+ * equal rows start where a row differs from the one before, so the sorted
+ * order at a group's start is its first index and the distance to the next
+ * start its count; each row's group is the running count of starts at its
+ * place in the sorted order. Unsorted, the groups go in order of their first
+ * index (one more sort, of the unique rows). */
 static int map_unique(onnx_ctx *c, const onnx_op_map *m)
 {
     int x = in_val(c, 0), ax = 0;
@@ -178,16 +171,29 @@ static int map_unique(onnx_ctx *c, const onnx_op_map *m)
     if (!tg_dim_is_const(mm, &mv)) return tg_err("the slices along the axis must have a static size");
     tg_dim rows[2] = {a, mm};
     if (!aa) x2 = reshape_to(c, x2, 2, rows, "rows");
-    int same = rows_equal(c, x2, a, mm), nz;
-    int first = repeats_earlier(c, same, a);
-    first = first < 0 ? -1 : unary_on(c, TG_OP_LOGICAL_NOT, "first", first, 0, NULL);
-    int sel = nonzero_vec(c, first, &nz);
-    if (sorted && sel >= 0) sel = index_on(c, "sorted_first", sel, 0, sort_order(c, x2, nz, mv));
-    int hit = index_on(c, "equal_unique", same, 1, sel);                                    /* [A, n] */
-    if (def_out(c, 0, index_on(c, NULL, src, ax, sel)) || def_out(c, 1, sel) ||
-        def_out(c, 2, first_max(c, "inverse", hit, 1, 0)))
+    int order = x2 < 0 ? -1 : row_order(c, x2, mv), nz;
+    int start = order < 0 ? -1 : group_starts(c, index_on(c, "sorted_rows", x2, 0, order), a);
+    int one = scalar_const(c, "one", TG_I64, 1), starts = nonzero_vec(c, start, &nz);        /* [U] */
+    int group = cumsum_on(c, "groups", start);
+    group = group < 0 || one < 0 ? -1 : binary_on(c, TG_OP_SUB, "group", group, one);       /* [A] */
+    int first = index_on(c, "first", order, 0, starts);
+    int next = starts < 0 ? -1 : cumsum_on(c, "next", binary_on(c, TG_OP_EQ, "ones", starts, starts));
+    int in[2] = {starts, x2 < 0 ? -1 : onnx_shape_data(c, x2, 0, 1, false)};
+    tg_attr ca = tg_attr_int("axis", 0);
+    int ends = in[0] < 0 || in[1] < 0 ? -1 : onnx_add(c, TG_OP_CONCAT, "starts_and_end", 2, in, 1, &ca);
+    ends = index_on(c, "group_end", ends, 0, next);
+    int counts = ends < 0 ? -1 : binary_on(c, TG_OP_SUB, "count", ends, starts);
+    int inverse = index_on(c, "inverse", group, 0, argsort_on(c, "place", order));
+    if (!sorted) {
+        int by_first = argsort_on(c, "by_first", first);
+        first = index_on(c, "first_in_order", first, 0, by_first);
+        counts = index_on(c, "count_in_order", counts, 0, by_first);
+        inverse = index_on(c, "inverse_in_order", argsort_on(c, "rank", by_first), 0, inverse);
+    }
+    if (first < 0 || counts < 0 || inverse < 0) return -1;
+    if (def_out(c, 0, index_on(c, NULL, src, ax, first)) || def_out(c, 1, first) || def_out(c, 2, inverse))
         return -1;
-    return def_out(c, 3, sum_i64(c, "counts", hit, 0, 0));
+    return def_out(c, 3, counts);
 }
 
 /* NonMaxSuppression (opset 10/11): its three optional scalars become the op's

@@ -1,4 +1,4 @@
-/* Reductions over axes, arg reductions and softmax. */
+/* Reductions over axes, arg reductions, argsort and softmax. */
 #include "infer.h"
 
 #include <inttypes.h>
@@ -110,6 +110,19 @@ int tg_infer_cumsum(tg_graph *g, int node)
         tg_attr_get_flag(n, "exclusive", 0, &flag) || tg_attr_get_flag(n, "reverse", 0, &flag))
         return -1;
     return tg_infer_set(g, node, x->dtype, &x->shape);
+}
+
+int tg_infer_argsort(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *x = tg_infer_in(g, node, 0);
+    int64_t a;
+    int ax, flag;
+    if (!x || tg_attr_get_int(n, "axis", -1, &a) ||
+        tg_axis_norm(a, x->shape.rank ? x->shape.rank : 1, &ax) ||
+        tg_attr_get_flag(n, "descending", 0, &flag))
+        return -1;
+    return tg_infer_set(g, node, TG_I64, &x->shape);
 }
 
 int tg_infer_softmax(tg_graph *g, int node)

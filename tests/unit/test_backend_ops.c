@@ -995,6 +995,28 @@ static void case_cumsum(tg_op op)
     }
 }
 
+/* argsort: f32 with NaNs and zeros of both signs (exact: ties in index order,
+ * NaN the largest), integers of six values (many ties), u64 and bool; along
+ * the last axis, a middle one, and the batch (a symbol), up and down. */
+static void case_argsort(tg_op op)
+{
+    static const struct {
+        tg_dtype dt;
+        int axis, descending;
+        const char *what;
+    } k[] = {
+        {TG_F32, -1, 0, "f32 with NaN and -0"}, {TG_F32, 1, 1, "f32 descending, axis 1"},
+        {TG_I64, 0, 1, "i64 descending, the batch axis"}, {TG_I32, 2, 0, "i32"},
+        {TG_U64, -1, 1, "u64 descending"}, {TG_BOOL, -1, 0, "bool"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", k[i].dt, DIMS(5, 37));
+        tg_attr a[2] = {tg_attr_int("axis", k[i].axis), tg_attr_int("descending", k[i].descending)};
+        run(op, k[i].what, one_node(g, op, 1, &x, 2, a), (cg_case){.exact = true});
+    }
+}
+
 /* nonzero over f32 with zeros of both signs and NaNs (exact inputs), and over
  * integers of which a third are 0; its length is a data symbol, which a sum
  * over an index_select by the indices reads. Compiled, the output is sized by
@@ -1167,6 +1189,7 @@ static const struct {
     {TG_OP_FULL, case_full}, {TG_OP_ARANGE, case_arange}, {TG_OP_QUANTIZE, case_quantize},
     {TG_OP_DEQUANTIZE, case_quantize}, {TG_OP_QLINEAR, case_qlinear},
     {TG_OP_QCONV, case_qconv}, {TG_OP_CUMSUM, case_cumsum},
+    {TG_OP_ARGSORT, case_argsort},
     {TG_OP_LINEAR_24, case_linear_24}, {TG_OP_NONZERO, case_nonzero}, {TG_OP_NMS, case_nms},
     {TG_OP_QLINEAR_24, case_qlinear_24},
     {TG_OP_SHAPE, case_shape},
