@@ -539,13 +539,13 @@ cuda_or_skip() {
 }
 
 @test "trun stops a loop that never ends after TGRAPH_LOOP_MAX iterations, naming the node" {
-    "$TEXPORT" -o "$TMP/f.tg" "$FIX/onnx/loop_forever.onnx"
+    "$UNIT/mkgraph" forever "$SEED" >"$TMP/f.tg"
     TGRAPH_LOOP_MAX=50 run_fails 1 "node 'forever' .*did not end after 50 iterations \(TGRAPH_LOOP_MAX" \
         "$TRUN" "$TMP/f.tg" --random
 }
 
 @test "trun refuses a TGRAPH_LOOP_MAX that is not a count" {
-    "$TEXPORT" -o "$TMP/f.tg" "$FIX/onnx/loop_forever.onnx"
+    "$UNIT/mkgraph" forever "$SEED" >"$TMP/f.tg"
     TGRAPH_LOOP_MAX=lots run_fails 1 "TGRAPH_LOOP_MAX='lots' is not a count of iterations" \
         "$TRUN" "$TMP/f.tg" --random
 }

@@ -14,6 +14,9 @@
  *             (fcn), every weight 2:4 already (pruned by magnitude) and
  *             scaled by 1/sqrt(its K); biases with :bias (the CUDA backend's
  *             cuSPARSELt test and bench: tests/cuda/sparse24.sh)
+ *   forever   x f32[2] -> a loop (node 'forever') with no trip count whose
+ *             body passes its condition through: it never ends
+ *             (TGRAPH_LOOP_MAX stops it: trun.bats, tcompile.bats)
  * Weights are uniform in [-1, 1) from SEED; the same KIND and SEED give the
  * same bytes. */
 #include <math.h>
@@ -26,6 +29,7 @@
 #include "error.h"
 #include "format.h"
 #include "randgraph.h"
+#include "ops/control.h"
 #include "sparse/sparse.h"
 
 
@@ -156,8 +160,30 @@ static tg_graph *build_chain(void)
     return g;
 }
 
+static tg_graph *build_forever(void)
+{
+    tg_graph *g = tg_graph_new(), *body = tg_graph_new();
+    tg_shape xs = {.rank = 1, .d = {tg_dim_const(2)}}, s0 = {0};
+    int x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    int bi[3] = {tg_graph_add_input(body, "i", TG_I64, &s0),
+                 tg_graph_add_input(body, "c", TG_BOOL, &s0),
+                 tg_graph_add_input(body, "x", TG_F32, &xs)};
+    tg_graph_add_output(body, bi[1]);
+    tg_graph_add_output(body, tg_graph_add_node(body, TG_OP_ABS, "a", 1, bi + 2, 0, NULL));
+    tg_attr at[2] = {tg_attr_graph("body", body), tg_attr_int("carried", 1)};
+    int y = tg_control_add(g, TG_OP_LOOP, "forever", 3, (int[]){-1, -1, x}, 2, at);
+    tg_graph_free(body);
+    if (y < 0 || tg_graph_add_output(g, y) < 0) {
+        tg_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 static tg_graph *build(const char *kind)
 {
+    if (!strcmp(kind, "forever"))
+        return build_forever();
     if (!strcmp(kind, "conv1x1"))
         return build_conv();
     if (!strcmp(kind, "chain"))
@@ -192,7 +218,8 @@ static tg_graph *build(const char *kind)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|chain|conv1x1|mlp24:K,H1,..[:bias] SEED\n");
+        fprintf(stderr, "usage: mkgraph mlp|mlp-gelu|mlp-wide|mlp-24|chain|conv1x1|forever|"
+                "mlp24:K,H1,..[:bias] SEED\n");
         return 2;
     }
     unit_rng = strtoull(argv[2], NULL, 10);
