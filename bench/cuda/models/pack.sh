@@ -3,8 +3,9 @@
 # make && make tests/unit/test_backend_ops), what run.sh needs on the GPU
 # machine, into DEST (a folder .git/info/exclude ignores, for run's carry):
 # texport, tcompile, the runtime archives tcompile links, the headers, the
-# bench scripts and test_backend_ops. Built here, the call spends no time on
-# configure and make (about two minutes of 16 cores there).
+# bench scripts and test_backend_ops, without debug info. Built here, the
+# call spends no time on configure and make (about two minutes of 16 cores
+# there).
 set -eu
 dest=$1
 rm -rf "$dest"
@@ -15,4 +16,6 @@ cp -r include "$dest/"
 cp -r bench/cuda/models "$dest/bench/cuda/"
 cp bench/zoo/zoo.py "$dest/bench/zoo/"
 cp tests/unit/test_backend_ops "$dest/tests/unit/"
+# no debug info: the call carries at most 64 MiB with the repository
+strip --strip-debug "$dest"/tools/* "$dest/tests/unit/test_backend_ops" "$dest"/*.a
 du -sh "$dest"
