@@ -75,6 +75,11 @@ static inline void cg_refuse(const char *what, const char *path, const char *why
     cg_nrefused++;
 }
 
+/* TG_SHARD=I/N: only every N-th case from the I-th (from 0) runs, so N
+ * processes share the cases (a GPU machine's cores); the seed replays a
+ * shard's run with the same TG_SHARD. */
+static int cg_shard_i, cg_shard_n = 1, cg_case_no;
+
 /* The backends under test, and per backend the cases its interpreter ran:
  * all, those whose every node it ran, those where it ran some. */
 #define CG_MAX_BE 8
@@ -183,6 +188,14 @@ static inline bool cg_start(void)
         printf("TG_BACKEND_OPS=%s: no such backend registered\n", only);
         exit(1);
     }
+    const char *shard = getenv("TG_SHARD");
+    if (shard && (sscanf(shard, "%d/%d", &cg_shard_i, &cg_shard_n) != 2 || cg_shard_n < 1 ||
+                  cg_shard_i < 0 || cg_shard_i >= cg_shard_n)) {
+        printf("TG_SHARD=%s: not I/N with 0 <= I < N\n", shard);
+        exit(1);
+    }
+    if (cg_shard_n > 1)
+        printf("shard %d of %d (TG_SHARD)\n", cg_shard_i, cg_shard_n);
     unit_seed("cgcheck");
     return true;
 }
@@ -600,6 +613,11 @@ static inline void check_case_with(const char *what, tg_graph *g, const cg_case 
     CHECK(g != NULL);
     if (!g)
         return;
+    if (cg_case_no++ % cg_shard_n != cg_shard_i) {     /* another shard's */
+        tg_graph_free(o->reference);
+        tg_graph_free(g);
+        return;
+    }
     char why[256] = "";
     bool f32 = false;
     for (int i = 0; i < g->nvalue; i++)

@@ -5,8 +5,9 @@
 # bench.py's workers start first (exports, then the torch contenders' warm-
 # ups); the debs in DEBS (default ../debs: cJSON and protobuf-c, which the
 # tools link) are unpacked; test_backend_ops on the cuda device starts beside
-# them (at most TBO_LIMIT seconds, default 300) and build.sh makes our models
-# as the exports appear; the timing starts once both are done (builds.done),
+# them (TBO_SHARDS processes, default 8, sharing its cases: TG_SHARD; at most
+# TBO_LIMIT seconds, default 300) and build.sh makes our models as the
+# exports appear; the timing starts once both are done (builds.done),
 # so nothing else runs on the GPU then; when the workers have timed every
 # row, the table. WORK (default /tmp/tgbench) holds the exports and models,
 # $OUT the logs and table.md. BUDGET: seconds from the start to the workers'
@@ -27,14 +28,26 @@ pfx=/tmp/tgpfx
 mkdir -p "$pfx"
 for d in "${DEBS:-../debs}"/*.deb; do [ -f "$d" ] && dpkg -x "$d" "$pfx"; done
 export LD_LIBRARY_PATH=$pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_BACKEND_OPS=cuda \
-    timeout "${TBO_LIMIT:-300}" tests/unit/test_backend_ops >"$out/test_backend_ops.log" 2>&1 &
+shards=${TBO_SHARDS:-8}
+tbo() {
+    i=0
+    while [ "$i" -lt "$shards" ]; do
+        TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_BACKEND_OPS=cuda \
+            TG_SHARD=$i/$shards timeout "${TBO_LIMIT:-300}" tests/unit/test_backend_ops \
+            >"$out/test_backend_ops.$i.log" 2>&1 &
+        i=$((i + 1))
+    done
+    wait
+}
+tbo &
 tbo=$!
 sh bench/cuda/models/build.sh "$work" >"$out/builds.log" 2>&1
 wait "$tbo"
-echo "test_backend_ops (cuda): exit $? after $(($(date +%s) - t0)) s"
-grep -E '^(backend cuda|[0-9]+ passed)|times the tolerance|fails' "$out/test_backend_ops.log" |
-    head -30
+cat "$out"/test_backend_ops.*.log >"$out/test_backend_ops.log"
+echo "test_backend_ops (cuda, $shards shards): done after $(($(date +%s) - t0)) s;" \
+    "$(grep -cE '^[0-9]+ passed, 0 failed' "$out/test_backend_ops.log") of $shards passed"
+grep -E '^(backend cuda|[0-9]+ passed)|times the tolerance|fail' "$out/test_backend_ops.log" |
+    head -40
 touch "$work/builds.done"       # the timing starts when the warm-ups are done too
 python3 bench/cuda/models/bench.py table --work "$work" --out "$out" \
     --wait $((t0 + budget + 10 - $(date +%s)))
