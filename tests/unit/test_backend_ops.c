@@ -1196,6 +1196,104 @@ static const struct {
     {TG_OP_IF, case_if}, {TG_OP_LOOP, case_loop},
 };
 
+/* ---- fused groups ----------------------------------------------------------- */
+
+/* Graphs whose nodes a target's grouping rules fuse (compiled -O1, and the
+ * interpreter of a device that runs groups): a product and its activations
+ * (EPILOGUE), elementwise trees over broadcast inputs, perhaps ending in a
+ * sum or mean over trailing axes (LOOP), as transformers and CNNs have them. */
+static int unary(tg_graph *g, tg_op op, int x)
+{
+    return node(g, op, 1, &x, 0, NULL);
+}
+
+static int binary(tg_graph *g, tg_op op, int a, int b)
+{
+    return node(g, op, 2, (int[]){a, b}, 0, NULL);
+}
+
+static void case_epilogues(void)
+{
+    for (int k = 0; k < 6; k++) {
+        tg_graph *g = tg_graph_new();
+        int y;
+        if (k < 3) {                /* linear: bias + relu; relu + clamp; no bias, gelu + tanh */
+            int x = cg_input(g, "x", TG_F32, DIMS(5, 19));
+            int in[3] = {x, W(g, "w", 21, 19), k < 2 ? W(g, "b", 21) : -1};
+            y = node(g, TG_OP_LINEAR, k < 2 ? 3 : 2, in, 0, NULL);
+        } else if (k == 3) {        /* matmul of computed operands */
+            int a = cg_input(g, "a", TG_F32, DIMS(3, 6, 9)), b = cg_input(g, "b", TG_F32, DIMS(3, 9, 7));
+            y = binary(g, TG_OP_MATMUL, a, b);
+        } else {                    /* conv, ungrouped and grouped */
+            int64_t groups = k == 5 ? 2 : 1, pad[] = {1};
+            int x = cg_input(g, "x", TG_F32, DIMS(4, 7, 6));
+            tg_attr a[2] = {tg_attr_ints("padding", 1, pad), tg_attr_int("groups", groups)};
+            y = node(g, TG_OP_CONV, 3, (int[]){x, W(g, "w", 6, 4 / groups, 3, 3), W(g, "b", 6)}, 2,
+                     a);
+        }
+        if (k == 2) {
+            y = unary(g, TG_OP_GELU, y);
+            y = unary(g, TG_OP_TANH, y);
+        } else {
+            y = unary(g, TG_OP_RELU, y);
+        }
+        if (k == 1) {
+            tg_attr mm[2] = {tg_attr_float("min", 0), tg_attr_float("max", 1.5)};
+            y = node(g, TG_OP_CLAMP, 1, &y, 2, mm);
+        }
+        tg_graph_add_output(g, y);
+        static const char *const what[] = {
+            "then relu (an epilogue)", "then relu and clamp (an epilogue)",
+            "no bias, then gelu and tanh (an epilogue)", "then relu (an epilogue)",
+            "then relu (an epilogue)", "groups 2, then relu (an epilogue)"};
+        run(k < 3 ? TG_OP_LINEAR : k == 3 ? TG_OP_MATMUL : TG_OP_CONV, what[k], g, (cg_case){0});
+    }
+}
+
+static void case_loops(void)
+{
+    /* a residual add and relu, NCHW */
+    tg_graph *g = tg_graph_new();
+    int a = cg_input(g, "a", TG_F32, DIMS(8, 5, 5)), b = cg_input(g, "b", TG_F32, DIMS(8, 5, 5));
+    tg_graph_add_output(g, unary(g, TG_OP_RELU, binary(g, TG_OP_ADD, a, b)));
+    run(TG_OP_ADD, "then relu (a loop)", g, (cg_case){0});
+    /* silu(gate) * up, gate and up computed */
+    g = tg_graph_new();
+    a = cg_input(g, "gate", TG_F32, DIMS(7, 44));
+    b = cg_input(g, "up", TG_F32, DIMS(7, 44));
+    tg_graph_add_output(g, binary(g, TG_OP_MUL, unary(g, TG_OP_SILU, a), b));
+    run(TG_OP_MUL, "silu of one input times another (a loop)", g, (cg_case){0});
+    /* RMSNorm as exported: x * rsqrt(mean(x^2, -1) + eps) * w */
+    g = tg_graph_new();
+    int x = cg_input(g, "x", TG_F32, DIMS(6, 32));
+    int sq = binary(g, TG_OP_POW, x, cg_const(g, "two", TG_F32, DIMS(1), &(cg_case){.lo = 2, .hi = 2}));
+    tg_attr r[2] = {tg_attr_ints("axes", 1, (int64_t[]){-1}), tg_attr_int("keepdim", 1)};
+    int ms = node(g, TG_OP_REDUCE_MEAN, 1, &sq, 2, r);
+    int eps = cg_const(g, "eps", TG_F32, DIMS(1), &(cg_case){.lo = 1e-5, .hi = 1e-5});
+    int inv = unary(g, TG_OP_RSQRT, binary(g, TG_OP_ADD, ms, eps));
+    tg_graph_add_output(g, binary(g, TG_OP_MUL, binary(g, TG_OP_MUL, x, inv), W(g, "w", 32)));
+    run(TG_OP_REDUCE_MEAN, "RMSNorm: pow, mean, add, rsqrt, mul, mul (two loops)", g,
+        (cg_case){0});
+    /* a tree over inputs broadcast three ways, a member narrower than the
+     * space, and a sum over two trailing axes */
+    g = tg_graph_new();
+    x = cg_input(g, "x", TG_F32, DIMS(4, 5, 6));
+    int row = cg_input(g, "row", TG_F32, DIMS(1, 1, 6)), col = cg_input(g, "col", TG_F32, DIMS(4, 1, 1));
+    int t = binary(g, TG_OP_ADD, binary(g, TG_OP_MUL, x, row), unary(g, TG_OP_NEG, col));
+    tg_attr s2[1] = {tg_attr_ints("axes", 2, (int64_t[]){-2, -1})};
+    tg_graph_add_output(g, node(g, TG_OP_REDUCE_SUM, 1, (int[]){unary(g, TG_OP_TANH, t)}, 1, s2));
+    run(TG_OP_REDUCE_SUM, "of tanh(x * row - col) over two trailing axes (a loop)", g,
+        (cg_case){0});
+    g = tg_graph_new();
+    x = cg_input(g, "x", TG_F32, DIMS(4, 5, 6));
+    row = cg_input(g, "row", TG_F32, DIMS(1, 1, 6));
+    col = cg_input(g, "col", TG_F32, DIMS(4, 1, 1));
+    t = binary(g, TG_OP_SUB, unary(g, TG_OP_EXP, unary(g, TG_OP_NEG, col)),
+               binary(g, TG_OP_DIV, x, unary(g, TG_OP_ABS, row)));
+    tg_graph_add_output(g, binary(g, TG_OP_MAXIMUM, t, x));
+    run(TG_OP_MAXIMUM, "of a tree over broadcast inputs (a loop)", g, (cg_case){.lo = 0.5, .hi = 3});
+}
+
 static void cover(tg_op op)
 {
     tg_infer_fn f = tg_op_table[op].infer;
@@ -1240,6 +1338,8 @@ int main(void)
         nop++;
         ncov += covered[op] > 0;
     }
+    case_epilogues();
+    case_loops();
     printf("coverage: %d of %d ops of ops.def run on every path; ops with no case:", ncov, nop);
     for (int op = 1; op < TG_OP_COUNT; op++)
         if (!covered[op])

@@ -124,6 +124,8 @@ int tgc_blob_write(const tg_graph *g, const tg_plan *p, int math, FILE *f)
         put_i64(f, n->nattr);
         for (int k = 0; k < n->nattr; k++)
             put_attr(f, &n->attr[k]);
+        put_i64(f, p->root[i]);
+        put_i64(f, p->kind[i]);
     }
     put_ints(f, g->ninput, g->inputs);
     put_ints(f, g->noutput, g->outputs);
@@ -266,7 +268,9 @@ int tgc_blob_read(const uint8_t *buf, size_t len, tgc_blob *b)
     b->nslot = get_count(&c, 1 << 28);
     g->nnode = g->node_cap = get_count(&c, 1 << 28);
     g->nodes = calloc((size_t)g->nnode + 1, sizeof *g->nodes);
-    if (!g->nodes)
+    b->root = calloc((size_t)g->nnode + 1, sizeof *b->root);
+    b->kind = calloc((size_t)g->nnode + 1, sizeof *b->kind);
+    if (!g->nodes || !b->root || !b->kind)
         c.bad = true;
     for (int i = 0; !c.bad && i < g->nnode; i++) {
         tg_node *n = &g->nodes[i];
@@ -280,6 +284,12 @@ int tgc_blob_read(const uint8_t *buf, size_t len, tgc_blob *b)
             c.bad = true;
         for (int k = 0; !c.bad && k < n->nattr; k++)
             get_attr(&c, &n->attr[k]);
+        b->root[i] = (int)get_i64(&c);
+        b->kind[i] = (tg_group_kind)get_i64(&c);
+        /* a group runs at its root, its last node */
+        if (b->root[i] < i || b->root[i] >= g->nnode || b->kind[i] < TG_GROUP_SINGLE ||
+            b->kind[i] > TG_GROUP_STRIDED)
+            c.bad = true;
         if (n->op < 0 || n->op >= TG_OP_COUNT)
             c.bad = true;
         for (int k = 0; k < n->nin + n->nout && !c.bad; k++) {
@@ -330,5 +340,7 @@ void tgc_blob_free(tgc_blob *b)
     }
     free(b->alias);
     free(b->slot);
+    free(b->root);
+    free(b->kind);
     memset(b, 0, sizeof *b);
 }

@@ -34,6 +34,8 @@ typedef struct {
     struct tgc_lt24 *lt24;      /* the node's weight compressed at open (a compiled
                                  * model sets it per node), or NULL */
     int sm;                     /* compute capability, major * 10 + minor */
+    bool relu;                  /* the products' epilogue applies relu (an EPILOGUE
+                                 * group's first activation, group.c) */
 } tgc_state;
 
 /* tcompile --dtype, as a compiled model records it (blob.h) */
@@ -57,6 +59,11 @@ int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c);
  * the error, which tgc_flag_error words. */
 bool tgc_node_checks(const tg_graph *g, int n, int64_t *init);
 int tgc_flag_error(const tg_graph *g, int n, const int64_t *in_dims, int64_t flag);
+
+/* group.c: the grouping rules' loop_supports, and a fused group's run (a
+ * LOOP or EPILOGUE group of the plan; its members all supported). */
+bool tgc_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
+int tgc_run_group(const tgc_state *cs, const tg_group_ctx *c);
 
 /* compile.c: tcompile --target cuda (tg_backend's compiles_node and compile). */
 bool tgc_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why);

@@ -1,6 +1,6 @@
 /* Matrix products through cuBLASLt, float32 (tf32 tensor cores when
- * TG_CUDA_MATH=tf32 or tcompile --dtype tf32), the bias added by its
- * epilogue; with tcompile --dtype bf16 or fp16 the operands in that type
+ * TG_CUDA_MATH=tf32 or tcompile --dtype tf32), the bias and relu (cs->relu)
+ * applied by its epilogue; with tcompile --dtype bf16 or fp16 the operands in that type
  * (the weights converted when compiled, the activations here) and the
  * accumulation and the output float32. Row-major Y = A B is column-major
  * Y^T = B^T A^T, so B goes in as cuBLASLt's A and A as its B. */
@@ -68,7 +68,8 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ly = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t ta = g->nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epi = g->bias ? (cs->relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                     : (cs->relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
     int32_t batch = (int32_t)g->batch, al = alignment(cs, g);
     cudaDataType ab = cs->gemm_dtype == TG_BF16 ? CUDA_R_16BF
                       : cs->gemm_dtype == TG_F16 ? CUDA_R_16F : CUDA_R_32F;
@@ -82,7 +83,7 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (!st)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (!st && g->bias)
+    if (!st && epi != CUBLASLT_EPILOGUE_DEFAULT)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     if (!st && g->bias)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
@@ -162,7 +163,10 @@ static int bias_rows(const tgc_state *cs, const float *b, float *y, int64_t M, i
     if (!b)
         return 0;
     tgc_iter it = {.rank = 2, .dims = {M, N}, .st = {{N, 1}, {0, 1}}};
+    tgk_unary_param p = {0};
     int e = tgc_copy(sizeof(float), &it, b, y, cs->stream);
+    if (!e && cs->relu)
+        e = tgc_unary(TGK_RELU, TGK_F32, M * N, y, y, &p, cs->stream);
     return e ? tgc_fail(e, "launching a kernel") : 0;
 }
 
