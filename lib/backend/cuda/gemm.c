@@ -260,3 +260,53 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
         rc = matmul(cs, arank, adims, aa, brank, bdims, ba, y);
     return give_back(cs, rc, t1, t2);
 }
+
+/* An ungrouped convolution, not transposed, as one product: the patches
+ * [n * P, ld] (tgc_patches, in cs->gemm_dtype) times the weight [K, C * ks]
+ * (padded with zeros to ld columns, a multiple of 8 that half-precision
+ * tensor cores want), the bias in the product's epilogue, is the output
+ * channels-last [n * P, K]; copied into y [n, K, P]. */
+int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, const float *w,
+             const float *b, float *y)
+{
+    int64_t ks = 1, P = 1;
+    for (int i = 0; i < d->nsp; i++) {
+        ks *= d->kernel[i];
+        P *= d->out[i];
+    }
+    int64_t M = d->n * P, N = d->k, K = d->c * ks, ld = (K + 7) / 8 * 8;
+    if (M == 0 || N == 0)
+        return 0;
+    size_t es = tg_dtype_size(cs->gemm_dtype);
+    const void *wa;
+    void *col = NULL, *wt = NULL, *wp = NULL;
+    float *yt = NULL;
+    int e = cudaMallocAsync(&col, (size_t)(M * ld) * es, cs->stream);
+    if (!e)
+        e = tgc_patches(d, x, tg_run_kt(cs->gemm_dtype), col, ld, cs->stream);
+    if (!e)
+        e = cudaMallocAsync((void **)&yt, (size_t)(M * N) * sizeof *yt, cs->stream);
+    int rc = e ? tgc_fail(e, "the patches of a convolution") : operand(cs, TG_F32, w, N * K, &wa,
+                                                                         &wt);
+    if (!rc && ld != K) {
+        tgc_iter it = {.rank = 2, .dims = {N, K}, .st = {{ld, 1}, {K, 1}}};
+        e = cudaMallocAsync(&wp, (size_t)(N * ld) * es, cs->stream);
+        if (!e)
+            e = cudaMemsetAsync(wp, 0, (size_t)(N * ld) * es, cs->stream);
+        if (!e)
+            e = tgc_copy(es, &it, wa, wp, cs->stream);
+        rc = e ? tgc_fail(e, "padding a convolution's weight") : 0;
+        wa = wp;
+    }
+    if (!rc) {
+        gemm g = {M, N, ld, 1, 0, 0, 0, true, col, wa, b, yt};
+        rc = run_gemm(cs, &g);
+    }
+    if (!rc) {
+        tgc_iter it = {.rank = 3, .dims = {d->n, N, P}, .st = {{N * P, P, 1}, {P * N, 1, N}}};
+        e = tgc_copy(sizeof *yt, &it, yt, y, cs->stream);
+        rc = e ? tgc_fail(e, "launching a kernel") : 0;
+    }
+    rc = give_back(cs, rc, col, yt);
+    return give_back(cs, rc, wt, wp);
+}

@@ -178,23 +178,36 @@ extern "C" int tgc_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w,
     return tgc_launched();
 }
 
-/* ---- direct convolution: one thread an output element --------------------------- */
+/* ---- convolution ------------------------------------------------------------------ */
 
-__global__ void conv_k(tgk_conv_desc d, const float *x, const float *w, const float *b, float *y,
-                       int64_t total)
-{
-    /* 1-D and 2-D run as 3-D with leading spatial dims of 1 */
+/* A convolution's spatial dims as 3-D: 1-D and 2-D with leading dims of 1. */
+struct conv3 {
     int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
+};
+
+__device__ __forceinline__ conv3 conv3_of(const tgk_conv_desc &d)
+{
+    conv3 c;
     for (int k = 0; k < 3; k++) {
         int s = k - (3 - d.nsp);
         bool on = s >= 0;
-        in[k] = on ? d.in[s] : 1;
-        out[k] = on ? d.out[s] : 1;
-        ker[k] = on ? d.kernel[s] : 1;
-        str[k] = on ? d.stride[s] : 1;
-        pad[k] = on ? d.pad[s] : 0;
-        dil[k] = on ? d.dil[s] : 1;
+        c.in[k] = on ? d.in[s] : 1;
+        c.out[k] = on ? d.out[s] : 1;
+        c.ker[k] = on ? d.kernel[s] : 1;
+        c.str[k] = on ? d.stride[s] : 1;
+        c.pad[k] = on ? d.pad[s] : 0;
+        c.dil[k] = on ? d.dil[s] : 1;
     }
+    return c;
+}
+
+/* Direct, one thread an output element: what the products (tgc_patches) do
+ * not take, grouped and transposed convolutions. */
+__global__ void conv_k(tgk_conv_desc d, const float *x, const float *w, const float *b, float *y,
+                       int64_t total)
+{
+    conv3 cv = conv3_of(d);
+    int64_t *in = cv.in, *out = cv.out, *ker = cv.ker, *str = cv.str, *pad = cv.pad, *dil = cv.dil;
     int64_t kg = d.k / d.groups, cg = d.c / d.groups, ksz = ker[0] * ker[1] * ker[2];
     int64_t isz = in[0] * in[1] * in[2];
     TGC_FOR(i, total) {
@@ -240,6 +253,51 @@ extern "C" int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float 
     if (total == 0)
         return 0;
     conv_k<<<tgc_blocks(total), TGC_THREADS, 0, s>>>(*d, x, w, b, y, total);
+    return tgc_launched();
+}
+
+__device__ __forceinline__ void put(float *p, float v) { *p = v; }
+__device__ __forceinline__ void put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
+__device__ __forceinline__ void put(__half *p, float v) { *p = __float2half(v); }
+
+/* col[(n * P + p) * ld + c * ks + t]: x under output p's window at kernel
+ * tap t, 0 in the padding and in the columns from C * ks to ld. */
+template <typename T>
+__global__ void patches_k(tgk_conv_desc d, const float *x, T *col, int64_t ld, int64_t total)
+{
+    conv3 cv = conv3_of(d);
+    int64_t ks = cv.ker[0] * cv.ker[1] * cv.ker[2], P = cv.out[0] * cv.out[1] * cv.out[2];
+    TGC_FOR(i, total) {
+        int64_t j = i % ld, row = i / ld, c = j / ks, t = j % ks;
+        int64_t p = row % P, n = row / P;
+        int64_t o[3] = {p / (cv.out[1] * cv.out[2]), p / cv.out[2] % cv.out[1], p % cv.out[2]};
+        int64_t tap[3] = {t / (cv.ker[1] * cv.ker[2]), t / cv.ker[2] % cv.ker[1], t % cv.ker[2]};
+        bool ok = c < d.c;
+        int64_t at = n * d.c + c;
+        for (int q = 0; q < 3; q++) {
+            int64_t pos = o[q] * cv.str[q] - cv.pad[q] + tap[q] * cv.dil[q];
+            ok = ok && pos >= 0 && pos < cv.in[q];
+            at = at * cv.in[q] + pos;
+        }
+        put(col + i, ok ? x[at] : 0.0f);
+    }
+}
+
+extern "C" int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, void *col,
+                           int64_t ld, cudaStream_t s)
+{
+    int64_t total = d->n * ld;
+    for (int i = 0; i < d->nsp; i++)
+        total *= d->out[i];
+    if (total == 0)
+        return 0;
+    unsigned g = tgc_blocks(total);
+    if (t == TGK_BF16)
+        patches_k<<<g, TGC_THREADS, 0, s>>>(*d, x, (__nv_bfloat16 *)col, ld, total);
+    else if (t == TGK_F16)
+        patches_k<<<g, TGC_THREADS, 0, s>>>(*d, x, (__half *)col, ld, total);
+    else
+        patches_k<<<g, TGC_THREADS, 0, s>>>(*d, x, (float *)col, ld, total);
     return tgc_launched();
 }
 

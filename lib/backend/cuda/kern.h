@@ -127,6 +127,12 @@ int tgc_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w, int64_t ou
 /* Direct convolution, one thread an output element (no relu or pool fused). */
 int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y,
                  cudaStream_t s);
+/* A convolution's patches (im2col) for one product, ungrouped and not
+ * transposed: row n * P + p (P output positions an image) holds, at c * ks
+ * + t, x's channel c under output p's window at kernel tap t (0 in the
+ * padding); columns C * ks to ld are 0. col of type t: f32, bf16 or f16. */
+int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, void *col, int64_t ld,
+                cudaStream_t s);
 /* Attention, one warp a query row with an online softmax; contiguous q, k,
  * v, o (the desc's strides unused); a mask of bool (mask_bool) or float. */
 int tgc_sdpa_f32(const tgk_sdpa_desc *d, const void *mask, bool mask_bool, const float *q,
