@@ -50,7 +50,9 @@ static void put_attr(FILE *f, const tg_attr *a)
 }
 
 /* Whether value v is read only as a GEMM's weight (linear's input 1,
- * matmul's right operand), and by at least one, and is no output. */
+ * matmul's right operand, the weight of a convolution run as a product of
+ * its patches: ungrouped, not transposed), and by at least one, and is no
+ * output. */
 static bool gemm_weight(const tg_graph *g, int v)
 {
     bool used = false;
@@ -62,7 +64,10 @@ static bool gemm_weight(const tg_graph *g, int v)
         for (int k = 0; k < n->nin; k++) {
             if (n->in[k] != v)
                 continue;
-            if (k != 1 || (n->op != TG_OP_LINEAR && n->op != TG_OP_MATMUL))
+            bool product = n->op == TG_OP_CONV ? tg_node_int(n, "groups", 1) == 1 &&
+                                                     !tg_node_int(n, "transposed", 0)
+                                               : n->op == TG_OP_LINEAR || n->op == TG_OP_MATMUL;
+            if (k != 1 || !product)
                 return false;
             used = true;
         }

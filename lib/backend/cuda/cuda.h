@@ -81,9 +81,10 @@ int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, 
                float *y, int64_t M, int64_t N, int64_t K);
 int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
                const int64_t *bdims, tg_dtype bt, const void *b, float *y);
-/* An ungrouped convolution, not transposed (x, w, b, y float32), through
- * cuBLASLt in cs->gemm_dtype: its patches times the weight. */
-int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, const float *w,
-             const float *b, float *y);
+/* An ungrouped convolution, not transposed (x, b, y float32; w float32 or
+ * cs->gemm_dtype, converted when compiled), through cuBLASLt in
+ * cs->gemm_dtype: its patches times the weight. */
+int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt,
+             const void *w, const float *b, float *y);
 
 #endif

@@ -266,8 +266,8 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
  * (padded with zeros to ld columns, a multiple of 8 that half-precision
  * tensor cores want), the bias in the product's epilogue, is the output
  * channels-last [n * P, K]; copied into y [n, K, P]. */
-int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, const float *w,
-             const float *b, float *y)
+int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt_type,
+             const void *w, const float *b, float *y)
 {
     int64_t ks = 1, P = 1;
     for (int i = 0; i < d->nsp; i++) {
@@ -286,7 +286,7 @@ int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, const 
         e = tgc_patches(d, x, tg_run_kt(cs->gemm_dtype), col, ld, cs->stream);
     if (!e)
         e = cudaMallocAsync((void **)&yt, (size_t)(M * N) * sizeof *yt, cs->stream);
-    int rc = e ? tgc_fail(e, "the patches of a convolution") : operand(cs, TG_F32, w, N * K, &wa,
+    int rc = e ? tgc_fail(e, "the patches of a convolution") : operand(cs, wt_type, w, N * K, &wa,
                                                                          &wt);
     if (!rc && ld != K) {
         tgc_iter it = {.rank = 2, .dims = {N, K}, .st = {{ld, 1}, {K, 1}}};

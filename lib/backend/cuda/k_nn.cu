@@ -261,43 +261,64 @@ __device__ __forceinline__ void put(__nv_bfloat16 *p, float v) { *p = __float2bf
 __device__ __forceinline__ void put(__half *p, float v) { *p = __float2half(v); }
 
 /* col[(n * P + p) * ld + c * ks + t]: x under output p's window at kernel
- * tap t, 0 in the padding and in the columns from C * ks to ld. */
-template <typename T>
-__global__ void patches_k(tgk_conv_desc d, const float *x, T *col, int64_t ld, int64_t total)
+ * tap t, 0 in the padding and in the columns from C * ks to ld. One block a
+ * row (n, p), decoded once; its columns across the threads, so the stores
+ * are coalesced; index arithmetic in I (32 bits where it fits). */
+template <typename T, typename I>
+__global__ void patches_k(tgk_conv_desc d, const float *x, T *col, I ld, I rows)
 {
     conv3 cv = conv3_of(d);
-    int64_t ks = cv.ker[0] * cv.ker[1] * cv.ker[2], P = cv.out[0] * cv.out[1] * cv.out[2];
-    TGC_FOR(i, total) {
-        int64_t j = i % ld, row = i / ld, c = j / ks, t = j % ks;
-        int64_t p = row % P, n = row / P;
-        int64_t o[3] = {p / (cv.out[1] * cv.out[2]), p / cv.out[2] % cv.out[1], p % cv.out[2]};
-        int64_t tap[3] = {t / (cv.ker[1] * cv.ker[2]), t / cv.ker[2] % cv.ker[1], t % cv.ker[2]};
-        bool ok = c < d.c;
-        int64_t at = n * d.c + c;
-        for (int q = 0; q < 3; q++) {
-            int64_t pos = o[q] * cv.str[q] - cv.pad[q] + tap[q] * cv.dil[q];
-            ok = ok && pos >= 0 && pos < cv.in[q];
-            at = at * cv.in[q] + pos;
+    I ks = (I)(cv.ker[0] * cv.ker[1] * cv.ker[2]), k12 = (I)(cv.ker[1] * cv.ker[2]);
+    I k2 = (I)cv.ker[2], o12 = (I)(cv.out[1] * cv.out[2]), o2 = (I)cv.out[2];
+    I P = (I)cv.out[0] * o12, C = (I)d.c;
+    I plane = (I)(cv.in[0] * cv.in[1] * cv.in[2]);
+    for (I row = blockIdx.x; row < rows; row += gridDim.x) {
+        I n = row / P, p = row - n * P;
+        I q0 = p / o12, r = p - q0 * o12, q1 = r / o2, q2 = r - q1 * o2;
+        int64_t b0 = q0 * cv.str[0] - cv.pad[0], b1 = q1 * cv.str[1] - cv.pad[1];
+        int64_t b2 = q2 * cv.str[2] - cv.pad[2];
+        const float *xn = x + (size_t)n * C * plane;
+        T *cr = col + (size_t)row * ld;
+        for (I j = threadIdx.x; j < ld; j += blockDim.x) {
+            I c = j / ks, t = j - c * ks;
+            I t0 = t / k12, tr = t - t0 * k12, t1 = tr / k2, t2 = tr - t1 * k2;
+            int64_t y0 = b0 + t0 * cv.dil[0], y1 = b1 + t1 * cv.dil[1], y2 = b2 + t2 * cv.dil[2];
+            bool ok = c < C && y0 >= 0 && y0 < cv.in[0] && y1 >= 0 && y1 < cv.in[1] && y2 >= 0 &&
+                      y2 < cv.in[2];
+            put(cr + j, ok ? xn[c * plane + (I)((y0 * cv.in[1] + y1) * cv.in[2] + y2)] : 0.0f);
         }
-        put(col + i, ok ? x[at] : 0.0f);
     }
+}
+
+template <typename T>
+static void patches(const tgk_conv_desc *d, const float *x, T *col, int64_t ld, int64_t rows,
+                    cudaStream_t s)
+{
+    int64_t xn = d->n * d->c;
+    for (int i = 0; i < d->nsp; i++)
+        xn *= d->in[i];
+    unsigned g = (unsigned)(rows < 0x7fffffff ? rows : 0x7fffffff);
+    unsigned th = ld >= TGC_THREADS ? TGC_THREADS : (unsigned)(ld + 31) / 32 * 32;
+    if (rows * ld < INT32_MAX && xn < INT32_MAX)
+        patches_k<T, uint32_t><<<g, th, 0, s>>>(*d, x, col, (uint32_t)ld, (uint32_t)rows);
+    else
+        patches_k<T, int64_t><<<g, th, 0, s>>>(*d, x, col, ld, rows);
 }
 
 extern "C" int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, void *col,
                            int64_t ld, cudaStream_t s)
 {
-    int64_t total = d->n * ld;
+    int64_t rows = d->n;
     for (int i = 0; i < d->nsp; i++)
-        total *= d->out[i];
-    if (total == 0)
+        rows *= d->out[i];
+    if (rows == 0 || ld == 0)
         return 0;
-    unsigned g = tgc_blocks(total);
     if (t == TGK_BF16)
-        patches_k<<<g, TGC_THREADS, 0, s>>>(*d, x, (__nv_bfloat16 *)col, ld, total);
+        patches(d, x, (__nv_bfloat16 *)col, ld, rows, s);
     else if (t == TGK_F16)
-        patches_k<<<g, TGC_THREADS, 0, s>>>(*d, x, (__half *)col, ld, total);
+        patches(d, x, (__half *)col, ld, rows, s);
     else
-        patches_k<<<g, TGC_THREADS, 0, s>>>(*d, x, (float *)col, ld, total);
+        patches(d, x, (float *)col, ld, rows, s);
     return tgc_launched();
 }
 

@@ -355,7 +355,8 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
     if (tg_run_conv_desc(c, &d))
         return -1;
     if (d.groups == 1 && !d.transposed && d.c > 0)
-        return tgc_conv(cs, &d, c->in[0]->data, c->in[1]->data, opt_data(c, 2), c->out[0]->data);
+        return tgc_conv(cs, &d, c->in[0]->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2),
+                        c->out[0]->data);
     tgk_unary_param p = {0};
     int e = tgc_conv_f32(&d, c->in[0]->data, c->in[1]->data, opt_data(c, 2), c->out[0]->data,
                          cs->stream);
