@@ -43,7 +43,7 @@ __global__ void norm_rows_k(const float *x, const float *w, const float *b, floa
     float rstd = 1.0f / sqrtf((float)(block_sum(s, sh) / (double)len) + eps);
     int64_t c0 = row % groups * cpg;
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-        int64_t ch = c0 + j / spatial;
+        int64_t ch = spatial == 1 ? c0 + j : c0 + j / spatial;     /* layer norm: no division */
         float v = (float)(xr[j] - mean) * rstd;
         yr[j] = v * (w ? w[ch] : 1.0f) + (b ? b[ch] : 0.0f);
     }
