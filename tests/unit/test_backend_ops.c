@@ -1243,9 +1243,8 @@ static void case_epilogues(void)
         }
         tg_graph_add_output(g, y);
         static const char *const what[] = {
-            "then relu (an epilogue)", "then relu and clamp (an epilogue)",
-            "no bias, then gelu and tanh (an epilogue)", "then relu (an epilogue)",
-            "then relu (an epilogue)", "groups 2, then relu (an epilogue)"};
+            "then relu", "then relu and clamp", "no bias, then gelu and tanh", "then relu",
+            "then relu", "groups 2, then relu"};
         run(k < 3 ? TG_OP_LINEAR : k == 3 ? TG_OP_MATMUL : TG_OP_CONV, what[k], g, (cg_case){0});
     }
 }

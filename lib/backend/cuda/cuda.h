@@ -35,7 +35,7 @@ typedef struct {
                                  * model sets it per node), or NULL */
     int sm;                     /* compute capability, major * 10 + minor */
     bool relu;                  /* the products' epilogue applies relu (an EPILOGUE
-                                 * group's first activation, group.c) */
+                                 * group, group.c) */
 } tgc_state;
 
 /* tcompile --dtype, as a compiled model records it (blob.h) */

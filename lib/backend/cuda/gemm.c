@@ -68,8 +68,10 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ly = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t ta = g->nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
-    cublasLtEpilogue_t epi = g->bias ? (cs->relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                     : (cs->relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+    cublasLtEpilogue_t epi = g->bias ? (cs->relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                 : CUBLASLT_EPILOGUE_BIAS)
+                                     : (cs->relu ? CUBLASLT_EPILOGUE_RELU
+                                                 : CUBLASLT_EPILOGUE_DEFAULT);
     int32_t batch = (int32_t)g->batch, al = alignment(cs, g);
     cudaDataType ab = cs->gemm_dtype == TG_BF16 ? CUDA_R_16BF
                       : cs->gemm_dtype == TG_F16 ? CUDA_R_16F : CUDA_R_32F;
