@@ -46,9 +46,6 @@ typedef struct {
     /* Whether a loop computes node nd: an elementwise one element by element,
      * a reduction as the loop's last step (*why: why not). */
     bool (*loop_supports)(const tg_graph *g, const tg_node *nd, const char **why);
-    /* Whether an epilogue applies activation nd after its product (NULL:
-     * every one); one it refuses stays for the loops. */
-    bool (*epilogue_supports)(const tg_graph *g, const tg_node *nd);
 } tg_group_rules;
 
 typedef enum {
