@@ -53,7 +53,9 @@ static int replay(const char *dir, int *files)
         unsigned char *buf = slurp(path, &len);
         CHECK(buf != NULL);
         tg_graph *g = tg_import_onnx_mem(buf, len, dir, NULL);
-        int good = has_reference(path);
+        /* good models without references: tcompile.bats and trun.bats run these */
+        int good = has_reference(path) || !strcmp(e->d_name, "loop_forever.onnx") ||
+                   !strcmp(e->d_name, "loop_scan_used.onnx");
         if (good && !g) fprintf(stderr, "%s: %s\n", e->d_name, tg_errmsg());
         CHECK(!g == !good);
         if (g) {
