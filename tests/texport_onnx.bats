@@ -231,6 +231,11 @@ check_compiled() {
         "$TEXPORT" "$ONNX/dropout_training.onnx"
 }
 
+@test "onnx: Col2Im with an image_shape read at run time is refused, naming the op and opset" {
+    run_fails 1 "node 'fold' \(Col2Im, opset 18\): image_shape and block_shape must be constants" \
+        "$TEXPORT" "$ONNX/col2im_runtime.onnx"
+}
+
 @test "onnx: Attention with past_key but no past_value is refused, naming the op and opset" {
     run_fails 1 "\(Attention, opset 25\): past_key and past_value must be given together" \
         "$TEXPORT" "$ONNX/attention_half_cache.onnx"
@@ -530,6 +535,14 @@ check_compiled() {
 
 @test "onnx: Unique flattened (sorted and in order of first occurrence) and of rows" {
     check_model "$ONNX" unique
+}
+
+@test "onnx: Col2Im with constant shapes (2-D; strides, dilations, asymmetric pads; 3-D); the graph compiles" {
+    check_model "$ONNX" col2im
+    run_ok "$TCOMPILE" -o "$TMP/col2im.so" "$TMP/col2im.tg"
+    # shellcheck disable=SC2046
+    run_ok "$TRUN" "$TMP/col2im.so" $(ls "$ONNX"/col2im.in*.b3.npy) \
+        --check "$(ls -v "$ONNX"/col2im.out*.b3.npy | paste -sd, -)" "${TOL[@]}"
 }
 
 @test "onnx: Shape and Size of a length the data sets, read at run time into Range and Reshape" {

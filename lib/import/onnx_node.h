@@ -62,6 +62,11 @@ extern const int onnx_ml_nops;
 /* Ops whose output's shape depends on the data (onnx_ops_data.c). */
 extern const onnx_op_map onnx_data_ops[];
 extern const int onnx_data_nops;
+/* ConvTranspose of x by w (bias b or -1) with a's six attributes (stride,
+ * padding, dilation, groups, transposed, output_padding): pads [begin...,
+ * end...] crop and output_padding op extends the full result (onnx_ops.c). */
+int onnx_conv_transpose(onnx_ctx *c, int x, int w, int b, int nsp, const int64_t *st,
+                        const int64_t *dil, const int64_t *pads, int64_t *op, tg_attr *a);
 /* x's first n dims as the run has them, zeros past its rank, into *dims; its
  * element count into *count. 0 or -1. */
 int onnx_dims_data(onnx_ctx *c, int x, int n, int *dims, int *count);

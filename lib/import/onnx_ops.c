@@ -761,8 +761,8 @@ static bool pads_symmetric(int nsp, const int64_t *pads)
  * output_padding extends its end. torch's form (one padding for both ends,
  * output_padding < stride or dilation) when it fits; otherwise the full result
  * without bias, cropped or extended by a pad op, plus the bias. */
-static int conv_transpose(onnx_ctx *c, int x, int w, int b, int nsp, const int64_t *st,
-                          const int64_t *dil, const int64_t *pads, int64_t *op, tg_attr *a)
+int onnx_conv_transpose(onnx_ctx *c, int x, int w, int b, int nsp, const int64_t *st,
+                        const int64_t *dil, const int64_t *pads, int64_t *op, tg_attr *a)
 {
     int64_t zero[3] = {0, 0, 0}, cut[6];
     bool torch_form = pads_symmetric(nsp, pads);
@@ -817,7 +817,7 @@ static int map_conv(onnx_ctx *c, const onnx_op_map *m)
     tg_attr a[6] = {tg_attr_ints("stride", nsp, st), tg_attr_ints("padding", nsp, pad),
                     tg_attr_ints("dilation", nsp, dil), tg_attr_int("groups", onnx_attr_int(N(c), "group", 1)),
                     tg_attr_int("transposed", transposed), tg_attr_ints("output_padding", nsp, op)};
-    if (transposed) return def_out(c, 0, conv_transpose(c, x, w, b, nsp, st, dil, pads, op, a));
+    if (transposed) return def_out(c, 0, onnx_conv_transpose(c, x, w, b, nsp, st, dil, pads, op, a));
     if (!pads_symmetric(nsp, pads)) {           /* asymmetric: the padding as its own op */
         if ((x = pad_spatial(c, x, nsp, pads, 0, "pad")) < 0) return -1;
         memset(pad, 0, sizeof pad);

@@ -1,7 +1,8 @@
 /* ONNX spatial and vision operators that onnx_ops.c does not map: DepthToSpace,
- * SpaceToDepth, PRelu, MeanVarianceNormalization, LRN (decompositions into
- * existing tgraph ops: reshape, permute, pooling, elementwise) and GridSample
- * (grid_sample). What those have no form for is refused by name. */
+ * SpaceToDepth, PRelu, MeanVarianceNormalization, LRN, Col2Im (decompositions
+ * into existing tgraph ops: reshape, permute, pooling, convolution,
+ * elementwise) and GridSample (grid_sample). What those have no form for is
+ * refused by name. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -349,10 +350,69 @@ static int map_affine_grid(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, grid);
 }
 
+/* ---- Col2Im ------------------------------------------------------------------------------ */
+
+/* Col2Im (opset 18): the columns x [N, C*K, L] (K = prod(block_shape), L the
+ * blocks of each spatial dim, multiplied) summed back into an image [N, C,
+ * *image_shape]: a transposed convolution of x as [N, C*K, *blocks], in C
+ * groups, by one-hot weights (column k of a channel adds into block position
+ * k), its full result cropped by the pads and extended to the image. */
+static int map_col2im(onnx_ctx *c, const onnx_op_map *m)
+{
+    int x = in_val(c, 0), nsp, nb, n;
+    onnx_ent *ie = x < 0 ? NULL : in_req(c, 1), *be = ie ? in_req(c, 2) : NULL;
+    int64_t img[3], k[3], st[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pads[6] = {0}, op[3], cols, kk = 1;
+    if (!be) return -1;
+    if (ie->kind != ONNX_ENT_CONST || be->kind != ONNX_ENT_CONST)
+        return tg_err("image_shape and block_shape must be constants");
+    if (onnx_int_list(ie, 3, img, &nsp) || onnx_int_list(be, 3, k, &nb)) return -1;
+    if (nsp != nb || nsp < 1) return tg_err("image_shape has %d values, block_shape %d: 1 to 3 each", nsp, nb);
+    static const char *const names[3] = {"strides", "dilations", "pads"};
+    int64_t *vals[3] = {st, dil, pads};
+    for (int i = 0; i < 3; i++) {
+        int want = (i == 2 ? 2 : 1) * nsp;
+        if (attr_ints(c, names[i], want, vals[i], &n)) return -1;
+        if (n >= 0 && n != want) return tg_err("%s has %d values for %d image dims", names[i], n, nsp);
+    }
+    tg_shape xs = shape_of(c, x);
+    if (xs.rank != 3 || !tg_dim_is_const(xs.d[1], &cols)) return tg_err("input must be [N, C*K, L] with C*K static");
+    tg_dim ds[2 + 3] = {xs.d[0], xs.d[1]};
+    int64_t blocks = 1;
+    for (int i = 0; i < nsp; i++) {
+        int64_t span = dil[i] * (k[i] - 1) + 1, full = img[i] + pads[i] + pads[nsp + i];
+        if (k[i] < 1 || st[i] < 1 || dil[i] < 1 || img[i] < 1 || full < span)
+            return tg_err("image dim %d: size %lld, block %lld, stride %lld, dilation %lld, pads %lld+%lld leave no block",
+                          i, (long long)img[i], (long long)k[i], (long long)st[i], (long long)dil[i],
+                          (long long)pads[i], (long long)pads[nsp + i]);
+        int64_t nbk = (full - span) / st[i] + 1;
+        op[i] = full - (st[i] * (nbk - 1) + span);      /* rows past the last block */
+        ds[2 + i] = tg_dim_const(nbk);
+        blocks *= nbk, kk *= k[i];
+    }
+    int64_t l;
+    if (tg_dim_is_const(xs.d[2], &l) && l != blocks)
+        return tg_err("input has %lld blocks, the image and block shapes make %lld", (long long)l, (long long)blocks);
+    if (cols % kk) return tg_err("input dim 1 (%lld) is not a multiple of the block size %lld", (long long)cols, (long long)kk);
+    int64_t wd[2 + 3] = {cols, 1};
+    for (int i = 0; i < nsp; i++) wd[2 + i] = k[i];
+    tg_dtype dt = dtype_of(c, x);
+    void *w = calloc((size_t)(cols * kk), tg_dtype_size(dt));
+    if (!w) return tg_err("out of memory");
+    for (int64_t ch = 0; ch < cols; ch++)     /* channel c*K + k: a one at block position k */
+        tg_store_f64(dt, w, (size_t)(ch * kk + ch % kk), 1);
+    int wv = const_named(c, "one_hot", dt, 2 + nsp, wd, w);
+    x = reshape_to(c, x, 2 + nsp, ds, "blocks");
+    if (wv < 0 || x < 0) return -1;
+    tg_attr a[6] = {tg_attr_ints("stride", nsp, st), tg_attr_ints("padding", nsp, pads),
+                    tg_attr_ints("dilation", nsp, dil), tg_attr_int("groups", cols / kk),
+                    tg_attr_int("transposed", 1), tg_attr_ints("output_padding", nsp, op)};
+    return def_out(c, 0, onnx_conv_transpose(c, x, wv, -1, nsp, st, dil, pads, op, a));
+}
+
 const onnx_op_map onnx_spatial_ops[] = {
     {"DepthToSpace", map_depth_space, 0}, {"SpaceToDepth", map_depth_space, 0},
     {"PRelu", map_prelu, 0}, {"MeanVarianceNormalization", map_mvn, 0}, {"LRN", map_lrn, 0},
     {"GridSample", map_grid_sample, 0}, {"AffineGrid", map_affine_grid, 0},
-    {"DeformConv", map_deform_conv, 0},
+    {"DeformConv", map_deform_conv, 0}, {"Col2Im", map_col2im, 0},
 };
 const int onnx_spatial_nops = (int)(sizeof onnx_spatial_ops / sizeof onnx_spatial_ops[0]);
