@@ -8,9 +8,11 @@
  * within 1e-4 relative (of the reference's largest magnitude). With -t N,
  * tgraph_set_num_threads(N) first, and the model must be a good guest: the
  * environment as it was before dlopen, tgraph_num_threads() still N after
- * open and the runs, and the runs at once each given their own N - 1 workers
- * (the process keeps a team per run that was in flight at once: at least 2,
- * at most 4). Prints "N passed, N failed". */
+ * open and the runs, and the runs at once sharing the N threads: their loops
+ * take what the others leave of N, so with N = 3 no two runs have workers at
+ * once and the process starts 1 or 2 workers in all (it once started N - 1
+ * per run in flight: 4 host threads on N = 3 kept 12 busy). Prints "N
+ * passed, N failed". */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -217,9 +219,9 @@ int main(int argc, char **argv)
         count(!strcmp(env, now), "the environment changed", -1, 0);
         count(api.num_threads() == nthreads, "the thread count changed", -1, 0);
         int workers = num_tasks() - tasks0;   /* the runs' threads are joined */
-        count(workers >= 2 * (nthreads - 1) && workers <= THREADS * (nthreads - 1),
-              "runs at once did not each get their workers", -1, 0);
-        printf("%d runs at once on %d threads: %d workers\n", THREADS, nthreads, workers);
+        count(workers >= 1 && workers <= nthreads - 1,
+              "runs at once did not share the threads", -1, 0);
+        printf("%d runs at once sharing %d threads: %d workers\n", THREADS, nthreads, workers);
         free(now);
     }
     free(env);

@@ -1,9 +1,10 @@
 /* tgk_parallel_for: every index runs exactly once, whatever n, grain and
- * thread count; nested calls run inline; several threads may call at once,
- * and each such caller gets its own thread count's worth of threads (the
- * process-wide count, or the one it set for itself, which changes nobody
- * else's); tgk_parallel_prime, from any thread at any time, changes none of
- * that. */
+ * thread count; nested calls run inline; several threads may call at once;
+ * a lone caller gets its thread count's worth of threads (the process-wide
+ * count, or the one it set for itself, which changes nobody else's), and
+ * callers at once share that count: the workers inside their loops at once
+ * never exceed it less one, however many call; tgk_parallel_prime, from any
+ * thread at any time, changes none of that. */
 #include "kcheck.h"
 
 #include <pthread.h>
@@ -81,7 +82,6 @@ static void *caller(void *arg)
 typedef struct {
     int want;
     atomic_int inside, met;
-    pthread_barrier_t *start;
     int ok;
 } meet_job;
 
@@ -105,7 +105,6 @@ static void *meet_caller(void *arg)
 {
     meet_job *m = arg;
     tgk_set_run_threads(m->want);
-    pthread_barrier_wait(m->start);     /* the two loops run at once */
     tgk_parallel_for(m->want, 1, meet, m);
     m->ok = atomic_load(&m->met) == m->want && tgk_num_threads() == m->want;
     tgk_set_run_threads(0);
@@ -113,26 +112,87 @@ static void *meet_caller(void *arg)
     return NULL;
 }
 
-/* Two callers at once, on 2 and 4 threads of their own choosing while the
- * process-wide count is 3: each loop gets its own count of threads. */
-static void test_concurrent_callers_get_their_threads(void)
+/* A lone caller on 2, then 4 threads of its own choosing while the
+ * process-wide count is 3: each loop gets its caller's count of threads. */
+static void test_lone_caller_gets_its_threads(void)
 {
     tgk_set_num_threads(3);
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, 2);
-    meet_job m[2] = {{.want = 2, .start = &start}, {.want = 4, .start = &start}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        CHECK(pthread_create(&t[i], NULL, meet_caller, &m[i]) == 0);
-    for (int i = 0; i < 2; i++) {
-        pthread_join(t[i], NULL);
-        CHECK(m[i].ok);
-        if (!m[i].ok)
-            fprintf(stderr, "  a loop on %d threads, at once with another: %d chunks met them\n",
-                    m[i].want, atomic_load(&m[i].met));
+    for (int want = 2; want <= 4; want += 2) {
+        meet_job m = {.want = want};
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, meet_caller, &m) == 0);
+        pthread_join(t, NULL);
+        CHECK(m.ok);
+        if (!m.ok)
+            fprintf(stderr, "  a loop on %d threads: %d chunks met them\n", want,
+                    atomic_load(&m.met));
     }
     CHECK(tgk_num_threads() == 3);
-    pthread_barrier_destroy(&start);
+}
+
+/* Callers at once (a host's own threads, an OpenMP team's each calling in):
+ * their chunks count the pool's workers among them (a caller's thread is
+ * marked), each chunk lasting long enough for loops to overlap. */
+static _Thread_local bool is_caller;
+static atomic_int workers_in, workers_most;
+
+static void busy_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    (void)ctx;
+    bool worker = !is_caller;
+    if (worker) {
+        int now = atomic_fetch_add(&workers_in, 1) + 1;
+        for (int most = atomic_load(&workers_most);
+             now > most && !atomic_compare_exchange_weak(&workers_most, &most, now);)
+            ;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec <
+           500000L * (end - begin));
+    if (worker)
+        atomic_fetch_sub(&workers_in, 1);
+}
+
+typedef struct {
+    pthread_barrier_t *start;
+    int loops;
+} share_arg;
+
+static void *share_caller(void *arg)
+{
+    share_arg *a = arg;
+    is_caller = true;
+    pthread_barrier_wait(a->start);
+    for (int i = 0; i < a->loops; i++)
+        tgk_parallel_for(12, 1, busy_chunk, NULL);
+    return NULL;
+}
+
+/* 1, 2, 4 and 6 callers at once on a process count of 3: never more than 2
+ * workers busy at once (that a lone caller gets them: the test above). */
+static void test_concurrent_callers_share_the_threads(void)
+{
+    tgk_set_num_threads(3);
+    for (int callers = 1; callers <= 6; callers += callers < 2 ? 1 : 2) {
+        atomic_store(&workers_most, 0);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, (unsigned)callers);
+        pthread_t t[6];
+        share_arg a = {&start, 4};
+        for (int i = 0; i < callers; i++)
+            CHECK(pthread_create(&t[i], NULL, share_caller, &a) == 0);
+        for (int i = 0; i < callers; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&start);
+        int most = atomic_load(&workers_most);
+        CHECK(most <= 2);
+        if (most > 2)
+            fprintf(stderr, "  %d callers on 3 threads: %d workers busy at once\n", callers,
+                    most);
+    }
 }
 
 int main(void)
@@ -179,6 +239,7 @@ int main(void)
         pthread_join(t[i], NULL);
         CHECK(args[i].ok);
     }
-    test_concurrent_callers_get_their_threads();
+    test_lone_caller_gets_its_threads();
+    test_concurrent_callers_share_the_threads();
     return unit_report();
 }

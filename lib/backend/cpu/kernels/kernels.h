@@ -23,8 +23,9 @@ typedef void (*tgk_task_fn)(void *ctx, int64_t begin, int64_t end);
 /* Split [0, n) into chunks of at least `grain` and run fn on tgk_num_threads()
  * threads, the caller's and a team of workers; returns when all are done. Runs
  * inline when n is small or one thread is set. Safe to call from several
- * threads at once: each concurrent caller gets a team of its own (up to 8 at
- * once; more run inline). */
+ * threads at once: concurrent callers share the count (each takes what the
+ * loops in flight leave of it, at least its own thread), so the workers busy
+ * at once stay below it however many threads call in. */
 void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx);
 /* Below this many multiply-adds a task costs more to hand out than it saves
  * (a 256 x 784 GEMV runs faster on one thread than split in two): the grain

@@ -1,13 +1,18 @@
 /* Persistent pthread teams for tgk_parallel_for.
  *
  * A caller takes a free team (its `use` mutex, taken with trylock) and owns
- * its workers for the loop: with T threads set a team has T-1 workers and
- * the caller works too. Concurrent callers (two runs of a model at once) each
- * take a team of their own, started when first needed, so each gets its T
- * threads; a caller that finds all MAX_TEAMS busy, or a task calling
- * tgk_parallel_for from inside a team, runs its loop inline instead of
- * waiting, so concurrent and nested calls never deadlock. T is the calling
- * thread's (tgk_set_run_threads) or else the process-wide count. Chunks are
+ * its workers for the loop: on T threads it works with up to T-1 of them.
+ * Concurrent callers (runs of a model from several host threads, an OpenMP
+ * team's each calling in) share the T threads: a loop counts the threads
+ * already inside this library's loops, its caller's included, and takes only
+ * what is left of T, at least its caller, so the workers busy at once never
+ * exceed T-1 however many threads call in, and a host running as many
+ * threads as cores gets no worker at all (no oversubscription). A loop that
+ * gets more than its caller takes a free team, started when first needed; a
+ * caller that finds all MAX_TEAMS busy, or a task calling tgk_parallel_for
+ * from inside a team, runs its loop inline instead of waiting, so concurrent
+ * and nested calls never deadlock. T is the calling thread's
+ * (tgk_set_run_threads) or else the process-wide count. Chunks are
  * handed out by an atomic counter, so uneven tasks (causal attention) balance
  * themselves. The caller never waits for a worker that has not joined: a
  * worker joins only while the job is open, the caller closes it once the last
@@ -89,6 +94,7 @@ static team teams[MAX_TEAMS] = {
 };
 
 static atomic_int nthreads;     /* 0: not chosen yet */
+static atomic_int inside_loops; /* threads taken by the loops in flight, callers included */
 static _Thread_local int run_threads;   /* this thread's count, 0: nthreads */
 static _Thread_local bool in_task;
 
@@ -244,22 +250,40 @@ static int ensure_workers(team *t, int want)
     return t->nstarted < want ? t->nstarted : want;
 }
 
+/* A loop's threads: what other loops in flight leave of `want`, at least 1
+ * (its caller). Reserving all of `want` first makes racing callers see each
+ * other: each sees the others' reservations, so the threads granted to loops
+ * with workers never add up past `want`. Given back by the loop's end. */
+static int take_threads(int want)
+{
+    int others = atomic_fetch_add(&inside_loops, want);
+    int got = want - others > 1 ? want - others : 1;
+    if (got < want)
+        atomic_fetch_sub(&inside_loops, want - got);
+    return got;
+}
+
 void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
 {
     if (n <= 0)
         return;
     if (grain < 1)
         grain = 1;
-    int nt = tgk_num_threads();
+    if (in_task) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int nt = take_threads(tgk_num_threads());
     int64_t nchunks = n / grain;
     if (nchunks > (int64_t)nt * CHUNKS_PER_THREAD)
         nchunks = (int64_t)nt * CHUNKS_PER_THREAD;
     team *t = teams;
-    if (nt > 1 && nchunks > 1 && !in_task)
+    if (nt > 1 && nchunks > 1)
         while (t < teams + MAX_TEAMS && pthread_mutex_trylock(&t->use) != 0)
             t++;
-    if (nt <= 1 || nchunks <= 1 || in_task || t == teams + MAX_TEAMS) {
+    if (nt <= 1 || nchunks <= 1 || t == teams + MAX_TEAMS) {
         fn(ctx, 0, n);
+        atomic_fetch_sub(&inside_loops, nt);
         return;
     }
     atomic_store_explicit(&t->busy, true, memory_order_relaxed);
@@ -311,6 +335,7 @@ void tgk_parallel_for(int64_t n, int64_t grain, tgk_task_fn fn, void *ctx)
     }
     atomic_store_explicit(&t->busy, false, memory_order_relaxed);
     pthread_mutex_unlock(&t->use);
+    atomic_fetch_sub(&inside_loops, nt);
 }
 
 /* Stop the workers when the library is unloaded (a compiled model's .so is
