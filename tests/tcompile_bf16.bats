@@ -4,9 +4,9 @@
 # results). Every fixture with linears matches PyTorch's float32 outputs within
 # bf16's error (trun --check, rtol and atol 2e-2; measured worst 4.5e-2 abs on
 # outputs up to 15 in magnitude, 0.3% of it); the portable path gives the same
-# bytes as vdpbf16ps (on a CPU without it: the same path twice), and every
-# path (TGRAPH_CPU_BF16: AMX, vdpbf16ps, portable; one the CPU lacks is the
-# best it has) is within the tolerance.
+# bytes as vdpbf16ps and the AVX-512 FMAs (on a CPU without them: the same
+# path again), and every path (TGRAPH_CPU_BF16: AMX, vdpbf16ps, FMAs,
+# portable; one the CPU lacks is the best it has) is within the tolerance.
 
 load common
 
@@ -50,12 +50,14 @@ fixture_io() {
     done
 }
 
-@test "tcompile --dtype bf16: the portable path gives the bytes vdpbf16ps gives, AMX the same within 2e-2" {
+@test "tcompile --dtype bf16: the portable path gives the bytes vdpbf16ps and the FMAs give, AMX the same within 2e-2" {
     run_ok "$TCOMPILE" --dtype bf16 -o "$TMP/m.so" "$GRAPHS/tinygpt.tg"
     TGRAPH_CPU_BF16=avx512bf16 "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/a.npy"
     TGRAPH_CPU_BF16=base "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/b.npy"
+    TGRAPH_CPU_BF16=avx512fma "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/c.npy"
     cmp "$TMP/a.npy" "$TMP/b.npy"
-    for isa in amx avx512bf16 base; do
+    cmp "$TMP/c.npy" "$TMP/b.npy"
+    for isa in amx avx512bf16 avx512fma base; do
         TGRAPH_CPU_BF16=$isa run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b3.npy" \
             --check "$FIX/tinygpt.out0.b3.npy" --rtol 2e-2 --atol 2e-2
     done

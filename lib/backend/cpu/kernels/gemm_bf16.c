@@ -12,16 +12,20 @@
  * layout, so the register tile's inner step is a vector load of w, a 32-bit
  * broadcast of x's pair and one vdpbf16ps.
  *
- * Three paths read the same packed data, chosen once by cpuid: AMX tiles
+ * Four paths read the same packed data, chosen once by cpuid: AMX tiles
  * (tdpbf16ps, with Linux's permission for the tile state), AVX512_BF16's
- * vdpbf16ps, and a portable one that computes what vdpbf16ps does (each
- * product of two bf16 is exact in float32; the pair's odd product is added
- * first, then the even, each rounded to nearest even), so those two agree bit
- * for bit but for the instruction treating subnormals as zero; AMX sums in
- * another order (the same tolerance). On Sapphire Rapids vdpbf16ps issues at
- * half the rate of float32 FMAs, so it is no faster than the float32 GEMM;
- * AMX is. TGRAPH_CPU_BF16=amx|avx512bf16|base picks one (tests; a machine
- * without the instructions has only the portable one). */
+ * vdpbf16ps, AVX-512 FMAs on the bf16 widened to float32, and a portable one
+ * that computes what vdpbf16ps does (each product of two bf16 is exact in
+ * float32; the pair's odd product is added first, then the even, each
+ * rounded to nearest even), so the last three agree bit for bit but for
+ * vdpbf16ps treating subnormals as zero; AMX sums in another order (the same
+ * tolerance). On Intel's Xeons vdpbf16ps issues at a quarter of the rate of
+ * float32 FMAs, so computes half their products a second (Emerald Rapids
+ * under KVM without AMX: 0.45-0.53), so there, without AMX, the FMA path runs
+ * (x rounded into a float32 copy, each weight pair split in two vectors by a
+ * shift and a mask); elsewhere (AMD's Zen 4) vdpbf16ps. TGRAPH_CPU_BF16=
+ * amx|avx512bf16|avx512fma|base picks one (tests; a machine without the
+ * instructions has only the portable one). */
 #include "backend/cpu/kernels/kernels.h"
 
 #include <stdlib.h>
@@ -47,7 +51,8 @@ typedef void (*bchunk_fn)(const bgemm_job *j, int64_t r0, int64_t r1, int64_t p0
 
 struct bgemm_job {
     int64_t M, N, kp;           /* kp: K pairs */
-    const uint32_t *x;          /* x rounded, a row kp pairs of bf16 */
+    const uint32_t *x;          /* x rounded, a row kp pairs of bf16 (wide: 2 kp float32) */
+    bool wide;
     const uint16_t *wp;
     const float *b, *res;
     float *y;
@@ -75,14 +80,27 @@ void tgk_pack_weight_bf16(const float *w, int64_t ldw, int64_t N, int64_t K, uin
 
 /* Round to nearest even, in integers so that it vectorizes; NaN stays NaN
  * (quieted). The same as tgk_f32_to_bf16 on every number. */
+static inline uint32_t rne(const float *x)
+{
+    uint32_t u;
+    memcpy(&u, x, sizeof u);
+    bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+    return nan ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
 TGK_CLONES static void round_row(const float *x, int64_t K, int64_t kpad, uint16_t *xb)
 {
-    for (int64_t k = 0; k < K; k++) {
-        uint32_t u;
-        memcpy(&u, &x[k], sizeof u);
-        bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-        xb[k] = (uint16_t)(nan ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
+    for (int64_t k = 0; k < K; k++)
+        xb[k] = (uint16_t)rne(&x[k]);
+    for (int64_t k = K; k < kpad; k++)
+        xb[k] = 0;
+}
+
+/* the same, each bf16 as the float32 it is (the FMA path's copy) */
+TGK_CLONES static void round_row_wide(const float *x, int64_t K, int64_t kpad, uint32_t *xb)
+{
+    for (int64_t k = 0; k < K; k++)
+        xb[k] = rne(&x[k]) << 16;
     for (int64_t k = K; k < kpad; k++)
         xb[k] = 0;
 }
@@ -91,7 +109,10 @@ static void round_rows(void *ctx, int64_t begin, int64_t end)
 {
     const bgemm_job *j = ctx;
     for (int64_t r = begin; r < end; r++)
-        round_row(j->xf + r * j->K, j->K, 2 * j->kp, (uint16_t *)(j->x + r * j->kp));
+        if (j->wide)
+            round_row_wide(j->xf + r * j->K, j->K, 2 * j->kp, (uint32_t *)j->x + r * 2 * j->kp);
+        else
+            round_row(j->xf + r * j->K, j->K, 2 * j->kp, (uint16_t *)(j->x + r * j->kp));
 }
 
 INLINE float bf(uint16_t h)
@@ -180,25 +201,71 @@ BF16_TARGET INLINE void tile(const int mr, const int np, const bgemm_job *j, int
             _mm512_mask_storeu_ps(y + i * j->N + v * TGK_PANEL, m[v], acc[i][v]);
 }
 
-/* rows outer, as gemm_packed.c's chunks (why: there) */
-BF16_TARGET static void chunk_avx512bf16(const bgemm_job *j, int64_t r0, int64_t r1,
-                                         int64_t p0, int64_t p1)
+/* The FMA path's tile: each weight pair vector split into its odd k (the
+ * high halves, masked) and even k (shifted up) as float32, x's float32
+ * copy broadcast; the odd product first, as vdpbf16ps adds it. */
+BF16_TARGET INLINE void tile_fma(const int mr, const int np, const bgemm_job *j, int64_t r,
+                                 int64_t p)
 {
-    int64_t pe = p0 + (p1 - p0) / NP * NP;
-    for (int64_t r = r0; r < r1; r += MR) {
-        int64_t mr = r1 - r < MR ? r1 - r : MR;
-        for (int64_t q = p0; q < pe; q += NP)
-            if (mr == MR)
-                tile(MR, NP, j, r, q);
-            else
-                TGK_TILE_ROWS(tile, MR, NP, j, r, q, mr);
-        for (int64_t q = pe; q < p1; q++)
-            if (mr == MR)
-                tile(MR, 1, j, r, q);
-            else
-                TGK_TILE_ROWS(tile, MR, 1, j, r, q, mr);
+    int64_t n0 = p * TGK_PANEL, kp = j->kp;
+    int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;
+    __mmask16 m[NP];
+    __m512 acc[MR][NP];
+    for (int v = 0; v < np; v++) {
+        int64_t nb = ncols - v * TGK_PANEL;
+        m[v] = nb >= TGK_PANEL ? (__mmask16)0xffff : (__mmask16)((1u << nb) - 1);
+        __m512 bv = j->b ? _mm512_maskz_loadu_ps(m[v], j->b + n0 + v * TGK_PANEL)
+                         : _mm512_setzero_ps();
+        for (int i = 0; i < mr; i++)
+            acc[i][v] = bv;
     }
+    const float *a = (const float *)j->x + r * 2 * kp;
+    const uint16_t *w = j->wp + p * kp * PAIR;
+    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+    for (int64_t k = 0; k < kp; k++) {
+        __m512 odd[NP], even[NP];
+        for (int v = 0; v < np; v++) {
+            __m512i wv = _mm512_loadu_si512(w + (v * kp + k) * PAIR);
+            odd[v] = _mm512_castsi512_ps(_mm512_and_si512(wv, high));
+            even[v] = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+        }
+        for (int i = 0; i < mr; i++) {
+            __m512 x1 = _mm512_set1_ps(a[i * 2 * kp + 2 * k + 1]);
+            __m512 x0 = _mm512_set1_ps(a[i * 2 * kp + 2 * k]);
+            for (int v = 0; v < np; v++) {
+                acc[i][v] = _mm512_fmadd_ps(x1, odd[v], acc[i][v]);
+                acc[i][v] = _mm512_fmadd_ps(x0, even[v], acc[i][v]);
+            }
+        }
+    }
+    float *y = j->y + r * j->N + n0;
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < np; v++)
+            _mm512_mask_storeu_ps(y + i * j->N + v * TGK_PANEL, m[v], acc[i][v]);
 }
+
+/* rows outer, as gemm_packed.c's chunks (why: there) */
+#define CHUNK_OF(name, T)                                                                \
+    BF16_TARGET static void name(const bgemm_job *j, int64_t r0, int64_t r1, int64_t p0,  \
+                                 int64_t p1)                                             \
+    {                                                                                    \
+        int64_t pe = p0 + (p1 - p0) / NP * NP;                                           \
+        for (int64_t r = r0; r < r1; r += MR) {                                          \
+            int64_t mr = r1 - r < MR ? r1 - r : MR;                                      \
+            for (int64_t q = p0; q < pe; q += NP)                                        \
+                if (mr == MR)                                                            \
+                    T(MR, NP, j, r, q);                                                  \
+                else                                                                     \
+                    TGK_TILE_ROWS(T, MR, NP, j, r, q, mr);                               \
+            for (int64_t q = pe; q < p1; q++)                                            \
+                if (mr == MR)                                                            \
+                    T(MR, 1, j, r, q);                                                   \
+                else                                                                     \
+                    TGK_TILE_ROWS(T, MR, 1, j, r, q, mr);                                \
+        }                                                                                \
+    }
+CHUNK_OF(chunk_avx512bf16, tile)
+CHUNK_OF(chunk_avx512fma, tile_fma)
 
 /* ---- AMX: 16 x 16 float32 tiles, 16 k pairs a step ----------------------------
  * The packed panel's 16 k-pair rows are a B tile as they are (64 bytes a row),
@@ -297,6 +364,7 @@ typedef struct {
     bchunk_fn fn;
     int64_t mr;
     const char *name;
+    bool wide;                  /* x's copy in float32 */
 } bchunk_kind;
 
 static bool find_kind(const char *isa, bchunk_kind *k)
@@ -304,19 +372,24 @@ static bool find_kind(const char *isa, bchunk_kind *k)
     bool any = !isa;
 #ifdef HAVE_AVX512BF16
     __builtin_cpu_init();
-    bool bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("x86-64-v4");
+    bool v4 = __builtin_cpu_supports("x86-64-v4");
+    bool bf16 = __builtin_cpu_supports("avx512bf16") && v4;
     if ((any || !strcmp(isa, "amx")) && bf16 && amx_usable()) {
-        *k = (bchunk_kind){chunk_amx, AMX_ROWS, "amx"};
+        *k = (bchunk_kind){chunk_amx, AMX_ROWS, "amx", false};
         return true;
     }
-    if ((any || !strcmp(isa, "avx512bf16")) && __builtin_cpu_supports("avx512bf16") &&
-        __builtin_cpu_supports("x86-64-v4")) {
-        *k = (bchunk_kind){chunk_avx512bf16, MR, "avx512bf16"};
+    /* Intel's vdpbf16ps is slower than FMAs (top of the file) */
+    if ((any ? !__builtin_cpu_is("intel") : !strcmp(isa, "avx512bf16")) && bf16) {
+        *k = (bchunk_kind){chunk_avx512bf16, MR, "avx512bf16", false};
+        return true;
+    }
+    if ((any || !strcmp(isa, "avx512fma")) && v4) {
+        *k = (bchunk_kind){chunk_avx512fma, MR, "avx512fma", true};
         return true;
     }
 #endif
     if (any || !strcmp(isa, "base")) {
-        *k = (bchunk_kind){chunk_base, 4, "base"};
+        *k = (bchunk_kind){chunk_base, 4, "base", false};
         return true;
     }
     return false;
@@ -365,13 +438,14 @@ int tgk_linear_packed_bf16(const float *x, const uint16_t *wp, const float *b, c
         return 0;
     /* rows past M zero, to whole tiles of XROWS (AMX reads 16 rows at a time) */
     int64_t kp = TGK_BF16_KPAD(K) / 2, mpad = (M + XROWS - 1) / XROWS * XROWS;
-    uint32_t *xb = malloc((size_t)(mpad * kp) * sizeof *xb);
+    int64_t row = kind.wide ? 2 * kp : kp;     /* x's copy: uint32 a row */
+    uint32_t *xb = malloc((size_t)(mpad * row) * sizeof *xb);
     if (!xb)
         return -1;
-    memset(xb + M * kp, 0, (size_t)((mpad - M) * kp) * sizeof *xb);
+    memset(xb + M * row, 0, (size_t)((mpad - M) * row) * sizeof *xb);
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    bgemm_job j = {M, N, kp, xb, wp, b, res, y, act,
+    bgemm_job j = {M, N, kp, xb, kind.wide, wp, b, res, y, act,
                    (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn, x, K};
     tgk_parallel_for(M, (TGK_TASK_MIN_MACS / 8) / (K + 1) + 1, round_rows, &j);
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
