@@ -1,4 +1,5 @@
-/* tgk_gemm_f32, tgk_linear_f32 and tgk_linear_packed_f32 against a float64 reference, on fresh random
+/* tgk_gemm_f32, tgk_linear_f32, tgk_linear_packed_f32 and tgk_matmul_f32's
+ * batched and broadcast products against a float64 reference, on fresh random
  * inputs: odd sizes, all transposes, leading dimensions wider than the rows,
  * alpha/beta, and products large enough to be split across the pool (also
  * from several threads at once). Tolerance: max error over the largest
@@ -343,6 +344,35 @@ static void test_pack_strided_rows(void)
     }
 }
 
+/* NumPy matmul of [2, B, M, K] and [B, K, N] (b broadcast over the first
+ * dim), B batches of products small enough to run a batch a task (Swin's
+ * windows) or big enough to be split themselves. */
+static void test_matmul_batched(void)
+{
+    static const int64_t sz[][4] = {{3, 7, 9, 5}, {17, 49, 49, 32}, {2, 96, 130, 70}};
+    for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
+        int64_t B = sz[s][0], M = sz[s][1], N = sz[s][2], K = sz[s][3];
+        int64_t ad[4] = {2, B, M, K}, bd[3] = {B, K, N};
+        float *a = kc_rand(2 * B * M * K, -1, 1), *b = kc_rand(B * K * N, -1, 1);
+        float *y = kc_out(2 * B * M * N);
+        double *ref = kc_ref(2 * B * M * N);
+        for (int64_t i = 0; i < 2 * B; i++)
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    double acc = 0;
+                    for (int64_t k = 0; k < K; k++)
+                        acc += (double)a[(i * M + m) * K + k] * b[(i % B * K + k) * N + n];
+                    ref[(i * M + m) * N + n] = acc;
+                }
+        tgk_matmul_f32(4, ad, a, 3, bd, b, y);
+        KC_EXPECT(kc_norm_err(y, ref, 2 * B * M * N), TOL,
+                  "matmul [2,%lld,%lld,%lld] @ [%lld,%lld,%lld]", (long long)B, (long long)M,
+                  (long long)K, (long long)B, (long long)K, (long long)N);
+        CHECK(kc_guard_ok(y, 2 * B * M * N));
+        free(a), free(b), free(y), free(ref);
+    }
+}
+
 int main(void)
 {
     unit_seed("test_gemm");
@@ -355,6 +385,7 @@ int main(void)
         test_gemm_packed_strided();
         test_gemm_packed_causal();
         test_linear_ex();
+        test_matmul_batched();
     }
     /* every register tile this CPU runs, not only its widest (2 threads) */
     static const char *const isa[] = {"base", "avx2", "avx512"};
