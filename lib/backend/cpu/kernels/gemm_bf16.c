@@ -167,9 +167,13 @@ TGK_CLONES static void chunk_base(const bgemm_job *j, int64_t r0, int64_t r1, in
 #define MR 8
 #define NP 2
 
-/* mr rows x np panels at row r, panel p: 16 zmm accumulators at most */
-BF16_TARGET INLINE void tile(const int mr, const int np, const bgemm_job *j, int64_t r,
-                             int64_t p)
+/* mr rows x np panels at row r, panel p: 16 zmm accumulators at most. fma
+ * (a constant at each call): the FMA path's step, each weight pair vector
+ * split into its odd k (the high halves, masked) and even k (shifted up) as
+ * float32 and x's float32 copy broadcast, the odd product first, as
+ * vdpbf16ps adds it; else vdpbf16ps on x's pairs. */
+BF16_TARGET INLINE void tile_of(const int mr, const int np, const bgemm_job *j, int64_t r,
+                                int64_t p, const bool fma)
 {
     int64_t n0 = p * TGK_PANEL, kp = j->kp;
     int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;
@@ -183,58 +187,32 @@ BF16_TARGET INLINE void tile(const int mr, const int np, const bgemm_job *j, int
         for (int i = 0; i < mr; i++)
             acc[i][v] = bv;
     }
-    const uint32_t *a = j->x + r * kp;
-    const uint16_t *w = j->wp + p * kp * PAIR;
-    for (int64_t k = 0; k < kp; k++) {
-        __m512bh wv[NP];
-        for (int v = 0; v < np; v++)
-            wv[v] = (__m512bh)_mm512_loadu_si512(w + (v * kp + k) * PAIR);
-        for (int i = 0; i < mr; i++) {
-            __m512bh xv = (__m512bh)_mm512_set1_epi32((int)a[i * kp + k]);
-            for (int v = 0; v < np; v++)
-                acc[i][v] = _mm512_dpbf16_ps(acc[i][v], xv, wv[v]);
-        }
-    }
-    float *y = j->y + r * j->N + n0;
-    for (int i = 0; i < mr; i++)
-        for (int v = 0; v < np; v++)
-            _mm512_mask_storeu_ps(y + i * j->N + v * TGK_PANEL, m[v], acc[i][v]);
-}
-
-/* The FMA path's tile: each weight pair vector split into its odd k (the
- * high halves, masked) and even k (shifted up) as float32, x's float32
- * copy broadcast; the odd product first, as vdpbf16ps adds it. */
-BF16_TARGET INLINE void tile_fma(const int mr, const int np, const bgemm_job *j, int64_t r,
-                                 int64_t p)
-{
-    int64_t n0 = p * TGK_PANEL, kp = j->kp;
-    int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;
-    __mmask16 m[NP];
-    __m512 acc[MR][NP];
-    for (int v = 0; v < np; v++) {
-        int64_t nb = ncols - v * TGK_PANEL;
-        m[v] = nb >= TGK_PANEL ? (__mmask16)0xffff : (__mmask16)((1u << nb) - 1);
-        __m512 bv = j->b ? _mm512_maskz_loadu_ps(m[v], j->b + n0 + v * TGK_PANEL)
-                         : _mm512_setzero_ps();
-        for (int i = 0; i < mr; i++)
-            acc[i][v] = bv;
-    }
-    const float *a = (const float *)j->x + r * 2 * kp;
+    const uint32_t *a = j->x + r * kp * (fma ? 2 : 1);
+    const float *af = (const float *)a;
     const uint16_t *w = j->wp + p * kp * PAIR;
     const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
     for (int64_t k = 0; k < kp; k++) {
+        __m512i wv[NP];
         __m512 odd[NP], even[NP];
         for (int v = 0; v < np; v++) {
-            __m512i wv = _mm512_loadu_si512(w + (v * kp + k) * PAIR);
-            odd[v] = _mm512_castsi512_ps(_mm512_and_si512(wv, high));
-            even[v] = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+            wv[v] = _mm512_loadu_si512(w + (v * kp + k) * PAIR);
+            if (fma) {
+                odd[v] = _mm512_castsi512_ps(_mm512_and_si512(wv[v], high));
+                even[v] = _mm512_castsi512_ps(_mm512_slli_epi32(wv[v], 16));
+            }
         }
         for (int i = 0; i < mr; i++) {
-            __m512 x1 = _mm512_set1_ps(a[i * 2 * kp + 2 * k + 1]);
-            __m512 x0 = _mm512_set1_ps(a[i * 2 * kp + 2 * k]);
-            for (int v = 0; v < np; v++) {
-                acc[i][v] = _mm512_fmadd_ps(x1, odd[v], acc[i][v]);
-                acc[i][v] = _mm512_fmadd_ps(x0, even[v], acc[i][v]);
+            if (fma) {
+                __m512 x1 = _mm512_set1_ps(af[i * 2 * kp + 2 * k + 1]);
+                __m512 x0 = _mm512_set1_ps(af[i * 2 * kp + 2 * k]);
+                for (int v = 0; v < np; v++) {
+                    acc[i][v] = _mm512_fmadd_ps(x1, odd[v], acc[i][v]);
+                    acc[i][v] = _mm512_fmadd_ps(x0, even[v], acc[i][v]);
+                }
+            } else {
+                __m512bh xv = (__m512bh)_mm512_set1_epi32((int)a[i * kp + k]);
+                for (int v = 0; v < np; v++)
+                    acc[i][v] = _mm512_dpbf16_ps(acc[i][v], xv, (__m512bh)wv[v]);
             }
         }
     }
@@ -243,6 +221,9 @@ BF16_TARGET INLINE void tile_fma(const int mr, const int np, const bgemm_job *j,
         for (int v = 0; v < np; v++)
             _mm512_mask_storeu_ps(y + i * j->N + v * TGK_PANEL, m[v], acc[i][v]);
 }
+
+#define tile(mr, np, j, r, p) tile_of(mr, np, j, r, p, false)
+#define tile_fma(mr, np, j, r, p) tile_of(mr, np, j, r, p, true)
 
 /* rows outer, as gemm_packed.c's chunks (why: there) */
 #define CHUNK_OF(name, T)                                                                \
