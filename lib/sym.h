@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TG_MAX_SYMS 8       /* symbols per graph */
+#define TG_MAX_SYMS 16      /* symbols per graph, data symbols included */
 #define TG_DIM_TERMS 4      /* terms per dimension expression */
 
 typedef struct {

@@ -6,6 +6,7 @@
  * several attentions, lengths the data set (and their ABI), a loop's scan of a
  * length only the run sets (its ABI). */
 #include "cgcheck.h"
+#include "format.h"
 
 static void pool_case(tg_op op, const int64_t *k, const int64_t *s, const int64_t *p,
                       const int64_t *d, int ceil_mode, int include_pad, int h, int w)
@@ -550,6 +551,29 @@ static void test_data_declared(void)
     }
 }
 
+/* A graph of TG_MAX_SYMS symbols: the batch and a data symbol for each of
+ * 15 nonzero nodes (each one's length its own), written and read back, run
+ * interpreted and compiled. */
+static void test_data_symbols_max(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, "x", DIMS(4));
+    for (int k = 1; k < TG_MAX_SYMS; k++)
+        tg_graph_add_output(g, NODE(g, NONZERO, 0, NULL, k % 2 ? x : NODE(g, RELU, 0, NULL, x)));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f && tg_graph_write(g, f) == 0);
+    if (f)
+        fclose(f);
+    tg_graph *r = buf ? tg_graph_read_mem((const uint8_t *)buf, len) : NULL;
+    CHECK(g->nsym == TG_MAX_SYMS && r && r->nsym == TG_MAX_SYMS && r->sym[TG_MAX_SYMS - 1].data);
+    free(buf);
+    check_case("16 symbols: the batch and 15 nonzero lengths", r ? r : g, true);
+    if (r)
+        tg_graph_free(g);
+}
+
 int main(void)
 {
     if (!cg_start())
@@ -566,5 +590,6 @@ int main(void)
     test_data_negative();
     test_data_declared();
     test_control_abi();
+    test_data_symbols_max();
     return unit_report();
 }

@@ -519,10 +519,15 @@ static const mutation mutations[] = {
     {true, "{\"version\":1,", "{\"version\":1,\"extra\":[],", "graph: unknown member 'extra'"},
     {true, "\"min\":1,\"max\":64", "\"min\":65,\"max\":64", "bad range"},
     {true, "\"min\":1,", "\"min\":9007199254740992,", "cannot be exact"},
-    {true, "\"symbols\":[", "\"symbols\":[{\"name\":\"a\",\"min\":1,\"max\":2},{\"name\":\"b\",\"min\":1,"
-     "\"max\":2},{\"name\":\"c\",\"min\":1,\"max\":2},{\"name\":\"d\",\"min\":1,\"max\":2},{\"name\":"
-     "\"e\",\"min\":1,\"max\":2},{\"name\":\"f\",\"min\":1,\"max\":2},{\"name\":\"g\",\"min\":1,\"max\""
-     ":2},{\"name\":\"h\",\"min\":1,\"max\":2},", "too many symbols"},
+    {true, "\"symbols\":[", /* 16 more than its one */
+     "\"symbols\":[{\"name\":\"a\",\"min\":1,\"max\":2},{\"name\":\"b\",\"min\":1,\"max\":2},"
+     "{\"name\":\"c\",\"min\":1,\"max\":2},{\"name\":\"d\",\"min\":1,\"max\":2},"
+     "{\"name\":\"e\",\"min\":1,\"max\":2},{\"name\":\"f\",\"min\":1,\"max\":2},"
+     "{\"name\":\"g\",\"min\":1,\"max\":2},{\"name\":\"h\",\"min\":1,\"max\":2},"
+     "{\"name\":\"i\",\"min\":1,\"max\":2},{\"name\":\"j\",\"min\":1,\"max\":2},"
+     "{\"name\":\"k\",\"min\":1,\"max\":2},{\"name\":\"l\",\"min\":1,\"max\":2},"
+     "{\"name\":\"m\",\"min\":1,\"max\":2},{\"name\":\"o\",\"min\":1,\"max\":2},"
+     "{\"name\":\"p\",\"min\":1,\"max\":2},{\"name\":\"q\",\"min\":1,\"max\":2},", "too many symbols"},
     {true, "{\"name\":\"n\"", "{\"name\":\"2n\"", "not an identifier"},
     {true, "\"shape\":[\"n\"]", "\"shape\":[\"2*m\"]", "unknown symbol 'm'"},
     {true, "\"shape\":[\"n\"]", "\"shape\":[\"n+\"]", "unexpected end"},
