@@ -108,18 +108,21 @@ static void test_loops(void)
     check_case("log, sin, pow, fmod, remainder by their kernels", g, false);
 
     /* T5's RMS norm, x.pow(2).mean(-1): pow by a constant 2 is x * x in the
-     * loop; by constants not all 2 (one 3 among them) still its kernel */
+     * loop, GPT-2's GELU's x.pow(3) x * x * x; by constants not all equal
+     * (one 3 among 2s) still its kernel */
     g = tg_graph_new();
     x = input(g, "x", DIMS(5, 64));
-    int two = W(g, "two", 1), e23 = W(g, "e23", 64);
+    int two = W(g, "two", 1), three = W(g, "three", 1), e23 = W(g, "e23", 64);
     ((float *)g->values[two].data)[0] = 2;
+    ((float *)g->values[three].data)[0] = 3;
     for (int i = 0; i < 64; i++)
         ((float *)g->values[e23].data)[i] = i == 7 ? 3 : 2;
     tg_attr mk[2] = {tg_attr_ints("axes", 1, (int64_t[]){-1}), tg_attr_int("keepdim", 1)};
     int sq2 = NODE(g, POW, 0, NULL, x, two);
     tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_REDUCE_MEAN, NULL, 1, &sq2, 2, mk));
     tg_graph_add_output(g, NODE(g, POW, 0, NULL, NODE(g, NEG, 0, NULL, x), e23));
-    check_case("pow by a constant 2 (x * x), and by 2s and a 3", g, false);
+    tg_graph_add_output(g, NODE(g, ADD, 0, NULL, x, NODE(g, POW, 0, NULL, x, three)));
+    check_case("pow by a constant 2 (x * x) or 3 (x * x * x), and by 2s and a 3", g, false);
 }
 
 static void test_layers(void)
