@@ -121,7 +121,7 @@ def main():
     rows, by_kind = [], defaultdict(lambda: [0.0, 0.0])
     for name, ms in med.items():
         kind, flops = arithmetic(by_name[name], nodes, ins) if name in by_name else ("?", 0)
-        if not any(k in ops[name].split("+") for k in ("conv", "linear")):
+        if not any(k.startswith(("conv", "linear")) for k in ops[name].split("+")):
             kind, flops = ops[name], 0
         shape = nodes[by_name[name]]["shape"] if name in by_name else None
         rows.append((ms, name, ops[name], kind, shape, flops))
