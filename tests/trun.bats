@@ -57,6 +57,13 @@ check_fixture() {
     [[ "$output" == *"or a shared object compiled by tcompile; - reads either from"* ]]
 }
 
+@test "trun --help names the environment variables it reads" {
+    run_ok "$TRUN" --help
+    for v in TGRAPH_LOOP_MAX TLOG TG_BACKEND_PATH TG_CUDA_MATH TG_CUSPARSELT; do
+        [[ "$output" == *"$v"* ]] || { echo "no $v"; false; }
+    done
+}
+
 @test "trun --version prints the package version" {
     run_ok "$TRUN" --version
     [ "$output" = "trun (tgraph) 0.1.0" ]

@@ -89,6 +89,9 @@ static void help(void)
            "  -h, --help           show this help and exit\n"
            "  -V, --version        show the version and exit\n"
            "\n"
+           "Environment: TGRAPH_LOOP_MAX (the most iterations of a loop node, default\n"
+           "10000000), TLOG (run, perf, format: see tgraph(7)), TG_BACKEND_PATH, TG_CUDA_MATH\n"
+           "(tf32, bf16, fp16 for --device cuda), TG_CUSPARSELT.\n"
            "Exit status: 0 ok, 1 failure (bad model or input, check over tolerance),\n"
            "2 bad usage. See trun(1).\n");
 }
