@@ -1,10 +1,12 @@
 /* Int8 activations between quantized convolutions: a static qconv whose
  * result (directly, or through a relu or clamp that alone reads it) is read
  * only by static qconvs quantizing it with the same parameters gives them
- * u8 instead of float: its kernel quantizes in its epilogue (the clamp
- * fused as bounds on the u8 values), and theirs skip quantizing their
- * input. The numbers are the same: quantizing is monotone, so clamping the
- * u8 values equals quantizing the clamped floats. */
+ * u8 instead of float: its kernel requantizes its exact integer sums in
+ * its epilogue (the clamp fused as bounds on the u8 values), and theirs
+ * skip quantizing their input. The numbers are within one quantization
+ * step of quantizing the float output (the requantization rounds once, from
+ * the sums; qgemm.h), and quantizing is monotone, so clamping the u8
+ * values is quantizing the clamped floats. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

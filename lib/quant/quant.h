@@ -112,7 +112,7 @@ int64_t tg_calib_mean(const tg_calib *c, int v, double *mean, int64_t max);
  * calibration inputs (bias correction, Nagel et al. 2019). Then (static, u8
  * activations, no qdq, unless no_chain) each qconv whose result, directly or
  * through a relu or clamp, only qconvs read passes it to them as u8, the
- * activation fused (the same numbers, no float pass between). Value names
+ * activation fused (within one quantization step, no float pass between). Value names
  * that users see stay. Returns the number of layers quantized, or -1. */
 int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib);
 /* Fold quantize/dequantize pairs into quantized layers wherever both sides

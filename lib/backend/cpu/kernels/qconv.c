@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "qconv_paths.h"
 #include "qgemm.h"
+#include "qquant.h"
 #include "vecmath.h"    /* -O3 in the interpreter's copy too; no FMA: exact */
 
 #define SLAB_BYTES (1 << 20)
@@ -201,7 +202,7 @@ static void to_channels_last(const uint8_t *src, int64_t c, int64_t sp, uint8_t 
 /* The row path over xq, the whole input quantized. */
 static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint8_t *xq,
                      int32_t x_zero, const void *packed, const float *sc, const float *bias,
-                     float *y)
+                     const tgk_qact *a)
 {
     const tgk_conv_geom g = *gp;
     int64_t cg = d->c / d->groups, kg = d->k / d->groups, kk = cg * g.kprod;
@@ -210,7 +211,7 @@ static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint
         slab = g.out_sp;
     int64_t per_img = d->c * g.in_sp;
     uint8_t *xt = malloc((size_t)per_img + 8), *rows = malloc((size_t)(slab * kk) + 8);
-    float *out = malloc(sizeof *out * (size_t)(slab * kg));
+    void *out = malloc(sizeof(float) * (size_t)(slab * kg));   /* floats, or a->yq's sums */
     int64_t *delta = malloc(sizeof *delta * (size_t)g.kprod);
     if (!xt || !rows || !out || !delta) {
         free(xt), free(rows), free(out), free(delta);
@@ -240,38 +241,46 @@ static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint
                 /* positions are the GEMM's rows: out [positions, kg], then
                  * transposed to y [kg, positions] in tiles of 64 positions,
                  * so the strided reads stay in L1 */
-                tgk_qgemm_u8s8_f32(np, kg, kk, rows, kk, x_zero, (const char *)packed + gi * gsize,
-                                   sc + gi * kg, bias ? bias + gi * kg : NULL, out, kg);
-                float *yg = y + (img * d->k + gi * kg) * g.out_sp + p0;
+                const char *pk = (const char *)packed + gi * gsize;
+                int64_t at = (img * d->k + gi * kg) * g.out_sp + p0;
+                if (a->yq) {    /* the sums, requantized as they are transposed */
+                    int32_t *acc = out;
+                    const float *m = sc + gi * kg, *cb = bias + gi * kg;
+                    tgk_qgemm_u8s8(np, kg, kk, rows, kk, x_zero, pk, acc, kg);
+                    for (int64_t r0 = 0; r0 < np; r0 += 64)
+                        for (int64_t q = 0; q < kg; q++)
+                            for (int64_t r = r0; r < r0 + 64 && r < np; r++)
+                                a->yq[at + q * g.out_sp + r] =
+                                    tgk_requant1(acc[r * kg + q], m[q], cb[q], (float)a->y_lo,
+                                                 (float)a->y_hi);
+                    continue;
+                }
+                float *yf = out;
+                tgk_qgemm_u8s8_f32(np, kg, kk, rows, kk, x_zero, pk, sc + gi * kg,
+                                   bias ? bias + gi * kg : NULL, yf, kg);
                 for (int64_t r0 = 0; r0 < np; r0 += 64)
                     for (int64_t q = 0; q < kg; q++)
                         for (int64_t r = r0; r < r0 + 64 && r < np; r++)
-                            yg[q * g.out_sp + r] = out[r * kg + q];
+                            a->y[at + q * g.out_sp + r] = yf[r * kg + q];
             }
     }
     free(xt), free(rows), free(out), free(delta);
     return 0;
 }
 
-/* The row path from a's input (quantized whole first when float), its
- * float output quantized after when a wants u8. */
+/* The row path from a's input (quantized whole first when float). */
 static int rows_conv_act(const tgk_conv_desc *d, const tgk_conv_geom *g, const tgk_qact *a,
                          const void *packed, const float *sc, const float *bias)
 {
-    int64_t nx = d->n * d->c * g->in_sp, ny = d->n * d->k * g->out_sp;
+    int64_t nx = d->n * d->c * g->in_sp;
     uint8_t *xq = a->xq ? NULL : malloc((size_t)(nx > 0 ? nx : 1));
-    float *y = a->yq ? malloc(sizeof *y * (size_t)(ny > 0 ? ny : 1)) : a->y;
     int rc = -1;
-    if ((xq || a->xq) && y) {
+    if (xq || a->xq) {
         if (xq)
             tgk_quantize_u8(nx, a->x, a->x_scale, a->x_zero, xq);
-        rc = rows_conv(d, g, xq ? xq : a->xq, a->x_zero, packed, sc, bias, y);
-        if (rc == 0 && a->yq)
-            tgk_quantize_u8_rows(1, ny, y, 0, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq, 0);
+        rc = rows_conv(d, g, xq ? xq : a->xq, a->x_zero, packed, sc, bias, a);
     }
     free(xq);
-    if (a->yq)
-        free(y);
     return rc;
 }
 
@@ -286,7 +295,7 @@ int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
         (act->yq && !(0 <= act->y_lo && act->y_lo <= act->y_hi && act->y_hi <= 255)))
         return -1;
     tgk_qact a = *act;
-    float *sc = malloc(sizeof *sc * (size_t)d->k);
+    float *sc = malloc(sizeof *sc * (size_t)(2 * d->k + 1));
     if (!sc)
         return -1;
     if (a.dynamic) {
@@ -296,6 +305,12 @@ int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
     }
     for (int64_t k = 0; k < d->k; k++)
         sc[k] = a.x_scale * w_scale[k];
+    if (a.yq) {         /* the paths' scale and bias become m and c (qquant.h) */
+        for (int64_t k = 0; k < d->k; k++)
+            tgk_requant_params(sc[k], bias ? bias[k] : 0.0f, a.y_scale, a.y_zero, &sc[k],
+                               &sc[d->k + k]);
+        bias = sc + d->k;
+    }
     const char *w = (const char *)packed + HEADER;
     int rc = layout == LAYOUT_DEPTHWISE ? tgk_qconv_dw(d, &a, w, sc, bias)
              : layout == LAYOUT_PANELS  ? tgk_qconv_panel(d, &a, w, sc, bias)

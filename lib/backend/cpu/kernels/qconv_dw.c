@@ -4,8 +4,8 @@
  * border of the zero point and every output row sums its taps' rows in
  * 32-bit integers (vectorized: a widening multiply-add per tap, the same
  * exact sums on every ISA), then goes through the float epilogue of the
- * other paths: (float)(acc - zero * sum w) * scale + bias, written as float
- * or quantized to u8 (qconv_paths.h). */
+ * other paths: (float)(acc - zero * sum w) * scale + bias, written as float,
+ * or requantized to u8 (qconv_paths.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,15 +78,17 @@ TGK_CLONES static void tap_row(int32_t *restrict acc, const uint8_t *restrict sr
 
 /* Not cloned: with FMA the compiler would fuse the multiply and the add,
  * which the other paths round separately. Output element at of a's y, or
- * quantized into its yq. */
+ * requantized into its yq (s and b: m and c, qquant.h). */
 static void epilogue_row(const tgk_qact *a, int64_t at, const int32_t *acc, int64_t n,
                          int32_t corr, float s, float b)
 {
-    float t[ROW], *y = a->yq ? t : a->y + at;
+    if (a->yq) {
+        for (int64_t o = 0; o < n; o++)
+            a->yq[at + o] = tgk_requant1(acc[o] - corr, s, b, (float)a->y_lo, (float)a->y_hi);
+        return;
+    }
     for (int64_t o = 0; o < n; o++)
-        y[o] = (float)(acc[o] - corr) * s + b;
-    if (a->yq)
-        tgk_quantize_u8_rows(1, n, t, 0, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq + at, 0);
+        a->y[at + o] = (float)(acc[o] - corr) * s + b;
 }
 
 /* Output channel k of the plane pl (padded), row by row, into the output
@@ -123,7 +125,7 @@ static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, int64_t 
  * dilation]) and one vpdpbusd against the 4 weights (0 past the kernel's
  * width) adds them. Needs 15 * stride + 3 * dilation < 64; reads up to 63
  * bytes past a row (the planes' slack). */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma")))
 static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int64_t y)
 {
     const tgk_conv_geom *g = j->g;
@@ -146,8 +148,6 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int
     __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->sum[k]);
     __m512 s = _mm512_set1_ps(j->scale[k]), bias = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
     const tgk_qact *a = j->a;
-    __m512d yr_s = _mm512_set1_pd(1.0 / (double)a->y_scale);
-    __m512 yz = _mm512_set1_ps((float)a->y_zero);
     __m512 ylo = _mm512_set1_ps((float)a->y_lo), yhi = _mm512_set1_ps((float)a->y_hi);
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
         for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
@@ -165,15 +165,17 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int
                         acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(perm, win),
                                                   _mm512_set1_epi32(wq[r * nq + q]));
                     }
-                __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, corr));
-                f = _mm512_mul_round_ps(f, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                f = _mm512_add_round_ps(f, bias, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 int64_t n = ow - c0;
                 __mmask16 m = n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-                if (a->yq)
-                    _mm_mask_storeu_epi8(a->yq + yr + c0, m, tgk_quant16(f, yr_s, yz, ylo, yhi));
-                else
-                    _mm512_mask_storeu_ps(a->y + yr + c0, m, f);
+                acc = _mm512_sub_epi32(acc, corr);
+                if (a->yq) {
+                    _mm_mask_storeu_epi8(a->yq + yr + c0, m, tgk_requant16(acc, s, bias, ylo, yhi));
+                    continue;
+                }
+                __m512 f = _mm512_mul_round_ps(_mm512_cvtepi32_ps(acc), s,
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                f = _mm512_add_round_ps(f, bias, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                _mm512_mask_storeu_ps(a->y + yr + c0, m, f);
             }
         }
 }

@@ -302,18 +302,20 @@ static void chunk_of(const gemm_job *j, int64_t ch, chunk_at *c)
 }
 
 /* The epilogue of one channel's 16 sums: (float)(acc - zero * rowsum) * s + b,
- * as the row path computes it (tgk_qgemm_u8s8_f32), the lanes in mask
- * stored one after another from element at of the output. */
+ * as the row path computes it (tgk_qgemm_u8s8_f32), or requantized (s and
+ * b: m and c, qquant.h), the lanes in mask stored one after another from
+ * element at of the output. */
 static inline void store_scalar(const tgk_qact *a, int64_t at, const int32_t *acc, unsigned mask,
                                 int32_t corr, float s, float b)
 {
-    float t[PX], *y = a->yq ? t : a->y + at;
     int n = 0;
     for (int i = 0; i < PX; i++)
-        if (mask >> i & 1)
-            y[n++] = (float)(acc[i] - corr) * s + b;
-    if (a->yq)
-        tgk_quantize_u8_rows(1, n, t, 0, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq + at, 0);
+        if (mask >> i & 1) {
+            if (a->yq)
+                a->yq[at + n++] = tgk_requant1(acc[i] - corr, s, b, (float)a->y_lo, (float)a->y_hi);
+            else
+                a->y[at + n++] = (float)(acc[i] - corr) * s + b;
+        }
 }
 
 /* The reference: blocks of MR channels x the chunk's panels, plain loops. */
@@ -343,8 +345,8 @@ static void tile_scalar(const gemm_job *j, int64_t blk, const chunk_at *c)
  * broadcasts feed MR * NP vpdpbusd. The epilogue's multiply and add are the
  * rounding intrinsics, which the compiler never fuses into an FMA; a panel
  * whose stored pixels are not its first ones is compressed as it is stored
- * (when u8, compressed as floats, then quantized). */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), always_inline))
+ * (when u8, its sums compressed, then requantized). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma"), always_inline))
 static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const chunk_at *c)
 {
     const pgeom *p = j->p;
@@ -374,8 +376,6 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
     }
     int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR, sp = j->g->out_sp;
     const tgk_qact *ya = j->a;
-    __m512d yr = _mm512_set1_pd(1.0 / (double)ya->y_scale);
-    __m512 yz = _mm512_set1_ps((float)ya->y_zero);
     __m512 ylo = _mm512_set1_ps((float)ya->y_lo), yhi = _mm512_set1_ps((float)ya->y_hi);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
@@ -387,18 +387,21 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
         int64_t y = j->y0 + k * sp;
 #pragma GCC unroll 4
         for (int v = 0; v < NP; v++) {
-            __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], corr));
-            f = _mm512_mul_round_ps(f, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            f = _mm512_add_round_ps(f, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             unsigned m = c->mask[v];
             if (!m)                     /* all in the padding columns */
                 continue;
+            __m512i iv = _mm512_sub_epi32(acc[r][v], corr);
             if (ya->yq) {
                 __mmask16 first = (__mmask16)((1u << __builtin_popcount(m)) - 1);
                 if (m & (m + 1))
-                    f = _mm512_maskz_compress_ps((__mmask16)m, f);
-                _mm_mask_storeu_epi8(ya->yq + y + c->out[v], first, tgk_quant16(f, yr, yz, ylo, yhi));
-            } else if ((m & (m + 1)) == 0) {    /* the first pixels: a plain masked store */
+                    iv = _mm512_maskz_compress_epi32((__mmask16)m, iv);
+                _mm_mask_storeu_epi8(ya->yq + y + c->out[v], first, tgk_requant16(iv, s, b, ylo, yhi));
+                continue;
+            }
+            __m512 f = _mm512_mul_round_ps(_mm512_cvtepi32_ps(iv), s,
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm512_add_round_ps(f, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            if ((m & (m + 1)) == 0) {    /* the first pixels: a plain masked store */
                 _mm512_mask_storeu_ps(ya->y + y + c->out[v], (__mmask16)m, f);
             } else {
                 _mm512_mask_compressstoreu_ps(ya->y + y + c->out[v], (__mmask16)m, f);
@@ -407,7 +410,7 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
 static void tile_vnni_any(const gemm_job *j, int64_t blk, const chunk_at *c)
 {
     switch (c->np) {

@@ -8,8 +8,10 @@
  * packing, and the run: the input (a's x quantized as tgk_quantize_u8
  * does, or a's xq copied) into the path's padded layout, exact integer
  * sums, then (float)(acc - x_zero * sum w) * scale[k] + bias[k] (scale[k] =
- * x_scale * w_scale[k]; bias may be NULL) into a's y, or quantized into
- * its yq as tgk_qconv says. 0, or -1 when scratch cannot be allocated. */
+ * x_scale * w_scale[k]; bias may be NULL) into a's y; or, when a has yq,
+ * tgk_requant1(acc - x_zero * sum w, scale[k], bias[k], y_lo, y_hi)
+ * (qquant.h; scale and bias are then its m and c, bias never NULL) into yq.
+ * 0, or -1 when scratch cannot be allocated. */
 #ifndef TGK_QCONV_PATHS_H
 #define TGK_QCONV_PATHS_H
 

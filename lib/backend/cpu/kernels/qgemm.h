@@ -111,9 +111,12 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
 /* The same with int8 activations on either side, so that consecutive
  * quantized layers pass u8 between them: the input is x (float, quantized
  * as above) or xq (u8 already, with x_scale and x_zero; not dynamic); the
- * output y (float), or yq: clamp(q, y_lo, y_hi) for q the float output
- * quantized as tgk_quantize_u8 does with y_scale and y_zero (the clamp is a
- * fused relu or relu6: 0 <= y_lo <= y_hi <= 255). */
+ * output y (float), or yq: the exact sum acc requantized in one rounding,
+ * clamp(round_half_even(fma(acc, m[k], c[k])), y_lo, y_hi) with m[k] =
+ * x_scale * w_scale[k] / y_scale and c[k] = bias[k] / y_scale + y_zero,
+ * each rounded to float once from double: within one step of quantizing
+ * the exact float output with y_scale and y_zero (the clamp is a fused
+ * relu or relu6: 0 <= y_lo <= y_hi <= 255). */
 typedef struct {
     const float *x;
     const uint8_t *xq;
