@@ -60,6 +60,7 @@ typedef struct {
     const int8_t *w;
     const float *scale, *bias;
     int64_t c, kg, pd[3], zero;
+    const struct vbmi_prep *vbmi;   /* the VBMI rows' setup, or NULL: the portable rows */
 } dw_job;
 
 /* acc[o] += src[o * s] * w for o < n: widened, vectorized per ISA. */
@@ -118,51 +119,49 @@ static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, int64_t 
 
 #if defined(__x86_64__)
 #define QUADS 4     /* kernel widths up to 16 */
+#define KROWS 64    /* kernel rows (the taps' rows over the leading dims) */
+
+/* What the VNNI/VBMI rows need, made once a call: the window permutation,
+ * each kernel row's offset in a padded plane, each channel's weights as
+ * 4-byte runs per kernel row and quad (0 past the kernel's width). */
+typedef struct vbmi_prep {
+    __m512i perm;
+    int64_t rows, nq, off[KROWS];
+    const int32_t *wq;          /* [k][rows * nq] */
+} vbmi_prep;
 
 /* The same with VNNI and VBMI, 16 output columns a vector: for each kernel
  * row, each run of 4 taps along it gives every column its 4 input bytes in
  * one vpermb of a 64-byte window (byte 4i + t = window[i * stride + t *
  * dilation]) and one vpdpbusd against the 4 weights (0 past the kernel's
  * width) adds them. Needs 15 * stride + 3 * dilation < 64; reads up to 63
- * bytes past a row (the planes' slack). */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma")))
-static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int64_t y)
+ * bytes past a row (the planes' slack). R and NQ: the kernel's rows and
+ * quads, constants (3 and 1: 3x3) for the loops to unroll, or 0: v's. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma"), always_inline))
+static inline void rows_vbmi(const int R, const int NQ, const dw_job *j, const vbmi_prep *v,
+                             const uint8_t *pl, int64_t k, int64_t y)
 {
     const tgk_conv_geom *g = j->g;
-    const int8_t *w = j->w + k * g->kprod;
-    int64_t ow = g->out[2], s2 = g->str[2], d2 = g->dil[2], nq = (g->ker[2] + 3) / 4;
-    int64_t rows = g->ker[0] * g->ker[1];
-    uint8_t idx[64];
-    for (int i = 0; i < 16; i++)
-        for (int t = 0; t < 4; t++)
-            idx[4 * i + t] = (uint8_t)(i * s2 + t * d2);
-    __m512i perm = _mm512_loadu_si512(idx);
-    int32_t wq[64 * QUADS];     /* per kernel row and quad, its 4 weights */
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t q = 0; q < nq; q++) {
-            int8_t b[4] = {0, 0, 0, 0};
-            for (int t = 0; t < 4 && q * 4 + t < g->ker[2]; t++)
-                b[t] = w[r * g->ker[2] + q * 4 + t];
-            memcpy(&wq[r * nq + q], b, 4);
-        }
+    const int64_t rows = R ? R : v->rows, nq = NQ ? NQ : v->nq;
+    int64_t ow = g->out[2], s2 = g->str[2], d2 = g->dil[2];
+    const int32_t *wq = v->wq + k * rows * nq;
     __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->sum[k]);
     __m512 s = _mm512_set1_ps(j->scale[k]), bias = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
     const tgk_qact *a = j->a;
     __m512 ylo = _mm512_set1_ps((float)a->y_lo), yhi = _mm512_set1_ps((float)a->y_hi);
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
         for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
-            const uint8_t *row[64];
-            for (int64_t a = 0, r = 0; a < g->ker[0]; a++)
-                for (int64_t bb = 0; bb < g->ker[1]; bb++, r++)
-                    row[r] = pl + ((o0 * g->str[0] + a * g->dil[0]) * j->pd[1] + o1 * g->str[1] +
-                                   bb * g->dil[1]) * j->pd[2];
+            const uint8_t *base = pl + (o0 * g->str[0] * j->pd[1] + o1 * g->str[1]) * j->pd[2];
             int64_t yr = y + (o0 * g->out[1] + o1) * ow;
             for (int64_t c0 = 0; c0 < ow; c0 += 16) {
                 __m512i acc = _mm512_setzero_si512();
+                const uint8_t *at = base + c0 * s2;
+#pragma GCC unroll 8
                 for (int64_t r = 0; r < rows; r++)
+#pragma GCC unroll 4
                     for (int64_t q = 0; q < nq; q++) {
-                        __m512i win = _mm512_loadu_si512(row[r] + c0 * s2 + q * 4 * d2);
-                        acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(perm, win),
+                        __m512i win = _mm512_loadu_si512(at + v->off[r] + q * 4 * d2);
+                        acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(v->perm, win),
                                                   _mm512_set1_epi32(wq[r * nq + q]));
                     }
                 int64_t n = ow - c0;
@@ -180,6 +179,42 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int
         }
 }
 
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma")))
+static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int64_t y)
+{
+    const vbmi_prep *v = j->vbmi;
+    if (v->rows == 3 && v->nq == 1)
+        rows_vbmi(3, 1, j, v, pl, k, y);
+    else
+        rows_vbmi(0, 0, j, v, pl, k, y);
+}
+
+/* v for the call (wq: k * rows * nq entries to fill). */
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void vbmi_setup(const dw_job *j, vbmi_prep *v, int32_t *wq)
+{
+    const tgk_conv_geom *g = j->g;
+    int64_t s2 = g->str[2], d2 = g->dil[2];
+    uint8_t idx[64];
+    for (int i = 0; i < 16; i++)
+        for (int t = 0; t < 4; t++)
+            idx[4 * i + t] = (uint8_t)(i * s2 + t * d2);
+    v->perm = _mm512_loadu_si512(idx);
+    v->rows = g->ker[0] * g->ker[1], v->nq = (g->ker[2] + 3) / 4;
+    for (int64_t a = 0, r = 0; a < g->ker[0]; a++)
+        for (int64_t bb = 0; bb < g->ker[1]; bb++, r++)
+            v->off[r] = (a * g->dil[0] * j->pd[1] + bb * g->dil[1]) * j->pd[2];
+    for (int64_t k = 0; k < j->c * j->kg; k++)
+        for (int64_t r = 0; r < v->rows; r++)
+            for (int64_t q = 0; q < v->nq; q++) {
+                int8_t b[4] = {0, 0, 0, 0};
+                for (int t = 0; t < 4 && q * 4 + t < g->ker[2]; t++)
+                    b[t] = j->w[k * g->kprod + r * g->ker[2] + q * 4 + t];
+                memcpy(&wq[(k * v->rows + r) * v->nq + q], b, 4);
+            }
+    v->wq = wq;
+}
+
 static bool vbmi_fits(const tgk_conv_geom *g)
 {
     static int have = -1;
@@ -188,7 +223,7 @@ static bool vbmi_fits(const tgk_conv_geom *g)
         have = __builtin_cpu_supports("avx512vbmi");
     }
     return have && !strcmp(tgk_qgemm_path(), "avx512vnni") && 15 * g->str[2] + 3 * g->dil[2] < 64 &&
-           g->ker[2] <= 4 * QUADS && g->ker[0] * g->ker[1] <= 64;
+           g->ker[2] <= 4 * QUADS && g->ker[0] * g->ker[1] <= KROWS;
 }
 #endif
 
@@ -201,7 +236,7 @@ static void dw_planes(void *ctx, int64_t b, int64_t e)
     int64_t psp = j->pd[0] * j->pd[1] * j->pd[2];
     void (*rows)(const dw_job *, const uint8_t *, int64_t, int64_t) = channel_rows;
 #if defined(__x86_64__)
-    if (vbmi_fits(g))
+    if (j->vbmi)
         rows = channel_rows_vbmi;
 #endif
     for (int64_t i = b; i < e; i++) {
@@ -233,15 +268,24 @@ int tgk_qconv_dw(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
     if (!tgk_qconv_dw_fits(d) || !tgk_conv_geom_from(d, &g))
         return -1;
     dw_job j = {&g, a, NULL, packed, (const int8_t *)((const int32_t *)packed + d->k), scale,
-                bias, d->c, d->k / d->c, {0, 0, 0}, a->x_zero};
+                bias, d->c, d->k / d->c, {0, 0, 0}, a->x_zero, NULL};
     int64_t psp = tgk_conv_padded_dims(&g, j.pd);
     /* 64 bytes of slack: the VBMI rows read whole windows */
     uint8_t *planes = malloc((size_t)(d->n * d->c * psp) + 64);
     if (!planes)
         return -1;
+    int32_t *wq = NULL;
+#if defined(__x86_64__)
+    vbmi_prep v;
+    /* rows * nq <= kprod; without the memory, the portable rows (the same bytes) */
+    if (vbmi_fits(&g) && (wq = malloc(sizeof *wq * (size_t)(d->k * g.kprod)))) {
+        vbmi_setup(&j, &v, wq);
+        j.vbmi = &v;
+    }
+#endif
     memset(planes + d->n * d->c * psp, 0, 64);
     j.planes = planes;
     tgk_parallel_for(d->n * d->c, 1 + 16384 / (g.out_sp * g.kprod * j.kg), dw_planes, &j);
-    free(planes);
+    free(planes), free(wq);
     return 0;
 }
