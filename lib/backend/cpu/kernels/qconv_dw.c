@@ -33,22 +33,53 @@ static int64_t taps_of(const tgk_conv_desc *d)
     return t;
 }
 
-/* Per output channel its tap sum (s32), then the weights as they are. */
+/* The kernel's rows (its taps over the leading dims) and the 4-tap runs
+ * along its last dim that cover one. */
+static void runs_of(const tgk_conv_desc *d, int64_t *rows, int64_t *nq)
+{
+    int64_t width = d->nsp > 0 ? d->kernel[d->nsp - 1] : 1;
+    *rows = width > 0 ? taps_of(d) / width : 0;
+    *nq = (width + 3) / 4;
+}
+
+/* Bytes before the runs: the sums and the weights, rounded up to 4. */
+static size_t runs_at(const tgk_conv_desc *d)
+{
+    return ((size_t)d->k * (4 + (size_t)taps_of(d)) + 3) & ~(size_t)3;
+}
+
+/* Per output channel its tap sum (s32), then the weights as they are, then
+ * (for the VBMI rows) per channel, kernel row and run of 4 taps along it
+ * those 4 weights as one 32-bit word (0 past the kernel's width). */
 size_t tgk_qconv_dw_size(const tgk_conv_desc *d)
 {
-    return (size_t)d->k * (4 + (size_t)taps_of(d));
+    int64_t rows, nq;
+    runs_of(d, &rows, &nq);
+    return runs_at(d) + sizeof(int32_t) * (size_t)(d->k * rows * nq);
 }
 
 void tgk_qconv_dw_pack(const tgk_conv_desc *d, const int8_t *w, void *packed)
 {
-    int64_t taps = taps_of(d);
+    int64_t taps = taps_of(d), rows, nq;
+    runs_of(d, &rows, &nq);
+    int64_t width = rows ? taps / rows : 0;
     int32_t *sum = packed;
+    size_t wend = (size_t)d->k * (4 + (size_t)taps);
     memcpy(sum + d->k, w, (size_t)(d->k * taps));
+    memset((char *)packed + wend, 0, runs_at(d) - wend);     /* the padding to 4 */
+    int32_t *runs = (int32_t *)((char *)packed + runs_at(d));
     for (int64_t k = 0; k < d->k; k++) {
         int32_t s = 0;
         for (int64_t t = 0; t < taps; t++)
             s += w[k * taps + t];
         sum[k] = s;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t q = 0; q < nq; q++) {
+                int8_t b[4] = {0, 0, 0, 0};
+                for (int t = 0; t < 4 && q * 4 + t < width; t++)
+                    b[t] = w[k * taps + r * width + q * 4 + t];
+                memcpy(&runs[(k * rows + r) * nq + q], b, 4);
+            }
     }
 }
 
@@ -122,8 +153,7 @@ static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, int64_t 
 #define KROWS 64    /* kernel rows (the taps' rows over the leading dims) */
 
 /* What the VNNI/VBMI rows need, made once a call: the window permutation,
- * each kernel row's offset in a padded plane, each channel's weights as
- * 4-byte runs per kernel row and quad (0 past the kernel's width). */
+ * each kernel row's offset in a padded plane; and the packed weight runs. */
 typedef struct vbmi_prep {
     __m512i perm;
     int64_t rows, nq, off[KROWS];
@@ -189,9 +219,9 @@ static void channel_rows_vbmi(const dw_job *j, const uint8_t *pl, int64_t k, int
         rows_vbmi(0, 0, j, v, pl, k, y);
 }
 
-/* v for the call (wq: k * rows * nq entries to fill). */
+/* v for the call (wq: the packed runs). */
 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
-static void vbmi_setup(const dw_job *j, vbmi_prep *v, int32_t *wq)
+static void vbmi_setup(const dw_job *j, vbmi_prep *v, const int32_t *wq)
 {
     const tgk_conv_geom *g = j->g;
     int64_t s2 = g->str[2], d2 = g->dil[2];
@@ -204,14 +234,6 @@ static void vbmi_setup(const dw_job *j, vbmi_prep *v, int32_t *wq)
     for (int64_t a = 0, r = 0; a < g->ker[0]; a++)
         for (int64_t bb = 0; bb < g->ker[1]; bb++, r++)
             v->off[r] = (a * g->dil[0] * j->pd[1] + bb * g->dil[1]) * j->pd[2];
-    for (int64_t k = 0; k < j->c * j->kg; k++)
-        for (int64_t r = 0; r < v->rows; r++)
-            for (int64_t q = 0; q < v->nq; q++) {
-                int8_t b[4] = {0, 0, 0, 0};
-                for (int t = 0; t < 4 && q * 4 + t < g->ker[2]; t++)
-                    b[t] = j->w[k * g->kprod + r * g->ker[2] + q * 4 + t];
-                memcpy(&wq[(k * v->rows + r) * v->nq + q], b, 4);
-            }
     v->wq = wq;
 }
 
@@ -274,18 +296,16 @@ int tgk_qconv_dw(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
     uint8_t *planes = malloc((size_t)(d->n * d->c * psp) + 64);
     if (!planes)
         return -1;
-    int32_t *wq = NULL;
 #if defined(__x86_64__)
     vbmi_prep v;
-    /* rows * nq <= kprod; without the memory, the portable rows (the same bytes) */
-    if (vbmi_fits(&g) && (wq = malloc(sizeof *wq * (size_t)(d->k * g.kprod)))) {
-        vbmi_setup(&j, &v, wq);
+    if (vbmi_fits(&g)) {
+        vbmi_setup(&j, &v, (const int32_t *)((const char *)packed + runs_at(d)));
         j.vbmi = &v;
     }
 #endif
     memset(planes + d->n * d->c * psp, 0, 64);
     j.planes = planes;
     tgk_parallel_for(d->n * d->c, 1 + 16384 / (g.out_sp * g.kprod * j.kg), dw_planes, &j);
-    free(planes), free(wq);
+    free(planes);
     return 0;
 }
