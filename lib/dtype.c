@@ -32,6 +32,11 @@ static const dtype_info dtypes[TG_DTYPE_COUNT] = {
     [TG_U16] = {"u16", "U16", "<u2", 2},
     [TG_U32] = {"u32", "U32", "<u4", 4},
     [TG_U64] = {"u64", "U64", "<u8", 8},
+    [TG_I4] = {"i4", "I4", "int4", 1},
+    [TG_U4] = {"u4", "U4", "uint4", 1},
+    [TG_F8E4M3FNUZ] = {"f8e4m3fnuz", "F8_E4M3FNUZ", "float8_e4m3fnuz", 1},
+    [TG_F8E5M2FNUZ] = {"f8e5m2fnuz", "F8_E5M2FNUZ", "float8_e5m2fnuz", 1},
+    [TG_F4E2M1] = {"f4e2m1", "F4_E2M1", "float4_e2m1fn", 1},
 };
 
 static bool dtype_valid(tg_dtype t) { return t > TG_DTYPE_NONE && t < TG_DTYPE_COUNT; }
@@ -90,25 +95,25 @@ tg_dtype tg_dtype_from_npy_descr(const char *s)
 bool tg_dtype_is_float(tg_dtype t)
 {
     return t == TG_F32 || t == TG_F64 || t == TG_F16 || t == TG_BF16 || t == TG_F8E4M3 ||
-           t == TG_F8E5M2;
+           t == TG_F8E5M2 || t == TG_F8E4M3FNUZ || t == TG_F8E5M2FNUZ || t == TG_F4E2M1;
 }
 
 bool tg_dtype_is_int(tg_dtype t)
 {
-    return t == TG_I8 || t == TG_U8 || t == TG_I16 || t == TG_I32 || t == TG_I64 ||
-           tg_dtype_is_unsigned(t);
+    return t == TG_I4 || t == TG_I8 || t == TG_U8 || t == TG_I16 || t == TG_I32 ||
+           t == TG_I64 || tg_dtype_is_unsigned(t);
 }
 
 bool tg_dtype_is_unsigned(tg_dtype t)
 {
-    return t == TG_U8 || t == TG_U16 || t == TG_U32 || t == TG_U64;
+    return t == TG_U4 || t == TG_U8 || t == TG_U16 || t == TG_U32 || t == TG_U64;
 }
 
 /* ---- narrow floats ---- */
 
 /* The conversions themselves are elem.c's, which numbers its types like tg_dtype. */
 _Static_assert((int)TGK_F32 == (int)TG_F32 && (int)TGK_BOOL == (int)TG_BOOL &&
-               (int)TGK_U64 == (int)TG_U64 && (int)TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype follows tg_dtype");
+               (int)TGK_F4E2M1 == (int)TG_F4E2M1 && (int)TGK_DT_COUNT == (int)TG_DTYPE_COUNT, "tgk_dtype follows tg_dtype");
 
 uint16_t tg_f32_to_f16(float f) { return tgk_f32_to_f16(f); }
 float tg_f16_to_f32(uint16_t h) { return tgk_f16_to_f32(h); }

@@ -12,26 +12,30 @@ typedef enum {
     TG_F32, TG_F64, TG_F16, TG_BF16, TG_F8E4M3, TG_F8E5M2,
     TG_I8, TG_U8, TG_I16, TG_I32, TG_I64, TG_BOOL,
     TG_U16, TG_U32, TG_U64,     /* appended: the numbers are the ABI's and never change */
+    /* one byte an element, as ml_dtypes holds them (ONNX packs the 4-bit ones
+     * two to a byte; the importer unpacks them) */
+    TG_I4, TG_U4, TG_F8E4M3FNUZ, TG_F8E5M2FNUZ, TG_F4E2M1,
     TG_DTYPE_COUNT
 } tg_dtype;
 
 size_t tg_dtype_size(tg_dtype t);          /* bytes per element, 0 for NONE */
-const char *tg_dtype_name(tg_dtype t);     /* "f32", "bf16", "f8e4m3", "bool" ... */
+const char *tg_dtype_name(tg_dtype t);     /* "f32", "bf16", "f8e4m3", "i4", "bool" ... */
 tg_dtype tg_dtype_from_name(const char *s);        /* NONE if unknown */
 const char *tg_dtype_st_name(tg_dtype t);  /* safetensors: "F32", "BF16", "F8_E4M3" ... */
 tg_dtype tg_dtype_from_st_name(const char *s);
 /* "<f4", "|b1" ..., or for the types NumPy lacks the ml_dtypes name ("bfloat16",
- * "float8_e4m3fn", "float8_e5m2"); NULL when there is none. */
+ * "float8_e4m3fn", "float8_e5m2", "int4", "uint4", "float8_e4m3fnuz",
+ * "float8_e5m2fnuz", "float4_e2m1fn"); NULL when there is none. */
 const char *tg_dtype_npy_descr(tg_dtype t);
 bool tg_dtype_npy_is_name(const char *descr);  /* an ml_dtypes name, no byte order */
 tg_dtype tg_dtype_from_npy_descr(const char *s);
 bool tg_dtype_is_float(tg_dtype t);
 bool tg_dtype_is_int(tg_dtype t);          /* signed or unsigned integer, not bool */
-bool tg_dtype_is_unsigned(tg_dtype t);     /* u8, u16, u32, u64 */
+bool tg_dtype_is_unsigned(tg_dtype t);     /* u4, u8, u16, u32, u64 */
 
 /* Scalar conversions. Narrowing rounds to nearest, ties to even; NaN stays NaN;
  * overflow gives inf (f16, bf16, e5m2) or saturates to the largest finite value
- * (e4m3, which has no inf). */
+ * (e4m3, which has no inf; so do the fnuz formats and f4e2m1: lib/elem.h). */
 uint16_t tg_f32_to_f16(float f);
 float tg_f16_to_f32(uint16_t h);
 uint16_t tg_f32_to_bf16(float f);

@@ -1,6 +1,7 @@
 /* Element conversions (elem.h): the one implementation, used by the library
  * (lib/dtype.c), by the CPU kernels and by compiled models (which need nothing
- * of libtgraph). All narrow float formats (f16, bf16, f8e4m3, f8e5m2) go through one
+ * of libtgraph). All narrow float formats (f16, bf16, f8e4m3, f8e5m2, their fnuz
+ * forms, f4e2m1) go through one
  * encoder and one decoder parameterized by exponent and mantissa widths, so
  * rounding, subnormals, NaN and overflow are handled once. The encoder takes a
  * double, which holds every f32 exactly, so storing a double never rounds twice. */
@@ -16,13 +17,15 @@ size_t tgk_dtype_size(tgk_dtype t)
     case TGK_F32: case TGK_I32: case TGK_U32: return 4;
     case TGK_F16: case TGK_BF16: case TGK_I16: case TGK_U16: return 2;
     case TGK_F8E4M3: case TGK_F8E5M2: case TGK_I8: case TGK_U8: case TGK_BOOL: return 1;
+    case TGK_I4: case TGK_U4: case TGK_F8E4M3FNUZ: case TGK_F8E5M2FNUZ: case TGK_F4E2M1: return 1;
     default: return 0;
     }
 }
 
 bool tgk_dtype_is_float(tgk_dtype t)
 {
-    return t >= TGK_F32 && t <= TGK_F8E5M2;
+    return (t >= TGK_F32 && t <= TGK_F8E5M2) || t == TGK_F8E4M3FNUZ || t == TGK_F8E5M2FNUZ ||
+           t == TGK_F4E2M1;
 }
 
 /* ---- narrow floats: one encoder and one decoder for every format ---------- */
@@ -31,14 +34,21 @@ typedef struct {
     int ebits, mbits, bias;
     uint32_t max_finite;    /* code of the largest finite value (sign clear) */
     uint32_t inf;           /* code of +inf, 0 when the format has none */
-    uint32_t nan;           /* canonical quiet NaN (sign clear) */
+    uint32_t nan;           /* canonical quiet NaN (sign clear); with no NaN, what one gives */
+    bool fnuz;              /* "negative zero" is NaN: no -0 (a result that is 0 is +0) */
+    bool no_nan;            /* no NaN code: NaN gives `nan` with the sign flipped (e2m1) */
 } minifloat;
 
-static const minifloat fmt_f16 = {5, 10, 15, 0x7bff, 0x7c00, 0x7e00};
-static const minifloat fmt_bf16 = {8, 7, 127, 0x7f7f, 0x7f80, 0x7fc0};
+static const minifloat fmt_f16 = {5, 10, 15, 0x7bff, 0x7c00, 0x7e00, false, false};
+static const minifloat fmt_bf16 = {8, 7, 127, 0x7f7f, 0x7f80, 0x7fc0, false, false};
 /* e4m3fn: exponent 15 is a normal binade except mantissa 111, which is NaN. */
-static const minifloat fmt_e4m3 = {4, 3, 7, 0x7e, 0, 0x7f};
-static const minifloat fmt_e5m2 = {5, 2, 15, 0x7b, 0x7c, 0x7e};
+static const minifloat fmt_e4m3 = {4, 3, 7, 0x7e, 0, 0x7f, false, false};
+static const minifloat fmt_e5m2 = {5, 2, 15, 0x7b, 0x7c, 0x7e, false, false};
+/* fnuz: every exponent is a normal binade; the one NaN is 0x80. */
+static const minifloat fmt_e4m3fnuz = {4, 3, 8, 0x7f, 0, 0x80, true, false};
+static const minifloat fmt_e5m2fnuz = {5, 2, 16, 0x7f, 0, 0x80, true, false};
+/* e2m1: 0, 0.5, 1, 1.5, 2, 3, 4, 6; NaN gives -0 (8) for +NaN, +0 for -NaN. */
+static const minifloat fmt_e2m1 = {2, 1, 1, 0x7, 0, 0x8, false, true};
 
 /* Round to nearest, ties to even. Overflow (and inf) becomes inf, or the largest
  * finite value for formats without inf (e4m3 "satfinite", as CUDA's converters). */
@@ -51,11 +61,11 @@ static uint32_t mini_encode(const minifloat *m, double d)
     uint64_t mant = bits & ((UINT64_C(1) << 52) - 1);
     if (e == 0x7ff) {
         if (mant)
-            return sign | m->nan;
+            return m->fnuz ? m->nan : m->no_nan ? sign ^ m->nan : sign | m->nan;
         return sign | (m->inf ? m->inf : m->max_finite);
     }
     if (e == 0 && mant == 0)
-        return sign;
+        return m->fnuz ? 0 : sign;
     /* d = mant * 2^exp with mant an integer; ea = floor(log2|d|). */
     int exp, ea;
     if (e == 0) {
@@ -92,6 +102,8 @@ static uint32_t mini_encode(const minifloat *m, double d)
         code = ((uint64_t)(te + m->bias) << m->mbits) | (r - one);
     if (code > m->max_finite)
         return sign | (m->inf ? m->inf : m->max_finite);
+    if (code == 0 && m->fnuz)
+        return 0;
     return sign | (uint32_t)code;
 }
 
@@ -103,7 +115,9 @@ static float mini_decode(const minifloat *m, uint32_t c)
     int e = (int)(mag >> m->mbits);
     uint32_t mant = mag & ((1u << m->mbits) - 1);
     uint32_t bits;
-    if (mag > m->max_finite)
+    if (m->fnuz && c == m->nan)
+        bits = 0x7fc00000u;
+    else if (mag > m->max_finite)
         bits = m->inf && mag == m->inf ? 0x7f800000u : 0x7fc00000u;
     else if (e == 0) {
         float v = ldexpf((float)mant, 1 - m->bias - m->mbits);
@@ -123,6 +137,18 @@ uint8_t tgk_f32_to_f8e4m3(float f) { return (uint8_t)mini_encode(&fmt_e4m3, f); 
 float tgk_f8e4m3_to_f32(uint8_t b) { return mini_decode(&fmt_e4m3, b); }
 uint8_t tgk_f32_to_f8e5m2(float f) { return (uint8_t)mini_encode(&fmt_e5m2, f); }
 float tgk_f8e5m2_to_f32(uint8_t b) { return mini_decode(&fmt_e5m2, b); }
+
+/* i4, u4: the low nibble of the byte (ml_dtypes reads no more). */
+static int64_t load_i4(const void *p, int64_t i) { return (int8_t)(((const uint8_t *)p)[i] << 4) >> 4; }
+static int64_t load_u4(const void *p, int64_t i) { return ((const uint8_t *)p)[i] & 15; }
+
+/* Float to i4/u4 as ml_dtypes converts: truncated; out of [lo, hi], NaN or
+ * inf give 0. */
+static uint8_t float_to_4bit(double v, double lo, double hi)
+{
+    double t = trunc(v);
+    return t >= lo && t <= hi ? (uint8_t)((int)t & 15) : 0;
+}
 
 /* bf16 is the top half of an f32: decoding is a shift. */
 float tgk_bf16_to_f32(uint16_t b)
@@ -154,6 +180,9 @@ double tgk_load_f64(tgk_dtype t, const void *p, int64_t i)
     case TGK_BF16: return tgk_bf16_to_f32(((const uint16_t *)p)[i]);
     case TGK_F8E4M3: return tgk_f8e4m3_to_f32(((const uint8_t *)p)[i]);
     case TGK_F8E5M2: return tgk_f8e5m2_to_f32(((const uint8_t *)p)[i]);
+    case TGK_F8E4M3FNUZ: return mini_decode(&fmt_e4m3fnuz, ((const uint8_t *)p)[i]);
+    case TGK_F8E5M2FNUZ: return mini_decode(&fmt_e5m2fnuz, ((const uint8_t *)p)[i]);
+    case TGK_F4E2M1: return mini_decode(&fmt_e2m1, ((const uint8_t *)p)[i] & 15);
     case TGK_U64: return (double)((const uint64_t *)p)[i];
     default: return (double)tgk_load_i64(t, p, i);
     }
@@ -186,6 +215,11 @@ void tgk_store_f64(tgk_dtype t, void *p, int64_t i, double v)
     case TGK_U16: ((uint16_t *)p)[i] = (uint16_t)sat_i64(v, 0, UINT16_MAX); break;
     case TGK_U32: ((uint32_t *)p)[i] = (uint32_t)sat_i64(v, 0, UINT32_MAX); break;
     case TGK_U64: ((uint64_t *)p)[i] = sat_u64(v); break;
+    case TGK_I4: ((uint8_t *)p)[i] = float_to_4bit(v, -8, 7); break;
+    case TGK_U4: ((uint8_t *)p)[i] = float_to_4bit(v, 0, 15); break;
+    case TGK_F8E4M3FNUZ: ((uint8_t *)p)[i] = (uint8_t)mini_encode(&fmt_e4m3fnuz, v); break;
+    case TGK_F8E5M2FNUZ: ((uint8_t *)p)[i] = (uint8_t)mini_encode(&fmt_e5m2fnuz, v); break;
+    case TGK_F4E2M1: ((uint8_t *)p)[i] = (uint8_t)mini_encode(&fmt_e2m1, v); break;
     default: break;
     }
 }
@@ -202,6 +236,8 @@ int64_t tgk_load_i64(tgk_dtype t, const void *p, int64_t i)
     case TGK_U16: return ((const uint16_t *)p)[i];
     case TGK_U32: return ((const uint32_t *)p)[i];
     case TGK_U64: return (int64_t)((const uint64_t *)p)[i];    /* the bit pattern */
+    case TGK_I4: return load_i4(p, i);
+    case TGK_U4: return load_u4(p, i);
     case TGK_DT_NONE: case TGK_DT_COUNT: return 0;
     default: return sat_i64(tgk_load_f64(t, p, i), -9223372036854775808.0, 9223372036854775807.0);
     }
@@ -219,6 +255,7 @@ void tgk_store_i64(tgk_dtype t, void *p, int64_t i, int64_t v)
     case TGK_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
     case TGK_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
     case TGK_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case TGK_I4: case TGK_U4: ((uint8_t *)p)[i] = (uint8_t)(v & 15); break;    /* wraps */
     default: tgk_store_f64(t, p, i, (double)v); break;
     }
 }

@@ -17,13 +17,19 @@ typedef enum {
     TGK_F32, TGK_F64, TGK_F16, TGK_BF16, TGK_F8E4M3, TGK_F8E5M2,
     TGK_I8, TGK_U8, TGK_I16, TGK_I32, TGK_I64, TGK_BOOL,
     TGK_U16, TGK_U32, TGK_U64,
+    TGK_I4, TGK_U4, TGK_F8E4M3FNUZ, TGK_F8E5M2FNUZ, TGK_F4E2M1,
     TGK_DT_COUNT
 } tgk_dtype;
 
 size_t tgk_dtype_size(tgk_dtype t);
 bool tgk_dtype_is_float(tgk_dtype t);
 /* Narrowing rounds to nearest even; overflow gives inf (f16, bf16, e5m2) or
- * saturates (e4m3). */
+ * saturates (e4m3, the fnuz formats and e2m1, which have no inf). The fnuz
+ * formats have no -0 (it is their NaN, 0x80); e2m1 has no NaN: a NaN becomes
+ * a zero, -0 for a NaN of clear sign, +0 for one with the sign set (ml_dtypes'
+ * rule). i4 and u4 take one byte an element (the value in the low nibble, as
+ * ml_dtypes stores them); a float out of their range, or NaN, gives 0 (as
+ * ml_dtypes converts; ONNX leaves it undefined), an integer wraps. */
 uint16_t tgk_f32_to_f16(float f);
 float tgk_f16_to_f32(uint16_t h);
 uint16_t tgk_f32_to_bf16(float f);
@@ -33,7 +39,7 @@ float tgk_f8e4m3_to_f32(uint8_t b);
 uint8_t tgk_f32_to_f8e5m2(float f);
 float tgk_f8e5m2_to_f32(uint8_t b);
 /* Element i as double / int64, and the reverse. Float to integer truncates
- * toward zero and saturates (NaN gives 0); bool is x != 0. Integers travel as
+ * toward zero and saturates (NaN gives 0; i4/u4: see above); bool is x != 0. Integers travel as
  * int64: unsigned ones zero-extended, u64 as its bit pattern (values of 2^63 and
  * up read negative; the u64 paths of the kernels compare and divide them as
  * uint64), stores truncate to the width (wrap, as C's unsigned arithmetic). */

@@ -132,7 +132,7 @@ static int raw_descr(const char *d, tg_dtype want, tg_dtype *out)
     if (!ok && !want)
         return tg_err("descr '%s' is raw %zu-byte data (np.save's spelling of an ml_dtypes "
                       "array) and names no type; write the ml_dtypes name as the descr "
-                      "('bfloat16', 'float8_e4m3fn', 'float8_e5m2'; see trun(1)), or give "
+                      "('bfloat16', 'float8_e4m3fn', 'int4' ...; see trun(1)), or give "
                       "it where a model input's dtype says which type it is", d, size);
     if (!ok)
         return tg_err("descr '%s' is raw %zu-byte data, which is not read as %s", d, size,

@@ -485,7 +485,7 @@ check_compiled() {
 }
 
 @test "onnx: QuantizeLinear to a type the quantize op lacks (uint16) is refused, naming op, opset and the types it takes" {
-    run_fails 1 "\(QuantizeLinear, opset 21\): quantizing to u16 is not supported \(int8, uint8, int16" \
+    run_fails 1 "\(QuantizeLinear, opset 21\): quantizing to u16 is not supported \(int4, uint4, int8, uint8, int16" \
         "$TEXPORT" -o "$TMP/q.tg" "$ONNX/quant_uint16.onnx"
 }
 

@@ -175,6 +175,27 @@ check_fixture() {
         "$TRUN" "$TMP/n.tg" xb="$m/narrow.in1.raw.npy" xe="$m/narrow.in1.raw.npy" -o "$TMP/o2"
 }
 
+@test "int4, uint4, float4_e2m1fn and the fnuz float8s convert exactly as ml_dtypes does" {
+    # fixtures by tests/fixtures/ml_dtypes/gen.py: casts from f32 onto every code
+    # and rounding tie of each type, every code back to f32, and packed int4/uint4/
+    # float4e2m1 initializers (raw_data and int32_data) unpacked by texport
+    local m=$FIX/ml_dtypes args=() k
+    run_ok "$TEXPORT" -o "$TMP/f.tg" "$m/fourbit.onnx"
+    for k in $(seq 0 7); do args+=("$m/fourbit.in$k.npy"); done
+    run_ok "$TRUN" "$TMP/f.tg" "${args[@]}" -o "$TMP/out"
+    for k in $(seq 0 12); do cmp "$TMP/out/out$k.npy" "$m/fourbit.out$k.npy"; done
+    grep -aq "'descr': 'float8_e4m3fnuz'" "$TMP/out/out0.npy"
+    grep -aq "'descr': 'int4'" "$TMP/out/out3.npy"
+    # np.save's raw '<V1' is read as the model input's type (c0: f8e4m3fnuz)
+    # compiled: the same bytes
+    run_ok "$TCOMPILE" -o "$TMP/f.so" "$TMP/f.tg"
+    run_ok "$TRUN" "$TMP/f.so" "${args[@]}" -o "$TMP/out3"
+    for k in $(seq 0 12); do cmp "$TMP/out3/out$k.npy" "$m/fourbit.out$k.npy"; done
+    args[3]=$m/fourbit.in3.raw.npy
+    run_ok "$TRUN" "$TMP/f.tg" "${args[@]}" -o "$TMP/out2"
+    cmp "$TMP/out2/out5.npy" "$m/fourbit.out5.npy"
+}
+
 @test "trun takes inputs by name" {
     make_npy "$TMP/in.npy" '<f4' '(2, 8)'
     "$TRUN" "$TMP/g.tg" "$TMP/in.npy" -o "$TMP/a.npy"

@@ -50,6 +50,10 @@ typedef enum {
     /* Appended after ABI version 1 first shipped (so the version is unchanged): only
      * a model whose inputs or outputs are unsigned reports them. */
     TGRAPH_U16 = 13, TGRAPH_U32 = 14, TGRAPH_U64 = 15,
+    /* Appended likewise, one byte an element (ml_dtypes' layout: a 4-bit value in
+     * the low nibble): int4, uint4, float8 e4m3fnuz and e5m2fnuz, float4 e2m1. */
+    TGRAPH_I4 = 16, TGRAPH_U4 = 17, TGRAPH_F8E4M3FNUZ = 18, TGRAPH_F8E5M2FNUZ = 19,
+    TGRAPH_F4E2M1 = 20,
 } tgraph_dtype;
 
 typedef enum {

@@ -15,7 +15,7 @@
 /* model.h's dtype numbers are tg_dtype's. */
 _Static_assert((int)TGRAPH_F32 == (int)TG_F32 && (int)TGRAPH_BOOL == (int)TG_BOOL &&
                (int)TGRAPH_F8E5M2 == (int)TG_F8E5M2 && (int)TGRAPH_I64 == (int)TG_I64 &&
-               (int)TGRAPH_U64 == (int)TG_U64,
+               (int)TGRAPH_U64 == (int)TG_U64 && (int)TGRAPH_F4E2M1 == (int)TG_F4E2M1,
                "tgraph_dtype and tg_dtype differ");
 _Static_assert(TGRAPH_MAX_RANK == TG_MAX_RANK, "ranks differ");
 

@@ -445,6 +445,11 @@ tg_dtype onnx_elem_dtype(int32_t t)
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return TG_BF16;
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FN: return TG_F8E4M3;
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2: return TG_F8E5M2;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FNUZ: return TG_F8E4M3FNUZ;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2FNUZ: return TG_F8E5M2FNUZ;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT4: return TG_U4;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT4: return TG_I4;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT4E2M1: return TG_F4E2M1;
     default: return TG_DTYPE_NONE;
     }
 }
@@ -497,6 +502,10 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
     size_t es = tg_dtype_size(*dt), bytes;
     if (__builtin_mul_overflow((size_t)n, es, &bytes))
         return tg_err("tensor '%s': too large", name);
+    /* int4, uint4, float4e2m1: two to a byte in the file (element 2i in the low
+     * nibble), one a byte here; stored is what the file holds */
+    bool packed = *dt == TG_I4 || *dt == TG_U4 || *dt == TG_F4E2M1;
+    size_t stored = packed ? (bytes + 1) / 2 : bytes, nstored = packed ? ((size_t)n + 1) / 2 : (size_t)n;
     /* Check that the claimed size is backed by data before allocating it. */
     FILE *ext = NULL;
     bool in_u64 = *dt == TG_U32 || *dt == TG_U64;     /* onnx.proto's uint64_data */
@@ -504,7 +513,7 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
                 : *dt == TG_F64 ? t->n_double_data : in_u64 ? t->n_uint64_data : t->n_int32_data;
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         const char *loc = NULL;
-        int64_t off = 0, len = (int64_t)bytes;
+        int64_t off = 0, len = (int64_t)stored;
         for (size_t i = 0; i < t->n_external_data; i++) {
             const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
             if (!k || !v) continue;
@@ -512,18 +521,18 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
             else if (!strcmp(k, "offset")) off = strtoll(v, NULL, 10);
             else if (!strcmp(k, "length")) len = strtoll(v, NULL, 10);
         }
-        if (len < 0 || (size_t)len != bytes)
+        if (len < 0 || (size_t)len != stored)
             return tg_err("tensor '%s': external length %lld, expected %zu bytes", name,
-                          (long long)len, bytes);
+                          (long long)len, stored);
         if (!(ext = open_external(c, loc, off, len))) return -1;
     } else if (t->has_raw_data) {
-        if (t->raw_data.len != bytes)
+        if (t->raw_data.len != stored)
             return tg_err("tensor '%s': raw_data has %zu bytes, expected %zu", name,
-                          t->raw_data.len, bytes);
-    } else if (have != (size_t)n) {
+                          t->raw_data.len, stored);
+    } else if (have != nstored) {
         /* Typed fields: float_data (f32), int32_data (small ints, bool, f16/bf16
-         * bits), int64_data, double_data, uint64_data (u32, u64). */
-        return tg_err("tensor '%s': %zu values stored, expected %lld", name, have, (long long)n);
+         * bits, 4-bit pairs), int64_data, double_data, uint64_data (u32, u64). */
+        return tg_err("tensor '%s': %zu values stored, expected %zu", name, have, nstored);
     }
     void *p = calloc(1, bytes ? bytes : 1);
     if (!p) {
@@ -532,12 +541,14 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
     }
     int rc = 0;
     if (ext) {
-        if (fread(p, 1, bytes, ext) != bytes) rc = tg_err("tensor '%s': external data read failed", name);
+        if (fread(p, 1, stored, ext) != stored) rc = tg_err("tensor '%s': external data read failed", name);
         fclose(ext);
     } else if (t->has_raw_data) {
-        if (bytes) memcpy(p, t->raw_data.data, bytes);
+        if (stored) memcpy(p, t->raw_data.data, stored);
     } else if (n == 0) {
         ;                           /* an empty tensor: the arrays may be NULL */
+    } else if (packed) {
+        for (size_t i = 0; i < nstored; i++) ((uint8_t *)p)[i] = (uint8_t)t->int32_data[i];
     } else if (*dt == TG_F32) {
         memcpy(p, t->float_data, bytes);
     } else if (*dt == TG_I64) {
@@ -556,6 +567,10 @@ int onnx_tensor_decode(onnx_ctx *c, const Onnx__TensorProto *t, tg_dtype *dt, in
             else if (es == 2) ((uint16_t *)p)[i] = (uint16_t)v;
             else ((int32_t *)p)[i] = v;
         }
+    }
+    if (packed) {                   /* unpacked in place, from the end */
+        uint8_t *b = p;
+        for (int64_t i = n - 1; i >= 0; i--) b[i] = (uint8_t)(b[i / 2] >> (i % 2 * 4) & 15);
     }
     if (rc) return free(p), -1;
     *data = p;

@@ -50,6 +50,9 @@ int onnx_window_attrs(onnx_ctx *c, const tg_shape *x, const tg_shape *w, int64_t
                       const int64_t *outpad, int64_t *pads, int *nsp);
 /* ONNX's float8 overflow rules for a cast of floating x to `to` (onnx_ops.c). */
 int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate);
+/* Whether t is a float8 type (the four of ONNX that tgraph has): Cast's
+ * saturate applies to them. */
+bool onnx_is_f8(tg_dtype t);
 /* The sequence-model ops' table (onnx_ops_seq.c). */
 extern const onnx_op_map onnx_seq_ops[];
 extern const int onnx_seq_nops;

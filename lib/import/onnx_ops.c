@@ -190,9 +190,16 @@ static int map_clip(onnx_ctx *c, const onnx_op_map *m)
     return def_out(c, 0, onnx_add_dynamic(c, TG_OP_CLAMP, NULL, nin, in, na, a, dtype_of(c, in[0]), &s));
 }
 
-/* ONNX's float8 overflow rules on top of cast's own (e4m3fn saturates, e5m2
- * overflows to inf): with saturate, e5m2 clamps to +-57344 (NaN kept); without,
- * e4m3fn turns what rounds past 448 (and inf) into NaN. */
+bool onnx_is_f8(tg_dtype t)
+{
+    return t == TG_F8E4M3 || t == TG_F8E5M2 || t == TG_F8E4M3FNUZ || t == TG_F8E5M2FNUZ;
+}
+
+/* ONNX's float8 overflow rules on top of cast's own (e4m3fn and the fnuz types
+ * saturate, e5m2 overflows to inf): with saturate, e5m2 clamps to +-57344 (NaN
+ * kept); without, e4m3fn and the fnuz types turn what rounds past their
+ * largest value (and inf) into NaN: 448 rounds down from below 464 and at it
+ * (to even), 240 and 57344 (odd mantissas) below 248 and 61440 only. */
 int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate)
 {
     tg_dtype dt = dtype_of(c, x);
@@ -205,9 +212,11 @@ int onnx_f8_range(onnx_ctx *c, int x, tg_dtype to, bool saturate)
         int in2[3] = {under, lo, y};
         return y < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "saturate", 3, in2, 0, NULL);
     }
-    if (to == TG_F8E4M3 && !saturate) {
+    if (to != TG_F8E5M2 && onnx_is_f8(to) && !saturate) {
+        double limit = to == TG_F8E4M3 ? 464 : to == TG_F8E4M3FNUZ ? 248 : 61440;
         int ax = unary_on(c, TG_OP_ABS, "abs", x, 0, NULL);
-        int over = ax < 0 ? -1 : binary_on(c, TG_OP_GT, "over", ax, scalar_const(c, "limit", dt, 464));
+        int lim = scalar_const(c, "limit", dt, limit);
+        int over = ax < 0 ? -1 : binary_on(c, to == TG_F8E4M3 ? TG_OP_GT : TG_OP_GE, "over", ax, lim);
         int in[3] = {over, scalar_const(c, "nan", dt, NAN), x};
         return over < 0 || in[1] < 0 ? -1 : onnx_add(c, TG_OP_WHERE, "overflow", 3, in, 0, NULL);
     }
@@ -231,7 +240,7 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     }
     if (e->kind == ONNX_ENT_SYMS && (to == TG_I64 || to == TG_I32))
         return onnx_def_syms(c, N(c)->output[0], e->rank, e->nsyms, e->syms);
-    if (e->kind == ONNX_ENT_CONST && to != TG_F8E4M3 && to != TG_F8E5M2) {
+    if (e->kind == ONNX_ENT_CONST && !onnx_is_f8(to)) {
         /* a constant stays one (CastLike's like may be run-time data) */
         size_t n = e->nbytes / tg_dtype_size(e->dtype);
         void *p = malloc(n ? n * tg_dtype_size(to) : 1);
@@ -242,7 +251,7 @@ static int map_cast(onnx_ctx *c, const onnx_op_map *m)
     int x = onnx_value(c, e);
     if (x < 0) return -1;
     if (dtype_of(c, x) == to) return def_out(c, 0, x);
-    if ((to == TG_F8E4M3 || to == TG_F8E5M2) && tg_dtype_is_float(dtype_of(c, x)) &&
+    if (onnx_is_f8(to) && tg_dtype_is_float(dtype_of(c, x)) &&
         (x = onnx_f8_range(c, x, to, onnx_attr_int(N(c), "saturate", 1) != 0)) < 0)
         return -1;
     tg_attr a = tg_attr_dtype("dtype", to);

@@ -5,7 +5,7 @@
  * Constant per-tensor or per-axis parameters on int8/uint8 become tgraph's
  * quantize and dequantize ops (round half to even, saturation, as ONNX
  * specifies); anything else (parameters read at run time, blocked scales,
- * int16, float8, float16 scales) is written out elementwise in float32:
+ * int4, int16, float8, float4, float16 scales) is written out elementwise in float32:
  * q = saturate(round(x / scale) + zero_point), x = (q - zero_point) * scale.
  * The QOperator ops are dequantize -> the float op -> quantize, so that a
  * whole model is quantize/dequantize pairs around float layers, which
@@ -13,6 +13,7 @@
  * into qlinear/qconv on the int8 kernels where the weights allow. The
  * integer ops (MatMulInteger, ConvInteger) run in float64, exact for any
  * int32 sum of 8-bit products. */
+#include <math.h>
 #include <string.h>
 
 #include "../error.h"
@@ -173,10 +174,11 @@ static int quantize_val(onnx_ctx *c, int x, onnx_ent *s, onnx_ent *z, const qaxi
     }
     int t = binary_on(c, TG_OP_DIV, "scaled", cast_to(c, x, TG_F32, "x_f32"),
                       param_as(c, s, &xs, q, TG_F32, "scale"));
-    if (qdt == TG_F8E4M3 || qdt == TG_F8E5M2)   /* scale only: the zero point is 0 */
+    if (tg_dtype_is_float(qdt))     /* float8, float4: scale only, the zero point is 0 */
         return cast_to(c, t < 0 ? -1 : onnx_f8_range(c, t, qdt, saturate), qdt, sfx);
-    double lo = qdt == TG_I8 ? -128 : qdt == TG_I16 ? -32768 : 0;
-    double hi = qdt == TG_I8 ? 127 : qdt == TG_U8 ? 255 : 32767;
+    int64_t bits = (int64_t)tg_dtype_size(qdt) * 8 >> (qdt == TG_I4 || qdt == TG_U4);
+    double lo = tg_dtype_is_unsigned(qdt) ? 0 : -ldexp(1, (int)bits - 1);
+    double hi = tg_dtype_is_unsigned(qdt) ? ldexp(1, (int)bits) - 1 : ldexp(1, (int)bits - 1) - 1;
     t = t < 0 ? -1 : unary_on(c, TG_OP_ROUND, "rounded", t, 0, NULL);
     if (z && t >= 0) t = binary_on(c, TG_OP_ADD, "shifted", t, param_as(c, z, &xs, q, TG_F32, "zero_point"));
     tg_attr ca[2] = {tg_attr_float("min", lo), tg_attr_float("max", hi)};
@@ -211,16 +213,15 @@ static int quant_dtype(onnx_ctx *c, onnx_ent *z, tg_dtype *qdt)
     int64_t od = onnx_attr_int(N(c), "output_dtype", 0);
     tg_dtype zt = z ? ent_dtype(c, z) : TG_DTYPE_NONE;
     *qdt = od ? onnx_elem_dtype((int32_t)od) : z ? zt : TG_U8;
-    static const char *const lacking[] = {[4] = "uint16", [12] = "uint32", [13] = "uint64",
-        [17] = "float8e4m3fnuz", [19] = "float8e5m2fnuz", [21] = "uint4", [22] = "int4",
-        [23] = "float4e2m1", [25] = "uint2", [26] = "int2"};
+    static const char *const lacking[] = {[24] = "float8e8m0", [25] = "uint2", [26] = "int2"};
     if (*qdt == TG_DTYPE_NONE)
-        return tg_err("output type %lld (%s) is not one tgraph has (int8, uint8, int16, float8e4m3fn"
-                      " and float8e5m2 are)", (long long)od,
+        return tg_err("output type %lld (%s) is not one tgraph has (int4, uint4, int8, uint8, int16,"
+                      " the float8 and float4e2m1 types are)", (long long)od,
                       od > 0 && od < 27 && lacking[od] ? lacking[od] : "unknown");
     if (z && zt != *qdt) return tg_err("output_dtype differs from the zero point's type");
-    if (!int8_type(*qdt) && *qdt != TG_I16 && *qdt != TG_F8E4M3 && *qdt != TG_F8E5M2)
-        return tg_err("quantizing to %s is not supported (int8, uint8, int16, float8e4m3fn, float8e5m2)",
+    if (!int8_type(*qdt) && *qdt != TG_I16 && *qdt != TG_I4 && *qdt != TG_U4 && *qdt != TG_F4E2M1 &&
+        !onnx_is_f8(*qdt))
+        return tg_err("quantizing to %s is not supported (int4, uint4, int8, uint8, int16, float8, float4e2m1)",
                       tg_dtype_name(*qdt));
     return 0;
 }

@@ -1,5 +1,5 @@
 /* dtype tables and conversions, checked against float64 arithmetic:
- * every f16/bf16/fp8 code decoded, every rounding boundary encoded. */
+ * every f16/bf16/fp8/fp4 code decoded, every rounding boundary encoded. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,10 +7,18 @@
 #include "dtype.h"
 #include "unit.h"
 
+/* What the codes past the normal ones mean. */
+enum {
+    FN,                     /* only S.1111.111 is NaN (e4m3fn) */
+    IEEE,                   /* all-ones exponent is inf/NaN */
+    FNUZ,                   /* only the sign bit alone (-0) is NaN */
+    FINITE,                 /* every code is a number (e2m1) */
+};
+
 typedef struct {
     const char *name;
     int ebits, mbits, bias;
-    bool ieee;              /* all-ones exponent is inf/NaN; else only S.1111.111 is NaN */
+    int kind;
     int nbits;
     uint32_t (*enc)(float);
     double (*dec)(uint32_t);
@@ -25,14 +33,37 @@ static double dec_f16(uint32_t c) { return tg_f16_to_f32((uint16_t)c); }
 static double dec_bf16(uint32_t c) { return tg_bf16_to_f32((uint16_t)c); }
 static double dec_e4m3(uint32_t c) { return tg_f8e4m3_to_f32((uint8_t)c); }
 static double dec_e5m2(uint32_t c) { return tg_f8e5m2_to_f32((uint8_t)c); }
+/* the types with no scalar functions: through tg_store_f64 / tg_load_f64 */
+static uint32_t enc_byte(tg_dtype t, float f)
+{
+    uint8_t b = 0;
+    tg_store_f64(t, &b, 0, f);
+    return b;
+}
+static double dec_byte(tg_dtype t, uint32_t c)
+{
+    uint8_t b = (uint8_t)c;
+    return tg_load_f64(t, &b, 0);
+}
+static uint32_t enc_e4m3fnuz(float f) { return enc_byte(TG_F8E4M3FNUZ, f); }
+static uint32_t enc_e5m2fnuz(float f) { return enc_byte(TG_F8E5M2FNUZ, f); }
+static uint32_t enc_e2m1(float f) { return enc_byte(TG_F4E2M1, f); }
+static double dec_e4m3fnuz(uint32_t c) { return dec_byte(TG_F8E4M3FNUZ, c); }
+static double dec_e5m2fnuz(uint32_t c) { return dec_byte(TG_F8E5M2FNUZ, c); }
+static double dec_e2m1(uint32_t c) { return dec_byte(TG_F4E2M1, c); }
 
 static const format formats[] = {
-    {"f16", 5, 10, 15, true, 16, enc_f16, dec_f16, NULL},
-    {"bf16", 8, 7, 127, true, 16, enc_bf16, dec_bf16, NULL},
-    {"f8e4m3", 4, 3, 7, false, 8, enc_e4m3, dec_e4m3, NULL},
-    {"f8e5m2", 5, 2, 15, true, 8, enc_e5m2, dec_e5m2, NULL},
+    {"f16", 5, 10, 15, IEEE, 16, enc_f16, dec_f16, NULL},
+    {"bf16", 8, 7, 127, IEEE, 16, enc_bf16, dec_bf16, NULL},
+    {"f8e4m3", 4, 3, 7, FN, 8, enc_e4m3, dec_e4m3, NULL},
+    {"f8e5m2", 5, 2, 15, IEEE, 8, enc_e5m2, dec_e5m2, NULL},
+    {"f8e4m3fnuz", 4, 3, 8, FNUZ, 8, enc_e4m3fnuz, dec_e4m3fnuz, NULL},
+    {"f8e5m2fnuz", 5, 2, 16, FNUZ, 8, enc_e5m2fnuz, dec_e5m2fnuz, NULL},
+    {"f4e2m1", 2, 1, 1, FINITE, 4, enc_e2m1, dec_e2m1, NULL},
 };
-static const tg_dtype format_dtype[] = {TG_F16, TG_BF16, TG_F8E4M3, TG_F8E5M2};
+static const tg_dtype format_dtype[] = {TG_F16, TG_BF16, TG_F8E4M3, TG_F8E5M2,
+                                        TG_F8E4M3FNUZ, TG_F8E5M2FNUZ, TG_F4E2M1};
+#define NFORMAT ((int)(sizeof formats / sizeof formats[0]))
 
 /* The value of a code, computed from its fields in float64. */
 static double reference(const format *f, uint32_t c)
@@ -42,9 +73,11 @@ static double reference(const format *f, uint32_t c)
     int m = (int)(c & ((1u << f->mbits) - 1));
     int emax = (1 << f->ebits) - 1;
     double v;
-    if (f->ieee && e == emax)
+    if (f->kind == FNUZ && c == 1u << (f->nbits - 1))
+        v = NAN;
+    else if (f->kind == IEEE && e == emax)
         v = m ? NAN : INFINITY;
-    else if (!f->ieee && e == emax && m == (1 << f->mbits) - 1)
+    else if (f->kind == FN && e == emax && m == (1 << f->mbits) - 1)
         v = NAN;
     else if (e == 0)
         v = ldexp(m, 1 - f->bias - f->mbits);
@@ -80,6 +113,12 @@ static int cmp_entry(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The code of -v for the code c of v >= 0: the sign bit, but fnuz's 0 is +0. */
+static uint32_t negated(const format *f, uint32_t c)
+{
+    return f->kind == FNUZ && c == 0 ? 0 : c | 1u << (f->nbits - 1);
+}
+
 /* Encoding: every finite code round-trips, and around the midpoint of every pair of
  * adjacent non-negative values the rounding goes to the right neighbour. */
 static void test_encode(const format *f, tg_dtype dt)
@@ -103,16 +142,16 @@ static void test_encode(const format *f, tg_dtype dt)
         float below = nextafterf((float)mid, 0), above = nextafterf((float)mid, INFINITY);
         bad_mid += f->enc((float)mid) != even;
         bad_mid += f->enc(below) != a || f->enc(above) != b;
-        bad_mid += f->enc(-(float)mid) != (even | signbit_);
-        bad_mid += f->enc(-below) != (a | signbit_) || f->enc(-above) != (b | signbit_);
+        bad_mid += f->enc(-(float)mid) != negated(f, even);
+        bad_mid += f->enc(-below) != negated(f, a) || f->enc(-above) != negated(f, b);
         /* a double just off the midpoint, which an f32 detour would round onto it */
         double eps = (e[i + 1].v - e[i].v) * 0x1p-30;
         unsigned char out[2] = {0};
         tg_store_f64(dt, out, 0, mid + eps);
-        uint32_t got = f->nbits == 8 ? out[0] : (uint32_t)(out[0] | out[1] << 8);
+        uint32_t got = f->nbits <= 8 ? out[0] : (uint32_t)(out[0] | out[1] << 8);
         bad_store += got != b;
         tg_store_f64(dt, out, 0, mid - eps);
-        got = f->nbits == 8 ? out[0] : (uint32_t)(out[0] | out[1] << 8);
+        got = f->nbits <= 8 ? out[0] : (uint32_t)(out[0] | out[1] << 8);
         bad_store += got != a;
     }
     CHECK(bad_rt == 0);
@@ -158,6 +197,37 @@ static void test_specials(void)
     CHECK(tg_f32_to_f8e5m2(1e9f) == 0x7c);
     CHECK(isinf(tg_f8e5m2_to_f32(0x7c)) && isnan(tg_f8e5m2_to_f32(0x7d)));
     CHECK(tg_f32_to_f8e5m2(NAN) == 0x7e);
+    /* fnuz: one NaN (0x80, either sign), no -0; no inf: overflow saturates */
+    CHECK(enc_e4m3fnuz(NAN) == 0x80 && enc_e4m3fnuz(-NAN) == 0x80);
+    CHECK(enc_e4m3fnuz(-0.0f) == 0 && enc_e4m3fnuz(-0x1p-30f) == 0);
+    CHECK(enc_e4m3fnuz(240.0f) == 0x7f && enc_e4m3fnuz(1e6f) == 0x7f);
+    CHECK(enc_e4m3fnuz(INFINITY) == 0x7f && enc_e4m3fnuz(-INFINITY) == 0xff);
+    CHECK(enc_e5m2fnuz(57344.0f) == 0x7f && enc_e5m2fnuz(-1e9f) == 0xff);
+    CHECK(isnan(dec_e4m3fnuz(0x80)) && dec_e4m3fnuz(0x7f) == 240 && dec_e4m3fnuz(1) == 0x1p-10);
+    CHECK(isnan(dec_e5m2fnuz(0x80)) && dec_e5m2fnuz(0xff) == -57344 && dec_e5m2fnuz(1) == 0x1p-17);
+    /* e2m1: no NaN or inf; NaN gives the zero of the other sign (as ml_dtypes) */
+    CHECK(enc_e2m1(NAN) == 0x8 && enc_e2m1(-NAN) == 0);
+    CHECK(enc_e2m1(INFINITY) == 0x7 && enc_e2m1(-1e9f) == 0xf && enc_e2m1(5.0f) == 0x6);
+    CHECK(dec_e2m1(0x7) == 6 && dec_e2m1(0x1) == 0.5 && dec_e2m1(0x9) == -0.5);
+    uint8_t b = 0xf1;               /* the high nibble is not e2m1's */
+    CHECK(tg_load_f64(TG_F4E2M1, &b, 0) == 0.5);
+    /* i4, u4: the low nibble; floats truncate, out of range or NaN give 0 */
+    const double in4[] = {7.9, -8.9, 8, -9, NAN, INFINITY, -0.5, 15.5, 16, -1};
+    const int want_i4[] = {7, -8, 0, 0, 0, 0, 0, 0, 0, -1};
+    const int want_u4[] = {7, 0, 8, 0, 0, 0, 0, 15, 0, 0};
+    for (int i = 0; i < 10; i++) {
+        uint8_t q[2];
+        tg_store_f64(TG_I4, q, 0, in4[i]);
+        tg_store_f64(TG_U4, q, 1, in4[i]);
+        CHECK(q[0] < 16 && q[1] < 16);
+        CHECK(tg_load_f64(TG_I4, q, 0) == want_i4[i] && tg_load_f64(TG_U4, q, 1) == want_u4[i]);
+    }
+    uint8_t q[3] = {0xff, 0x08, 0x17};
+    CHECK(tg_load_f64(TG_I4, q, 0) == -1 && tg_load_f64(TG_I4, q, 1) == -8 &&
+          tg_load_f64(TG_I4, q, 2) == 7 && tg_load_f64(TG_U4, q, 0) == 15);
+    int64_t wide[3] = {-1, 17, -9};
+    tg_convert(TG_I4, q, TG_I64, wide, 3);          /* integers wrap */
+    CHECK(q[0] == 0xf && q[1] == 1 && q[2] == 7);
 }
 
 static void test_tables(void)
@@ -184,7 +254,13 @@ static void test_tables(void)
     CHECK(strcmp(tg_dtype_npy_descr(TG_F8E4M3), "float8_e4m3fn") == 0);
     CHECK(tg_dtype_from_npy_descr("float8_e5m2") == TG_F8E5M2);
     CHECK(tg_dtype_from_npy_descr("<bfloat16") == TG_DTYPE_NONE);
-    CHECK(tg_dtype_from_npy_descr("float8_e4m3fnuz") == TG_DTYPE_NONE);
+    CHECK(tg_dtype_from_npy_descr("float8_e4m3fnuz") == TG_F8E4M3FNUZ);
+    CHECK(tg_dtype_from_npy_descr("int4") == TG_I4 && tg_dtype_from_npy_descr("uint4") == TG_U4);
+    CHECK(tg_dtype_from_npy_descr("float4_e2m1fn") == TG_F4E2M1);
+    CHECK(tg_dtype_from_npy_descr("float8_e8m0fnu") == TG_DTYPE_NONE);
+    CHECK(TG_I4 == 16 && TG_F4E2M1 == 20 && tg_dtype_size(TG_I4) == 1);
+    CHECK(tg_dtype_is_int(TG_I4) && tg_dtype_is_unsigned(TG_U4) && !tg_dtype_is_unsigned(TG_I4));
+    CHECK(tg_dtype_is_float(TG_F8E5M2FNUZ) && tg_dtype_is_float(TG_F4E2M1));
     CHECK(tg_dtype_npy_is_name("bfloat16") && !tg_dtype_npy_is_name("<f4"));
     CHECK(tg_dtype_from_npy_descr("f4") == TG_F32);
     CHECK(tg_dtype_from_npy_descr("=f8") == TG_F64);
@@ -204,10 +280,12 @@ static void test_tables(void)
 static void test_load_store(void)
 {
     const double vals[] = {0, 1, -2, 3, 96, -6, 0.25};   /* exact even in e5m2 */
+    const double vals4[] = {0, 1, -2, 3, 4, -6, 0.5};    /* in the 4-bit types */
     for (int t = 1; t < TG_DTYPE_COUNT; t++) {
         unsigned char buf[8 * 8];
+        bool four = t == TG_I4 || t == TG_U4 || t == TG_F4E2M1;
         for (int i = 0; i < 7; i++) {
-            double v = vals[i];
+            double v = four ? vals4[i] : vals[i];
             if (!tg_dtype_is_float((tg_dtype)t))
                 v = trunc(v);
             if (tg_dtype_is_unsigned((tg_dtype)t) && v < 0)
@@ -293,7 +371,7 @@ int main(void)
 {
     srand(12345);
     test_tables();
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NFORMAT; i++) {
         test_decode(&formats[i]);
         test_encode(&formats[i], format_dtype[i]);
     }

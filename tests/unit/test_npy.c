@@ -207,7 +207,13 @@ static void test_ml_dtypes(void)
         {"<f1", TG_F8E4M3, 4, 0, "not read as f8e4m3"},
         {"<V1", TG_U8, 4, 0, "not read as u8"},
         {"<V4", TG_BF16, 1, 0, "unsupported dtype descr '<V4'"},
-        {"float8_e4m3fnuz", TG_F8E4M3, 4, 0, "unknown dtype descr 'float8_e4m3fnuz'"},
+        {"float8_e4m3fnuz", TG_DTYPE_NONE, 4, TG_F8E4M3FNUZ, NULL},
+        {"int4", TG_DTYPE_NONE, 4, TG_I4, NULL},
+        {"float4_e2m1fn", TG_DTYPE_NONE, 4, TG_F4E2M1, NULL},
+        {"<V1", TG_U4, 4, TG_U4, NULL},            /* np.save's uint4 */
+        {"<V1", TG_F8E5M2FNUZ, 4, TG_F8E5M2FNUZ, NULL},
+        {"<f1", TG_F8E5M2FNUZ, 4, 0, "not read as f8e5m2fnuz"},
+        {"float8_e8m0fnu", TG_F8E4M3, 4, 0, "unknown dtype descr 'float8_e8m0fnu'"},
         {"bf16", TG_BF16, 2, 0, "unknown dtype descr 'bf16'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

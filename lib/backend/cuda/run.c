@@ -87,7 +87,7 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
         if (v < 0)
             continue;
         tg_dtype t = g->values[v].dtype;
-        if (t == TG_F8E4M3 || t == TG_F8E5M2 || t == TG_U16 || t == TG_U32 || t == TG_U64) {
+        if (t == TG_F8E4M3 || t == TG_F8E5M2 || t >= TG_U16) {     /* u16 and all after it */
             snprintf(why, TG_WHY_MAX, "%s has no CUDA kernels", tg_dtype_name(t));
             return false;
         }
