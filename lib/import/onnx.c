@@ -12,6 +12,7 @@
 #include "../error.h"
 #include "../exec/exec.h"
 #include "../log.h"
+#include "../passes/passes.h"
 #include "../quant/quant.h"
 #include "import.h"
 #include "onnx_internal.h"
@@ -899,6 +900,17 @@ static int fold_qdq(tg_graph *g)
     return r;
 }
 
+/* Attention written out in float16 or bfloat16 (ONNX's Attention function,
+ * exporters' decompositions) runs as one sdpa on f32 casts, as the fused op
+ * does: step by step, each score and probability rounded to the narrow type
+ * drifts a few ulps from it (passes.h: tg_pass_fuse_attention_narrow). */
+static int fuse_narrow_attention(tg_graph *g)
+{
+    int r = tg_pass_fuse_attention_narrow(g);
+    if (r > 0) TG_LOG(IMPORT, TG_LOG_INFO, "%d float16/bfloat16 attention patterns fused into sdpa", r);
+    return r;
+}
+
 tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
                              const tg_import_opts *opts)
 {
@@ -911,7 +923,8 @@ tg_graph *tg_import_onnx_mem(const uint8_t *buf, size_t len, const char *dir,
         tg_err("model has no graph");
     } else if (!(c.g = tg_graph_new())) {
         tg_err("out of memory");
-    } else if (import_graph(&c, m->graph, opts) || fold_qdq(c.g) < 0) {
+    } else if (import_graph(&c, m->graph, opts) || fold_qdq(c.g) < 0 ||
+               fuse_narrow_attention(c.g) < 0) {
         tg_graph_free(c.g);
     } else {
         g = c.g;

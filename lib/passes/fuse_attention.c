@@ -4,7 +4,12 @@
  * with B = K^T (the last two axes swapped), becomes one sdpa node with
  * scale = c1 * c2 * c3 (or / c3) and M as its additive mask, or causal=1
  * when M is the constant lower-triangular 0 / -inf pattern. Q, K, V must be
- * f32 of one rank (>= 3) with equal leading dims (no broadcasting). Every
+ * of one float type (f32, f16, bf16) and rank (>= 3) with equal leading dims
+ * (no broadcasting). In f16 and bf16 the sdpa runs on f32 casts of its
+ * operands and its result is cast back, as the fused attention of ONNX and
+ * PyTorch keep scores and probabilities in f32: the decomposed graph rounds
+ * each of them to the narrow type, which costs a few ulps the fused form
+ * does not lose (tg_pass_fuse_attention_narrow: those patterns only). Every
  * intermediate (scaled operands, scores, probabilities) must have only the
  * reader in the pattern, so nothing is computed twice. Core ATen's form is
  * matched too: its bmm's operands and results flattened to [B*H, L, *]
@@ -37,16 +42,19 @@ static int sole_producer(const tg_graph *g, const int *uses, int v, tg_op op)
     return x->producer;
 }
 
-/* *c = the value of a one-element f32 constant v. */
+/* The float types the pattern is matched in. */
+static bool attn_dtype(tg_dtype t) { return t == TG_F32 || t == TG_F16 || t == TG_BF16; }
+
+/* *c = the value of a one-element constant v of a type attn_dtype takes. */
 static bool scalar_const(const tg_graph *g, int v, double *c)
 {
     const tg_value *x = &g->values[v];
     tg_dim n;
     int64_t k;
-    if (x->kind != TG_VALUE_CONST || x->dtype != TG_F32 || tg_shape_numel(&x->shape, &n) ||
+    if (x->kind != TG_VALUE_CONST || !attn_dtype(x->dtype) || tg_shape_numel(&x->shape, &n) ||
         !tg_dim_is_const(n, &k) || k != 1)
         return false;
-    *c = *(const float *)x->data;
+    *c = tg_load_f64(x->dtype, x->data, 0);
     return true;
 }
 
@@ -89,6 +97,15 @@ static int through_flatten(const tg_graph *g, const int *uses, int v)
     return g->nodes[n].in[0];
 }
 
+/* An operand (q, k^T or v) of the scores' rank r: through a flattening
+ * reshape that gives one of rank r, else v itself (a reshape from another
+ * rank, as ONNX's Attention function's from [B, Hk, n, S, E] for GQA). */
+static int operand(const tg_graph *g, const int *uses, int v, int r)
+{
+    int x = through_flatten(g, uses, v);
+    return g->values[x].shape.rank == r ? x : v;
+}
+
 /* The node producing v when it is op, whatever reads v. */
 static int producer(const tg_graph *g, int v, tg_op op)
 {
@@ -106,10 +123,11 @@ static bool is_scores(const tg_graph *g, const int *uses, int v)
 
 /* Whether v is the constant [L, L] (leading dims 1) with 0 on and below the
  * diagonal and -inf above: the causal mask, upper-left aligned. Above the
- * diagonal -FLT_MAX counts as -inf: torch.onnx writes it for is_causal, and
- * the two give the same result bit for bit while every score is below 8e37
- * in magnitude (then s - FLT_MAX - max < -FLT_MAX/2 and its exp is 0, as
- * exp(-inf) is; the diagonal is never masked, so no row is all masked). */
+ * diagonal in f32 -FLT_MAX counts as -inf: torch.onnx writes it for is_causal,
+ * and the two give the same result bit for bit while every score is below
+ * 8e37 in magnitude (then s - FLT_MAX - max < -FLT_MAX/2 and its exp is 0, as
+ * exp(-inf) is; the diagonal is never masked, so no row is all masked). In
+ * f16 and bf16 only -inf does (their lowest finite values stay a mask). */
 static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
 {
     const tg_value *m = &g->values[v];
@@ -122,18 +140,47 @@ static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
     for (int i = 0; i < r - 2; i++)
         if (dims[i] != 1)
             return false;
-    const float *x = m->data;
+    double lowest = m->dtype == TG_F32 ? -FLT_MAX : -INFINITY;
     for (int64_t i = 0; i < l; i++)
-        for (int64_t j = 0; j < s; j++)
-            if (j <= i ? x[i * s + j] != 0.0f : !(x[i * s + j] <= -FLT_MAX))
+        for (int64_t j = 0; j < s; j++) {
+            double x = tg_load_f64(m->dtype, m->data, (size_t)(i * s + j));
+            if (j <= i ? x != 0 : !(x <= lowest))
                 return false;
+        }
     return true;
+}
+
+/* Whether v is a constant with no nonzero element. */
+static bool const_zero(const tg_graph *g, int v)
+{
+    const tg_value *x = &g->values[v];
+    tg_dim n;
+    int64_t k;
+    if (x->kind != TG_VALUE_CONST || tg_shape_numel(&x->shape, &n) || !tg_dim_is_const(n, &k))
+        return false;
+    for (int64_t i = 0; i < k; i++)
+        if (tg_load_f64(x->dtype, x->data, (size_t)i) != 0)
+            return false;
+    return true;
+}
+
+/* Whether v is 0: full(0), or a one-element constant 0. */
+static bool is_zero(const tg_graph *g, int v)
+{
+    double c;
+    int full = producer(g, v, TG_OP_FULL);
+    if (full >= 0)
+        return !tg_attr_get_float(&g->nodes[full], "value", 0, &c) && c == 0;
+    return scalar_const(g, v, &c) && c == 0;
 }
 
 /* Core ATen's guard on the probabilities, where(rows with no key, 0,
  * softmax(s)), whose rows-with-no-key is not(any(not(s == -inf)), last axis):
  * the sdpa kernel gives such rows 0 too. Returns softmax(s) when v is that,
- * read only here, and *s_extra is 1 (s's other reader, the eq); else v. */
+ * read only here, and *s_extra is 1 (s's other reader, the eq); else v. ONNX's
+ * Attention function decides the rows on its additive bias; with a constant
+ * bias, its rows-with-no-key is a constant, and one with no true element
+ * selects softmax(s) everywhere: then softmax(s) too, *s_extra 0. */
 static int through_guard(const tg_graph *g, const int *uses, int v, int *s_extra)
 {
     *s_extra = 0;
@@ -141,15 +188,17 @@ static int through_guard(const tg_graph *g, const int *uses, int v, int *s_extra
     if (w < 0)
         return v;
     const int *in = g->nodes[w].in;
-    int sm = producer(g, in[2], TG_OP_SOFTMAX), zero = producer(g, in[1], TG_OP_FULL);
+    int sm = producer(g, in[2], TG_OP_SOFTMAX);
+    if (sm >= 0 && uses[in[2]] == 1 && const_zero(g, in[0]) && is_zero(g, in[1]) &&
+        tg_shape_eq(&g->values[v].shape, &g->values[in[2]].shape))
+        return in[2];
     int n1 = sole_producer(g, uses, in[0], TG_OP_LOGICAL_NOT);
     int any = n1 < 0 ? -1 : sole_producer(g, uses, g->nodes[n1].in[0], TG_OP_REDUCE_ANY);
     int n2 = any < 0 ? -1 : sole_producer(g, uses, g->nodes[any].in[0], TG_OP_LOGICAL_NOT);
     int eq = n2 < 0 ? -1 : sole_producer(g, uses, g->nodes[n2].in[0], TG_OP_EQ);
-    double c, fill;
-    if (sm < 0 || zero < 0 || eq < 0 || uses[in[2]] != 1 ||
+    double c;
+    if (sm < 0 || !is_zero(g, in[1]) || eq < 0 || uses[in[2]] != 1 ||
         !tg_shape_eq(&g->values[v].shape, &g->values[in[2]].shape) ||
-        tg_attr_get_float(&g->nodes[zero], "value", 0, &fill) || fill != 0 ||
         g->nodes[eq].in[0] != g->nodes[sm].in[0] || !scalar_const(g, g->nodes[eq].in[1], &c) ||
         c != -INFINITY)
         return v;
@@ -171,13 +220,13 @@ static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
     if (sm < 0)
         return "the probabilities have other readers";
     int r = p->shape.rank, axis = (int)tg_node_int(&g->nodes[sm], "axis", -1);
-    if (p->dtype != TG_F32)
-        return "not float32";
+    if (!attn_dtype(p->dtype))
+        return "not float32, float16 or bfloat16";
     if (r < 3)
         return "scores of rank < 3";
     if (axis != -1 && axis != r - 1)
         return "softmax is not over the last axis";
-    *a = (attn){.v = through_flatten(g, uses, nd->in[1]), .mask = -1, .scale = 1};
+    *a = (attn){.v = operand(g, uses, nd->in[1], r), .mask = -1, .scale = 1};
     int x = g->nodes[sm].in[0];
     int add = uses[x] == 1 + s_extra ? producer(g, x, TG_OP_ADD) : -1;
     if (add >= 0) {
@@ -196,10 +245,13 @@ static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
     int mm = sole_producer(g, uses, x, TG_OP_MATMUL);
     if (mm < 0)
         return "the scores are not a matmul read only here";
-    a->q = strip_scale(g, uses, through_flatten(g, uses, g->nodes[mm].in[0]), false, &a->scale);
-    a->b = strip_scale(g, uses, through_flatten(g, uses, g->nodes[mm].in[1]), false, &a->scale);
+    a->q = strip_scale(g, uses, operand(g, uses, g->nodes[mm].in[0], r), false, &a->scale);
+    a->b = strip_scale(g, uses, operand(g, uses, g->nodes[mm].in[1], r), false, &a->scale);
     const tg_shape *q = &g->values[a->q].shape, *b = &g->values[a->b].shape;
     const tg_shape *v = &g->values[a->v].shape;
+    if (g->values[a->q].dtype != p->dtype || g->values[a->b].dtype != p->dtype ||
+        g->values[a->v].dtype != p->dtype)
+        return "q, k^T, v and the probabilities differ in type";
     if (q->rank != r || b->rank != r || v->rank != r)
         return "q, k^T, v and the scores differ in rank";
     for (int i = 0; i < r - 2; i++)
@@ -210,8 +262,8 @@ static const char *match(const tg_graph *g, const int *uses, int pv, attn *a)
         return "the scale factors multiply to 0 or not a finite number";
     if (a->mask >= 0) {
         const tg_value *m = &g->values[a->mask];
-        if (m->dtype != TG_F32)
-            return "the mask is not float32";
+        if (m->dtype != p->dtype)
+            return "the mask's type is not the scores'";
         if (r > 4 && m->shape.rank > 3)     /* the code generator's mask strides */
             return "a mask with more than one batch dim";
         if (causal_mask(g, a->mask, q->d[r - 2], b->d[r - 1])) {
@@ -265,12 +317,25 @@ static int untranspose(const tg_graph *g, int b)
     return -1;
 }
 
+/* v cast to dt (a node named after node pv and sfx), or v when it is dt. */
+static int cast_to(tg_graph *g, int pv, int v, tg_dtype dt, const char *sfx)
+{
+    if (v < 0 || g->values[v].dtype == dt)
+        return v;
+    char name[512];
+    tg_attr at = tg_attr_dtype("dtype", dt);
+    snprintf(name, sizeof name, "%s.%s", g->nodes[pv].name, sfx);
+    return tg_graph_add_node(g, TG_OP_CAST, name, 1, &v, 1, &at);
+}
+
 /* Append the sdpa node (and the permute for K when needed) that replaces the
- * pattern ending in node pv. 0 or -1. */
+ * pattern ending in node pv; in f16 or bf16 on f32 casts, its result cast
+ * back. 0 or -1. */
 static int rewrite(tg_graph *g, int pv, const attn *a)
 {
     char name[512];
     int r = g->values[a->b].shape.rank;
+    tg_dtype dt = g->values[a->q].dtype;
     int k = untranspose(g, a->b);
     if (k < 0) {
         int64_t perm[TG_MAX_RANK];
@@ -284,9 +349,14 @@ static int rewrite(tg_graph *g, int pv, const attn *a)
             return -1;
     }
     tg_attr at[2] = {tg_attr_float("scale", a->scale), tg_attr_int("causal", a->causal)};
-    int in[4] = {a->q, k, a->v, a->mask};
+    int in[4] = {cast_to(g, pv, a->q, TG_F32, "q32"), cast_to(g, pv, k, TG_F32, "k32"),
+                 cast_to(g, pv, a->v, TG_F32, "v32"), cast_to(g, pv, a->mask, TG_F32, "mask32")};
+    if (in[0] < 0 || in[1] < 0 || in[2] < 0 || (a->mask >= 0 && in[3] < 0))
+        return -1;
     snprintf(name, sizeof name, "%s.sdpa", g->nodes[pv].name);
     int y = tg_graph_add_node(g, TG_OP_SDPA, name, a->mask >= 0 ? 4 : 3, in, 2, at);
+    if (y >= 0 && dt != TG_F32)
+        y = cast_to(g, pv, y, dt, "out");
     int old = g->nodes[pv].out[0];
     const tg_shape *want = &g->values[old].shape;
     if (y >= 0 && !tg_shape_eq(&g->values[y].shape, want)) {   /* flattened for a bmm */
@@ -302,7 +372,7 @@ static int rewrite(tg_graph *g, int pv, const attn *a)
     return 0;
 }
 
-int tg_pass_fuse_attention(tg_graph *g)
+static int fuse(tg_graph *g, bool narrow_only)
 {
     int *uses = tg_graph_use_counts(g);
     int fused = 0;
@@ -315,6 +385,8 @@ int tg_pass_fuse_attention(tg_graph *g)
             continue;
         int extra, pval = through_guard(g, uses, through_flatten(g, uses, nd->in[0]), &extra);
         if (producer(g, pval, TG_OP_SOFTMAX) < 0)
+            continue;
+        if (narrow_only && g->values[nd->out[0]].dtype == TG_F32)
             continue;
         attn a;
         const char *why = match(g, uses, n, &a);
@@ -333,3 +405,7 @@ int tg_pass_fuse_attention(tg_graph *g)
         return -1;
     return fused;
 }
+
+int tg_pass_fuse_attention(tg_graph *g) { return fuse(g, false); }
+
+int tg_pass_fuse_attention_narrow(tg_graph *g) { return fuse(g, true); }

@@ -22,6 +22,9 @@ int tg_pass_bn_fold(tg_graph *g);    /* batch_norm after conv/linear into their 
 int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */
 int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
 int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sdpa node */
+/* The same for f16 and bf16 patterns only, whose rounding of every step the
+ * fused form (f32 inside) does not share: importers run it. */
+int tg_pass_fuse_attention_narrow(tg_graph *g);
 int tg_pass_bf16_weights(tg_graph *g);    /* linears' constant weights in bf16 (--dtype bf16) */
 
 /* Give value `to` the name of value `from` (which gets "<name>.replaced"), so

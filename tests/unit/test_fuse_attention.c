@@ -1,7 +1,10 @@
 /* The attention fusion pass (lib/passes/fuse_attention.c) on small attention
  * graphs built here: what it fuses, what it refuses, and that the interpreter
  * gives the same outputs before and after on fresh random inputs (float32:
- * max |a - b| <= 1e-5 * max(1, |a|)). */
+ * max |a - b| <= 1e-5 * max(1, |a|)). In float16 and bfloat16 the fused graph
+ * (an sdpa on f32 casts) is checked against float64 attention on the same
+ * rounded inputs: within one ulp of the narrow type, where the unfused graph
+ * rounds every step. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +248,117 @@ static void test_refusals(void)
     tg_graph_free(g);
 }
 
+/* ONNX's Attention function in a narrow type t (its _expanded test cases):
+ * q * c and k^T * c with c = sqrt(scale) in t, matmul, + an additive bias of
+ * L x S (0 or -inf: causal when S == L, else the upper-left cut), softmax,
+ * where(rows with no key: a constant, none here, 0, p), matmul with v. */
+enum { S = L + 2 };
+
+static tg_graph *expanded_form(tg_dtype t, int64_t keys, double c)
+{
+    tg_graph *g = tg_graph_new();
+    tg_shape qs = tg_shape_of(4, (int64_t[]){B, H, L, E}), ks = tg_shape_of(4, (int64_t[]){B, H, keys, E});
+    int q = tg_graph_add_input(g, "q", t, &qs), k = tg_graph_add_input(g, "k", t, &ks);
+    int v = tg_graph_add_input(g, "v", t, &ks);
+    int kt = node1(g, TG_OP_PERMUTE, "kt", k, tg_attr_ints("perm", 4, (int64_t[]){0, 1, 3, 2}));
+    int sc = tg_graph_add_scalar(g, "c", t, c);
+    int s = NODE(g, MATMUL, "s", NODE(g, MUL, "qs", q, sc), NODE(g, MUL, "ks", kt, sc));
+    uint8_t bias[L * S * 2] = {0}, none[L] = {0};
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < keys; j++)
+            tg_store_f64(t, bias, (size_t)(i * keys + j), j <= i ? 0 : -INFINITY);
+    tg_shape bs = tg_shape_of(2, (int64_t[]){L, keys}), ns = tg_shape_of(2, (int64_t[]){L, 1});
+    int m = NODE(g, ADD, "m", s, tg_graph_add_const_copy(g, "bias", t, &bs, bias));
+    int p = node1(g, TG_OP_SOFTMAX, "p", m, tg_attr_int("axis", -1));
+    int guard = tg_graph_add_const_copy(g, "no_key", TG_BOOL, &ns, none);
+    int w = NODE(g, WHERE, "safe", guard, tg_graph_add_scalar(g, "zero", t, 0), p);
+    tg_graph_add_output(g, NODE(g, MATMUL, "o", w, v));
+    return g;
+}
+
+/* The largest |y - ref| / ulp(ref) of g's output y (type t) on inputs x[3],
+ * ref: attention in float64 on the inputs' values with scale c * c. */
+static double ulps_off(tg_graph *g, tg_dtype t, tg_tensor *x, int64_t keys, double c)
+{
+    tg_tensor y = {0};
+    tg_exec *e = tg_exec_new(g, 1);
+    CHECK(e && tg_exec_run(e, x, &y) == 0);
+    tg_exec_free(e);
+    int mant = t == TG_F16 ? 10 : 7;
+    double worst = 0;
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < L; i++) {
+            double sc[S], o[E] = {0}, mx = -INFINITY, sum = 0;
+            for (int j = 0; j <= i && j < keys; j++) {
+                sc[j] = 0;
+                for (int d = 0; d < E; d++)
+                    sc[j] += tg_load_f64(t, x[0].data, (size_t)((bh * L + i) * E + d)) *
+                             tg_load_f64(t, x[1].data, (size_t)((bh * keys + j) * E + d));
+                sc[j] *= c * c;
+                mx = fmax(mx, sc[j]);
+            }
+            for (int j = 0; j <= i && j < keys; j++)
+                sum += sc[j] = exp(sc[j] - mx);
+            for (int j = 0; j <= i && j < keys; j++)
+                for (int d = 0; d < E; d++)
+                    o[d] += sc[j] / sum * tg_load_f64(t, x[2].data, (size_t)((bh * keys + j) * E + d));
+            for (int d = 0; d < E; d++) {
+                double got = tg_load_f64(t, y.data, (size_t)((bh * L + i) * E + d));
+                double ulp = ldexp(1, (int)floor(log2(fmax(fabs(o[d]), 0x1p-14))) - mant);
+                worst = fmax(worst, fabs(got - o[d]) / ulp);
+            }
+        }
+    tg_tensor_free(&y);
+    return worst;
+}
+
+static void test_narrow_types(void)
+{
+    const tg_dtype types[] = {TG_F16, TG_BF16};
+    const int64_t key_lens[] = {L, S};
+    for (int ti = 0; ti < 2; ti++)
+        for (int ki = 0; ki < 2; ki++) {
+            tg_dtype t = types[ti];
+            int64_t keys = key_lens[ki];
+            uint8_t cb[2];
+            tg_store_f64(t, cb, 0, sqrt(1 / sqrt((double)E)));
+            double c = tg_load_f64(t, cb, 0);
+            tg_graph *g = expanded_form(t, keys, c), *plain = expanded_form(t, keys, c);
+            tg_tensor x[3] = {{0}};
+            for (int i = 0; i < 3; i++) {
+                x[i].dtype = t;
+                x[i].rank = 4;
+                memcpy(x[i].dims, (int64_t[]){B, H, i ? keys : L, E}, sizeof(int64_t[4]));
+                tg_tensor_alloc(&x[i]);
+                for (int64_t n = 0; n < x[i].dims[2] * B * H * E; n++)
+                    tg_store_f64(t, x[i].data, (size_t)n, 4 * uniform());
+            }
+            CHECK(tg_pass_fuse_attention(plain) == 1);  /* tcompile's pass fuses it too */
+            tg_graph_free(plain);
+            plain = expanded_form(t, keys, c);
+            CHECK(tg_pass_fuse_attention_narrow(g) == 1 && tg_graph_validate(g) == 0);
+            const tg_node *n = find_op(g, TG_OP_SDPA);
+            CHECK(n && g->values[n->in[0]].dtype == TG_F32 && count_op(g, TG_OP_SOFTMAX) == 0 &&
+                  count_op(g, TG_OP_WHERE) == 0 && count_op(g, TG_OP_CAST) == (keys == L ? 4 : 5));
+            CHECK(n && tg_node_int(n, "causal", 0) == (keys == L) && n->nin == (keys == L ? 3 : 4));
+            CHECK(g->values[g->outputs[0]].dtype == t);
+            double fused = ulps_off(g, t, x, keys, c), unfused = ulps_off(plain, t, x, keys, c);
+            CHECK(fused <= 1.0);
+            CHECK(fused <= unfused);
+            if (fused > 1.0 || fused > unfused)
+                fprintf(stderr, "  %s, %lld keys: fused %.2f ulps, unfused %.2f\n", tg_dtype_name(t),
+                        (long long)keys, fused, unfused);
+            for (int i = 0; i < 3; i++)
+                tg_tensor_free(&x[i]);
+            tg_graph_free(g);
+            tg_graph_free(plain);
+        }
+    /* the narrow variant leaves float32 to tcompile */
+    tg_graph *g = onnx_form(-INFINITY, -1);
+    CHECK(tg_pass_fuse_attention_narrow(g) == 0 && count_op(g, TG_OP_SDPA) == 0);
+    tg_graph_free(g);
+}
+
 int main(void)
 {
     unit_seed("test_fuse_attention");
@@ -253,5 +367,6 @@ int main(void)
     test_core_form();
     test_flat_div_mask();
     test_refusals();
+    test_narrow_types();
     return unit_report();
 }
