@@ -105,11 +105,50 @@ typedef struct {
     uint8_t *xb;                /* [groups][cq][pd][4] */
 } relayout_job;
 
+#if defined(__x86_64__)
+/* The same unpacking on AVX-512BW, a row's last 1 to 15 positions with
+ * masked loads and stores (most rows of a late layer are 7 or 14 long). */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void interleave4_masked(const uint8_t *const s[4], int64_t n, uint8_t *o)
+{
+    for (int64_t i = 0; i < n; i += 16) {
+        int64_t r = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)((1u << r) - 1);
+        __m128i a = _mm_maskz_loadu_epi8(k, s[0] + i), b = _mm_maskz_loadu_epi8(k, s[1] + i);
+        __m128i c = _mm_maskz_loadu_epi8(k, s[2] + i), d = _mm_maskz_loadu_epi8(k, s[3] + i);
+        __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+        __m512i v = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab0, cd0));
+        v = _mm512_inserti32x4(v, _mm_unpackhi_epi16(ab0, cd0), 1);
+        v = _mm512_inserti32x4(v, _mm_unpacklo_epi16(ab1, cd1), 2);
+        v = _mm512_inserti32x4(v, _mm_unpackhi_epi16(ab1, cd1), 3);
+        _mm512_mask_storeu_epi8(o + 4 * i, r == 16 ? ~(__mmask64)0 : ((__mmask64)1 << (4 * r)) - 1, v);
+    }
+}
+
+static bool have_avx512bw(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    }
+    return have;
+}
+#endif
+
 /* n positions of 4 planes interleaved, 4 bytes to a position: SSE2's byte
- * and word unpacking 16 positions at a time, then one by one. */
+ * and word unpacking 16 positions at a time, then one by one (AVX-512BW:
+ * the last ones masked). */
 static void interleave4(const uint8_t *const s[4], int64_t n, uint8_t *o)
 {
     int64_t i = 0;
+#if defined(__x86_64__)
+    if (have_avx512bw()) {
+        interleave4_masked(s, n, o);
+        return;
+    }
+#endif
 #if defined(__SSE2__)
     for (; i + 16 <= n; i += 16) {
         __m128i a = _mm_loadu_si128((const __m128i *)(s[0] + i));
