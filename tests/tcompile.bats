@@ -399,6 +399,40 @@ fixtures() {
     [[ "$stderr" == *"compiler took"* ]]
 }
 
+@test "tcompile compiles the hot loops at -O3, the plan at -O1 and the weights at once, then links" {
+    TLOG=codegen run_ok "$TCOMPILE" "$GRAPHS/tinygpt.core.tg" -o "$TMP/m.so"
+    grep -qE 'compiler: .* -O3 .* -c -o hot\.o hot\.c$' <<<"$stderr"
+    grep -qE 'compiler: .* -O1 .* -c -o model\.o model\.c$' <<<"$stderr"
+    grep -qE 'compiler: .* -c -o weights\.o weights\.c$' <<<"$stderr"
+    grep -qE 'compiler: .* -shared .* -o model\.so hot\.o model\.o weights\.o ' <<<"$stderr"
+    # with --weights nothing is embedded: no weights unit
+    TLOG=codegen run_ok "$TCOMPILE" "$GRAPHS/tinygpt.core.tg" -o "$TMP/n.so" --weights "$TMP/n.w"
+    ! grep -q 'weights\.c' <<<"$stderr" || false
+    for so in m n; do
+        run_ok "$TRUN" "$TMP/$so.so" "$FIX/tinygpt.in0.b3.npy" --check "$FIX/tinygpt.out0.b3.npy"
+    done
+}
+
+@test "a fused loop met twice is one function, called twice" {
+    # tinygpt.core's two blocks: the same two loops each (after the GEMMs)
+    run_ok "$TCOMPILE" "$GRAPHS/tinygpt.core.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
+    defs=$(grep -cE '^void [a-z0-9_]*loop_[0-9]+\(void \*ctx' "$TMP/m.c")
+    calls=$(grep -cE 'tgk_parallel_for\(.*, [a-z0-9_]*loop_[0-9]+, &L\);' "$TMP/m.c")
+    [ "$defs" -ge 1 ] && [ "$calls" -ge $((defs + 2)) ]
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/tinygpt.in0.b$b.npy" --check "$FIX/tinygpt.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
+@test "a compiler error fails tcompile with the compiler's message and writes nothing" {
+    printf '#error planted in every unit\n' >"$TMP/bad.h"
+    CC="cc -include $TMP/bad.h" run_fails 1 "the C compiler failed \\(exit 1\\)" \
+        "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
+    [[ "$stderr" == *"planted in every unit"* ]]
+    [ ! -e "$TMP/m.so" ]
+}
+
 @test "TLOG=fusion reports tinygpt.core.pt2's Core ATen attention (flattened bmm's, the masked-row guard) fused into causal sdpa" {
     TLOG=fusion run_ok "$TCOMPILE" "$GRAPHS/tinygpt.core.tg" -o "$TMP/m.so"
     [ "$(grep -c 'fuse_attention: bmm_[0-9]* fused into sdpa (scale 0.176777, causal)' <<<"$stderr")" -eq 2 ]

@@ -48,11 +48,16 @@ static bool node_eq(const tg_node *a, const tg_node *b)
     return true;
 }
 
+/* A constant's key: its size and up to 4096 of its bytes taken evenly (FNV-1a);
+ * constants with equal keys are then compared whole (const_eq). Every byte
+ * hashed was a fifth of tcompile's own time on Swin-T's 110 MB. */
 static uint64_t hash_bytes(const void *p, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3u;
+    const unsigned char *b = p;
+    size_t step = n > 4096 ? n / 4096 : 1;
+    uint64_t h = 0xcbf29ce484222325u ^ n;
+    for (size_t i = 0; i < n; i += step)
+        h = (h ^ b[i]) * 0x100000001b3u;
     return h;
 }
 

@@ -27,6 +27,14 @@ char *tg_build_read(tg_build_dir *t, const char *name, size_t *n);
 /* Run argv in t with stdout and stderr into cc.log: 0, or -1 with tg_err
  * carrying the log. what: "the C compiler" ... */
 int tg_build_run(tg_build_dir *t, char **argv, const char *what);
+/* Likewise n runs at once (at most TG_BUILD_MAX_JOBS), each into its own log
+ * (a file of t); the error carries the first failing one's log. */
+#define TG_BUILD_MAX_JOBS 8
+typedef struct {
+    char **argv;
+    const char *log;
+} tg_build_job;
+int tg_build_run_all(tg_build_dir *t, const tg_build_job *jobs, int n, const char *what);
 /* The runtime archive called name: the environment (TGRAPH_RUNTIME_DIR), else
  * where make install put it, else beside a build tree's tools. 0 or -1. */
 int tg_build_runtime(const char *name, char *path, size_t n);

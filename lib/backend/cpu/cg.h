@@ -1,6 +1,6 @@
 /* Internal state of the C emitter, shared by its files (emit.c: the file and
  * the ABI tables; emit_node.c: one kernel call per node; emit_loop.c: fused
- * loops). */
+ * loops; emit_hot.c: the functions the thread pool runs). */
 #ifndef TG_CG_H
 #define TG_CG_H
 
@@ -10,12 +10,23 @@
 #include "cpu.h"
 #include "../../ops/family.h"
 
+/* The file's hot functions (fused loops, specialized pools: what
+ * tgk_parallel_for runs over a model's elements), shared by a graph and its
+ * subgraphs: written apart from the plan (the build compiles them at -O3, the
+ * plan at -O1), each distinct body once, under the name of its first. */
+typedef struct {
+    FILE *f;                /* their definitions */
+    int n, cap;
+    char **name, **body;
+} cg_hot;
+
 typedef struct {
     const tg_graph *g;
     const tg_plan *p;
     const tg_weights *w;
     FILE *f;                /* the plan function's body being written */
-    FILE *fns;              /* functions it calls (fused loops), written before it */
+    FILE *fns;              /* subgraphs' model tables it names, written before it */
+    cg_hot *hot;            /* the whole file's hot functions */
     int ndim, dim_cap;      /* dim expressions evaluated once per run into D[] */
     tg_dim *dims;
     bool *used;             /* per value: its pointer variable is referenced */
@@ -81,12 +92,20 @@ int cg_emit_node(tg_cg *c, int n);
     int cg_node_##family(tg_cg *c, const tg_node *nd);
 #include "../../ops/ops.def"
 #undef OP
-/* A fused loop group (TG_GROUP_LOOP) with root node `root`: a function into
- * c->fns and its call into c->f. */
+/* A hot function of tgk_parallel_for's type, `void NAME(void *ctx, int64_t r0,
+ * int64_t r1)`, its body (from its opening brace) in body: the name to call
+ * it by, NAME or that of an earlier function with the same body (emit_hot.c);
+ * NULL (tg_err) when out of memory. */
+const char *cg_hot_add(tg_cg *c, const char *name, const char *body);
+/* The prototypes of hot's functions, for the plan's side of the file. */
+void cg_hot_protos(const cg_hot *hot, FILE *f);
+void cg_hot_free(cg_hot *hot);
+/* A fused loop group (TG_GROUP_LOOP) with root node `root`: a hot function
+ * and its call into c->f. */
 int cg_emit_loop(tg_cg *c, int root);
 /* A VIEW group: one strided copy of the chain's input. */
 int cg_emit_view(tg_cg *c, int root);
-/* A max or avg pool as a function specialized for its geometry: 0, 1 when it
+/* A max or avg pool as a hot function specialized for its geometry: 0, 1 when it
  * cannot be (the caller then calls the kernel), -1 (tg_err). */
 int cg_emit_pool(tg_cg *c, int n);
 /* An epilogue group: its anchor's kernel, then its activations as a loop over

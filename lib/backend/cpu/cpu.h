@@ -41,9 +41,21 @@ typedef struct {
     const char *weights_file;   /* basename looked up beside the .so when not embedded */
 } tg_codegen_weights;
 
-/* Write the C file. Deterministic: the same graph gives the same text. */
+/* The C file in the parts the build compiles apart (malloc'd strings): head,
+ * the includes and the runtime's declarations, which the other parts start
+ * with; hot, the functions that run over a model's elements (fused loops,
+ * pools); weights, the top-level assembly that embeds the weights ("" when
+ * not embedded); plan, hot's prototypes, the plan, its shape checks, its
+ * tables and the ABI. head, hot, weights and plan in this order are the
+ * whole model as one C file (--emit-c). Deterministic: the same graph gives
+ * the same text. */
+typedef struct {
+    char *head, *hot, *weights, *plan;
+} tg_codegen_src;
+
 int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
-                 const tg_codegen_weights *how, FILE *out);
+                 const tg_codegen_weights *how, tg_codegen_src *src);
+void tg_codegen_src_free(tg_codegen_src *src);
 
 /* The backend's compile: generate, compile and link the model in a temporary
  * directory, then copy the shared object to `so` (build.c). */

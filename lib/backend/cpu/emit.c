@@ -1,6 +1,8 @@
-/* The C file of a compiled model: the runtime's declarations, the weights,
- * the dims and workspace layout (prepare), the plan (exec), the tables that
- * describe inputs, outputs and symbols, and the exported ABI forwarders. */
+/* The C file of a compiled model: the runtime's declarations, the hot
+ * functions (emit_hot.c), the weights, the dims and workspace layout
+ * (prepare), the plan (exec), the tables that describe inputs, outputs and
+ * symbols, and the exported ABI forwarders; in parts the build compiles
+ * apart (tg_codegen_src). */
 #define _GNU_SOURCE
 #include "cg.h"
 
@@ -522,10 +524,16 @@ static int emit_prepare(tg_cg *c, const char *pre, FILE *f)
             if (sizes[v] && p->slot[v] == s)
                 fprintf(f, " v%d", v);
         fprintf(f, " */\n");
-        for (int v = 0; v < c->g->nvalue; v++)
-            if (sizes[v] && p->slot[v] == s)
+        for (int v = 0; v < c->g->nvalue; v++) {
+            bool again = false;     /* a size met before in this slot */
+            if (!sizes[v] || p->slot[v] != s)
+                continue;
+            for (int u = 0; u < v && !again; u++)
+                again = sizes[u] && p->slot[u] == s && !strcmp(sizes[u], sizes[v]);
+            if (!again)
                 fprintf(f, "    if ((size_t)(%s) > n)\n        n = (size_t)(%s);\n", sizes[v],
                         sizes[v]);
+        }
         fprintf(f, "    slot[%d] = off;\n    off += (n + %d) & ~(size_t)%d;\n", s,
                 TGRT_ALIGN - 1, TGRT_ALIGN - 1);
     }
@@ -758,24 +766,71 @@ out:
     return rc;
 }
 
+/* The weights from how->incbin_path as the global (hidden) tgraph_weights,
+ * for the part of the file the assembler reads them into. */
+static char *weights_asm(const tg_codegen_weights *how)
+{
+    char *s = NULL;
+    if (!how->incbin_path)
+        return strdup("");
+    if (asprintf(&s, "__asm__(\".section .rodata.tgraph_weights,\\\"a\\\"\\n\"\n"
+                 "        \".balign %d\\n\"\n        \".globl tgraph_weights\\n\"\n"
+                 "        \".hidden tgraph_weights\\n\"\n        \"tgraph_weights:\\n\"\n"
+                 "        \".incbin \\\"%s\\\"\\n\"\n        \".previous\\n\");\n\n",
+                 TGRT_ALIGN, how->incbin_path) < 0)
+        return NULL;
+    return s;
+}
+
 int tg_codegen_c(const tg_graph *g, const tg_plan *p, const tg_weights *w,
-                 const tg_codegen_weights *how, FILE *f)
+                 const tg_codegen_weights *how, tg_codegen_src *src)
 {
     int nsub = 0;
-    tg_cg c = {.g = g, .p = p, .w = w, .nsub = &nsub};
-    fprintf(f, "/* A tgraph model compiled by tcompile: implements <tgraph/model.h>. */\n"
-            "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-            "#include <string.h>\n\n%s\n",
-            tg_cg_rt_headers);
-    if (how->incbin_path)
-        fprintf(f, "__asm__(\".section .rodata.tgraph_weights,\\\"a\\\"\\n\"\n"
-                "        \".balign %d\\n\"\n        \"tgraph_weights:\\n\"\n"
-                "        \".incbin \\\"%s\\\"\\n\"\n        \".previous\\n\");\n"
-                "extern const unsigned char tgraph_weights[] "
-                "__attribute__((visibility(\"hidden\")));\n\n",
-                TGRT_ALIGN, how->incbin_path);
-    if (cg_emit_graph(&c, "", how, f))
-        return -1;
-    fputs(abi_forwarders, f);
-    return ferror(f) ? tg_err("writing the C file failed") : 0;
+    cg_hot hot = {0};
+    char *body = NULL;
+    size_t hlen = 0, blen = 0, plen = 0;
+    tg_cg c = {.g = g, .p = p, .w = w, .nsub = &nsub, .hot = &hot};
+    *src = (tg_codegen_src){0};
+    hot.f = open_memstream(&src->hot, &hlen);
+    FILE *b = open_memstream(&body, &blen), *f = NULL;
+    int rc = hot.f && b ? cg_emit_graph(&c, "", how, b) : tg_err("out of memory");
+    if (hot.f)
+        fclose(hot.f);
+    if (b)
+        fclose(b);
+    if (!rc && asprintf(&src->head, "/* A tgraph model compiled by tcompile: implements "
+                        "<tgraph/model.h>. */\n#include <math.h>\n#include <stdint.h>\n"
+                        "#include <stdlib.h>\n#include <string.h>\n\n%s\n",
+                        tg_cg_rt_headers) < 0)
+        src->head = NULL;   /* (undefined after a failure) */
+    if (!rc && (!src->head || !(src->weights = weights_asm(how)) ||
+                !(f = open_memstream(&src->plan, &plen))))
+        rc = tg_err("out of memory");
+    if (!rc) {
+        cg_hot_protos(&hot, f);
+        if (how->incbin_path)
+            fprintf(f, "extern const unsigned char tgraph_weights[] "
+                    "__attribute__((visibility(\"hidden\")));\n\n");
+        fputs(body, f);
+        fputs(abi_forwarders, f);
+        rc = ferror(f) ? tg_err("writing the C file failed") : 0;
+    }
+    if (f)
+        fclose(f);
+    free(body);
+    cg_hot_free(&hot);
+    if (rc || !src->hot || !src->plan) {
+        tg_codegen_src_free(src);
+        return rc ? rc : tg_err("out of memory");
+    }
+    return 0;
+}
+
+void tg_codegen_src_free(tg_codegen_src *src)
+{
+    free(src->head);
+    free(src->hot);
+    free(src->weights);
+    free(src->plan);
+    *src = (tg_codegen_src){0};
 }

@@ -18,7 +18,7 @@ static const char *subgraph(tg_cg *c, const tg_node *nd, const char *name)
     tg_graph *sg = tg_graph_clone(tg_node_graph(nd, name));
     tg_plan *p = sg ? tg_passes_subgraph(sg, &tg_backend_cpu, c->p->level) : NULL;
     const char *pre = cg_str(c, "sg%d_", (*c->nsub)++);
-    tg_cg s = {.g = sg, .p = p, .nsub = c->nsub};
+    tg_cg s = {.g = sg, .p = p, .nsub = c->nsub, .hot = c->hot};
     int rc = p ? cg_emit_graph(&s, pre, NULL, c->fns) : -1;
     tg_plan_free(p);
     tg_graph_free(sg);

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../error.h"
@@ -270,19 +271,17 @@ static bool in_loop(const loop_cx *x, int n)
            !(x->inplace && !tg_op_is_elementwise(x->c->g->nodes[n].op));
 }
 
-/* The function loop_<root>. Inputs and result never overlap (the memory plan
- * keeps inputs live while the result is written), hence restrict; an
- * epilogue's result is its only operand. */
-static int emit_function(loop_cx *x)
+/* The body of the function loop_<root> into x->f. Inputs and result never
+ * overlap (the memory plan keeps inputs live while the result is written),
+ * hence restrict; an epilogue's result is its only operand. */
+static int emit_body(loop_cx *x)
 {
     tg_cg *c = x->c;
     const tg_graph *g = c->g;
     const tg_loop *l = x->l;
     int nouter = l->rank - 1;
     FILE *f = x->f;
-    fprintf(f, "static void %sloop_%d(void *ctx, int64_t r0, int64_t r1)\n{\n"
-            "    const tgrt_loop *L = ctx;\n    const int64_t inner = L->inner;\n", c->pre,
-            x->root);
+    fprintf(f, "{\n    const tgrt_loop *L = ctx;\n    const int64_t inner = L->inner;\n");
     for (int k = 0; k < l->nin; k++)
         fprintf(f, "    const %s *restrict x%d = L->in[%d];\n", ctype(g->values[l->in[k]].dtype),
                 k, k);
@@ -344,12 +343,28 @@ static int emit_function(loop_cx *x)
     fprintf(f, "        }\n");
     if (l->reduce)
         fprintf(f, "        %s\n", fin);
-    fprintf(f, "    }\n}\n\n");
+    fprintf(f, "    }\n}\n");
     return 0;
 }
 
-/* The call of loop_<root> from the plan, with the loop's inputs and dims. */
-static void emit_call(tg_cg *c, const tg_loop *lp, int root)
+/* The loop's function as a hot one (cg_hot_add): the name to call, or NULL. */
+static const char *emit_function(loop_cx *x)
+{
+    char *body = NULL;
+    size_t n = 0;
+    if (!(x->f = open_memstream(&body, &n)))
+        return tg_err("out of memory"), NULL;
+    int rc = emit_body(x);
+    fclose(x->f);
+    const char *name = rc ? NULL : cg_hot_add(x->c, cg_str(x->c, "%sloop_%d", x->c->pre, x->root),
+                                              body);
+    free(body);
+    return name;
+}
+
+/* The call of hot function fn for the loop of `root` from the plan, with the
+ * loop's inputs and dims. */
+static void emit_call(tg_cg *c, const tg_loop *lp, int root, const char *fn)
 {
     tg_loop l = *lp;
     tg_shape outer = {.rank = l.rank - 1};
@@ -372,13 +387,13 @@ static void emit_call(tg_cg *c, const tg_loop *lp, int root)
     /* tasks of at least ~16K elements */
     if (l.reduce)
         fprintf(c->f, "        tgk_parallel_for(L.rows, L.inner >= 16384 ? 1 : 16384 / "
-                "(L.inner ? L.inner : 1), %sloop_%d, &L);\n    }\n", c->pre, root);
+                "(L.inner ? L.inner : 1), %s, &L);\n    }\n", fn);
     else
         fprintf(c->f, "        const int64_t nblk = (L.inner + %d) / %d;\n"
                 "        const int64_t blk = L.inner < %d ? L.inner : %d;\n"
                 "        tgk_parallel_for(L.rows * nblk, blk >= 16384 ? 1 : 16384 / "
-                "(blk ? blk : 1), %sloop_%d, &L);\n    }\n",
-                BLOCK - 1, BLOCK, BLOCK, BLOCK, c->pre, root);
+                "(blk ? blk : 1), %s, &L);\n    }\n",
+                BLOCK - 1, BLOCK, BLOCK, BLOCK, fn);
 }
 
 int cg_emit_loop(tg_cg *c, int root)
@@ -386,10 +401,11 @@ int cg_emit_loop(tg_cg *c, int root)
     tg_loop l;
     if (tg_loop_analyze(c->g, c->p, root, &l))
         return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
-    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root], false};
-    if (emit_function(&x))
+    loop_cx x = {c, NULL, &l, root, &c->g->nodes[root], false};
+    const char *fn = emit_function(&x);
+    if (!fn)
         return -1;
-    emit_call(c, &l, root);
+    emit_call(c, &l, root, fn);
     return 0;
 }
 
@@ -453,10 +469,11 @@ int cg_emit_epilogue(tg_cg *c, int root)
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
         return -1;
-    loop_cx x = {c, c->fns, &l, root, &c->g->nodes[root], true};
-    if (emit_function(&x))
+    loop_cx x = {c, NULL, &l, root, &c->g->nodes[root], true};
+    const char *fn = emit_function(&x);
+    if (!fn)
         return -1;
-    emit_call(c, &l, root);
+    emit_call(c, &l, root, fn);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../../error.h"
 #include "opmap.h"
@@ -106,17 +107,17 @@ static char *text(const char *fmt, ...)
     return b;
 }
 
-static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include_pad)
+/* The function's body, from its opening brace. */
+static void emit_body(FILE *f, const geom *q, bool max, bool include_pad)
 {
-    FILE *f = c->fns;
     /* phases of lp floats (whole vectors), the line as long as they need */
     int64_t lp = (phase_len(q) + VL - 1) / VL * VL, len = lp * q->sw;
     /* the input columns the line holds, from index pw */
     int64_t cols = q->iw < len - q->pw ? q->iw : len - q->pw > 0 ? len - q->pw : 0;
     const char *fill = max ? "-INFINITY" : "0.0f";
+    fprintf(f, "{\n");
     if (!max) {     /* the divisor of every output, known now */
-        fprintf(f, "static const float %spool_%d_count[%" PRId64 "] = {", c->pre, n,
-                q->oh * q->ow);
+        fprintf(f, "    static const float count[%" PRId64 "] = {", q->oh * q->ow);
         for (int64_t oh = 0; oh < q->oh; oh++)
             for (int64_t ow = 0; ow < q->ow; ow++) {
                 int64_t hs = oh * q->sh - q->ph, ws = ow * q->sw - q->pw;
@@ -129,11 +130,10 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
         fprintf(f, "};\n");
     }
     int64_t owp = (q->ow + VL - 1) / VL * VL;
-    fprintf(f, "static void %spool_%d(void *ctx, int64_t p0, int64_t p1)\n{\n"
-            "    const tgrt_loop *L = ctx;\n    const float *restrict x = L->in[0];\n"
+    fprintf(f, "    const tgrt_loop *L = ctx;\n    const float *restrict x = L->in[0];\n"
             "    float *restrict y = L->out;\n"
             "    float line[%" PRId64 "], rows[%" PRId64 "], out[%" PRId64 "];\n",
-            c->pre, n, len, q->ih * owp, owp);
+            len, q->ih * owp, owp);
     if (q->sw > 1)
         fprintf(f, "    float phase[%" PRId64 "];\n", len);
     /* the padding and overhang, never written by the rows */
@@ -141,7 +141,7 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
             "    for (int64_t i = %" PRId64 "; i < %" PRId64 "; i++)\n        line[i] = %s;\n",
             q->pw, fill, q->pw + cols, len, fill);
     /* each input row's windows along it, into rows */
-    fprintf(f, "    for (int64_t p = p0; p < p1; p++) {\n"
+    fprintf(f, "    for (int64_t p = r0; p < r1; p++) {\n"
             "        const float *xp = x + p * %" PRId64 ";\n"
             "        float *yp = y + p * %" PRId64 ";\n"
             "        for (int64_t r = 0; r < %" PRId64 "; r++) {\n"
@@ -189,9 +189,23 @@ static void emit_function(tg_cg *c, int n, const geom *q, bool max, bool include
     fprintf(f, "            }\n");
     loops(f, "            ", "ow", q->ow, true,
           max ? "                yp[ow] = out[ow];\n"
-              : text("                yp[ow] = out[ow] / %spool_%d_count[oh * %" PRId64
-                     " + ow];\n", c->pre, n, q->ow));
-    fprintf(f, "        }\n    }\n}\n\n");
+              : text("                yp[ow] = out[ow] / count[oh * %" PRId64 " + ow];\n", q->ow));
+    fprintf(f, "        }\n    }\n}\n");
+}
+
+/* The pool's function as a hot one (cg_hot_add): the name to call, or NULL. */
+static const char *emit_function(tg_cg *c, int n, const geom *q, bool max, bool include_pad)
+{
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (!f)
+        return tg_err("out of memory"), NULL;
+    emit_body(f, q, max, include_pad);
+    fclose(f);
+    const char *name = cg_hot_add(c, cg_str(c, "%spool_%d", c->pre, n), body);
+    free(body);
+    return name;
 }
 
 int cg_emit_pool(tg_cg *c, int n)
@@ -203,12 +217,13 @@ int cg_emit_pool(tg_cg *c, int n)
     if (!pool_geom(c->g, nd, &q, &include_pad) || phase_len(&q) * q.sw > MAX_LINE ||
         q.ih * (q.ow + VL - 1) / VL * VL > MAX_ROWS || q.sw > 64 || q.kw > 64)
         return 1;
-    bool max = nd->op == TG_OP_MAX_POOL;
-    emit_function(c, n, &q, max, include_pad);
+    const char *fn = emit_function(c, n, &q, nd->op == TG_OP_MAX_POOL, include_pad);
+    if (!fn)
+        return -1;
     const tg_value *x = tg_node_input(c->g, nd, 0);
     fprintf(c->f, "    tgrt_loop L;\n    L.in[0] = %s;\n    L.out = %s;\n"
-            "    tgk_parallel_for(%s, %" PRId64 ", %spool_%d, &L);\n",
+            "    tgk_parallel_for(%s, %" PRId64 ", %s, &L);\n",
             cg_ptr(c, nd->in[0]), cg_ptr(c, nd->out[0]), cg_prod(c, &x->shape, 0, 2),
-            1 + 32768 / (q.oh * q.ow * q.kh * q.kw), c->pre, n);
+            1 + 32768 / (q.oh * q.ow * q.kh * q.kw), fn);
     return 0;
 }

@@ -8,11 +8,20 @@
 #include "../../error.h"
 #include "model_rt.h"
 
-/* FNV-1a, 64 bits: identifies the blob, so a model refuses another's file. */
+/* FNV-1a a 64-bit word at a time (the product folded, so that a word's high
+ * bytes reach the low ones; the tail a byte at a time): identifies the blob,
+ * so a model refuses another's file. A byte at a time took 0.2 s of a
+ * 110 MB blob. */
 static uint64_t fnv1a(const unsigned char *p, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++)
+    uint64_t h = 0xcbf29ce484222325u, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x100000001b3u;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3u;
     return h;
 }
