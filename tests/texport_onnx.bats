@@ -103,6 +103,14 @@ check_compiled() {
     check_model "$ONNX" scan_dynamic
 }
 
+@test "onnx ops: Scan of opset 8 (batch first, a scan input read in reverse, a run-time length)" {
+    check_model "$ONNX" scan8
+    run_ok "$TEXPORT" -o "$TMP/s.tg" "$ONNX/scan8.onnx"
+    run_ok "$TCOMPILE" -o "$TMP/s.so" "$TMP/s.tg"
+    run_ok "$TRUN" "$TMP/s.so" "$ONNX"/scan8.in{0,1,2}.b3.npy \
+        --check "$ONNX/scan8.out0.b3.npy,$ONNX/scan8.out1.b3.npy" "${TOL[@]}"
+}
+
 @test "onnx: a CumProd axis out of range at run time fails, naming the node" {
     run_ok "$TEXPORT" -o "$TMP/m.tg" "$ONNX/math_ops.onnx"
     # shellcheck disable=SC2046

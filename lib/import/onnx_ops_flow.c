@@ -1,5 +1,5 @@
-/* ONNX control flow. If, Loop and Scan (opset 9 on) import as control nodes
- * (ops.def: if, loop) whose subgraphs are imported into graphs of their own
+/* ONNX control flow. If, Loop and Scan import as control nodes (Scan-8 one
+ * per batch entry) (ops.def: if, loop) whose subgraphs are imported into graphs of their own
  * (onnx.c's scopes): the outer values a branch or body reads become its
  * inputs, passed by the node. */
 #include <stdint.h>
@@ -250,34 +250,30 @@ static int scan_output(onnx_ctx *c, int y, tg_dim t, int last, int64_t dir, int6
     return permute_to(c, y, rank, perm, "scan_axis");
 }
 
-/* Scan: N state variables (carried), then M scan inputs (invariants the body
- * slices), their common length along their axes the trip count (read at run
- * time when symbolic; the loop declares it); the K scan outputs stack. */
-static int map_scan(onnx_ctx *c, const onnx_op_map *m)
+/* The Scan of body bp over vals (N = ns state variables, carried, then M =
+ * ms scan inputs, invariants the body slices along iax, from the end where
+ * idir): their common length the trip count (read at run time when
+ * symbolic; the loop declares it); outs: the N final states, then the K scan
+ * outputs stacked (scan_output_axes and _directions, which Scan-8 lacks),
+ * -1 for one the node does not name. */
+static int scan_loop(onnx_ctx *c, const Onnx__GraphProto *bp, int ns, int ms, const int *vals,
+                     const int64_t *iax, const int64_t *idir, int *outs)
 {
-    if (c->opset < 9) return tg_err("Scan of opset 8 (with a batch axis and sequence_lens) is not supported");
-    const Onnx__GraphProto *bp = graph_attr(c, "body");
-    if (!bp) return -1;
-    int nin = (int)N(c)->n_input, ms = (int)onnx_attr_int(N(c), "num_scan_inputs", 0), ns = nin - ms;
-    int nbo = (int)bp->n_output, k = nbo - ns;
+    int nin = ns + ms, nbo = (int)bp->n_output, k = nbo - ns;
     if (ms < 1 || ns < 0 || (int)bp->n_input != nin || k < 0 || (int)N(c)->n_output > nbo)
         return tg_err("num_scan_inputs %d does not fit %d inputs, a body of %zu inputs and %d outputs", ms, nin,
                       bp->n_input, nbo);
     if (nin > 62 || nbo > 62) return tg_err("more than 62 inputs or outputs");
-    scan_body b = {.ns = ns, .ms = ms};
-    int in[2 + 64], ranks[64], vals[64];
-    int64_t iax[64], idir[64], oax[64], odir[64];
-    const Onnx__AttributeProto *d = onnx_attr(N(c), "scan_input_directions");
+    scan_body b = {.ns = ns, .ms = ms, .st = vals, .xs = vals + ns, .iax = iax, .idir = idir};
+    int in[2 + 64], ranks[64];
+    int64_t oax[64], odir[64];
     for (int i = 0; i < nin; i++) {
-        if ((vals[i] = in[2 + i] = in_val(c, i)) < 0) return -1;
+        in[2 + i] = vals[i];
         b.dt[i] = dtype_of(c, vals[i]);
         b.sh[i] = shape_of(c, vals[i]);
-        if (i >= ns) ranks[i - ns] = b.sh[i].rank;
     }
-    if (scan_axes(c, "scan_input_axes", ms, ranks, 0, iax)) return -1;
     tg_dim t = b.sh[ns].d[iax[0]];
     for (int i = 0; i < ms; i++) {
-        idir[i] = d && (int)d->n_ints > i ? d->ints[i] : 0;
         b.reverse |= idir[i] != 0;
         if (!tg_dim_eq(b.sh[ns + i].d[iax[i]], t)) {
             char x[64], y[64];
@@ -286,10 +282,6 @@ static int map_scan(onnx_ctx *c, const onnx_op_map *m)
             return tg_err("scan inputs have lengths %s and %s", x, y);
         }
     }
-    b.st = vals;
-    b.xs = vals + ns;
-    b.iax = iax;
-    b.idir = idir;
     int64_t tc;
     in[0] = tg_dim_is_const(t, &tc) ? scalar_const(c, "trips", TG_I64, (double)tc)
                                     : reshape_to(c, onnx_shape_data(c, vals[ns], iax[0], iax[0] + 1, false), 0, NULL, "trips");
@@ -323,15 +315,90 @@ static int map_scan(onnx_ctx *c, const onnx_op_map *m)
     tg_attr a[2] = {tg_attr_graph("body", body), tg_attr_int("carried", ns)};
     int y = rc ? -1 : onnx_add_control(c, TG_OP_LOOP, n + sc.ncap, all, 2, a, &t);
     const tg_node *nd = y < 0 ? NULL : &c->g->nodes[c->g->nnode - 1];
-    for (int i = 0; nd && i < ns && !rc; i++) rc = def_out(c, i, nd->out[i]);
-    for (int j = 0; nd && j < k && !rc; j++)
-        if (ns + j < (int)N(c)->n_output && *N(c)->output[ns + j])
-            rc = def_out(c, ns + j, scan_output(c, nd->out[ns + j], t, last, odir[j], oax[j]));
+    for (int i = 0; nd && i < ns; i++) outs[i] = nd->out[i];
+    for (int j = 0; nd && j < k && !rc; j++) {
+        bool named = ns + j < (int)N(c)->n_output && *N(c)->output[ns + j];
+        outs[ns + j] = named ? scan_output(c, nd->out[ns + j], t, last, odir[j], oax[j]) : -1;
+        if (named && outs[ns + j] < 0) rc = -1;
+    }
     if (y < 0) rc = -1;
     tg_graph_free(body);
     free(sc.cap);
     free(all);
     return rc;
+}
+
+/* Scan-8: sequence_lens (only absent: every sequence whole), then states
+ * [B, ...] and scan inputs [B, T, ...], batch first; "directions" per scan
+ * input. Each of the B batch entries (B known at import) is a Scan of its
+ * own, as opset 9 writes it; the results are stacked back along the batch. */
+static int scan8(onnx_ctx *c, const Onnx__GraphProto *bp)
+{
+    int nin = (int)N(c)->n_input - 1, ms = (int)onnx_attr_int(N(c), "num_scan_inputs", 0), ns = nin - ms;
+    if (nin < 1 || in_opt(c, 0)) return tg_err("sequence_lens is not supported (only every sequence whole)");
+    if (ms < 1 || ns < 0 || nin > 62 || (int)bp->n_output > 62) return tg_err("num_scan_inputs %d does not fit %d inputs", ms, nin);
+    int vals[64], nout = (int)bp->n_output, outs[64], parts[64][64];
+    int64_t iax[64] = {0}, idir[64] = {0}, nb = -1;
+    const Onnx__AttributeProto *d = onnx_attr(N(c), "directions");
+    for (int i = 0; i < nin; i++) {
+        if ((vals[i] = in_val(c, 1 + i)) < 0) return -1;
+        tg_shape s = shape_of(c, vals[i]);
+        int64_t bi;
+        if (s.rank < (i < ns ? 1 : 2) || !tg_dim_is_const(s.d[0], &bi) || (nb >= 0 && bi != nb))
+            return tg_err("input %d: the batch dim must be known at import and one for every input", 1 + i);
+        nb = bi;
+    }
+    for (int i = 0; i < ms; i++) idir[i] = d && (int)d->n_ints > i ? d->ints[i] : 0;
+    if (nb > 64) return tg_err("a batch of %lld: at most 64", (long long)nb);
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int one[64], at = scalar_const(c, "batch_index", TG_I64, (double)bi);
+        tg_attr a = tg_attr_int("axis", 0);
+        for (int i = 0; i < nin; i++) {
+            int sin[2] = {vals[i], at};
+            if (at < 0 || (one[i] = onnx_add(c, TG_OP_INDEX_SELECT, "batch_entry", 2, sin, 1, &a)) < 0) return -1;
+        }
+        if (scan_loop(c, bp, ns, ms, one, iax, idir, outs)) return -1;
+        for (int j = 0; j < nout; j++) {
+            if (outs[j] < 0 || j >= (int)N(c)->n_output || !*N(c)->output[j]) { parts[j][bi] = -1; continue; }
+            tg_shape s = shape_of(c, outs[j]);
+            tg_dim dd[TG_MAX_RANK];
+            if (s.rank + 1 > TG_MAX_RANK) return tg_err("output %d: rank too large", j);
+            dd[0] = tg_dim_const(1);
+            for (int r = 0; r < s.rank; r++) dd[r + 1] = s.d[r];
+            if ((parts[j][bi] = reshape_to(c, outs[j], s.rank + 1, dd, "batch_entry_out")) < 0) return -1;
+        }
+    }
+    for (int j = 0; j < nout && j < (int)N(c)->n_output; j++) {
+        if (!*N(c)->output[j]) continue;
+        tg_attr a = tg_attr_int("axis", 0);
+        int y = nb == 1 ? parts[j][0] : onnx_add(c, TG_OP_CONCAT, "batch", (int)nb, parts[j], 1, &a);
+        if (def_out(c, j, y)) return -1;
+    }
+    return 0;
+}
+
+/* Scan (opset 9 on): N states, then M scan inputs along scan_input_axes. */
+static int map_scan(onnx_ctx *c, const onnx_op_map *m)
+{
+    (void)m;
+    const Onnx__GraphProto *bp = graph_attr(c, "body");
+    if (!bp) return -1;
+    if (c->opset < 9) return scan8(c, bp);
+    int nin = (int)N(c)->n_input, ms = (int)onnx_attr_int(N(c), "num_scan_inputs", 0), ns = nin - ms;
+    if (ms < 1 || ns < 0 || nin > 62) return tg_err("num_scan_inputs %d does not fit %d inputs", ms, nin);
+    int vals[64], ranks[64], outs[64];
+    int64_t iax[64], idir[64];
+    const Onnx__AttributeProto *d = onnx_attr(N(c), "scan_input_directions");
+    for (int i = 0; i < nin; i++) {
+        if ((vals[i] = in_val(c, i)) < 0) return -1;
+        if (i >= ns) ranks[i - ns] = shape_of(c, vals[i]).rank;
+    }
+    if (scan_axes(c, "scan_input_axes", ms, ranks, 0, iax)) return -1;
+    for (int i = 0; i < ms; i++) idir[i] = d && (int)d->n_ints > i ? d->ints[i] : 0;
+    if (scan_loop(c, bp, ns, ms, vals, iax, idir, outs)) return -1;
+    for (int j = 0; j < (int)bp->n_output && j < (int)N(c)->n_output; j++)
+        if (*N(c)->output[j] && def_out(c, j, outs[j])) return -1;
+    return 0;
 }
 
 const onnx_op_map onnx_flow_ops[] = {
