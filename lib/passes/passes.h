@@ -23,7 +23,10 @@ int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: i
 int tg_pass_layout(tg_graph *g);    /* matmul on a transposed constant becomes linear, ... */
 int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sdpa node */
 /* The same for f16 and bf16 patterns only, whose rounding of every step the
- * fused form (f32 inside) does not share: importers run it. */
+ * fused form (f32 inside) does not share: texport's ONNX import runs it (ONNX's
+ * Attention function is defined as the fused op; a pt2's Core ATen attention
+ * is already f32 inside, and written out in f16 it is what PyTorch eager
+ * rounds op by op). */
 int tg_pass_fuse_attention_narrow(tg_graph *g);
 int tg_pass_bf16_weights(tg_graph *g);    /* linears' constant weights in bf16 (--dtype bf16) */
 
