@@ -1,7 +1,8 @@
 /* Layout choices.
  *
  * - A permute of a permute is one permute; a permute that keeps the order is
- *   its input.
+ *   its input, and so is a pad by nothing on every side (Swin's windows pad
+ *   56 x 56 to a multiple of 7 with zeros: a copy of the whole activation).
  * - A matmul whose right operand is a constant [K, N] matrix, directly or
  *   broadcast over the batch by an expand, becomes a linear on the
  *   pre-transposed [N, K] constant: one GEMM over every row of the batch
@@ -73,6 +74,21 @@ static int fold_permutes(tg_graph *g, int n)
     return replace(g, n, y) ? -1 : 1;
 }
 
+/* A pad whose pads (an attribute, not read at run time) are all 0 copies its
+ * input: drop it. */
+static int drop_empty_pad(tg_graph *g, int n)
+{
+    const int64_t *pads;
+    int k = tg_node_ints(&g->nodes[n], "pads", &pads);
+    if (g->nodes[n].nin != 1 || k <= 0)
+        return 0;
+    for (int i = 0; i < k; i++)
+        if (pads[i])
+            return 0;
+    TG_LOG(PASSES, TG_LOG_DEBUG, "layout: %s pads nothing: dropped", g->nodes[n].name);
+    return replace(g, n, g->nodes[n].in[0]) ? -1 : 1;
+}
+
 /* The [K, N] constant under b (itself, or what an expand broadcasts), or -1. */
 static int const_matrix(const tg_graph *g, int b)
 {
@@ -129,6 +145,8 @@ int tg_pass_layout(tg_graph *g)
         int r = 0;
         if (g->nodes[n].op == TG_OP_PERMUTE)
             r = fold_permutes(g, n);
+        else if (g->nodes[n].op == TG_OP_PAD)
+            r = drop_empty_pad(g, n);
         else if (g->nodes[n].op == TG_OP_MATMUL)
             r = matmul_to_linear(g, n);
         if (r < 0)

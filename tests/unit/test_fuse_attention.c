@@ -222,6 +222,42 @@ static void test_flat_div_mask(void)
     tg_graph_free(g);
 }
 
+/* Swin's window attention as torch.export writes it: one qkv projection
+ * [N, L, 3 H E] viewed as [N, L, 3, H, E], permuted to [3, N, H, L, E], q, k
+ * and v its [1, N, H, L, E] slices viewed as [N, H, L, E] (not a bmm's
+ * flatten: v is read at that rank), q scaled, + a [1, H, L, L] position
+ * bias. */
+static void test_swin_window(void)
+{
+    tg_graph *g = tg_graph_new();
+    int qkv = add_input(g, "qkv", 3, (int64_t[]){B, L, 3 * H * E});
+    int r5 = reshape_to(g, qkv, 5, (int64_t[]){B, L, 3, H, E});
+    int pm = node1(g, TG_OP_PERMUTE, "pm", r5, tg_attr_ints("perm", 5, (int64_t[]){2, 0, 3, 1, 4}));
+    int part[3];
+    for (int i = 0; i < 3; i++) {
+        tg_attr at[3] = {tg_attr_int("axis", 0), tg_attr_int("start", i),
+                         tg_attr_int("end", i + 1)};
+        int sl = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &pm, 3, at);
+        part[i] = reshape_to(g, sl, 4, (int64_t[]){B, H, L, E});
+    }
+    int q = NODE(g, MUL, "qs", part[0], scalar(g, "c", 0.5));
+    int kt = node1(g, TG_OP_PERMUTE, "kt", part[1], tg_attr_ints("perm", 4, (int64_t[]){0, 1, 3, 2}));
+    float bias[H * L * L];
+    for (int i = 0; i < H * L * L; i++)
+        bias[i] = (float)unit_uniform(-2, 2);
+    tg_shape bs = tg_shape_of(4, (int64_t[]){1, H, L, L});
+    int b = tg_graph_add_const_copy(g, "bias", TG_F32, &bs, bias);
+    int s = NODE(g, ADD, "biased", NODE(g, MATMUL, "s", q, kt), b);
+    int p = node1(g, TG_OP_SOFTMAX, "p", s, tg_attr_int("axis", -1));
+    tg_graph_add_output(g, NODE(g, MATMUL, "o", p, part[2]));
+    CHECK(fuse_checked(g) == 1);
+    const tg_node *n = find_op(g, TG_OP_SDPA);
+    CHECK(n && n->nin == 4 && !strcmp(g->values[n->in[3]].name, "bias"));
+    CHECK(n && g->values[n->in[2]].shape.rank == 4);     /* v at its rank, as read */
+    CHECK(n && fabs(tg_node_float(n, "scale", 0) - 0.5) < 1e-6);
+    tg_graph_free(g);
+}
+
 static void test_refusals(void)
 {
     /* softmax over the query axis */
@@ -366,6 +402,7 @@ int main(void)
     test_lowest_float_mask_is_causal();
     test_core_form();
     test_flat_div_mask();
+    test_swin_window();
     test_refusals();
     test_narrow_types();
     return unit_report();

@@ -81,13 +81,18 @@ static void test_batch_norm(int64_t n, int64_t c, int64_t sp, int affine)
     free(x), free(y), free(mean), free(var), free(w), free(b), free(ref);
 }
 
-static void test_softmax(int64_t outer, int64_t len, int64_t inner, bool logsm, bool inplace)
+/* masked: a third of the entries 100 lower (Swin's -100 mask), whose
+ * probabilities must come out 0, never denormal */
+static void test_softmax_ex(int64_t outer, int64_t len, int64_t inner, bool logsm, bool inplace,
+                            bool masked)
 {
     int64_t n = outer * len * inner;
     float *x = kc_rand(n, -10, 10), *y = inplace ? x : kc_out(n);
     for (int64_t i = 0; i < n; i++)
         if (kc_int(0, 19) == 0)
             x[i] = -INFINITY;
+        else if (masked && kc_int(0, 2) == 0)
+            x[i] -= 100.0f;
     /* keep at least one finite entry per softmax row */
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++)
@@ -116,13 +121,22 @@ static void test_softmax(int64_t outer, int64_t len, int64_t inner, bool logsm, 
             }
         CHECK(inf_ok);
     }
+    int denormal = 0;
+    for (int64_t i = 0; i < n; i++)
+        denormal += !logsm && ref[i] < 1e-40 && y[i] != 0.0f;    /* exp() < 2^-126: 0 */
+    CHECK(denormal == 0);
     KC_EXPECT(kc_rel_err(y, ref, n, logsm ? 1.0 : 1e-30), 1e-5,
-              "softmax outer=%lld len=%lld inner=%lld log=%d inplace=%d", (long long)outer,
-              (long long)len, (long long)inner, logsm, inplace);
+              "softmax outer=%lld len=%lld inner=%lld log=%d inplace=%d masked=%d",
+              (long long)outer, (long long)len, (long long)inner, logsm, inplace, masked);
     CHECK(kc_guard_ok(y, n));
     free(x), free(ref);
     if (!inplace)
         free(y);
+}
+
+static void test_softmax(int64_t outer, int64_t len, int64_t inner, bool logsm, bool inplace)
+{
+    test_softmax_ex(outer, len, inner, logsm, inplace, false);
 }
 
 int main(void)
@@ -151,6 +165,8 @@ int main(void)
                 test_softmax(2, 1000, 1, logsm, inplace);
                 test_softmax(3, 7, 5, logsm, inplace);
                 test_softmax(2, 9, 300, logsm, inplace);  /* two inner blocks */
+                test_softmax_ex(64, 49, 1, logsm, inplace, true);
+                test_softmax_ex(3, 49, 17, logsm, inplace, true);
                 test_softmax(1, 4, 1000, logsm, inplace);
             }
     }

@@ -187,6 +187,22 @@ static void test_layout(void)
     CHECK(count_op(g, TG_OP_PERMUTE) == 0 && count_op(g, TG_OP_MATMUL) == 0);
     CHECK(count_op(g, TG_OP_LINEAR) == 1);
     tg_graph_free(g);
+
+    /* a pad by nothing is its input; one that pads a side stays */
+    g = tg_graph_new();
+    x = input(g, 2, (int64_t[]){4, 6});
+    tg_attr none[2] = {tg_attr_ints("pads", 6, (int64_t[]){0, 0, 0, 0, 0, 0}),
+                       tg_attr_float("value", 0)};
+    tg_attr one[2] = {tg_attr_ints("pads", 6, (int64_t[]){0, 0, 1, 0, 0, 0}),
+                      tg_attr_float("value", 0)};
+    a = tg_graph_add_node(g, TG_OP_PAD, "p0", 1, &x, 2, none);
+    b = tg_graph_add_node(g, TG_OP_PAD, "p1", 1, &a, 2, one);
+    tg_graph_add_output(g, NODE(g, RELU, "y", b));
+    tg_graph_add_output(g, a);                   /* an output itself: x is now */
+    CHECK(same_after(g, tg_pass_layout) == 1);
+    CHECK(count_op(g, TG_OP_PAD) == 1);
+    CHECK(g->values[g->outputs[1]].kind == TG_VALUE_INPUT);
+    tg_graph_free(g);
 }
 
 static void test_prepack(void)

@@ -70,9 +70,9 @@ TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t dia
         float m_new = mx > t->m[i] ? mx : t->m[i];
         /* all -inf so far: any finite reference gives exp() = 0, not NaN */
         float ref = m_new == -INFINITY ? 0.0f : m_new;
-        float alpha = tgk_exp(t->m[i] - ref);
-        for (int64_t j = 0; j < n8; j++)
-            s[j] = tgk_exp(s[j] - ref);
+        float alpha = tgk_exp_ftz(t->m[i] - ref);
+        for (int64_t j = 0; j < n8; j++)    /* no denormal for the P V product */
+            s[j] = tgk_exp_ftz(s[j] - ref);
         for (int64_t j = n8; j < nc; j++)
             s[j] = 0.0f;
         t->l[i] = t->l[i] * alpha + tgk_sum(s, n8);

@@ -1,5 +1,6 @@
 /* Softmax and log-softmax over the middle axis of [outer, len, inner];
- * x == y is allowed.
+ * x == y is allowed. Terms below 2^-126 are 0 (tgk_exp_ftz): no denormal
+ * probability slows the products that read it.
  * inner == 1 (the common last-axis case) works on contiguous rows; otherwise
  * a block of inner positions is processed at once, so the loops still run over
  * contiguous memory. Parallel over rows / (outer, inner block). */
@@ -22,10 +23,10 @@ static inline float sum_exp(const float *x, int64_t n, float ref)
     int64_t i = 0;
     for (; i + TGK_LANES <= n; i += TGK_LANES)
         for (int j = 0; j < TGK_LANES; j++)
-            acc[j] += tgk_exp(x[i + j] - ref);
+            acc[j] += tgk_exp_ftz(x[i + j] - ref);
     float s = 0.0f;
     for (; i < n; i++)
-        s += tgk_exp(x[i] - ref);
+        s += tgk_exp_ftz(x[i] - ref);
     for (int j = 0; j < TGK_LANES; j++)
         s += acc[j];
     return s;
@@ -47,7 +48,7 @@ TGK_CLONES static void softmax_rows(void *ctx, int64_t begin, int64_t end)
                 y[i] = x[i] - shift;
         } else {
             for (int64_t i = 0; i < len; i++)
-                y[i] = tgk_exp(x[i] - ref);
+                y[i] = tgk_exp_ftz(x[i] - ref);
             float inv = 1.0f / tgk_sum(y, len);
             for (int64_t i = 0; i < len; i++)
                 y[i] *= inv;
@@ -80,7 +81,7 @@ TGK_CLONES static void softmax_strided(void *ctx, int64_t begin, int64_t end)
             /* y may be x: sum first, write once */
             for (int64_t l = 0; l < len; l++)
                 for (int64_t i = 0; i < w; i++)
-                    s[i] += tgk_exp(x[l * inner + i] - m[i]);
+                    s[i] += tgk_exp_ftz(x[l * inner + i] - m[i]);
             for (int64_t i = 0; i < w; i++)
                 s[i] = m[i] + logf(s[i]);
             for (int64_t l = 0; l < len; l++)
@@ -89,7 +90,7 @@ TGK_CLONES static void softmax_strided(void *ctx, int64_t begin, int64_t end)
         } else {
             for (int64_t l = 0; l < len; l++)
                 for (int64_t i = 0; i < w; i++) {
-                    float e = tgk_exp(x[l * inner + i] - m[i]);
+                    float e = tgk_exp_ftz(x[l * inner + i] - m[i]);
                     y[l * inner + i] = e;
                     s[i] += e;
                 }
