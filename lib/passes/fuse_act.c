@@ -14,8 +14,10 @@
  * reads it (a transformer's x + proj(attn)): the GEMM adds the residual to
  * each block of its result while it is in cache, so no pass of its own over
  * memory; so does a pointwise conv (1x1, stride 1, one group: one GEMM over
- * pixels). Each kind of group is formed only where the target's grouping
- * rules say its code generator compiles it (tg_group_rules). */
+ * pixels), and then a relu that alone reads the sum (ResNet's add + relu:
+ * y = relu(y + res) on each block in cache). Each kind of group is formed
+ * only where the target's grouping rules say its code generator compiles it
+ * (tg_group_rules). */
 #include "passes.h"
 
 #include <inttypes.h>
@@ -198,16 +200,17 @@ static bool pointwise_conv(const tg_graph *g, const tg_node *nd)
     return true;
 }
 
-/* Whether node `add` adds to the result of linear (or pointwise conv) n a
- * residual of the same shape and dtype (no broadcasting), computed elsewhere. */
-static bool residual(const tg_graph *g, const tg_plan *p, int n, int add)
+/* Whether node `add`, in the group rooted at grp, adds to the result of
+ * linear (or pointwise conv) n a residual of the same shape and dtype (no
+ * broadcasting), computed elsewhere. */
+static bool residual(const tg_graph *g, const tg_plan *p, int n, int add, int grp)
 {
     const tg_node *a = &g->nodes[add];
     if (a->op != TG_OP_ADD || a->nin != 2)      /* in[1] exists only then */
         return false;
     int y = g->nodes[n].out[0], other = a->in[0] == y ? a->in[1] : a->in[0];
     const tg_value *yv = &g->values[y], *ov = &g->values[other];
-    return p->root[add] == add && other != y &&
+    return p->root[add] == grp && other != y &&
            ov->dtype == TG_F32 && tg_shape_eq(&ov->shape, &yv->shape) &&
            tg_shape_eq(&g->values[a->out[0]].shape, &yv->shape);
 }
@@ -268,8 +271,11 @@ int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilog
             (first || (e->nact == 1 && g->nodes[e->act[0]].op == TG_OP_RELU)) &&
             (e->pool = conv_pool(g, p, a, chain[0])))
             continue;
-        if (k == 0 && first && (a->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, a)) &&
-            residual(g, p, e->anchor, root)) {
+        /* a conv's kernel applies a relu after the residual: y = relu(y + res) */
+        if (first && (a->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, a)) &&
+            (k == 0 || (k == 1 && a->op == TG_OP_CONV &&
+                        g->nodes[chain[0]].op == TG_OP_RELU)) &&
+            residual(g, p, e->anchor, chain[k], root)) {
             e->residual = nd->in[0] == yv ? nd->in[1] : nd->in[0];
             continue;
         }
@@ -317,8 +323,16 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
         if (rules->gemm_residual && (nd->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, nd)) &&
             last == n &&
             (r = sole_reader(g, uses, nd->out[0])) >= 0 && p->kind[r] == TG_GROUP_SINGLE &&
-            residual(g, p, n, r))
+            residual(g, p, n, r, r)) {
             last = r;
+            /* and a conv's relu after it (ResNet's add + relu) */
+            r = sole_reader(g, uses, g->nodes[last].out[0]);
+            if (nd->op == TG_OP_CONV && r >= 0 && g->nodes[r].op == TG_OP_RELU &&
+                p->root[r] == r && p->kind[r] == TG_GROUP_SINGLE && g->nodes[r].nin == 1 &&
+                g->values[g->nodes[r].out[0]].dtype == g->values[nd->out[0]].dtype &&
+                tg_shape_eq(&g->values[g->nodes[r].out[0]].shape, &g->values[nd->out[0]].shape))
+                last = r;
+        }
         if (last == n)
             continue;
         /* every member's root is the last one; kept only when the code

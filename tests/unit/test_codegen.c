@@ -244,6 +244,7 @@ enum {
     T_ACT,                  /* one activation (each of them) */
     T_RELU_TANH, T_GELU_CLAMP, T_RESIDUAL, T_TWO_ANCHORS, T_BIAS, T_BROADCAST,
     T_ACT_RESIDUAL, T_POOL, T_RELU_POOL, T_GELU_POOL, T_OVERLAPPING_POOL, T_READ_TWICE,
+    T_RESIDUAL_ACT,         /* a residual, then one activation (each of them) */
     T_NTAIL
 };
 
@@ -295,6 +296,7 @@ static tg_graph *epilogue_case(int a, int t, int act)
         break;
     case T_BROADCAST: y = NODE(g, MUL, 0, NULL, y, conv ? W(g, "v", 8) : W(g, "v", 6, 1)); break;
     case T_ACT_RESIDUAL: y = NODE(g, ADD, 0, NULL, activation(g, 3, y), res); break;
+    case T_RESIDUAL_ACT: y = activation(g, act, NODE(g, ADD, 0, NULL, res, y)); break;
     case T_POOL: y = max_pool(g, y, 2, 2); break;
     case T_RELU_POOL: y = max_pool(g, activation(g, 0, y), 2, 2); break;
     case T_GELU_POOL: y = max_pool(g, activation(g, 2, y), 2, 2); break;
@@ -315,10 +317,12 @@ static void test_epilogues(void)
         "activation", "relu, tanh", "gelu, clamp", "+ residual", "+ a second anchor",
         "+ bias", "* broadcast vector", "silu + residual", "max pool", "relu, max pool",
         "gelu, max pool", "relu, overlapping max pool", "read twice",
+        "+ residual, activation",
     };
     for (int a = 0; a < A_NANCHOR; a++)
         for (int t = 0; t < T_NTAIL; t++)
-            for (int act = 0; act < (t == T_ACT ? NACTIVATION : 1); act++) {
+            for (int act = 0; act < (t == T_ACT || t == T_RESIDUAL_ACT ? NACTIVATION : 1);
+                 act++) {
                 char what[128];
                 snprintf(what, sizeof what, "%s, %s %d", anchors[a], tails[t], act);
                 check_case(what, epilogue_case(a, t, act), false);

@@ -148,11 +148,11 @@ static void run_case(ccase *c, bool with_bias)
     float *b = with_bias ? kc_rand(d->k, -1, 1) : NULL, *y = kc_out(nyp);
     double *ref = kc_ref(ny), *mag = kc_ref(ny);
     reference(c, x, w, b, ref, mag);
-    for (int64_t i = 0; d->relu && i < ny; i++)
-        ref[i] = ref[i] < 0 ? 0 : ref[i];
     float *res = c->res ? kc_rand(ny, -1, 1) : NULL;
     for (int64_t i = 0; res && i < ny; i++)
         ref[i] += res[i], mag[i] += fabs(res[i]);
+    for (int64_t i = 0; d->relu && i < ny; i++)     /* with res, relu(y + res) */
+        ref[i] = ref[i] < 0 ? 0 : ref[i];
     for (int64_t i = 0; c->hardswish && i < ny; i++)
         ref[i] = hardswish(ref[i]);
     c->d.res = res;
@@ -457,8 +457,9 @@ int main(void)
     run_case(&c, true);
     c = fixed(1, 32, 1, 1, 730, 730, 3, 3, 1, 1, false);
     run_case(&c, false);
-    /* the epilogue, a residual or hardswish: in the pointwise kernel's blocks,
-     * a pass after the other paths (direct, im2col, depthwise, one pixel) */
+    /* the epilogue, a residual, hardswish or a residual and then relu (ResNet's
+     * add + relu): in the pointwise kernel's blocks, a pass after the other
+     * paths (direct, im2col, depthwise, one pixel) */
     static const int64_t ep[][10] = {
         {1, 24, 40, 1, 8, 8, 1, 1, 1, 0},       /* pointwise */
         {2, 13, 7, 1, 5, 7, 1, 1, 1, 0},        /* pointwise, partial panels */
@@ -469,11 +470,12 @@ int main(void)
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
     };
-    for (size_t i = 0; i < sizeof ep / sizeof *ep * 2; i++) {
-        const int64_t *r = ep[i / 2];
+    for (size_t i = 0; i < sizeof ep / sizeof *ep * 3; i++) {
+        const int64_t *r = ep[i / 3];
         c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
-        c.res = i % 2 == 0;
-        c.hardswish = i % 2 == 1;
+        c.res = i % 3 != 1;
+        c.hardswish = i % 3 == 1;
+        c.d.relu = i % 3 == 2;
         run_case(&c, true);
     }
 

@@ -312,26 +312,32 @@ static void test_fuse_residual(void)
     tg_graph_free(g);
 }
 
-/* x + conv(x): a pointwise conv adds the residual in its GEMM (one group);
- * a 3x3 one leaves the add to join the loop after it */
+/* x + conv(x), then relu: a pointwise conv adds the residual in its GEMM and
+ * applies the relu after it (one group, rooted at the relu; a tanh after the
+ * add stays out); a 3x3 one leaves the add to join the loop after it */
 static void test_fuse_conv_residual(void)
 {
-    for (int k = 1; k <= 3; k += 2) {
-        tg_graph *g = tg_graph_new();
-        int x = input(g, 3, (int64_t[]){8, 5, 5});
-        tg_attr pad = tg_attr_ints("padding", 2, (int64_t[]){k / 2, k / 2});
-        int in[2] = {x, W(g, "w", 8, 8, k, k)};
-        int c = tg_graph_add_node(g, TG_OP_CONV, "conv", 2, in, 1, &pad);
-        int a = NODE(g, ADD, "res", x, c);
-        tg_graph_add_output(g, NODE(g, RELU, "relu", a));
-        tg_plan *p = cpu_plan(g);
-        int cn = g->values[c].producer, an = g->values[a].producer;
-        CHECK(tg_pass_fuse_act(g, p) == (k == 1));
-        CHECK(k == 1 ? p->root[cn] == an && p->kind[an] == TG_GROUP_EPILOGUE
-                     : p->root[cn] == cn && p->kind[an] == TG_GROUP_SINGLE);
-        tg_plan_free(p);
-        tg_graph_free(g);
-    }
+    for (int k = 1; k <= 3; k += 2)
+        for (int tanh = 0; tanh < 2; tanh++) {
+            tg_graph *g = tg_graph_new();
+            int x = input(g, 3, (int64_t[]){8, 5, 5});
+            tg_attr pad = tg_attr_ints("padding", 2, (int64_t[]){k / 2, k / 2});
+            int in[2] = {x, W(g, "w", 8, 8, k, k)};
+            int c = tg_graph_add_node(g, TG_OP_CONV, "conv", 2, in, 1, &pad);
+            int a = NODE(g, ADD, "res", x, c);
+            int r = tanh ? NODE(g, TANH, "tanh", a) : NODE(g, RELU, "relu", a);
+            tg_graph_add_output(g, r);
+            tg_plan *p = cpu_plan(g);
+            int cn = g->values[c].producer, an = g->values[a].producer;
+            int rn = g->values[r].producer, root = tanh ? an : rn;
+            CHECK(tg_pass_fuse_act(g, p) == (k == 1));
+            CHECK(k == 1 ? p->root[cn] == root && p->root[an] == root &&
+                               p->kind[root] == TG_GROUP_EPILOGUE
+                         : p->root[cn] == cn && p->kind[an] == TG_GROUP_SINGLE);
+            CHECK(!tanh || p->root[rn] == rn);
+            tg_plan_free(p);
+            tg_graph_free(g);
+        }
 }
 
 /* The plan passes form only the groups the target's rules allow: none

@@ -1,14 +1,16 @@
-/* Max and average pooling specialized at compile time, in two passes that
- * vectorize: each input row of a plane reduced along its windows (the row
- * copied into a line whose padding and ceil-mode overhang hold the
- * reduction's identity, so every window lies inside), then each output row
- * the reduction of its window's rows. With a stride, the line is first split
- * into its stride phases (line[j * sw + r] -> phase r), so a tap reads a
- * phase at a constant offset and every loop runs over contiguous floats:
- * SqueezeNet's 3x3 / 2 went from 9 strided loads an output, which GCC left
- * scalar, to unit-stride vectors (2.8 -> 1.9 ms, 512 planes of 63x63). Rows
- * along first, then down: the taps in the reference's order (row-major), so
- * max keeps the same NaN and signed zero. Planes (image, channel) run on the
+/* Max and average pooling specialized at compile time, in passes that
+ * vectorize: the input rows of a plane (a block of them at a time) copied
+ * into lines whose padding and ceil-mode overhang hold the reduction's
+ * identity, so every window lies inside; each line's windows reduced along
+ * it; then each output row the reduction of its window's rows (a whole
+ * window in one loop straight into y). With a stride, each line is held
+ * split into its stride phases (input column j * sw + r - pw -> phase r,
+ * element j), copied so straight from the input, so a tap reads a phase at a
+ * constant offset and every loop runs over contiguous floats: SqueezeNet's
+ * 3x3 / 2 went from 9 strided loads an output, which GCC left scalar, to
+ * unit-stride vectors (2.8 -> 1.9 ms, 512 planes of 63x63). Rows along
+ * first, then down: the taps in the reference's order (row-major), so max
+ * keeps the same NaN and signed zero. Planes (image, channel) run on the
  * thread pool. Only f32 with constant spatial sizes, a line of at most
  * MAX_LINE floats and a plane's reduced rows of at most MAX_ROWS (both on
  * the stack); anything else stays a kernel call. */
@@ -24,6 +26,7 @@
 
 #define MAX_LINE 4096
 #define MAX_ROWS 16384
+#define MAX_BLOCK 16384
 
 typedef struct {
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
@@ -107,13 +110,19 @@ static char *text(const char *fmt, ...)
     return b;
 }
 
+/* Rows a block of the phases buffer holds: as many as fit MAX_BLOCK floats. */
+static int64_t block_rows(const geom *q, int64_t len)
+{
+    int64_t r = MAX_BLOCK / len;
+    return r < 1 ? 1 : r < q->ih ? r : q->ih;
+}
+
 /* The function's body, from its opening brace. */
 static void emit_body(FILE *f, const geom *q, bool max, bool include_pad)
 {
-    /* phases of lp floats (whole vectors), the line as long as they need */
-    int64_t lp = (phase_len(q) + VL - 1) / VL * VL, len = lp * q->sw;
-    /* the input columns the line holds, from index pw */
-    int64_t cols = q->iw < len - q->pw ? q->iw : len - q->pw > 0 ? len - q->pw : 0;
+    /* phases of lp floats (whole vectors): an input row's line as long as
+     * its windows reach, split over the stride */
+    int64_t lp = (phase_len(q) + VL - 1) / VL * VL, len = lp * q->sw, R = block_rows(q, len);
     const char *fill = max ? "-INFINITY" : "0.0f";
     fprintf(f, "{\n");
     if (!max) {     /* the divisor of every output, known now */
@@ -130,45 +139,51 @@ static void emit_body(FILE *f, const geom *q, bool max, bool include_pad)
         fprintf(f, "};\n");
     }
     int64_t owp = (q->ow + VL - 1) / VL * VL;
+    /* the padding and overhang: never written by the rows, filled once */
     fprintf(f, "    const tgrt_loop *L = ctx;\n    const float *restrict x = L->in[0];\n"
             "    float *restrict y = L->out;\n"
-            "    float line[%" PRId64 "], rows[%" PRId64 "], out[%" PRId64 "];\n",
-            len, q->ih * owp, owp);
-    if (q->sw > 1)
-        fprintf(f, "    float phase[%" PRId64 "];\n", len);
-    /* the padding and overhang, never written by the rows */
-    fprintf(f, "    for (int64_t i = 0; i < %" PRId64 "; i++)\n        line[i] = %s;\n"
-            "    for (int64_t i = %" PRId64 "; i < %" PRId64 "; i++)\n        line[i] = %s;\n",
-            q->pw, fill, q->pw + cols, len, fill);
-    /* each input row's windows along it, into rows */
+            "    float ph[%" PRId64 "], rows[%" PRId64 "];\n"
+            "    for (int64_t i = 0; i < %" PRId64 "; i++)\n        ph[i] = %s;\n",
+            R * len, q->ih * owp, R * len, fill);
     fprintf(f, "    for (int64_t p = r0; p < r1; p++) {\n"
             "        const float *xp = x + p * %" PRId64 ";\n"
             "        float *yp = y + p * %" PRId64 ";\n"
-            "        for (int64_t r = 0; r < %" PRId64 "; r++) {\n"
-            "            const float *row = xp + r * %" PRId64 ";\n"
-            "            float *hr = rows + r * %" PRId64 ";\n",
-            q->ih * q->iw, q->oh * q->ow, q->ih, q->iw, owp);
-    loops(f, "            ", "i", cols, true,
-          text("                line[%" PRId64 " + i] = row[i];\n", q->pw));
-    /* tap kw reads line[ow * sw + kw * dw]: phase (kw dw) % sw at (kw dw) / sw */
+            "        for (int64_t b0 = 0; b0 < %" PRId64 "; b0 += %" PRId64 ") {\n"
+            "            const int64_t nb = %" PRId64 " - b0 < %" PRId64 " ? %" PRId64
+            " - b0 : %" PRId64 ";\n"
+            "            for (int64_t r = 0; r < nb; r++) {\n"
+            "                const float *row = xp + (b0 + r) * %" PRId64 ";\n"
+            "                float *l = ph + r * %" PRId64 ";\n",
+            q->ih * q->iw, q->oh * q->ow, q->ih, R, q->ih, R, q->ih, R, q->iw, len);
+    /* tap kw reads the padded row at ow * sw + kw * dw: phase (kw dw) % sw at
+     * (kw dw) / sw; phase r's element j is input column j sw + r - pw, copied
+     * straight from the input (a line copied first and split, or read at
+     * offsets, waited on its own stores: 6x slower on 16x16 -> 8x8 / 2) */
     bool split[64] = {0};
-    for (int64_t kw = 0; kw < q->kw && q->sw > 1; kw++) {
+    for (int64_t kw = 0; kw < q->kw; kw++) {
         int64_t r = kw * q->dw % q->sw;
-        if (!split[r])
-            loops(f, "            ", "j", lp, true,
-                  text("                phase[%" PRId64 " + j] = line[j * %" PRId64 " + %" PRId64
-                       "];\n", r * lp, q->sw, r));
+        int64_t jlo = q->pw > r ? (q->pw - r + q->sw - 1) / q->sw : 0;
+        int64_t jhi = (q->iw + q->pw - r + q->sw - 1) / q->sw;
+        jhi = jhi < lp ? jhi : lp;
+        if (!split[r] && jhi > jlo)
+            loops(f, "                ", "j", jhi - jlo, true,
+                  text("                    l[%" PRId64 " + j] = row[j * %" PRId64 " + %" PRId64
+                       "];\n", r * lp + jlo, q->sw, jlo * q->sw + r - q->pw));
         split[r] = true;
     }
-    const char *src = q->sw > 1 ? "phase" : "line";
-    char *body = text("                float a = %s[ow], v;\n", src);
+    /* then each row's windows along it, into rows */
+    fprintf(f, "            }\n            for (int64_t r = 0; r < nb; r++) {\n"
+            "                const float *l = ph + r * %" PRId64 ";\n"
+            "                float *hr = rows + (b0 + r) * %" PRId64 ";\n", len, owp);
+    char *body = text("                    float a = l[ow], v;\n");
     for (int64_t kw = 1; kw < q->kw; kw++)
-        body = text("%s                v = %s[%" PRId64 " + ow];\n                %s\n", body,
-                    src, kw * q->dw % q->sw * lp + kw * q->dw / q->sw, step(max));
-    loops(f, "            ", "ow", q->ow, true, text("%s                hr[ow] = a;\n", body));
+        body = text("%s                    v = l[%" PRId64 " + ow];\n                    %s\n",
+                    body, kw * q->dw % q->sw * lp + kw * q->dw / q->sw, step(max));
+    loops(f, "                ", "ow", q->ow, true,
+          text("%s                    hr[ow] = a;\n", body));
     /* then each output row over its window's rows [k0, k1) inside the input:
      * taps in the reference's order, rows outer (max keeps the first NaN) */
-    fprintf(f, "        }\n"
+    fprintf(f, "            }\n        }\n"
             "        for (int64_t oh = 0; oh < %" PRId64 "; oh++, yp += %" PRId64 ") {\n"
             "            const int64_t h0 = oh * %" PRId64 " - %" PRId64 ";\n"
             "            int64_t k0 = h0 < 0 ? (-h0 + %" PRId64 ") / %" PRId64 " : 0;\n"
@@ -178,6 +193,21 @@ static void emit_body(FILE *f, const geom *q, bool max, bool include_pad)
             "            const float *hr = rows + (h0 + k0 * %" PRId64 ") * %" PRId64 ";\n",
             q->oh, q->ow, q->sh, q->ph, q->dh - 1, q->dh, q->ih, q->ih, q->dh - 1, q->dh,
             q->kh, q->kh, q->dh, owp);
+    char store[128];    /* its own: text() reuses its buffers */
+    if (max)
+        snprintf(store, sizeof store, "yp[ow] = a;");
+    else
+        snprintf(store, sizeof store, "yp[ow] = a / count[oh * %" PRId64 " + ow];", q->ow);
+    /* a whole window: its rows in one loop, straight into y */
+    body = text("                float a = hr[ow], v;\n");
+    for (int64_t kh = 1; kh < q->kh; kh++)
+        body = text("%s                v = hr[%" PRId64 " + ow];\n                %s\n", body,
+                    kh * q->dh * owp, step(max));
+    fprintf(f, "            if (k1 - k0 == %" PRId64 ") {\n", q->kh);
+    loops(f, "                ", "ow", q->ow, true,
+          text("%s                %s\n", body, store));
+    fprintf(f, "                continue;\n            }\n"
+            "            float out[%" PRId64 "];\n", owp);
     loops(f, "            ", "ow", q->ow, true,
           text("                out[ow] = k1 > k0 ? hr[ow] : %s;\n", fill));
     fprintf(f, "            for (int64_t k = k0 + 1; k < k1; k++) {\n"
@@ -188,8 +218,7 @@ static void emit_body(FILE *f, const geom *q, bool max, bool include_pad)
                "                    %s\n                    out[ow] = a;\n", step(max)));
     fprintf(f, "            }\n");
     loops(f, "            ", "ow", q->ow, true,
-          max ? "                yp[ow] = out[ow];\n"
-              : text("                yp[ow] = out[ow] / count[oh * %" PRId64 " + ow];\n", q->ow));
+          text("                const float a = out[ow];\n                %s\n", store));
     fprintf(f, "        }\n    }\n}\n");
 }
 

@@ -675,6 +675,12 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
                          d->out[1] < d->pool || d->res || d->act)) ||
         (d->relu && d->act))
         return -1;
+    if (d->relu && d->res) {    /* relu(y + res): the relu as an activation, after the sum */
+        tgk_conv_desc after = *d;
+        after.relu = false;
+        after.act = tgk_vec_relu_f32;
+        return tgk_conv_f32(&after, x, w, b, y);
+    }
     if (d->pool > 1 && !use_direct(d, &j.g))
         return conv_then_pool(d, &j.g, x, w, b, y);
     atomic_init(&j.failed, false);

@@ -46,6 +46,8 @@ struct pgemm_job {
      * place at each tap's offset (an implicit im2col) */
     int64_t pstride, ldb;
     const int64_t *koff;
+    bool relu;                  /* y < 0 ? 0 : y on the tile's registers as it stores
+                                 * (with no res: that comes first) */
 };
 
 /* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
@@ -55,6 +57,7 @@ struct pgemm_job {
  * accumulators live in registers. name##_koff reads panel rows at j->koff. */
 #define TILE(name, vec, VL)                                                         \
     typedef float vec __attribute__((vector_size(VL * sizeof(float))));            \
+    typedef int32_t vec##_mask __attribute__((vector_size(VL * sizeof(float))));   \
     /* *v = the first min(n, VL) floats of src, zeros after (by pointer: a      \
      * vector returned by value would change the ABI of the baseline build) */     \
     INLINE void row_init_##name(vec *v, const float *src, int64_t n)                \
@@ -102,6 +105,11 @@ struct pgemm_job {
                     acc[i][v] += xv * w[v];                                         \
             }                                                                       \
         }                                                                           \
+        if (j->relu) /* the same select as tgk_vec_relu_f32: NaN and -0 stay */    \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                    \
+                _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
+                    acc[i][v] = (vec)((vec##_mask)acc[i][v] &                       \
+                                      ~(acc[i][v] < (vec){0}));                     \
         float *yr = j->y + r * j->ldy + n0;                                         \
         if (ncols == np * TGK_PANEL) { /* whole vectors, from the registers */      \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++, yr += j->ldy)      \
@@ -348,9 +356,10 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, false, y, y_diag, x_diag, res, act,
-                   (tiles + row_chunks - 1) / row_chunks * kind.mr, 4, kind.fn,
-                   K * TGK_PANEL, TGK_PANEL, NULL};
+    bool relu = act == tgk_vec_relu_f32 && !res;   /* on the registers, not a pass after */
+    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, false, y, y_diag, x_diag, res,
+                   relu ? NULL : act, (tiles + row_chunks - 1) / row_chunks * kind.mr, 4,
+                   kind.fn, K * TGK_PANEL, TGK_PANEL, NULL, relu};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, run_chunks, &j);
@@ -422,9 +431,10 @@ static void pack_chunks(void *ctx, int64_t begin, int64_t end)
 
 /* The implicit im2col's grid pixels [c0, c1) of GEMM i, rows [r0, r1),
  * computed into tmp (rows ldt apart, from row r0): those of y (the first ow
- * of each grid row) copied to y, then the epilogue on them in cache. */
-static void scatter_rows(const tgk_conv_gemm *c, int64_t i, int64_t r0, int64_t r1, int64_t c0,
-                         int64_t c1, const float *tmp, int64_t ldt)
+ * of each grid row) copied to y, then the epilogue (act: c's, or NULL where the
+ * tile applied it) on them in cache. */
+static void scatter_rows(const tgk_conv_gemm *c, tgk_vec_fn act, int64_t i, int64_t r0,
+                         int64_t r1, int64_t c0, int64_t c1, const float *tmp, int64_t ldt)
 {
     int64_t pout = c->P / c->wp * c->ow;
     float *y = c->y + i * c->M * pout;
@@ -437,7 +447,7 @@ static void scatter_rows(const tgk_conv_gemm *c, int64_t i, int64_t r0, int64_t 
         for (int64_t r = r0; n > 0 && r < r1; r++)
             memcpy(y + r * pout + at, tmp + (r - r0) * ldt + q - c0, (size_t)n * sizeof *y);
         if (n > 0)
-            tgk_gemm_epilogue(y + at, pout, res ? res + at : NULL, c->act, r0, r1, 0, n);
+            tgk_gemm_epilogue(y + at, pout, res ? res + at : NULL, act, r0, r1, 0, n);
         q = end;
     }
 }
@@ -471,7 +481,7 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
             j.y = buf;
             j.ldy = chunk;
             j.fn(&j, 0, r1 - r0, 0, np);
-            scatter_rows(c, img, r0, r1, c0, c1, buf, chunk);
+            scatter_rows(c, j.act, img, r0, r1, c0, c1, buf, chunk);
             continue;
         }
         if (!cj->packed)
@@ -498,6 +508,8 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
               .pstride = c->cols ? c->K * TGK_PANEL : TGK_PANEL, .ldb = TGK_PANEL,
               .koff = c->koff},
         .c = c, .panels = (c->P + TGK_PANEL - 1) / TGK_PANEL};
+    if (c->act == tgk_vec_relu_f32 && !c->res)    /* on the registers, not a pass after */
+        cj.j.relu = true, cj.j.act = NULL;
     cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
     if (c->whole_rows || !c->cols) {
         /* to keep the threads busy, first fewer pixels a task, then fewer

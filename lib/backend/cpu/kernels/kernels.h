@@ -213,7 +213,8 @@ typedef struct {
     int64_t in[3], out[3];      /* spatial sizes */
     int64_t kernel[3], stride[3], pad[3], dil[3];
     bool transposed;            /* weight [C, K/groups, *kernel] instead of [K, C/groups, *kernel] */
-    bool relu;                  /* then y = y < 0 ? 0 : y (the direct path as it stores) */
+    bool relu;                  /* then y = y < 0 ? 0 : y (the direct path as it stores;
+                                 * with res, after it: relu(y + res)) */
     /* > 1 (2-D only): then the max over each pool x pool window, stride pool,
      * no padding, rows and columns past the last whole window dropped; y is
      * [n, k, out[0] / pool, out[1] / pool]. The direct path pools each block
