@@ -286,9 +286,14 @@ int main(void)
     c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
     run_case(&c, true);
     /* depthwise (conv_dw.c: phases of the padded input, flat vectors across
-     * rows): MobileNetV3's and EfficientNet's shapes and odd ones, strides 1-3,
+     * rows; on AVX-512 stride 1 with rows as long as the input's in place,
+     * masked, and stride 2's column phases split in one pass):
+     * MobileNetV3's and EfficientNet's shapes and odd ones, strides 1-3,
      * dilation, padding up to the kernel's reach and none, a multiplier, relu;
-     * planes from a part of a vector to many vectors and a tail of each count */
+     * planes from a part of a vector to many vectors and a tail of each count;
+     * in place with more output rows than input rows, with rows of 1 and 3
+     * (16 positions over several rows), a multiplier on a 17x33 plane;
+     * stride 2 with odd and even padding, odd widths, rows of several vectors */
     static const int64_t dw[][12] = {
         /* n, c, mult, h, w, kh, kw, stride, pad, dil, relu, bias */
         {1, 672, 1, 8, 8, 5, 5, 2, 2, 1, 0, 1},
@@ -301,6 +306,13 @@ int main(void)
         {1, 6, 3, 9, 14, 3, 3, 2, 0, 2, 1, 1},
         {2, 9, 2, 1, 37, 1, 5, 1, 2, 1, 0, 0},
         {1, 4, 1, 3, 2, 5, 5, 1, 3, 1, 0, 1},
+        {2, 5, 1, 9, 13, 3, 5, 1, 2, 1, 1, 1},
+        {1, 3, 1, 20, 1, 5, 1, 1, 0, 1, 0, 1},
+        {2, 4, 1, 11, 3, 3, 3, 1, 1, 1, 1, 1},
+        {1, 3, 3, 17, 33, 3, 3, 1, 1, 1, 0, 1},
+        {1, 6, 1, 15, 29, 5, 5, 2, 2, 1, 1, 1},
+        {1, 4, 1, 6, 70, 3, 3, 2, 1, 1, 0, 1},
+        {2, 3, 2, 10, 47, 3, 3, 2, 0, 1, 1, 0},
     };
     static const char *const isas[] = {"base", "avx2", "avx512", NULL};
     for (size_t i = 0; i < sizeof dw / sizeof *dw * 4; i++) {
@@ -468,6 +480,7 @@ int main(void)
         {1, 64, 16, 1, 12, 12, 3, 3, 2, 1},     /* im2col */
         {2, 40, 24, 1, 9, 11, 3, 3, 1, 1},      /* implicit im2col */
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
+        {2, 16, 16, 16, 11, 11, 3, 3, 2, 1},    /* depthwise, strided */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
     };
     for (size_t i = 0; i < sizeof ep / sizeof *ep * 3; i++) {

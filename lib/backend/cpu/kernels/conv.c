@@ -710,7 +710,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     } else if (d->groups == d->c && j.cg == 1 && d->groups > 1) {
         if (tgk_conv_depthwise_f32(d, g, x, w, b, y))
             return -1;
-        relu_done = true;
+        relu_done = epilogue_done = true;
     } else if (use_implicit(g, j.kg) && (rc = implicit_conv(&j)) <= 0) {
         if (rc)
             return -1;

@@ -15,6 +15,25 @@
  * height are computed and dropped when the rows are copied out: with a 3x3
  * kernel on 8x8, 80 positions for 64 outputs.
  *
+ * Stride 1 with the output's rows as long as the input's (the "same"
+ * padding of MobileNet's and EfficientNet's stride-1 layers), 2-D or 1-D,
+ * on AVX-512: the plane is read in place, with no copy. Output position j
+ * (row j / W, column j % W) sums tap t at input j + off[t], one offset a tap
+ * for every position since the rows have one pitch; a lane whose tap falls
+ * in the padding (above, below, or past either end of its row, where
+ * j + off[t] is a neighbouring row's pixel) is masked off the load, a
+ * 16-bit mask a (vector, tap) worked out once a call (dw_masks). Vectors no
+ * tap masks load without. The sums go straight to y, the plane's last
+ * vector stored masked. Copying into phases and out again had cost more
+ * than the products (MobileNetV3-large at batch 8: dw_phases 15.4% of the
+ * samples, the sums 9.6%). Other strides and shapes, and the other
+ * instruction sets, keep the phases; on AVX-512 stride 2's column phases are
+ * split from each input row in one pass (dw_split2) and the rows copied out
+ * with masked vectors (dw_copy_rows), not a memcpy call a row.
+ *
+ * An activation or residual after the convolution is applied to each plane
+ * as it is finished, while it is in cache, not in a pass after.
+ *
  * The earlier kernel (a row of one tap at a time, with its valid range
  * worked out per row and tap, read-modify-write of the output per tap) ran
  * MobileNetV3's 8x8 and 4x4 layers at 1-2 GFLOP/s. */
@@ -26,6 +45,11 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/vecmath.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define DW_INPLACE 1
+#endif
 
 /* Vectors a step of the main loop: independent FMA chains enough to cover
  * the FMA latency (4 cycles on Zen 4 and Skylake). */
@@ -41,6 +65,15 @@ typedef struct {
     int64_t phase_sz, len;      /* floats a phase; flat positions computed (whole vectors) */
     int64_t buf_sz;             /* the phased input and a vector of slack */
     int64_t *tapoff;            /* per tap: its phase's offset + its offset in the phase */
+    /* in place (stride 1, rows of one pitch): tapoff is each tap's offset in
+     * the plane, nvec vectors of 16 positions, each with a mask a tap
+     * (mask[v * taps + t]) and whether every mask is whole (full[v]) */
+    bool inplace;
+    bool split2;                /* stride 2 across, both column phases: dw_split2 */
+    int64_t nvec;
+    uint16_t last;              /* the lanes of the last vector that are the plane's */
+    uint16_t *mask;
+    bool *full;
     atomic_bool failed;
 } dw_job;
 
@@ -48,6 +81,7 @@ typedef struct {
     int64_t vl;                 /* floats a vector */
     void (*run)(const float *in, const int64_t *off, const float *w, int64_t taps, float bias,
                 bool relu, int64_t len, float *out);
+    bool inplace;               /* AVX-512: the in-place path, dw_split2, dw_copy_rows */
 } dw_kernel;
 
 #define UNROLL _Pragma("GCC unroll 16")
@@ -93,13 +127,148 @@ typedef struct {
         if (j < len)                                                                        \
             NAME##_step(1, in + j, off, w, taps, bias, relu, out + j);                      \
     }                                                                                       \
-    static const dw_kernel NAME = {(VL), NAME##_run};
+    static const dw_kernel NAME = {(VL), NAME##_run, (VL) == 16};
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 DW_KERNEL(dw_v4, __attribute__((target("arch=x86-64-v4"))), 16)
 DW_KERNEL(dw_v3, __attribute__((target("arch=x86-64-v3"))), 8)
 #endif
 DW_KERNEL(dw_base, , 4)
+
+#ifdef DW_INPLACE
+#define V4 __attribute__((target("arch=x86-64-v4")))
+
+/* nv vectors from vector v of a plane read in place (dw_job's in-place
+ * fields): in the input plane, out the output plane; masked: each (vector,
+ * tap) loaded under its mask. The plane's last vector is stored masked. */
+V4 static inline __attribute__((always_inline)) void dw_ip_step(
+    const int nv, const bool masked, const dw_job *j, int64_t v, const float *in,
+    const float *w, float bias, bool relu, float *out)
+{
+    const int64_t taps = j->g->kprod, *off = j->tapoff;
+    const uint16_t *m = j->mask + v * taps;
+    __m512 acc[DW_NV];
+    UNROLL for (int i = 0; i < nv; i++)
+        acc[i] = _mm512_set1_ps(bias);
+    in += v * 16;
+    for (int64_t t = 0; t < taps; t++) {
+        __m512 wt = _mm512_set1_ps(w[t]);
+        const float *s = in + off[t];
+        UNROLL for (int i = 0; i < nv; i++) {
+            __m512 x = masked ? _mm512_maskz_loadu_ps(m[i * taps + t], s + 16 * i)
+                              : _mm512_loadu_ps(s + 16 * i);
+            acc[i] = _mm512_fmadd_ps(wt, x, acc[i]);
+        }
+    }
+    out += v * 16;
+    UNROLL for (int i = 0; i < nv; i++) {
+        if (relu)   /* the lanes < 0 cleared: NaN and -0 stay, as relu leaves them */
+            acc[i] = _mm512_mask_mov_ps(
+                acc[i], _mm512_cmp_ps_mask(acc[i], _mm512_setzero_ps(), _CMP_LT_OQ),
+                _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(out + 16 * i, v + i == j->nvec - 1 ? j->last : 0xFFFF, acc[i]);
+    }
+}
+
+/* vectors [v, v + nv) need no mask */
+static inline bool dw_ip_full(const dw_job *j, int64_t v, int nv)
+{
+    bool all = true;
+    for (int i = 0; i < nv; i++)
+        all &= j->full[v + i];
+    return all;
+}
+
+/* one plane in place: DW_NV vectors a step, then 2, then 1 */
+V4 static void dw_ip_run(const dw_job *j, const float *in, const float *w, float bias,
+                         bool relu, float *out)
+{
+    int64_t v = 0, n = j->nvec;
+    for (; v + DW_NV <= n; v += DW_NV)
+        if (dw_ip_full(j, v, DW_NV))
+            dw_ip_step(DW_NV, false, j, v, in, w, bias, relu, out);
+        else
+            dw_ip_step(DW_NV, true, j, v, in, w, bias, relu, out);
+    if (v + 2 <= n) {
+        if (dw_ip_full(j, v, 2))
+            dw_ip_step(2, false, j, v, in, w, bias, relu, out);
+        else
+            dw_ip_step(2, true, j, v, in, w, bias, relu, out);
+        v += 2;
+    }
+    if (v < n)
+        dw_ip_step(1, true, j, v, in, w, bias, relu, out);
+}
+
+/* The in-place masks: lane l of vector v is output position 16 v + l, at
+ * (row r, column c); tap (kh, kw) reads input (r + kh dil - pad, c + kw dil
+ * - pad), in the plane when both are in range (compared unsigned: below 0
+ * is out too) and the position is an output's. Rows and columns are carried
+ * from vector to vector, no division. */
+V4 static void dw_masks(dw_job *j)
+{
+    const tgk_conv_geom *g = j->g;
+    int32_t W = (int32_t)g->in[2], step_r = 16 / W, step_c = 16 % W, r0[16], c0[16];
+    for (int l = 0; l < 16; l++)
+        r0[l] = l / W, c0[l] = l % W;
+    __m512i r = _mm512_loadu_si512(r0), c = _mm512_loadu_si512(c0);
+    __m512i vw = _mm512_set1_epi32(W), vh = _mm512_set1_epi32((int32_t)g->in[1]);
+    __mmask16 vm[64], hm[64];
+    for (int64_t v = 0; v < j->nvec; v++) {
+        __mmask16 out = _mm512_cmplt_epu32_mask(r, _mm512_set1_epi32((int32_t)g->out[1]));
+        for (int64_t kh = 0; kh < g->ker[1]; kh++)
+            vm[kh] = _mm512_cmplt_epu32_mask(
+                _mm512_add_epi32(r, _mm512_set1_epi32((int32_t)(kh * g->dil[1] - g->pad[1]))), vh);
+        for (int64_t kw = 0; kw < g->ker[2]; kw++)
+            hm[kw] = _mm512_cmplt_epu32_mask(
+                _mm512_add_epi32(c, _mm512_set1_epi32((int32_t)(kw * g->dil[2] - g->pad[2]))), vw);
+        bool full = true;
+        uint16_t *m = j->mask + v * g->kprod;
+        for (int64_t kh = 0; kh < g->ker[1]; kh++)
+            for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                *m = (uint16_t)(out & vm[kh] & hm[kw]);
+                full &= *m++ == 0xFFFF;
+            }
+        j->full[v] = full;
+        c = _mm512_add_epi32(c, _mm512_set1_epi32(step_c));
+        r = _mm512_add_epi32(r, _mm512_set1_epi32(step_r));
+        __mmask16 wrap = _mm512_cmpge_epi32_mask(c, vw);
+        c = _mm512_mask_sub_epi32(c, wrap, c, vw);
+        r = _mm512_mask_add_epi32(r, wrap, r, _mm512_set1_epi32(1));
+    }
+}
+
+/* Stride 2 across, both column phases taken: input row src (w floats) into
+ * them, its even columns at e and odd ones at o (where the phases' first
+ * positions for them are), ne and no of each: two loads, two permutes and
+ * two masked stores a 32 columns (GCC's loops took 7-30 columns a row with
+ * a vectorized body, a scalar tail, and a pass a phase). */
+V4 static void dw_split2(const float *src, int64_t w, float *e, int64_t ne, float *o, int64_t no)
+{
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    for (int64_t i = 0; i < ne || i < no; i += 16, src += 32, w -= 32) {
+        __mmask16 lo = w >= 16 ? 0xFFFF : (__mmask16)((1u << w) - 1);
+        __mmask16 hi = w >= 32 ? 0xFFFF : w <= 16 ? 0 : (__mmask16)((1u << (w - 16)) - 1);
+        __m512 a = _mm512_maskz_loadu_ps(lo, src), b = _mm512_maskz_loadu_ps(hi, src + 16);
+        __mmask16 me = ne - i >= 16 ? 0xFFFF : ne <= i ? 0 : (__mmask16)((1u << (ne - i)) - 1);
+        __mmask16 mo = no - i >= 16 ? 0xFFFF : no <= i ? 0 : (__mmask16)((1u << (no - i)) - 1);
+        _mm512_mask_storeu_ps(e + i, me, _mm512_permutex2var_ps(a, ie, b));
+        _mm512_mask_storeu_ps(o + i, mo, _mm512_permutex2var_ps(a, io, b));
+    }
+}
+
+/* rows of n floats, from pitch ps to pitch pd: masked vectors, no call a row */
+V4 static void dw_copy_rows(const float *src, int64_t ps, float *dst, int64_t pd, int64_t rows,
+                            int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++, src += ps, dst += pd)
+        for (int64_t c = 0; c < n; c += 16) {
+            __mmask16 m = n - c >= 16 ? 0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+            _mm512_mask_storeu_ps(dst + c, m, _mm512_maskz_loadu_ps(m, src + c));
+        }
+}
+#endif
 
 /* The widest this CPU runs, or (isa) the named one if it runs it. */
 static const dw_kernel *dw_find(const char *isa)
@@ -132,35 +301,61 @@ bool tgk_conv_dw_isa(const char *isa)
 }
 
 /* input plane xc, split by phase, into buf: the positions that lie in the
- * input, copied (strides 1 and 2 as loops GCC vectorizes). The padding's
+ * input, copied (strides 1 and 2 as loops GCC vectorizes). The input's rows
+ * are taken in order, each into its column phases while it is in L1 (phase
+ * by phase, the plane was read every other row, twice: MobileNetV3's
+ * stride-2 layers took 3x their products' time here). The padding's
  * positions are the same for every plane: zeroed once, with the buffer. */
 TGK_CLONES static void dw_phases(const dw_job *j, const float *xc, float *buf)
 {
     const tgk_conv_geom *g = j->g;
     const int64_t *q = j->q, *s = g->str;
-    float *dst = buf;
-    for (int64_t pd = 0; pd < j->nph[0]; pd++)
-        for (int64_t ph = 0; ph < j->nph[1]; ph++)
-            for (int64_t pw = 0; pw < j->nph[2]; pw++) {
+    for (int64_t id = 0; id < g->in[0]; id++) {
+        int64_t pd = (id + g->pad[0]) % s[0], rd = (id + g->pad[0]) / s[0];
+        if (pd >= j->nph[0] || rd >= q[0])
+            continue;
+        for (int64_t ih = 0; ih < g->in[1]; ih++) {
+            int64_t ph = (ih + g->pad[1]) % s[1], rh = (ih + g->pad[1]) / s[1];
+            if (ph >= j->nph[1] || rh >= q[1])
+                continue;
+            const float *row = xc + (id * g->in[1] + ih) * g->in[2];
+            float *dst = buf + ((pd * j->nph[1] + ph) * j->nph[2] * q[0] + rd) * q[1] * q[2] +
+                         rh * q[2];
+#ifdef DW_INPLACE
+            if (j->split2) {
+                int64_t p = g->pad[2], w = g->in[2];
+                int64_t ne = q[2] - p / 2 < (w + 1) / 2 ? q[2] - p / 2 : (w + 1) / 2;
+                int64_t no = q[2] - (p + 1) / 2 < w / 2 ? q[2] - (p + 1) / 2 : w / 2;
+                dw_split2(row, w, dst + p % 2 * j->phase_sz + p / 2, ne,
+                          dst + (p + 1) % 2 * j->phase_sz + (p + 1) / 2, no);
+                continue;
+            }
+#endif
+            for (int64_t pw = 0; pw < j->nph[2]; pw++, dst += j->phase_sz) {
                 int64_t off = pw - g->pad[2], c0, c1;
                 tgk_conv_valid_range(q[2], s[2], off, g->in[2], &c0, &c1);
-                for (int64_t rd = 0; rd < q[0]; rd++)
-                    for (int64_t rh = 0; rh < q[1]; rh++, dst += q[2]) {
-                        int64_t id = rd * s[0] + pd - g->pad[0], ih = rh * s[1] + ph - g->pad[1];
-                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1])
-                            continue;
-                        const float *src = xc + (id * g->in[1] + ih) * g->in[2] + off;
-                        if (s[2] == 1)
-                            for (int64_t c = c0; c < c1; c++)
-                                dst[c] = src[c];
-                        else if (s[2] == 2)
-                            for (int64_t c = c0; c < c1; c++)
-                                dst[c] = src[2 * c];
-                        else
-                            for (int64_t c = c0; c < c1; c++)
-                                dst[c] = src[c * s[2]];
-                    }
+                const float *src = row + off;
+                if (s[2] == 1)
+                    for (int64_t c = c0; c < c1; c++)
+                        dst[c] = src[c];
+                else if (s[2] == 2)
+                    for (int64_t c = c0; c < c1; c++)
+                        dst[c] = src[2 * c];
+                else
+                    for (int64_t c = c0; c < c1; c++)
+                        dst[c] = src[c * s[2]];
             }
+        }
+    }
+}
+
+/* the plane's activation and residual, while it is in cache */
+static void dw_epilogue(const dw_job *j, int64_t p)
+{
+    int64_t sp = j->g->out_sp;
+    if (j->d->res || j->d->act)
+        tgk_gemm_epilogue(j->y + p * sp, sp, j->d->res ? j->d->res + p * sp : NULL, j->d->act,
+                          0, 1, 0, sp);
 }
 
 /* planes (image, output channel) [begin, end) */
@@ -170,6 +365,17 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end)
     const tgk_conv_geom *g = j->g;
     const dw_kernel *kern = dw_kern;
     int64_t mult = j->d->k / j->d->c, last = -1;
+#ifdef DW_INPLACE
+    if (j->inplace) {
+        for (int64_t p = begin; p < end; p++) {
+            int64_t n = p / j->d->k, k = p % j->d->k;
+            dw_ip_run(j, j->x + (n * j->d->c + k / mult) * g->in_sp, j->w + k * g->kprod,
+                      j->b ? j->b[k] : 0.0f, j->d->relu, j->y + p * g->out_sp);
+            dw_epilogue(j, p);
+        }
+        return;
+    }
+#endif
     float *buf = calloc((size_t)(j->buf_sz + j->len), sizeof *buf);
     if (!buf) {
         atomic_store(&j->failed, true);
@@ -184,11 +390,55 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end)
         kern->run(buf, j->tapoff, j->w + k * g->kprod, g->kprod, j->b ? j->b[k] : 0.0f,
                   j->d->relu, j->len, out);
         float *y = j->y + p * g->out_sp;
-        for (int64_t od = 0; od < g->out[0]; od++)
-            for (int64_t oh = 0; oh < g->out[1]; oh++, y += g->out[2])
-                memcpy(y, out + (od * j->q[1] + oh) * j->q[2], (size_t)g->out[2] * sizeof *y);
+        for (int64_t od = 0; od < g->out[0]; od++, y += g->out[1] * g->out[2]) {
+            const float *o = out + od * j->q[1] * j->q[2];
+#ifdef DW_INPLACE
+            if (kern->inplace) {
+                dw_copy_rows(o, j->q[2], y, g->out[2], g->out[1], g->out[2]);
+                continue;
+            }
+#endif
+            for (int64_t oh = 0; oh < g->out[1]; oh++)
+                memcpy(y + oh * g->out[2], o + oh * j->q[2], (size_t)g->out[2] * sizeof *y);
+        }
+        dw_epilogue(j, p);
     }
     free(buf);
+}
+
+/* The in-place path's when this CPU's kernel runs it: stride 1, rows of
+ * one pitch in and out, one depth slice, kernel rows and columns that
+ * dw_masks keeps (64), planes whose positions fit 32 bits. Sets its tap
+ * offsets and masks; false: the phases (or no memory: *failed). */
+static bool dw_inplace_setup(dw_job *j, bool *failed)
+{
+    const tgk_conv_geom *g = j->g;
+    *failed = false;
+#ifdef DW_INPLACE
+    if (!dw_kern->inplace || g->in[0] != 1 || g->out[0] != 1 || g->str[1] != 1 ||
+        g->str[2] != 1 || g->out[2] != g->in[2] || g->ker[1] > 64 || g->ker[2] > 64 ||
+        g->out_sp >= (int64_t)1 << 30 || g->in_sp >= (int64_t)1 << 30)
+        return false;
+    j->nvec = (g->out_sp + 15) / 16;
+    j->last = (uint16_t)(0xFFFFu >> (16 * j->nvec - g->out_sp));
+    j->mask = malloc((size_t)(j->nvec * g->kprod) * sizeof *j->mask);
+    j->full = malloc((size_t)j->nvec * sizeof *j->full);
+    if (!j->mask || !j->full) {
+        *failed = true;
+        return false;
+    }
+    int64_t t = 0;
+    for (int64_t kh = 0; kh < g->ker[1]; kh++)
+        for (int64_t kw = 0; kw < g->ker[2]; kw++)
+            j->tapoff[t++] = (kh * g->dil[1] - g->pad[1]) * g->in[2] + kw * g->dil[2] - g->pad[2];
+    dw_masks(j);
+    j->inplace = true;
+    j->len = 16 * j->nvec;
+    return true;
+#else
+    (void)g;
+    return false;
+#endif
 }
 
 int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
@@ -196,32 +446,39 @@ int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const
 {
     dw_job j = {.d = d, .g = g, .x = x, .w = w, .b = b, .y = y};
     int64_t vl = dw_kern->vl, nph = 1;
-    for (int a = 0; a < 3; a++) {
-        int64_t reach = (g->ker[a] - 1) * g->dil[a];
-        j.q[a] = g->out[a] + reach / g->str[a];
-        j.nph[a] = g->str[a] < reach + 1 ? g->str[a] : reach + 1;
-        nph *= j.nph[a];
-    }
-    j.phase_sz = j.q[0] * j.q[1] * j.q[2];
-    int64_t last = ((g->out[0] - 1) * j.q[1] + g->out[1] - 1) * j.q[2] + g->out[2];
-    j.len = (last + vl - 1) / vl * vl;
-    j.buf_sz = nph * j.phase_sz + vl;
     if (!(j.tapoff = malloc((size_t)g->kprod * sizeof *j.tapoff)))
         return -1;
-    int64_t t = 0;
-    for (int64_t kd = 0; kd < g->ker[0]; kd++)
-        for (int64_t kh = 0; kh < g->ker[1]; kh++)
-            for (int64_t kw = 0; kw < g->ker[2]; kw++) {
-                int64_t rd = kd * g->dil[0], rh = kh * g->dil[1], rw = kw * g->dil[2];
-                int64_t phase = ((rd % g->str[0]) * j.nph[1] + rh % g->str[1]) * j.nph[2] +
-                                rw % g->str[2];
-                j.tapoff[t++] = phase * j.phase_sz +
-                                ((rd / g->str[0]) * j.q[1] + rh / g->str[1]) * j.q[2] +
-                                rw / g->str[2];
-            }
-    atomic_init(&j.failed, false);
+    bool failed;
+    if (!dw_inplace_setup(&j, &failed) && !failed) {
+        for (int a = 0; a < 3; a++) {
+            int64_t reach = (g->ker[a] - 1) * g->dil[a];
+            j.q[a] = g->out[a] + reach / g->str[a];
+            j.nph[a] = g->str[a] < reach + 1 ? g->str[a] : reach + 1;
+            nph *= j.nph[a];
+        }
+        j.phase_sz = j.q[0] * j.q[1] * j.q[2];
+        int64_t last = ((g->out[0] - 1) * j.q[1] + g->out[1] - 1) * j.q[2] + g->out[2];
+        j.len = (last + vl - 1) / vl * vl;
+        j.buf_sz = nph * j.phase_sz + vl;
+        j.split2 = dw_kern->inplace && g->str[2] == 2 && j.nph[2] == 2;
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < g->ker[0]; kd++)
+            for (int64_t kh = 0; kh < g->ker[1]; kh++)
+                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                    int64_t rd = kd * g->dil[0], rh = kh * g->dil[1], rw = kw * g->dil[2];
+                    int64_t phase = ((rd % g->str[0]) * j.nph[1] + rh % g->str[1]) * j.nph[2] +
+                                    rw % g->str[2];
+                    j.tapoff[t++] = phase * j.phase_sz +
+                                    ((rd / g->str[0]) * j.q[1] + rh / g->str[1]) * j.q[2] +
+                                    rw / g->str[2];
+                }
+    }
+    atomic_init(&j.failed, failed);
     /* tasks of at least ~64K multiply-adds */
-    tgk_parallel_for(d->n * d->k, 1 + 65536 / (j.len * g->kprod), dw_planes, &j);
+    if (!failed)
+        tgk_parallel_for(d->n * d->k, 1 + 65536 / (j.len * g->kprod), dw_planes, &j);
     free(j.tapoff);
+    free(j.mask);
+    free(j.full);
     return atomic_load(&j.failed) ? -1 : 0;
 }

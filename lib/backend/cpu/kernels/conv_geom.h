@@ -66,7 +66,7 @@ static inline int64_t tgk_conv_padded_dims(const tgk_conv_geom *g, int64_t pd[3]
     return prod;
 }
 
-/* Depthwise (groups == c, k a multiple of c), relu included (conv_dw.c);
+/* Depthwise (groups == c, k a multiple of c), relu, act and res included (conv_dw.c);
  * g from d. Returns 0, or -1 when scratch cannot be allocated. */
 int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
                            const float *w, const float *b, float *y);
