@@ -278,14 +278,17 @@ static void test_gemm_packed_causal(void)
 
 /* tgk_linear_packed_ex_f32: without a residual, bit for bit the linear layer
  * then the activation over its result, whatever blocks the pool computes it
- * in; with one, the float64 x w^T + b + res then the activation. */
+ * in (relu and hardswish in the register tiles, the others a call on each
+ * block); with one, the float64 x w^T + b + res then the activation. */
 static void test_linear_ex(void)
 {
-    static const int64_t sz[][3] = {{1, 20, 7}, {5, 64, 33}, {64, 512, 128}, {97, 130, 16}};
-    static const tgk_vec_fn act[] = {tgk_vec_relu_f32, tgk_vec_gelu_tanh_f32, NULL};
+    static const int64_t sz[][3] = {{1, 20, 7},   {5, 64, 33},  {64, 512, 128}, {97, 130, 16},
+                                    {3, 37, 9},   {17, 50, 40}, {1, 100, 64},   {33, 16, 5}};
+    static const tgk_vec_fn act[] = {tgk_vec_relu_f32, tgk_vec_gelu_tanh_f32, NULL,
+                                     tgk_vec_hardswish_f32};
     for (size_t s = 0; s < sizeof sz / sizeof *sz; s++) {
         int64_t M = sz[s][0], N = sz[s][1], K = sz[s][2];
-        tgk_vec_fn f = act[s % 3];
+        tgk_vec_fn f = act[s % 4];
         float *x = kc_rand(M * K, -2, 2), *w = kc_rand(N * K, -1, 1), *b = kc_rand(N, -1, 1);
         float *wp = kc_out(tgk_packed_size(N, K)), *y = kc_out(M * N), *z = kc_out(M * N);
         float *res = kc_rand(M * N, -3, 3), *out = kc_out(M * N);

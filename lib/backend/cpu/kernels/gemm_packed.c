@@ -46,9 +46,20 @@ struct pgemm_job {
      * place at each tap's offset (an implicit im2col) */
     int64_t pstride, ldb;
     const int64_t *koff;
-    bool relu;                  /* y < 0 ? 0 : y on the tile's registers as it stores
-                                 * (with no res: that comes first) */
+    /* an activation applied on the tile's registers as it stores (with no
+     * res: that comes first), act then NULL: ACT_RELU or ACT_HARDSWISH */
+    int act_reg;
 };
+
+enum { ACT_CALL, ACT_RELU, ACT_HARDSWISH };
+
+/* which of act the tiles apply on their registers (res is added before act:
+ * with one, ACT_CALL) */
+static int act_in_registers(tgk_vec_fn act, const float *res)
+{
+    return res ? ACT_CALL : act == tgk_vec_relu_f32 ? ACT_RELU
+           : act == tgk_vec_hardswish_f32           ? ACT_HARDSWISH : ACT_CALL;
+}
 
 /* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
  * starting at row r, panel p, with vectors of VL floats, the instruction
@@ -68,6 +79,21 @@ struct pgemm_job {
         else                                                                        \
             for (int64_t c = 0; c < n; c++)                                         \
                 (*v)[c] = src[c];                                                   \
+    }                                                                               \
+    /* tgk_vec_relu_f32 and tgk_vec_hardswish_f32 on a vector: the same      \
+     * operations lane by lane (selects: NaN and -0 stay; / 6, not a         \
+     * multiply), so the result is the call's bit for bit */                 \
+    INLINE void act_##name(vec *a, int kind)                                       \
+    {                                                                               \
+        vec v = *a, t = v + 3.0f, six = (vec){0} + 6.0f;                            \
+        if (kind == ACT_RELU) {                                                     \
+            *a = (vec)((vec##_mask)v & ~(v < (vec){0}));                            \
+            return;                                                                 \
+        }                                                                           \
+        t = (vec)((vec##_mask)t & ~(t < (vec){0}));                                 \
+        vec##_mask big = t > six;                                                   \
+        t = (vec)(((vec##_mask)t & ~big) | ((vec##_mask)six & big));                \
+        *a = v * t / 6.0f;                                                          \
     }                                                                               \
     INLINE void name##_body(const int mr, const int np, const bool koff,            \
                             const pgemm_job *j, int64_t r, int64_t p)               \
@@ -105,11 +131,10 @@ struct pgemm_job {
                     acc[i][v] += xv * w[v];                                         \
             }                                                                       \
         }                                                                           \
-        if (j->relu) /* the same select as tgk_vec_relu_f32: NaN and -0 stay */    \
+        if (j->act_reg != ACT_CALL)                                                 \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                    \
                 _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
-                    acc[i][v] = (vec)((vec##_mask)acc[i][v] &                       \
-                                      ~(acc[i][v] < (vec){0}));                     \
+                    act_##name(&acc[i][v], j->act_reg);                             \
         float *yr = j->y + r * j->ldy + n0;                                         \
         if (ncols == np * TGK_PANEL) { /* whole vectors, from the registers */      \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++, yr += j->ldy)      \
@@ -356,10 +381,10 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    bool relu = act == tgk_vec_relu_f32 && !res;   /* on the registers, not a pass after */
+    int reg = act_in_registers(act, res);   /* on the registers, not a pass after */
     pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, false, y, y_diag, x_diag, res,
-                   relu ? NULL : act, (tiles + row_chunks - 1) / row_chunks * kind.mr, 4,
-                   kind.fn, K * TGK_PANEL, TGK_PANEL, NULL, relu};
+                   reg != ACT_CALL ? NULL : act, (tiles + row_chunks - 1) / row_chunks * kind.mr,
+                   4, kind.fn, K * TGK_PANEL, TGK_PANEL, NULL, reg};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, run_chunks, &j);
@@ -390,7 +415,8 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
  * panels, so y comes out in the image's layout, the bias starts the
  * accumulators (no pass filling y) and the epilogue runs on each chunk while
  * it is in cache. A task, (image, chunk of output channels, chunk of
- * pixels), first has its pixels' panels of cols packed (c->cols: a 1x1
+ * pixels), first has its pixels' panels of cols packed, unless the task
+ * before it on its thread packed the same (c->cols: a 1x1
  * convolution's pixels as they are, or im2col's columns written straight
  * into panels, never the whole column matrix). Read in place, a 1x1's panel
  * rows would be a plane apart, and with planes of a power of two bytes (64x64
@@ -464,9 +490,17 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
         atomic_store(&cj->failed, true);
         return;
     }
+    /* packing as it goes, chunks of rows vary fastest: a pixel chunk is
+     * packed once for all of them, not once a chunk of rows (a 1x1 of 960
+     * outputs packed its pixels 15 times; MobileNetV3-large's expansions
+     * 2-15) */
+    bool rows_inner = c->cols && !cj->packed;
+    int64_t last = -1;      /* the (image, pixel chunk) in buf */
     for (int64_t t = begin; t < end; t++) {
-        int64_t img = t / (cj->rchunks * cj->pchunks), rc = t / cj->pchunks % cj->rchunks;
-        int64_t grp = img % c->groups, pchunk = t % cj->pchunks, r0 = rc * cj->j.row_chunk;
+        int64_t img = t / (cj->rchunks * cj->pchunks);
+        int64_t rc = rows_inner ? t % cj->rchunks : t / cj->pchunks % cj->rchunks;
+        int64_t pchunk = rows_inner ? t / cj->rchunks % cj->pchunks : t % cj->pchunks;
+        int64_t grp = img % c->groups, r0 = rc * cj->j.row_chunk;
         int64_t r1 = r0 + cj->j.row_chunk < c->M ? r0 + cj->j.row_chunk : c->M, c0, c1;
         pixel_range(cj, pchunk, &c0, &c1);
         pgemm_job j = cj->j;
@@ -484,8 +518,9 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
             scatter_rows(c, j.act, img, r0, r1, c0, c1, buf, chunk);
             continue;
         }
-        if (!cj->packed)
+        if (!cj->packed && img * cj->pchunks + pchunk != last)
             c->cols(c->ctx, img, c0, c1, buf);
+        last = img * cj->pchunks + pchunk;
         j.wp = cj->packed ? chunk_panels(cj, img * cj->pchunks + pchunk) : buf;
         j.y += img * c->M * P + c0;
         j.res = j.res ? j.res + img * c->M * P + c0 : NULL;
@@ -508,8 +543,9 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
               .pstride = c->cols ? c->K * TGK_PANEL : TGK_PANEL, .ldb = TGK_PANEL,
               .koff = c->koff},
         .c = c, .panels = (c->P + TGK_PANEL - 1) / TGK_PANEL};
-    if (c->act == tgk_vec_relu_f32 && !c->res)    /* on the registers, not a pass after */
-        cj.j.relu = true, cj.j.act = NULL;
+    cj.j.act_reg = act_in_registers(c->act, c->res);  /* on the registers, not a pass after */
+    if (cj.j.act_reg != ACT_CALL)
+        cj.j.act = NULL;
     cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
     if (c->whole_rows || !c->cols) {
         /* to keep the threads busy, first fewer pixels a task, then fewer
