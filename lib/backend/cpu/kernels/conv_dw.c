@@ -32,7 +32,8 @@
  * with masked vectors (dw_copy_rows), not a memcpy call a row.
  *
  * An activation or residual after the convolution is applied to each plane
- * as it is finished, while it is in cache, not in a pass after.
+ * as it is finished, while it is in cache, not in a pass after; in place,
+ * hardswish (without a residual) to the sums in registers.
  *
  * The earlier kernel (a row of one tap at a time, with its valid range
  * worked out per row and tap, read-modify-write of the output per tap) ran
@@ -70,6 +71,7 @@ typedef struct {
      * (mask[v * taps + t]) and whether every mask is whole (full[v]) */
     bool inplace;
     bool split2;                /* stride 2 across, both column phases: dw_split2 */
+    bool hswish;                /* in place, act hardswish and no res: applied as stored */
     int64_t nvec;
     uint16_t last;              /* the lanes of the last vector that are the plane's */
     uint16_t *mask;
@@ -166,6 +168,14 @@ V4 static inline __attribute__((always_inline)) void dw_ip_step(
             acc[i] = _mm512_mask_mov_ps(
                 acc[i], _mm512_cmp_ps_mask(acc[i], _mm512_setzero_ps(), _CMP_LT_OQ),
                 _mm512_setzero_ps());
+        if (j->hswish) {    /* tgk_vec_hardswish_f32's operations: the clamp as selects, / 6 */
+            __m512 t = _mm512_add_ps(acc[i], _mm512_set1_ps(3.0f));
+            t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                   _mm512_setzero_ps());
+            t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, _mm512_set1_ps(6.0f), _CMP_GT_OQ),
+                                   _mm512_set1_ps(6.0f));
+            acc[i] = _mm512_div_ps(_mm512_mul_ps(acc[i], t), _mm512_set1_ps(6.0f));
+        }
         _mm512_mask_storeu_ps(out + 16 * i, v + i == j->nvec - 1 ? j->last : 0xFFFF, acc[i]);
     }
 }
@@ -353,9 +363,9 @@ TGK_CLONES static void dw_phases(const dw_job *j, const float *xc, float *buf)
 static void dw_epilogue(const dw_job *j, int64_t p)
 {
     int64_t sp = j->g->out_sp;
-    if (j->d->res || j->d->act)
-        tgk_gemm_epilogue(j->y + p * sp, sp, j->d->res ? j->d->res + p * sp : NULL, j->d->act,
-                          0, 1, 0, sp);
+    if (j->d->res || (j->d->act && !j->hswish))
+        tgk_gemm_epilogue(j->y + p * sp, sp, j->d->res ? j->d->res + p * sp : NULL,
+                          j->hswish ? NULL : j->d->act, 0, 1, 0, sp);
 }
 
 /* planes (image, output channel) [begin, end) */
@@ -433,6 +443,7 @@ static bool dw_inplace_setup(dw_job *j, bool *failed)
             j->tapoff[t++] = (kh * g->dil[1] - g->pad[1]) * g->in[2] + kw * g->dil[2] - g->pad[2];
     dw_masks(j);
     j->inplace = true;
+    j->hswish = j->d->act == tgk_vec_hardswish_f32 && !j->d->res;
     j->len = 16 * j->nvec;
     return true;
 #else
