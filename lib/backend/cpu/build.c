@@ -303,8 +303,13 @@ static int write_inputs(tg_build_dir *t, const tg_graph *g, const tg_plan *p,
             return tg_err("%s: %s", o->weights_path, tg_errmsg());
         base = strrchr(o->weights_path, '/') ? strrchr(o->weights_path, '/') + 1
                                              : o->weights_path;
-    } else if (tg_build_write(t, "weights.bin", w->data, w->size)) {
-        return -1;
+    } else {
+        FILE *f = fopen(tg_build_path(t, "weights.bin"), "wb");
+        if (!f)
+            return tg_err("%s: %s", t->path, strerror(errno));
+        int bad = tg_weights_write_blob(w, f);
+        if (fclose(f) != 0 || bad)
+            return tg_err("%s: write failed", t->path);
     }
     tg_codegen_weights how = {o->weights_path ? NULL : "weights.bin", base};
     tg_codegen_src src;

@@ -22,15 +22,18 @@ int tg_cpu_prepack(tg_graph *g);
 bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
 
 /* The weights blob: every constant the plan reads, 64-byte aligned, in value
- * order. offset[v] is value v's byte offset, or -1 when not in the blob. */
+ * order. offset[v] is value v's byte offset, or -1 when not in the blob. The
+ * blob is not held: it is written from g's constants, which must outlive w. */
 typedef struct {
-    unsigned char *data;
+    const tg_graph *g;
     uint64_t size, hash;
     int64_t *offset;
 } tg_weights;
 
 int tg_weights_make(const tg_graph *g, tg_weights *w);
 void tg_weights_free(tg_weights *w);
+/* The blob, for the assembler to embed. */
+int tg_weights_write_blob(const tg_weights *w, FILE *f);
 /* A weights file (tgraph_model_open's weights_path): header, then the blob. */
 int tg_weights_write(const tg_weights *w, FILE *f);
 
