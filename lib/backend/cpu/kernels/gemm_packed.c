@@ -35,7 +35,7 @@ struct pgemm_job {
     /* causal cuts (TGK_NO_DIAG: none): row r of y is needed only in columns
      * n < r + y_diag, and row r of x is zero from column r + x_diag on */
     int64_t y_diag, x_diag;
-    const float *res;           /* then added to each chunk of y, rows ldy apart, or NULL */
+    const float *res;           /* added to the tile as it stores, rows ldy apart, or NULL */
     tgk_vec_fn act;             /* then on each chunk of y, or NULL */
     int64_t row_chunk, panel_chunk;
     chunk_fn fn;                /* the one for this CPU */
@@ -46,19 +46,19 @@ struct pgemm_job {
      * place at each tap's offset (an implicit im2col) */
     int64_t pstride, ldb;
     const int64_t *koff;
-    /* an activation applied on the tile's registers as it stores (with no
-     * res: that comes first), act then NULL: ACT_RELU or ACT_HARDSWISH */
+    /* an activation applied on the tile's registers as it stores (after res,
+     * which the tile adds), act then NULL: ACT_RELU or ACT_HARDSWISH */
     int act_reg;
 };
 
 enum { ACT_CALL, ACT_RELU, ACT_HARDSWISH };
 
-/* which of act the tiles apply on their registers (res is added before act:
- * with one, ACT_CALL) */
-static int act_in_registers(tgk_vec_fn act, const float *res)
+/* which of act the tiles apply on their registers (they add a residual
+ * before it; res_after: one added after the tile, so ACT_CALL) */
+static int act_in_registers(tgk_vec_fn act, const float *res_after)
 {
-    return res ? ACT_CALL : act == tgk_vec_relu_f32 ? ACT_RELU
-           : act == tgk_vec_hardswish_f32           ? ACT_HARDSWISH : ACT_CALL;
+    return res_after ? ACT_CALL : act == tgk_vec_relu_f32 ? ACT_RELU
+           : act == tgk_vec_hardswish_f32                 ? ACT_HARDSWISH : ACT_CALL;
 }
 
 /* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
@@ -131,6 +131,14 @@ static int act_in_registers(tgk_vec_fn act, const float *res)
                     acc[i][v] += xv * w[v];                                         \
             }                                                                       \
         }                                                                           \
+        if (j->res) /* the residual, loaded as the tile stores (rows ldy apart) */ \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                    \
+                _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {        \
+                    vec rv;                                                         \
+                    row_init_##name(&rv, j->res + (r + i) * j->ldy + n0 + v * VL,   \
+                                    ncols - v * VL);                                \
+                    acc[i][v] += rv;                                                \
+                }                                                                   \
         if (j->act_reg != ACT_CALL)                                                 \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                    \
                 _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
@@ -267,7 +275,7 @@ void tgk_gemm_epilogue(float *y, int64_t ldy, const float *res, tgk_vec_fn act, 
 
 static void epilogue(const pgemm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
 {
-    tgk_gemm_epilogue(j->y, j->ldy, j->res, j->act, r0, r1, c0, c1);
+    tgk_gemm_epilogue(j->y, j->ldy, NULL, j->act, r0, r1, c0, c1);   /* res: in the tile */
 }
 
 /* Panel chunks vary fastest: a thread's run of tasks keeps one chunk of rows
@@ -381,7 +389,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
      * even as they go in whole tiles, so only the matrix's last tile is partial */
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
-    int reg = act_in_registers(act, res);   /* on the registers, not a pass after */
+    int reg = act_in_registers(act, NULL);  /* on the registers, not a pass after */
     pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, false, y, y_diag, x_diag, res,
                    reg != ACT_CALL ? NULL : act, (tiles + row_chunks - 1) / row_chunks * kind.mr,
                    4, kind.fn, K * TGK_PANEL, TGK_PANEL, NULL, reg};
@@ -455,6 +463,17 @@ static void pack_chunks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* dst[r * ldd + i] = src[r * lds + i] for r < rows, i < n: a grid row's
+ * pixels for every output channel, inline (at 8x8 maps a memcpy call for
+ * each 32 bytes) */
+TGK_CLONES static void copy_rows(int64_t n, int64_t rows, const float *restrict src, int64_t lds,
+                                 float *restrict dst, int64_t ldd)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n; i++)
+            dst[r * ldd + i] = src[r * lds + i];
+}
+
 /* The implicit im2col's grid pixels [c0, c1) of GEMM i, rows [r0, r1),
  * computed into tmp (rows ldt apart, from row r0): those of y (the first ow
  * of each grid row) copied to y, then the epilogue (act: c's, or NULL where the
@@ -470,8 +489,8 @@ static void scatter_rows(const tgk_conv_gemm *c, tgk_vec_fn act, int64_t i, int6
         int64_t end = (row + 1) * c->wp < c1 ? (row + 1) * c->wp : c1;
         int64_t n = col >= c->ow ? 0 : end - q < c->ow - col ? end - q : c->ow - col;
         int64_t at = row * c->ow + col;
-        for (int64_t r = r0; n > 0 && r < r1; r++)
-            memcpy(y + r * pout + at, tmp + (r - r0) * ldt + q - c0, (size_t)n * sizeof *y);
+        if (n > 0)
+            copy_rows(n, r1 - r0, tmp + q - c0, ldt, y + r0 * pout + at, pout);
         if (n > 0)
             tgk_gemm_epilogue(y + at, pout, res ? res + at : NULL, act, r0, r1, 0, n);
         q = end;
@@ -543,7 +562,9 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
               .pstride = c->cols ? c->K * TGK_PANEL : TGK_PANEL, .ldb = TGK_PANEL,
               .koff = c->koff},
         .c = c, .panels = (c->P + TGK_PANEL - 1) / TGK_PANEL};
-    cj.j.act_reg = act_in_registers(c->act, c->res);  /* on the registers, not a pass after */
+    /* on the registers, not a pass after (the implicit path adds the residual
+     * in scatter_rows, after the tile) */
+    cj.j.act_reg = act_in_registers(c->act, c->cols ? NULL : c->res);
     if (cj.j.act_reg != ACT_CALL)
         cj.j.act = NULL;
     cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
