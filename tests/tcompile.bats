@@ -264,6 +264,14 @@ fixtures() {
     done
 }
 
+@test "TGRAPH_RUNTIME_DIR relative to the working directory finds the runtime" {
+    local dir
+    dir=$(cd "$TGRAPH_RUNTIME_DIR" && pwd)
+    (cd "$(dirname "$dir")" &&
+        TGRAPH_RUNTIME_DIR=$(basename "$dir") "$TCOMPILE" "$GRAPHS/mlp.tg" -o "$TMP/m.so")
+    run_ok "$TRUN" "$TMP/m.so" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy"
+}
+
 @test "tcompile reads the graph from stdin and writes the .so to stdout" {
     "$TCOMPILE" <"$GRAPHS/mlp.tg" >"$TMP/m.so"
     run_ok "$TRUN" "$TMP/m.so" "$FIX/mlp.in0.b3.npy" --check "$FIX/mlp.out0.b3.npy"

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,12 +91,25 @@ void tg_build_dir_remove(tg_build_dir *t)
     rmdir(t->dir);
 }
 
+/* lib made absolute: the compiler runs in the build directory, where a path
+ * relative to ours (TGRAPH_RUNTIME_DIR=.) names nothing. */
+static int absolute(char *lib, size_t n)
+{
+    char abs[PATH_MAX];
+    if (!realpath(lib, abs))
+        return tg_err("%s: %s", lib, strerror(errno));
+    if (strlen(abs) >= n)
+        return tg_err("%s: path too long", abs);
+    strcpy(lib, abs);
+    return 0;
+}
+
 int tg_build_runtime(const char *name, char *lib, size_t n)
 {
     const char *d = getenv("TGRAPH_RUNTIME_DIR");
     snprintf(lib, n, "%s/%s", d && *d ? d : TG_PKGLIBDIR, name);
     if (access(lib, R_OK) == 0 || (d && *d))
-        return access(lib, R_OK) == 0 ? 0 : tg_err("%s: %s", lib, strerror(errno));
+        return access(lib, R_OK) == 0 ? absolute(lib, n) : tg_err("%s: %s", lib, strerror(errno));
     char exe[4096];
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char *slash = k > 0 ? (exe[k] = 0, strrchr(exe, '/')) : NULL;
@@ -103,7 +117,7 @@ int tg_build_runtime(const char *name, char *lib, size_t n)
         *slash = 0;
         snprintf(lib, n, "%s/../%s", exe, name);
         if (access(lib, R_OK) == 0)
-            return 0;
+            return absolute(lib, n);
     }
     snprintf(lib, n, "%s/%s", TG_PKGLIBDIR, name);
     return tg_err("%s: %s (set TGRAPH_RUNTIME_DIR to the directory that has it)", lib,
