@@ -160,6 +160,17 @@ check_compiled() {
     [ -z "$output" ]
 }
 
+@test "onnx: a string input is refused, naming the node that reads it, its op and opset" {
+    run_fails 1 "input 's', read by node 'concat_node' \(StringConcat, opset 20\): element type string is not supported" \
+        "$TEXPORT" "$ONNX/string_input.onnx"
+    [ -z "$output" ]
+}
+
+@test "onnx: a sequence input is refused, naming the node that reads it, its op and opset" {
+    run_fails 1 "input 'seq', read by node 'at_node' \(SequenceAt, opset 11\): a sequence, map or optional" \
+        "$TEXPORT" "$ONNX/sequence_input.onnx"
+}
+
 @test "onnx: before opset 6, an operator whose form differs from opset 6's is refused" {
     run_fails 1 "Relu, opset 5.: its opset 5 form differs from opset 6's" "$TEXPORT" "$ONNX/old_opset.onnx"
 }

@@ -596,14 +596,38 @@ static int symbol_for(onnx_ctx *c, const char *param, const tg_import_opts *opts
     return 0;
 }
 
-static int add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi, const tg_import_opts *opts)
+static int64_t domain_opset(const onnx_ctx *c, const char *domain);
+
+/* An input refused for its type: named with the first node that reads it,
+ * whose op and opset are what the model needs. */
+static int refuse_input(const onnx_ctx *c, const Onnx__GraphProto *gp, const char *name, const char *why)
+{
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k] && !strcmp(n->input[k], name))
+                return tg_err("input '%s', read by node '%s' (%s, opset %lld): %s", name, n->name ? n->name : "",
+                              n->op_type ? n->op_type : "?", (long long)domain_opset(c, n->domain), why);
+    }
+    return tg_err("input '%s': %s", name, why);
+}
+
+static int add_input(onnx_ctx *c, const Onnx__GraphProto *gp, const Onnx__ValueInfoProto *vi,
+                     const tg_import_opts *opts)
 {
     const char *name = vi->name ? vi->name : "";
     if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return tg_err("input '%s': only tensor inputs are supported", name);
+        return refuse_input(c, gp, name, "a sequence, map or optional; only tensor inputs are supported");
     const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
     tg_dtype dt = onnx_elem_dtype(tt->elem_type);
-    if (dt == TG_DTYPE_NONE) return tg_err("input '%s': unsupported element type %d", name, tt->elem_type);
+    if (dt == TG_DTYPE_NONE) {
+        static const char *const kind[] = {[8] = "string", [14] = "complex64", [15] = "complex128"};
+        int t = tt->elem_type;
+        char why[64];
+        if (t >= 0 && t < 16 && kind[t]) snprintf(why, sizeof why, "element type %s is not supported", kind[t]);
+        else snprintf(why, sizeof why, "element type %d is not supported", t);
+        return refuse_input(c, gp, name, why);
+    }
     if (!tt->shape) return tg_err("input '%s': no shape (rank unknown)", name);
     if (tt->shape->n_dim > TG_MAX_RANK) return tg_err("input '%s': rank too large", name);
     tg_shape s = {.rank = (int)tt->shape->n_dim};
@@ -832,7 +856,7 @@ static int import_graph(onnx_ctx *c, const Onnx__GraphProto *gp, const tg_import
     for (size_t i = 0; i < gp->n_input; i++) {
         /* Inputs that are also initializers are constants with a default (IR < 4 style). */
         if (gp->input[i]->name && hash_find(c, gp->input[i]->name) >= 0) continue;
-        if (add_input(c, gp->input[i], opts)) return -1;
+        if (add_input(c, gp, gp->input[i], opts)) return -1;
     }
     if (check_ranges(c->g, opts)) return -1;
     /* Map every node; collect every unsupported op instead of stopping at the first. */
