@@ -22,7 +22,8 @@ the geometric mean over the models of tgraph's time over the fastest other
 engine's. --baseline DIR adds the .so compiled by another tgraph build (its
 tools/tcompile and libtgkernels.a) as one more contender, "tgraph baseline":
 a change's speed-up side by side with the others. Results go to
-WORK/M/speed.json; bench/zoo/SPEED.md is written from every model's there.
+WORK/M/speed.json; WORK/SPEED.md is written from every model's there
+(the source tree stays clean: bench/RESULTS.md quotes what it keeps).
 
 The machine's load (os.getloadavg) is recorded with each run: times under
 load are comparable side by side only, as ratios.
@@ -147,8 +148,9 @@ def run_model(name, args):
         subprocess.run([sys.executable, os.path.join(HERE, "zoo.py"), "--export-worker", name,
                         work, "pt2,onnx"], check=True, timeout=args.export_timeout,
                        capture_output=True)
-    if len([f for f in os.listdir(work) if f.startswith("in") and f.endswith(".b1.npy")]) != 1:
-        sys.exit(f"speed: {name}: only single-input models are timed here")
+    inputs = sorted(f for f in os.listdir(work) if f.startswith("in") and f.endswith(".b1.npy"))
+    if len(inputs) != 1:
+        sys.exit(f"speed: {name}: only single-input models are timed here ({work} holds {', '.join(inputs)})")
     tg, so = os.path.join(work, "m.tg"), os.path.join(work, "m.so")
     res["compile_s"]["texport"] = round(timed([tool(args, "texport"),
                                                os.path.join(work, "m.pt2"), "-o", tg], 900), 2)
@@ -263,7 +265,7 @@ def write_table(args, results):
         lines.append(f"| {r['name']} | {c.get('texport', '-')} | " +
                      " | ".join(f"{c[e]:.1f}" if e in c else "-" for e in engines) + " | " +
                      " | ".join(f"{m[e]:.0f}" if e in m else "-" for e in engines) + " |")
-    with open(os.path.join(HERE, "SPEED.md"), "w") as f:
+    with open(os.path.join(args.work, "SPEED.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
