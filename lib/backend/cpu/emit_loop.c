@@ -514,7 +514,9 @@ static bool loop_form(tg_op op)
 bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why)
 {
     const tg_value *y = &g->values[nd->out[0]];
-    tg_dtype t = nd->nin ? g->values[nd->in[nd->op == TG_OP_WHERE ? 1 : 0]].dtype : y->dtype;
+    /* the operand that sets the type; a loop node's trip count may be omitted (-1) */
+    int a = nd->op == TG_OP_WHERE ? 1 : 0;
+    tg_dtype t = a < nd->nin && nd->in[a] >= 0 ? g->values[nd->in[a]].dtype : y->dtype;
     *why = NULL;
     if (tg_op_table[nd->op].flags & TG_OPF_REDUCTION) {
         switch (reduction_of(nd->op)) {
