@@ -596,7 +596,17 @@ static int symbol_for(onnx_ctx *c, const char *param, const tg_import_opts *opts
     return 0;
 }
 
-static int64_t domain_opset(const onnx_ctx *c, const char *domain);
+/* The opset the model imports for a node's domain ("" and "ai.onnx" are one). */
+static int64_t domain_opset(const onnx_ctx *c, const char *domain)
+{
+    bool dflt = !domain || !*domain || !strcmp(domain, "ai.onnx");
+    for (size_t i = 0; i < c->model->n_opset_import; i++) {
+        const char *d = c->model->opset_import[i]->domain;
+        bool ddflt = !d || !*d || !strcmp(d, "ai.onnx");
+        if (dflt ? ddflt : (d && !strcmp(d, domain))) return c->model->opset_import[i]->version;
+    }
+    return 0;
+}
 
 /* An input refused for its type: named with the first node that reads it,
  * whose op and opset are what the model needs. */
@@ -721,18 +731,6 @@ static uint8_t *read_file(const char *path, size_t *len)
     *len = buf ? (size_t)st.st_size : 0;
     fclose(f);
     return buf;
-}
-
-/* The opset the model imports for a node's domain ("" and "ai.onnx" are one). */
-static int64_t domain_opset(const onnx_ctx *c, const char *domain)
-{
-    bool dflt = !domain || !*domain || !strcmp(domain, "ai.onnx");
-    for (size_t i = 0; i < c->model->n_opset_import; i++) {
-        const char *d = c->model->opset_import[i]->domain;
-        bool ddflt = !d || !*d || !strcmp(d, "ai.onnx");
-        if (dflt ? ddflt : (d && !strcmp(d, domain))) return c->model->opset_import[i]->version;
-    }
-    return 0;
 }
 
 /* Before opset 6 a node is read only where its operator's form in force then

@@ -137,6 +137,8 @@ static tg_graph *make_small(void)
 
 /* ---- comparing ---- */
 
+static bool graph_eq(const tg_graph *a, const tg_graph *b);
+
 static bool attr_eq(const tg_attr *a, const tg_attr *b)
 {
     if (strcmp(a->name, b->name) || a->kind != b->kind || a->n != b->n)
@@ -159,6 +161,8 @@ static bool attr_eq(const tg_attr *a, const tg_attr *b)
             if (!tg_dim_eq(a->u.dims[i], b->u.dims[i]))
                 return false;
         return true;
+    case TG_ATTR_GRAPH:     /* a subgraph: equal as a graph */
+        return graph_eq(a->u.g, b->u.g);
     }
     return false;
 }
@@ -411,6 +415,49 @@ static void test_late_const(void)
     tg_graph_free(g);
     free(b1);
     free(b2);
+}
+
+/* An if node's branches are graphs inside the attribute: they round-trip as
+ * graphs, and a branch that differs makes the graphs unequal. */
+static void test_subgraph(void)
+{
+    tg_graph *br[2];
+    for (int b = 0; b < 2; b++) {
+        br[b] = tg_graph_new();
+        int n = tg_graph_add_symbol(br[b], "n", 1, 64);
+        tg_shape s = {1, {tg_dim_sym(n)}}, ks = {1, {tg_dim_const(1)}};
+        int in[2] = {tg_graph_add_input(br[b], "a", TG_F32, &s),
+                     tg_graph_add_input(br[b], "k", TG_F32, &ks)};
+        tg_graph_add_output(br[b], node(br[b], b ? TG_OP_MUL : TG_OP_ADD, "y", 2, in, 0, NULL));
+    }
+    tg_graph *g = tg_graph_new();
+    int n = tg_graph_add_symbol(g, "n", 1, 64);
+    tg_shape xs = {1, {tg_dim_sym(n)}}, cs = {0, {{0}}};
+    int c = tg_graph_add_input(g, "c", TG_BOOL, &cs), x = tg_graph_add_input(g, "x", TG_F32, &xs);
+    int k = add_const(g, "k", TG_F32, 1, (int64_t[]){1});
+    tg_attr a[2] = {tg_attr_graph("then", br[0]), tg_attr_graph("else", br[1])};
+    int y = tg_graph_add_declared_node(g, TG_OP_IF, "y", 3, (int[]){c, x, k}, 2, a, 1,
+                                       (tg_dtype[]){TG_F32}, &xs);
+    if (y < 0)
+        fprintf(stderr, "if: %s\n", tg_errmsg());
+    CHECK(y >= 0);
+    tg_graph_add_output(g, y);
+    size_t n1;
+    uint8_t *b1 = write_mem(g, &n1);
+    tg_graph *h = b1 ? tg_graph_read_mem(b1, n1) : NULL;
+    if (b1 && !h)
+        fprintf(stderr, "read: %s\n", tg_errmsg());
+    CHECK(h && graph_eq(g, h));
+    if (h) {
+        tg_graph *e = h->nodes[0].attr[1].u.g;
+        e->nodes[0].op = TG_OP_ADD;         /* else now equals then, not the original's */
+        CHECK(!graph_eq(g, h));
+    }
+    for (int b = 0; b < 2; b++)
+        tg_graph_free(br[b]);
+    tg_graph_free(h);
+    tg_graph_free(g);
+    free(b1);
 }
 
 static void test_writer_refuses(void)
@@ -671,6 +718,7 @@ int main(int argc, char **argv)
     printf("seed %u\n", seed);
     test_roundtrip();
     test_late_const();
+    test_subgraph();
     test_writer_refuses();
     test_truncation();
     test_malformed();
