@@ -394,6 +394,10 @@ check_compiled() {
     check_model "$ONNX" runtime_topk
 }
 
+@test "onnx: TopK over an axis of 5000, largest and smallest, ties in index order" {
+    check_model "$ONNX" long_topk
+}
+
 @test "onnx: a run-time TopK k past the axis fails when the node runs, naming it" {
     run_ok "$TEXPORT" -o "$TMP/r.tg" "$ONNX/runtime_topk.onnx"
     run_fails 1 "node 'v0/first_k' \(slice\): slice end 9 is past the end" \

@@ -471,96 +471,40 @@ int onnx_rt_range(onnx_ctx *c, int s, int l, int d)
     return y < 0 || dt == TG_F64 ? y : unary_on(c, TG_OP_CAST, NULL, y, 1, &back);
 }
 
-/* x with axis ax moved last (perm into p), or x itself. */
-static int axis_last(onnx_ctx *c, int x, int ax, int64_t *p)
-{
-    int r = shape_of(c, x).rank;
-    for (int i = 0, j = 0; i < r; i++)
-        if (i != ax) p[j++] = i;
-    p[r - 1] = ax;
-    tg_attr a = tg_attr_ints("perm", r, p);
-    return ax == r - 1 ? x : unary_on(c, TG_OP_PERMUTE, "axis_last", x, 1, &a);
-}
-
-/* y back from axis_last's order p. */
-static int axis_back(onnx_ctx *c, const char *sfx, int y, int r, const int64_t *p)
-{
-    int64_t inv[TG_MAX_RANK];
-    for (int i = 0; i < r; i++) inv[p[i]] = i;
-    tg_attr a = tg_attr_ints("perm", r, inv);
-    return y < 0 || p[r - 1] == r - 1 ? y : unary_on(c, TG_OP_PERMUTE, sfx, y, 1, &a);
-}
-
 /* TopK over an axis of static length n, k a constant or read at run time (value
- * kv): element i's place is how many elements come before it (greater, or
- * smaller with largest=0; equal ones with a lower index first, as ONNX orders
- * ties), the element in place p is found by comparing places with 0..n-1, and
- * the first k places are kept (a slice; its length a data symbol when k is
- * read at run time). O(n^2) comparisons: for the small axes of the suite and of
- * masks, not for sorting long vectors. */
+ * kv): the stable argsort along the axis (descending for largest; equal
+ * elements keep index order either way, as ONNX orders ties), its first k
+ * places (a slice; its length a data symbol when k is read at run time), and
+ * the values gathered at them. O(n log n). */
 int onnx_rt_topk(onnx_ctx *c, int x, int axis, int kv, int64_t k, bool largest, int *values, int *indices)
 {
     tg_shape xs = shape_of(c, x);
-    int r = xs.rank, ax = 0;
-    int64_t n, p[TG_MAX_RANK];
-    if (axis_norm(axis, r, &ax)) return -1;
-    if (r + 1 > TG_MAX_RANK) return tg_err("TopK of rank %d: at most %d", r, TG_MAX_RANK - 1);
-    if (!tg_dim_is_const(xs.d[ax], &n) || n > 4096) return tg_err("TopK needs a static axis of at most 4096");
-    int xl = axis_last(c, x, ax, p);
-    tg_shape ls = shape_of(c, xl < 0 ? x : xl), si = ls, sj = ls;
-    si.d[r] = tg_dim_const(1);                  /* [..., n, 1] and [..., 1, n] */
-    sj.d[r] = ls.d[r - 1];
-    sj.d[r - 1] = tg_dim_const(1);
-    si.rank = sj.rank = r + 1;
-    tg_attr ai = tg_attr_dims("shape", si.rank, si.d), aj = tg_attr_dims("shape", sj.rank, sj.d);
-    int xi = xl < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, "as_rows", xl, 1, &ai);
-    int xj = xl < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, "as_cols", xl, 1, &aj);
-    int before = xi < 0 || xj < 0 ? -1 : binary_on(c, largest ? TG_OP_GT : TG_OP_LT, "comes_before", xj, xi);
-    int same = xi < 0 || xj < 0 ? -1 : binary_on(c, TG_OP_EQ, "same", xj, xi);
-    int64_t *lower = calloc(n ? (size_t)(n * n) : 1, sizeof *lower), sq[2] = {n, n}, col[2] = {n, 1};
-    if (!lower) return tg_err("out of memory");
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < i; j++) lower[i * n + j] = 1;
-    int low = mat_const(c, "lower_index", 2, sq, lower), zero = scalar_const(c, "zero", TG_I64, 0);
-    free(lower);
-    tg_attr t = tg_attr_dtype("dtype", TG_I64);
-    before = before < 0 ? -1 : unary_on(c, TG_OP_CAST, "comes_before_i64", before, 1, &t);
-    int tie = same < 0 || low < 0 ? -1 : where_on(c, "tie_before", same, low, zero);
-    int64_t last = -1;
-    tg_attr red[2] = {tg_attr_int("keepdim", 0), tg_attr_ints("axes", 1, &last)};
-    int cnt = tie < 0 || before < 0 ? -1 : binary_on(c, TG_OP_ADD, "before_count", before, tie);
-    int place = cnt < 0 ? -1 : unary_on(c, TG_OP_REDUCE_SUM, "place", cnt, 2, red);    /* [..., n] */
-    tg_attr ap = tg_attr_dims("shape", sj.rank, sj.d);
-    place = place < 0 ? -1 : unary_on(c, TG_OP_RESHAPE, "place_cols", place, 1, &ap);  /* [..., 1, n] */
-    int64_t *iota = malloc((size_t)n * sizeof *iota);
-    if (!iota) return tg_err("out of memory");
-    for (int64_t i = 0; i < n; i++) iota[i] = i;
-    int places = mat_const(c, "places", 2, col, iota), elems = vec_const(c, "elements", (int)n, iota);
-    free(iota);
-    int at = place < 0 || places < 0 ? -1 : binary_on(c, TG_OP_EQ, "in_place", place, places);  /* [..., n, n] */
-    int order = at < 0 || elems < 0 ? -1 : where_on(c, "element_in_place", at, elems, zero);
-    order = order < 0 ? -1 : unary_on(c, TG_OP_REDUCE_SUM, "order", order, 2, red);  /* [..., n] */
+    int ax = 0;
+    int64_t n;
+    if (axis_norm(axis, xs.rank, &ax)) return -1;
+    if (!tg_dim_is_const(xs.d[ax], &n)) return tg_err("TopK needs a static axis");
+    tg_attr sa[2] = {tg_attr_int("axis", ax), tg_attr_int("descending", largest)};
+    int order = unary_on(c, TG_OP_ARGSORT, "order", x, 2, sa);
     if (order < 0) return -1;
     int idx;
     tg_dim z = tg_dim_const(0), kd = tg_dim_const(k);
     if (kv >= 0) {
-        tg_shape ys = ls;
-        if (data_dim(c, n, &ys.d[r - 1])) return -1;
+        tg_shape ys = xs;
+        if (data_dim(c, n, &ys.d[ax])) return -1;
         int in[2] = {order, kv};
-        tg_attr a[4] = {tg_attr_int("axis", -1), tg_attr_int("step", 1), tg_attr_dims("start", 1, &z),
+        tg_attr a[4] = {tg_attr_int("axis", ax), tg_attr_int("step", 1), tg_attr_dims("start", 1, &z),
                         tg_attr_input("end", 1, TG_ATTR_DIMS)};
         idx = onnx_add_dynamic(c, TG_OP_SLICE, "first_k", 2, in, 4, a, TG_I64, &ys);
     } else {
         if (k < 0 || k > n) return tg_err("k = %lld for an axis of %lld", (long long)k, (long long)n);
-        tg_attr a[4] = {tg_attr_int("axis", -1), tg_attr_int("step", 1), tg_attr_dims("start", 1, &z),
+        tg_attr a[4] = {tg_attr_int("axis", ax), tg_attr_int("step", 1), tg_attr_dims("start", 1, &z),
                         tg_attr_dims("end", 1, &kd)};
         idx = unary_on(c, TG_OP_SLICE, "first_k", order, 4, a);
     }
-    int in[2] = {xl, idx};
-    tg_attr g = tg_attr_int("axis", -1);
-    int val = idx < 0 ? -1 : onnx_add(c, TG_OP_GATHER, "values_last", 2, in, 1, &g);
-    *values = axis_back(c, "values", val, r, p);
-    *indices = axis_back(c, "indices", idx, r, p);
+    int in[2] = {x, idx};
+    tg_attr g = tg_attr_int("axis", ax);
+    *indices = idx;
+    *values = idx < 0 ? -1 : onnx_add(c, TG_OP_GATHER, "values", 2, in, 1, &g);
     return *values < 0 || *indices < 0 ? -1 : 0;
 }
 
