@@ -14,21 +14,46 @@
  * program ends with that coverage report, the cases a path refused and, per
  * backend (cgcheck.h: the CPU and those TG_BACKEND_PATH names), the cases
  * it ran and those with a node it refused. */
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cgcheck.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "sparse/sparse.h"
 
 static int covered[TG_OP_COUNT];
+static char current[160];       /* the case running now, for on_kill */
+
+/* Killed (a shard past its time limit): say where and how far it got, since
+ * the summary at the end would never print. Only async-signal-safe calls. */
+static void on_kill(int sig)
+{
+    char line[256], num[2][24];
+    int v[2] = {unit_pass, unit_fail};
+    for (int k = 0; k < 2; k++) {
+        char *e = num[k] + sizeof num[k];
+        *--e = 0;
+        do *--e = (char)('0' + v[k] % 10); while (v[k] /= 10);
+        memmove(num[k], e, strlen(e) + 1);
+    }
+    size_t n = 0;
+    const char *part[] = {"test_backend_ops: killed during \"", current, "\": ", num[0], " passed, ",
+                          num[1], " failed so far\n"};
+    for (size_t k = 0; k < sizeof part / sizeof part[0]; k++)
+        for (const char *c = part[k]; *c && n < sizeof line; c++) line[n++] = *c;
+    if (write(2, line, n) < 0) {}
+    _exit(128 + sig);
+}
 
 static void run(tg_op op, const char *what, tg_graph *g, cg_case o)
 {
-    char name[160];
-    snprintf(name, sizeof name, "%s: %s", tg_op_name(op), what);
+    snprintf(current, sizeof current, "%s: %s", tg_op_name(op), what);
     covered[op]++;
     if (!o.levels)
         o.levels = 3;
-    check_case_with(name, g, &o);
+    check_case_with(current, g, &o);
 }
 
 /* One node of op on inputs in[0..n) with attributes; its value. */
@@ -1331,6 +1356,8 @@ int main(void)
 {
     if (!cg_start())
         return 77;
+    signal(SIGTERM, on_kill);
+    signal(SIGINT, on_kill);
     int nop = 0, ncov = 0;
     for (int op = 1; op < TG_OP_COUNT; op++) {
         cover((tg_op)op);
