@@ -242,3 +242,23 @@ ops() {
     cmp "$TMP/g.tg.npy" "$TMP/c.so.npy"
     run_fails 2 "no-chain" "$TQUANT" --scheme dynamic --no-chain "$TMP/g.tg"
 }
+
+@test "static: a silu between qconvs is fused (y_act silu), so EfficientNet's depthwise runs int8; .so equals the interpreter" {
+    # mbconv: stem, two MBConv blocks (expand -> silu -> depthwise -> silu ->
+    # squeeze-excite -> project); the expand and the squeeze convs hand u8
+    # through their silu
+    mkcal "$TMP/cal" 64 f4 1 3 32 32
+    "$TEXPORT" "$FIX/mbconv.pt2" -o "$TMP/m.tg"
+    TLOG=quant TLOG_FILE="$TMP/log" run_ok "$TQUANT" --calib "$TMP/cal" "$TMP/m.tg" -o "$TMP/q.tg"
+    [ "$(grep -c 'u8 output for the next layer, fused silu' "$TMP/log")" -eq 4 ]
+    [ "$(top1 "$stderr")" -ge 9000 ]
+    ops "$TMP/q.tg" | grep -qx "qconv 11"
+    ! ops "$TMP/q.tg" | grep -q "^conv " || false
+    "$TCOMPILE" "$TMP/q.tg" -o "$TMP/q.so"
+    x="$FIX/mbconv.in0.npy"
+    run_ok "$TRUN" "$TMP/q.tg" "$x" -o "$TMP/i.npy"
+    run_ok "$TRUN" "$TMP/q.so" "$x" -o "$TMP/s.npy"
+    cmp "$TMP/i.npy" "$TMP/s.npy"
+    # against PyTorch's float output
+    run_ok "$TRUN" "$TMP/q.so" "$x" --check "$FIX/mbconv.out0.npy" --atol 0.05 --rtol 0
+}

@@ -6,7 +6,10 @@
  * skip quantizing their input. The numbers are within one quantization
  * step of quantizing the float output (the requantization rounds once, from
  * the sums; qgemm.h), and quantizing is monotone, so clamping the u8
- * values is quantizing the clamped floats. */
+ * values is quantizing the clamped floats. A silu that alone reads the
+ * result is fused the same way (y_act silu: the kernel applies it to the
+ * float output in registers before quantizing; EfficientNet's expand conv
+ * -> silu -> depthwise). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +37,12 @@ static bool chainable(const tg_node *n, tg_qlayer *q)
            !q->y_u8 && !tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) && xdt == TG_U8;
 }
 
-/* The bounds of a relu or clamp node (false for any other). */
+/* The bounds of a relu or clamp node, none for a silu (false for any other). */
 static bool act_bounds(const tg_node *n, double *lo, double *hi)
 {
     *lo = -INFINITY, *hi = INFINITY;
+    if (n->op == TG_OP_SILU)
+        return true;
     if (n->op == TG_OP_RELU) {
         *lo = 0;
         return true;
@@ -69,14 +74,15 @@ static bool read_by_qconvs(const tg_graph *g, const int *uses, int v, tg_qlayer 
     return seen > 0 && seen == uses[v];
 }
 
-/* Layer ni with a u8 output for readers quantizing as rq, clamped to
- * [lo, hi]: a new node in its place. Its output value, or -1. */
-static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, double lo, double hi)
+/* Layer ni with a u8 output for readers quantizing as rq, through a silu
+ * when silu, clamped to [lo, hi]: a new node in its place. Its output
+ * value, or -1. */
+static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, bool silu, double lo, double hi)
 {
     const tg_node *n = &g->nodes[ni];
     tg_attr attrs[40];
     int na = 0;
-    if (n->nattr > 36)
+    if (n->nattr > 35)
         return tg_err("node '%s': too many attributes", n->name);
     for (int i = 0; i < n->nattr; i++)
         attrs[na++] = n->attr[i];
@@ -86,6 +92,8 @@ static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, double lo, double hi)
         attrs[na++] = tg_attr_float("y_min", lo);
     if (hi < INFINITY)
         attrs[na++] = tg_attr_float("y_max", hi);
+    if (silu)
+        attrs[na++] = tg_attr_string("y_act", "silu");
     char name[512];
     snprintf(name, sizeof name, "%s8", n->name);
     int in[4];
@@ -118,7 +126,8 @@ int tg_quant_chain(tg_graph *g)
         free(uses);
         if (!ok)
             continue;
-        int nv = to_u8(g, i, &rq, act >= 0 ? lo : -INFINITY, act >= 0 ? hi : INFINITY);
+        int nv = to_u8(g, i, &rq, act >= 0 && g->nodes[act].op == TG_OP_SILU,
+                       act >= 0 ? lo : -INFINITY, act >= 0 ? hi : INFINITY);
         if (nv < 0 || tg_graph_replace_node(g, i, nv, ".float"))
             return -1;
         const char *fused = act >= 0 ? tg_op_name(g->nodes[act].op) : NULL;

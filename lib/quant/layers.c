@@ -117,12 +117,13 @@ static int producer(const tg_graph *g, int v)
     return -1;
 }
 
+/* A relu, clamp or silu: chain.c fuses it into the conv before it. */
 static bool is_bound(const tg_node *n)
 {
-    return (n->op == TG_OP_RELU || n->op == TG_OP_CLAMP) && n->nin == 1;
+    return (n->op == TG_OP_RELU || n->op == TG_OP_CLAMP || n->op == TG_OP_SILU) && n->nin == 1;
 }
 
-/* Whether value v, directly or through a relu or clamp that alone reads it,
+/* Whether value v, directly or through a relu, clamp or silu that alone reads it,
  * is read only as the input of convolutions in `conv` (chain.c's test, on
  * the float graph: where those will pass u8 on). */
 static bool only_convs_read(const tg_graph *g, const bool *conv, int v)
@@ -146,7 +147,7 @@ static bool only_convs_read(const tg_graph *g, const bool *conv, int v)
 /* A depthwise convolution that would take and give float: its int8 kernel is
  * bound by quantizing its input and costs more than the float one (one input
  * channel a group: few multiply-adds per byte), so it stays float. It takes
- * u8 when its input comes (through a relu or clamp) from a chained conv, and
+ * u8 when its input comes (through a relu, clamp or silu) from a chained conv, and
  * gives u8 when only convs read its result. */
 static bool float_depthwise(const tg_graph *g, const bool *conv, int i)
 {

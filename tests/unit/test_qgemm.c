@@ -11,6 +11,7 @@
 
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/qgemm.h"
+#include "backend/cpu/kernels/qquant.h"
 #include "unit.h"
 
 static const char *const paths[] = {"scalar", "avx2", "avx512vnni"};
@@ -167,7 +168,9 @@ static void check_recip_division(int64_t n)
  * some of y, clamped to random bounds) is each sum requantized as qgemm.h
  * says, step by step here, each byte equal; and within one step of the
  * float64 value (acc * x_scale * w_scale + bias) / y_scale + y_zero rounded
- * and clamped. */
+ * and clamped. With a fused silu (variants 3 and 4: u8 or float in), each
+ * byte is the float output's tgk_silu_quant1, and within one step of
+ * silu(acc * x_scale * w_scale + bias) / y_scale + y_zero in float64. */
 static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t *xq, float xs,
                            int32_t xz, const void *packed, const float *ws, const float *b,
                            const float *y, const int64_t *accs, int64_t ny, int64_t outsp)
@@ -178,11 +181,16 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
     tgk_qparams_u8(0.7f * lo, 0.7f * hi, &ys, &yz);
     float *yf = malloc(sizeof *yf * (ny + 1));
     uint8_t *yq = malloc(ny + 1);
-    for (int v = 0; v < 3; v++) {       /* u8 in; u8 out; both */
-        tgk_qact a = {.x = v == 1 ? x : NULL, .xq = v == 1 ? NULL : xq, .x_scale = xs,
-                      .x_zero = xz, .y = v == 0 ? yf : NULL, .yq = v == 0 ? NULL : yq,
-                      .y_scale = ys, .y_zero = yz, .y_lo = (int32_t)(unit_next() % 80),
-                      .y_hi = 175 + (int32_t)(unit_next() % 81)};
+    for (int v = 0; v < 5; v++) {       /* u8 in; u8 out; both; silu: u8 in, float in */
+        bool silu = v >= 3;
+        tgk_qact a = {.x = v == 1 || v == 4 ? x : NULL, .xq = v == 1 || v == 4 ? NULL : xq,
+                      .x_scale = xs, .x_zero = xz, .y = v == 0 ? yf : NULL,
+                      .yq = v == 0 ? NULL : yq, .y_scale = ys, .y_zero = yz,
+                      .y_lo = (int32_t)(unit_next() % 80),
+                      .y_hi = 175 + (int32_t)(unit_next() % 81),
+                      .y_act = silu ? TGK_QACT_SILU : TGK_QACT_NONE};
+        if (silu && unit_next() % 2)    /* unclamped too: silu's negative side */
+            a.y_lo = 0, a.y_hi = 255;
         yf[ny] = 12345.0f, yq[ny] = 77;
         CHECK(tgk_qconv(d, &a, packed, ws, b) == 0);
         int64_t bad = 0, far = 0;
@@ -193,6 +201,17 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
             }
             int64_t ko = i / outsp % d->k;
             float s = xs * ws[ko];
+            if (silu) {
+                float f = (float)accs[i] * s;
+                f = f + b[ko];
+                bad += yq[i] != tgk_silu_quant1(f, tgk_silu_recip(ys), (float)yz, (float)a.y_lo,
+                                                (float)a.y_hi);
+                double t = (double)accs[i] * s + b[ko];
+                double e = nearbyint(t / (1 + exp(-t)) / ys + yz);
+                e = e < a.y_lo ? a.y_lo : e > a.y_hi ? a.y_hi : e;
+                far += fabs(yq[i] - e) > 1;
+                continue;
+            }
             float m = (float)((double)s / ys), c = (float)((double)b[ko] / ys + yz);
             float q = fmaf((float)accs[i], m, c);
             q = q < (float)a.y_lo ? (float)a.y_lo : q > (float)a.y_hi ? (float)a.y_hi : q;
@@ -210,7 +229,12 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
     /* a u8 input with the dynamic scheme, bounds outside u8: refused */
     tgk_qact bad_dyn = {.xq = xq, .x_scale = xs, .x_zero = xz, .dynamic = 1, .y = yf};
     tgk_qact bad_lo = {.x = x, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_lo = 9, .y_hi = 8};
-    CHECK(tgk_qconv(d, &bad_dyn, packed, ws, b) == -1 && tgk_qconv(d, &bad_lo, packed, ws, b) == -1);
+    /* a fused silu with a float output, an unknown activation: refused */
+    tgk_qact bad_act = {.x = x, .x_scale = xs, .x_zero = xz, .y = yf, .y_act = TGK_QACT_SILU};
+    tgk_qact bad_kind = {.x = x, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_hi = 255,
+                         .y_act = 7};
+    CHECK(tgk_qconv(d, &bad_dyn, packed, ws, b) == -1 && tgk_qconv(d, &bad_lo, packed, ws, b) == -1 &&
+          tgk_qconv(d, &bad_act, packed, ws, b) == -1 && tgk_qconv(d, &bad_kind, packed, ws, b) == -1);
     free(yf), free(yq);
 }
 

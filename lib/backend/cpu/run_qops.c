@@ -80,7 +80,8 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
     }
     tgk_qact a = {.x_scale = q->x_scale, .x_zero = q->x_zero_u8,
                   .dynamic = q->scheme == TG_QSCHEME_DYNAMIC, .y_scale = q->y_scale,
-                  .y_zero = q->y_zero, .y_lo = q->y_lo, .y_hi = q->y_hi};
+                  .y_zero = q->y_zero, .y_lo = q->y_lo, .y_hi = q->y_hi,
+                  .y_act = q->y_silu ? TGK_QACT_SILU : TGK_QACT_NONE};
     if (x->dtype == TG_U8)
         a.xq = x->data;
     else

@@ -55,6 +55,11 @@ void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8
  * quantizing as they copy into a layout or out of their sums). */
 void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, float scale,
                           int32_t zero, int32_t lo, int32_t hi, uint8_t *q, int64_t ldq);
+/* A fused SiLU's u8 output (qquant.h's tgk_silu_quant1, the same bits on
+ * every path): q[i] = clamp(round_half_even(fma(silu(f[i]), 1/y_scale,
+ * zero)), lo, hi), on the calling thread. */
+void tgk_silu_quantize_u8(int64_t n, const float *f, float y_scale, int32_t zero, int32_t lo,
+                          int32_t hi, uint8_t *q);
 /* Smallest and largest of x[0..n), NaNs ignored; 0 and 0 when n is 0. */
 void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
 
@@ -116,7 +121,13 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
  * x_scale * w_scale[k] / y_scale and c[k] = bias[k] / y_scale + y_zero,
  * each rounded to float once from double: within one step of quantizing
  * the exact float output with y_scale and y_zero (the clamp is a fused
- * relu or relu6: 0 <= y_lo <= y_hi <= 255). */
+ * relu or relu6: 0 <= y_lo <= y_hi <= 255). With y_act TGK_QACT_SILU (a
+ * SiLU fused into the layer), yq is instead the float output y (as above:
+ * acc * (x_scale * w_scale[k]) rounded, plus bias[k] rounded) through
+ * tgk_silu_quant1 (qquant.h): silu(y) quantized in one rounding with
+ * 1/y_scale and y_zero, clamped alike; within one step of quantizing the
+ * exact silu(y). */
+enum { TGK_QACT_NONE = 0, TGK_QACT_SILU = 1 };
 typedef struct {
     const float *x;
     const uint8_t *xq;
@@ -127,6 +138,7 @@ typedef struct {
     uint8_t *yq;
     float y_scale;
     int32_t y_zero, y_lo, y_hi;
+    int y_act;                  /* TGK_QACT_NONE or TGK_QACT_SILU (with yq) */
 } tgk_qact;
 int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
               const float *w_scale, const float *bias);
