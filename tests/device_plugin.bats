@@ -21,6 +21,11 @@ setup_file() {
     toy_cc -o "$d/plugins/libtgraph-backend-toy.so"
     toy_cc -DTOY_ABI=99 -o "$d/other/libtgraph-backend-old.so"
     toy_cc -o "$d/other/libtgraph-backend-misnamed.so"
+    # one that needs a library which is gone when it is loaded (as the cuda
+    # device's on a machine without the CUDA libraries)
+    echo 'int tg_toy_gone(void) { return 0; }' | ${CC:-cc} -shared -fPIC -x c -o "$d/libtgtoygone.so" -
+    toy_cc -L"$d" -Wl,--no-as-needed -ltgtoygone -o "$d/other/libtgraph-backend-needy.so"
+    rm "$d/libtgtoygone.so"
     echo 'int not_a_backend = 1;' | ${CC:-cc} -shared -fPIC -x c -o "$d/other/nobackend.so" -
     echo 'not ELF' >"$d/other/libtgraph-backend-text.so"
 }
@@ -70,9 +75,9 @@ setup() {
     [ "$(grep -c 'bytes uploaded to toy' <<<"$stderr")" -eq 6 ]
 }
 
-@test "--device with a name no folder of TG_BACKEND_PATH holds is a usage error" {
+@test "--device with a name no folder of TG_BACKEND_PATH nor the package's holds is a usage error" {
     TG_BACKEND_PATH=$OTHER run_fails 2 \
-        "^trun: --device: no device 'nope' \\(known: cpu(, cuda)?; no libtgraph-backend-nope.so in TG_BACKEND_PATH\\)$" \
+        "^trun: --device: no device 'nope' \\(known: cpu; no libtgraph-backend-nope.so in TG_BACKEND_PATH or /[^ ]*/tgraph\\)$" \
         "$TRUN" --device nope --random "$TMP/g.tg"
 }
 
@@ -88,19 +93,27 @@ setup() {
 
 @test "a file that is no shared object is refused with the loader's reason" {
     TG_BACKEND_PATH=$OTHER run_fails 2 \
-        "^trun: --device: $OTHER/libtgraph-backend-text.so: cannot load: .*(invalid ELF header|file too short)" \
+        "^trun: --device: no device 'text': $OTHER/libtgraph-backend-text.so: cannot load: .*(invalid ELF header|file too short)" \
         "$TRUN" --device text --random "$TMP/g.tg"
+}
+
+@test "a backend whose library is missing is refused with the loader's reason, naming the library" {
+    TG_BACKEND_PATH=$OTHER run_fails 2 \
+        "^trun: --device: no device 'needy': $OTHER/libtgraph-backend-needy.so: cannot load: libtgtoygone.so: cannot open shared object file" \
+        "$TRUN" --device needy --random "$TMP/g.tg"
+    TG_BACKEND_PATH=$OTHER run_fails 2 "^tcompile: --target: no device 'needy': .*libtgtoygone.so" \
+        "$TCOMPILE" --target needy "$TMP/g.tg" -o "$TMP/g.so"
 }
 
 @test "a backend built for another interface version is refused, naming both" {
     TG_BACKEND_PATH=$OTHER run_fails 2 \
-        "^trun: --device: $OTHER/libtgraph-backend-old.so: built for device interface version 99, this tgraph's is 2$" \
+        "^trun: --device: no device 'old': $OTHER/libtgraph-backend-old.so: built for device interface version 99, this tgraph's is 2$" \
         "$TRUN" --device old --random "$TMP/g.tg"
 }
 
 @test "a backend named other than its file is refused" {
     TG_BACKEND_PATH=$OTHER run_fails 2 \
-        "^trun: --device: $OTHER/libtgraph-backend-misnamed.so: its backend is named 'toy', not 'misnamed'$" \
+        "^trun: --device: no device 'misnamed': $OTHER/libtgraph-backend-misnamed.so: its backend is named 'toy', not 'misnamed'$" \
         "$TRUN" --device misnamed --random "$TMP/g.tg"
 }
 

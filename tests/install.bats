@@ -66,3 +66,20 @@ man_of() {
         [[ "$output" == *'CC="cc -DTG_LOG_DISABLE"'* ]] || { echo "man $page: no CC=\"cc -DTG_LOG_DISABLE\""; false; }
     done
 }
+
+@test "the installed trun looks for devices in pkglibdir, where a CUDA build installs the cuda device" {
+    libdir=$(PKG_CONFIG_PATH=$PCDIR pkg-config --variable=libdir tgraph)
+    bindir=$ROOT$(PKG_CONFIG_PATH=$PCDIR pkg-config --variable=exec_prefix tgraph)/bin
+    "$bindir/texport" "$FIX/mlp.pt2" -o "$TMP/mlp.tg"
+    run_fails 2 "no libtgraph-backend-nope.so in TG_BACKEND_PATH or $libdir/tgraph\\)$" \
+        "$bindir/trun" --device nope --random "$TMP/mlp.tg"
+    if grep -q '^#define HAVE_CUDA 1' "$TGRAPH_RUNTIME_DIR/config.h"; then
+        [ -f "$ROOT$libdir/tgraph/libtgraph-backend-cuda.so" ]
+        # on the GPU, or each node refused for want of one and run on the CPU
+        TG_BACKEND_PATH=$ROOT$libdir/tgraph TLOG=+run run_ok "$bindir/trun" --device cuda \
+            --random "$TMP/mlp.tg" -o "$TMP/y.npy"
+        grep -q 'on cuda$\|cuda refused it' <<<"$stderr"
+    else
+        [ ! -e "$ROOT$libdir/tgraph/libtgraph-backend-cuda.so" ]
+    fi
+}

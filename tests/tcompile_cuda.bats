@@ -20,11 +20,12 @@ setup() {
     common_setup
 }
 
-# cuda_build_or_skip: skip when this build has no CUDA backend (it is then
-# unknown to tcompile, which the first test checks)
+# cuda_build_or_skip: skip when this build has no CUDA backend (no
+# libtgraph-backend-cuda.so: it is then unknown to tcompile, which the first
+# test checks); one that is there but does not load fails
 cuda_build_or_skip() {
     if ! "$TCOMPILE" --target cuda "$GRAPHS/mlp.tg" -o "$TMP/probe.so" 2>"$TMP/probe.err"; then
-        grep -q "no device 'cuda'" "$TMP/probe.err" &&
+        grep -q "no device 'cuda' (.*no libtgraph-backend-cuda.so in" "$TMP/probe.err" &&
             skip "built without CUDA (configure found no nvcc, cudart and cuBLASLt)"
         cat "$TMP/probe.err"
         return 1

@@ -505,14 +505,25 @@ EOF
     run_fails 2 "^trun: --device: no device 'gpu9' \\(known: cpu" "$TRUN" --device gpu9 --random "$TMP/g.tg"
 }
 
-# cuda_or_skip: skip, saying why, when this build has no cuda device
+# cuda_or_skip: skip, saying why, when this build has no cuda device (no
+# libtgraph-backend-cuda.so: make check names the build's in TG_BACKEND_PATH);
+# one that is there but does not load fails
 cuda_or_skip() {
     if ! "$TRUN" --device cuda --random "$TMP/g.tg" -o "$TMP/probe.npy" 2>"$TMP/probe.err"; then
-        grep -q "no device 'cuda'" "$TMP/probe.err" &&
+        grep -q "no device 'cuda' (.*no libtgraph-backend-cuda.so in" "$TMP/probe.err" &&
             skip "built without CUDA (configure found no nvcc, cudart and cuBLASLt)"
         cat "$TMP/probe.err" >&2
         return 1
     fi
+}
+
+@test "no tool links a CUDA library: the cuda device is a shared object loaded when asked for" {
+    need ldd libc-bin
+    for t in trun tcompile texport tquant tsparse tlog; do
+        run_ok ldd "$TG_TOOLS/$t"
+        [[ "$output" != *libcuda* && "$output" != *libcublas* ]] ||
+            { echo "$t links $(grep -o 'libcu[a-zA-Z]*' <<<"$output" | sort -u | xargs)"; false; }
+    done
 }
 
 @test "trun --device cuda matches the CPU, on the GPU or, without one, on the CPU" {

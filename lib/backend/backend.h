@@ -162,7 +162,8 @@ const tg_backend *tg_backend_entry(void);
 const tg_backend *tg_backend_load(const char *path);
 /* name with a '/': tg_backend_load(name); else the first
  * libtgraph-backend-NAME.so in the folders of TG_BACKEND_PATH (colon-separated),
- * whose backend must be called name. NULL: with tg_err when loading failed,
+ * then in the package's library folder (pkglibdir), whose backend must be
+ * called name. NULL: with tg_err when loading failed,
  * without when there is no such file. */
 const tg_backend *tg_backend_load_named(const char *name);
 /* Load every backend TG_BACKEND_PATH names: each shared object it lists and

@@ -1,6 +1,8 @@
-/* A third party's backend, loaded from a shared object (PyTorch's
- * PrivateUse1 role): by path, or by name as libtgraph-backend-NAME.so in a
- * folder of TG_BACKEND_PATH. The object defines tg_backend_entry, which
+/* A device loaded from a shared object (a third party's, PyTorch's
+ * PrivateUse1 role, and tgraph's own cuda): by path, or by name as
+ * libtgraph-backend-NAME.so in a folder of TG_BACKEND_PATH, else in the
+ * package's library folder (TG_PKGLIBDIR, where make install puts
+ * libtgraph-backend-cuda.so). The object defines tg_backend_entry, which
  * returns its tg_backend; the registry checks it as any other (interface
  * version first: the abi field leads the struct in every version).
  *
@@ -116,7 +118,7 @@ const tg_backend *tg_backend_load_named(const char *name)
     if (strchr(name, '/'))
         return tg_backend_load(name);
     by_name b = {name, ""};
-    if (!*name || !each_path_entry(find_file, &b))
+    if (!*name || !(each_path_entry(find_file, &b) || find_file(TG_PKGLIBDIR, &b)))
         return NULL;
     void *dl;
     const tg_backend *be = open_backend(b.path, &dl);

@@ -1,21 +1,16 @@
 /* The registry of devices: the ones built in (one line each below), then
- * those registered at run time (a shared object's: load.c). */
-#include "config.h"
+ * those registered at run time (a shared object's: load.c). cuda is a
+ * shared object (libtgraph-backend-cuda.so), loaded when a program asks for
+ * it by name: a program that never does maps no CUDA library. */
 #include "backend.h"
 
 #include <string.h>
 
 #include "../error.h"
-#ifdef HAVE_CUDA
-#include "cuda/cuda.h"
-#endif
 
 /* The built-in backends, the CPU first. A device adds its line here. */
 static const tg_backend *const builtin[] = {
     &tg_backend_cpu,
-#ifdef HAVE_CUDA
-    &tg_backend_cuda,
-#endif
 };
 
 #define NBUILTIN ((int)(sizeof builtin / sizeof builtin[0]))
@@ -48,9 +43,16 @@ const tg_backend *tg_backend_find(const char *name)
     }
     tg_err_clear();
     const tg_backend *be = tg_backend_load_named(name);
-    if (!be && !*tg_errmsg())
-        tg_err("no device '%s' (known: %s; no libtgraph-backend-%s.so in TG_BACKEND_PATH)",
-               name, known, name);
+    if (be || strchr(name, '/'))
+        return be;
+    if (!*tg_errmsg())
+        tg_err("no device '%s' (known: %s; no libtgraph-backend-%s.so in TG_BACKEND_PATH"
+               " or %s)", name, known, name, TG_PKGLIBDIR);
+    else {                              /* found, not loaded: the loader's reason */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", tg_errmsg());
+        tg_err("no device '%s': %s", name, why);
+    }
     return be;
 }
 

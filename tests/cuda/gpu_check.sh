@@ -31,6 +31,7 @@ make check-cuda >"$log/check_cuda.log" 2>&1
 say "make check-cuda (flash kernels): exit $? ($(grep -c -i 'ok\|pass' "$log/check_cuda.log") ok lines)"
 
 env="TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_UNIT=$PWD/tests/unit"
+export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
 env $env tests/unit/test_backend >"$log/test_backend.log" 2>&1
 say "test_backend: exit $?; $(tail -1 "$log/test_backend.log")"
 # the cuda device's paths only: make check runs the CPU's everywhere

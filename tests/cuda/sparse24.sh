@@ -22,6 +22,7 @@ if [ -z "$S" ]; then
     exit 77
 fi
 export TG_CUSPARSELT=$S/lib/libcusparseLt.so.0
+export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0

@@ -11,6 +11,7 @@ models=${*:-resnet50 vit_b_16 bert llama150m}
 target=${TARGET:-cuda} dtype=${DTYPE:-bf16} wait=${WAIT:-300}
 logs=${OUT:-$work}
 export TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include
+export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
 one() {     # MODEL.I
     b=$work/$1 t0=$(date +%s)
     while [ ! -f "$b.pt2" ] && [ ! -f "$b.fail" ] && [ $(($(date +%s) - t0)) -lt "$wait" ]; do

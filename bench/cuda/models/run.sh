@@ -28,6 +28,7 @@ pfx=/tmp/tgpfx
 mkdir -p "$pfx"
 for d in "${DEBS:-../debs}"/*.deb; do [ -f "$d" ] && dpkg -x "$d" "$pfx"; done
 export LD_LIBRARY_PATH=$pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
 shards=${TBO_SHARDS:-8}
 tbo() {
     i=0

@@ -13,6 +13,7 @@ mkdir -p "$out"
 . bench/cuda/sparse24/locate.sh
 [ -n "$S" ] || { echo "backend.sh: no cuSPARSELt (set CUSPARSELT_DIR)" >&2; exit 1; }
 export TG_CUSPARSELT=$S/lib/libcusparseLt.so.0
+export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
 cflags=$(sed -n 's/^CUDA_CFLAGS = //p' Makefile) libdir=$(sed -n 's/^CUDA_LIBDIR = //p' Makefile)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -154,7 +154,7 @@ static int cuda_run(const tg_backend *be, const tg_run_ctx *c)
 
 /* Runs graphs node by node; compiles them into a runtime that captures
  * the same kernels (compile.c). */
-const tg_backend tg_backend_cuda = {
+static const tg_backend tg_backend_cuda = {
     .abi = TG_BACKEND_ABI,
     .name = "cuda",
     .about = "an NVIDIA GPU through the CUDA runtime and cuBLASLt",
@@ -170,3 +170,11 @@ const tg_backend tg_backend_cuda = {
     .compile = tgc_compile,
     .compiles_node = tgc_compiles_node,
 };
+
+/* The backend's shared object, libtgraph-backend-cuda.so, which the registry
+ * loads by name (load.c): with no GPU it is there all the same, and refuses
+ * every node with the reason. */
+const tg_backend *tg_backend_entry(void)
+{
+    return &tg_backend_cuda;
+}

@@ -13,8 +13,6 @@
 #include "../backend.h"
 #include "kern.h"
 
-extern const tg_backend tg_backend_cuda;
-
 /* What the backend holds once the device answered. */
 typedef struct {
     cudaStream_t stream;
