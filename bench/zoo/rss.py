@@ -12,8 +12,9 @@ runs it RUNS times, 2 threads by default, under /usr/bin/time: its maximum
 resident set size (the kernel's ru_maxrss) is the cell. The .so runs twice:
 in bench/zoo/rss_host.c ("host": a C program linking only libc and libdl,
 what the model costs an embedder) and in trun (whose process also holds
-tgraph's own libraries: with CUDA configured, libcudart and libcublasLt,
-~210 MB; "floor" below is trun --help). ONNX Runtime runs in a Python
+tgraph's own code: a few MB, "floor" below is trun --help; with CUDA
+configured too, since the cuda device is a shared object loaded only for
+--device cuda). ONNX Runtime runs in a Python
 process (its set-up as bench/frameworks.py's); its floor is that process
 without a session (Python, numpy, onnxruntime imported, the input loaded),
 so ORT - floor is what the model itself costs it. Prints a Markdown table;
