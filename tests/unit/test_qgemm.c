@@ -395,6 +395,13 @@ int main(void)
     check_qconv(2, 1, 6, 12, 6, 9, 5, 1, 2, 2, 1);
     check_qconv(1, 1, 5, 5, 5, 600, 3, 1, 1, 1, 0);
     check_qconv(3, 1, 3, 3, 3, 6, 3, 1, 1, 1, 0);
+    /* output rows narrower than 16: several a vector on VBMI (8x8 5x5: 2,
+     * 4x4: 4, 7x7: 2, the last vector of rows short; stride 2 to 4x4) */
+    check_qconv(2, 2, 16, 16, 16, 8, 5, 1, 2, 1, 0);
+    check_qconv(2, 1, 8, 8, 8, 8, 5, 2, 2, 1, 0);
+    check_qconv(2, 1, 8, 16, 8, 7, 3, 1, 1, 1, 0);
+    check_qconv(2, 1, 8, 8, 8, 4, 3, 1, 1, 1, 1);
+    check_qconv(2, 1, 4, 4, 4, 5, 3, 1, 1, 1, 0);
     if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");
     check_wlinear(3, 70, 100, 8, 32);
     check_wlinear(1, 64, 64, 8, 0);

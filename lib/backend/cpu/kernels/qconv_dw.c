@@ -161,10 +161,11 @@ static void channel_rows(const dw_job *j, const uint8_t *pl, int64_t k, int64_t 
 #define KROWS 64    /* kernel rows (the taps' rows over the leading dims) */
 
 /* What the VNNI/VBMI rows need, made once a call: the window permutation,
- * each kernel row's offset in a padded plane; and the packed weight runs. */
+ * the output rows a vector covers, each kernel row's offset in a padded
+ * plane; and the packed weight runs. */
 typedef struct vbmi_prep {
     __m512i perm;
-    int64_t rows, nq, off[KROWS];
+    int64_t rows, nq, rpv, off[KROWS];
     const int32_t *wq;          /* [k][rows * nq] */
 } vbmi_prep;
 
@@ -173,14 +174,17 @@ typedef struct vbmi_prep {
  * one vpermb of a 64-byte window (byte 4i + t = window[i * stride + t *
  * dilation]) and one vpdpbusd against the 4 weights (0 past the kernel's
  * width) adds them. Needs 15 * stride + 3 * dilation < 64; reads up to 63
- * bytes past a row (the planes' slack). R and NQ: the kernel's rows and
+ * bytes past a row (the planes' slack). Output rows narrower than 16
+ * columns (EfficientNet's 8x8 and 4x4 planes) take v->rpv of them a vector
+ * where their windows fit in 64 bytes: lane i is column i % width of row
+ * i / width, and the rows are contiguous in the output. R and NQ: the kernel's rows and
  * quads, constants (3 and 1: 3x3; 5 and 2: 5x5) for the loops to unroll, or 0: v's. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,fma"), always_inline))
 static inline void rows_vbmi(const int R, const int NQ, const dw_job *j, const vbmi_prep *v,
                              const uint8_t *pl, int64_t k, int64_t y)
 {
     const tgk_conv_geom *g = j->g;
-    const int64_t rows = R ? R : v->rows, nq = NQ ? NQ : v->nq;
+    const int64_t rows = R ? R : v->rows, nq = NQ ? NQ : v->nq, rpv = v->rpv;
     int64_t ow = g->out[2], s2 = g->str[2], d2 = g->dil[2];
     const int32_t *wq = v->wq + k * rows * nq;
     __m512i corr = _mm512_set1_epi32((int32_t)j->zero * j->sum[k]);
@@ -190,7 +194,7 @@ static inline void rows_vbmi(const int R, const int NQ, const dw_job *j, const v
     __m512 yr = _mm512_set1_ps(a->y_act ? tgk_silu_recip(a->y_scale) : 0.0f);
     __m512 yz = _mm512_set1_ps((float)a->y_zero);
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
-        for (int64_t o1 = 0; o1 < g->out[1]; o1++) {
+        for (int64_t o1 = 0; o1 < g->out[1]; o1 += rpv) {
             const uint8_t *base = pl + (o0 * g->str[0] * j->pd[1] + o1 * g->str[1]) * j->pd[2];
             int64_t yrow = y + (o0 * g->out[1] + o1) * ow;
             for (int64_t c0 = 0; c0 < ow; c0 += 16) {
@@ -204,7 +208,7 @@ static inline void rows_vbmi(const int R, const int NQ, const dw_job *j, const v
                         acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(v->perm, win),
                                                   _mm512_set1_epi32(wq[r * nq + q]));
                     }
-                int64_t n = ow - c0;
+                int64_t n = rpv == 1 ? ow - c0 : (g->out[1] - o1 < rpv ? g->out[1] - o1 : rpv) * ow;
                 __mmask16 m = n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
                 acc = _mm512_sub_epi32(acc, corr);
                 if (a->yq && !a->y_act) {
@@ -239,13 +243,19 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 static void vbmi_setup(const dw_job *j, vbmi_prep *v, const int32_t *wq)
 {
     const tgk_conv_geom *g = j->g;
-    int64_t s2 = g->str[2], d2 = g->dil[2];
-    uint8_t idx[64];
-    for (int i = 0; i < 16; i++)
-        for (int t = 0; t < 4; t++)
-            idx[4 * i + t] = (uint8_t)(i * s2 + t * d2);
-    v->perm = _mm512_loadu_si512(idx);
+    int64_t s2 = g->str[2], d2 = g->dil[2], ow = g->out[2], step = g->str[1] * j->pd[2];
     v->rows = g->ker[0] * g->ker[1], v->nq = (g->ker[2] + 3) / 4;
+    /* rows a vector: as many as fit 16 lanes and a window's 64 bytes */
+    v->rpv = ow < 16 ? 16 / ow : 1;
+    while (v->rpv > 1 && (v->rpv - 1) * step + (ow - 1) * s2 + 3 * d2 >= 64)
+        v->rpv--;
+    uint8_t idx[64] = {0};
+    for (int64_t i = 0; i < (v->rpv == 1 ? 16 : v->rpv * ow); i++)
+        for (int t = 0; t < 4; t++) {
+            int64_t col = v->rpv == 1 ? i : i % ow, row = v->rpv == 1 ? 0 : i / ow;
+            idx[4 * i + t] = (uint8_t)(row * step + col * s2 + t * d2);
+        }
+    v->perm = _mm512_loadu_si512(idx);
     for (int64_t a = 0, r = 0; a < g->ker[0]; a++)
         for (int64_t bb = 0; bb < g->ker[1]; bb++, r++)
             v->off[r] = (a * g->dil[0] * j->pd[1] + bb * g->dil[1]) * j->pd[2];
