@@ -200,9 +200,9 @@ static void relayout(void *ctx, int64_t b, int64_t e)
                         continue;
                     if (j->a->xq)   /* rows r0..r1 of n bytes are contiguous there */
                         from[t] = j->a->xq + at;
-                    else
-                        tgk_quantize_u8((r1 - r0) * n, j->a->x + at, j->a->x_scale, j->x_zero,
-                                        span[t]);
+                    else    /* on this thread: a span is too small to share */
+                        tgk_quantize_u8_rows(1, (r1 - r0) * n, j->a->x + at, 0, j->a->x_scale,
+                                             j->x_zero, 0, 255, span[t], 0);
                 }
                 for (int64_t r = r0; r < r1; r++) {
                     int64_t i0 = r / g->in[1], i1 = r % g->in[1];
