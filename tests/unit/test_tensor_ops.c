@@ -669,12 +669,41 @@ static void test_reduce(void)
     CHECK(by[0] == 0 && by[1] == 1);
 }
 
+/* tgk_permute of x [r, d] by perm into y, against the index-by-index
+ * reference: the count of wrong elements. */
+static int permute_errors(int r, const int64_t *d, const int64_t *perm, const int32_t *x,
+                          int32_t *y)
+{
+    int64_t od[8], idx[8], sidx[8], n = numel(r, d);
+    int bad = 0;
+    tgk_permute(4, r, d, perm, x, y);
+    for (int k = 0; k < r; k++)
+        od[k] = d[perm[k]];
+    for (int64_t i = 0; i < n; i++) {
+        unravel(i, r, od, idx);
+        for (int k = 0; k < r; k++)
+            sidx[perm[k]] = idx[k];
+        bad += y[i] != x[ravel(r, d, sidx)];
+    }
+    return bad;
+}
+
 /* Movement kernels against index-by-index references, on int32 data (exact). */
 static void test_movement(void)
 {
+    /* a transpose big enough to be split into tasks (movement.c's GRAIN_SLOW) */
+    int64_t td[3] = {2, randint(150, 300), randint(60, 90)}, tperm[3] = {0, 2, 1};
+    int64_t tn = numel(3, td);
+    int32_t *tx = malloc(4 * (size_t)tn), *ty = malloc(4 * (size_t)tn);
+    for (int64_t i = 0; i < tn; i++)
+        tx[i] = (int32_t)unit_next();
+    CHECK(permute_errors(3, td, tperm, tx, ty) == 0);
+    free(tx);
+    free(ty);
+
     for (int trial = 0; trial < 30; trial++) {
         int r = (int)randint(1, 6);
-        int64_t d[8], od[8], idx[8], sidx[8], perm[8];
+        int64_t d[8], od[8], idx[8], perm[8];
         for (int k = 0; k < r; k++) {
             d[k] = randint(1, 6);
             perm[k] = k;
@@ -691,18 +720,8 @@ static void test_movement(void)
         int32_t *x = malloc(4 * (size_t)n), *y = malloc(4 * (size_t)(room + 9 * n)); /* or concat */
         for (int64_t i = 0; i < n; i++)
             x[i] = (int32_t)unit_next();
+        CHECK(permute_errors(r, d, perm, x, y) == 0);
         int bad = 0;
-        /* permute */
-        tgk_permute(4, r, d, perm, x, y);
-        for (int k = 0; k < r; k++)
-            od[k] = d[perm[k]];
-        for (int64_t i = 0; i < n; i++) {
-            unravel(i, r, od, idx);
-            for (int k = 0; k < r; k++)
-                sidx[perm[k]] = idx[k];
-            bad += y[i] != x[ravel(r, d, sidx)];
-        }
-        CHECK(bad == 0);
         /* slice */
         int axis = (int)randint(0, r);
         int64_t start = randint(0, d[axis]), step = randint(1, 3);

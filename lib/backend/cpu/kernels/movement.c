@@ -6,7 +6,15 @@
 #include "kernels.h"
 #include "tensor_ops.h"
 
+/* Elements a task of a copy of long contiguous rows (memcpy's speed); one
+ * that reads or writes an element a stride apart (a transpose: ConvNeXt's
+ * NCHW <-> NHWC permutes, 2-3 ns an element) or copies short rows (Swin's
+ * windows) takes a quarter: at batch 1 such copies of 20-60k
+ * elements were one task, run by the caller alone (most of convnext_tiny's
+ * serial share at 2 threads, 4%). */
 #define GRAIN (1 << 15)
+#define GRAIN_SLOW (GRAIN / 4)
+#define LONG_ROW 1024
 
 typedef struct {
     size_t es;
@@ -46,7 +54,9 @@ void tgk_copy_strided(size_t elsize, int rank, const int64_t *dims, const void *
     tgk_iter it;
     tgk_iter_init(&it, rank, dims, 2, st);
     copy_ctx c = { elsize, x, y };
-    tgk_iter_parallel(&it, GRAIN, copy_run, &c);
+    int r = it.rank - 1;
+    bool fast = it.st[0][r] == 1 && it.st[1][r] == 1 && it.dims[r] >= LONG_ROW;
+    tgk_iter_parallel(&it, fast ? GRAIN : GRAIN_SLOW, copy_run, &c);
 }
 
 static void contiguous_strides(int rank, const int64_t *dims, int64_t *st)
