@@ -26,7 +26,7 @@ setup() {
 cuda_build_or_skip() {
     if ! "$TCOMPILE" --target cuda "$GRAPHS/mlp.tg" -o "$TMP/probe.so" 2>"$TMP/probe.err"; then
         grep -q "no device 'cuda' (.*no libtgraph-backend-cuda.so in" "$TMP/probe.err" &&
-            skip "built without CUDA (configure found no nvcc, cudart and cuBLASLt)"
+            skip "no libtgraph-backend-cuda.so: built without CUDA, or TG_BACKEND_PATH names no build's lib/backend/cuda/.libs"
         cat "$TMP/probe.err"
         return 1
     fi

@@ -511,7 +511,7 @@ EOF
 cuda_or_skip() {
     if ! "$TRUN" --device cuda --random "$TMP/g.tg" -o "$TMP/probe.npy" 2>"$TMP/probe.err"; then
         grep -q "no device 'cuda' (.*no libtgraph-backend-cuda.so in" "$TMP/probe.err" &&
-            skip "built without CUDA (configure found no nvcc, cudart and cuBLASLt)"
+            skip "no libtgraph-backend-cuda.so: built without CUDA, or TG_BACKEND_PATH names no build's lib/backend/cuda/.libs"
         cat "$TMP/probe.err" >&2
         return 1
     fi
