@@ -36,7 +36,7 @@
 
 /* A backend's struct says which version of this interface it fills; a backend
  * loaded at run time with another is refused. */
-#define TG_BACKEND_ABI 2
+#define TG_BACKEND_ABI 3
 
 /* Where a device's buffers live: host memory the CPU can read, or memory
  * only the device reads (reached through upload and download). */

@@ -2,10 +2,14 @@
  *
  * Views (reshape, identity) share their input's bytes; values inside a fused
  * loop or a fused view chain have none; an epilogue's values are its root's. A graph output is
- * written straight into the caller's buffer. Everything else gets a workspace
- * slot: walking the groups in order, a value takes a slot that no live value
- * holds (one that held a value of the same size first, then the smallest that
- * is big enough, then the largest), and gives it back after its last use.
+ * written straight into the caller's buffer. Where the target's rules allow
+ * (writes_rows), an operand that only a concat reads is written by its
+ * producer straight into its part of the concat's result (GoogLeNet's
+ * inception branches), which then lives from the first such producer on.
+ * Everything else gets a workspace slot: walking the groups in order, a
+ * value takes a slot that no live value holds (one that held a value of the
+ * same size first, then the smallest that is big enough, then the largest),
+ * and gives it back after its last use.
  * Sizes are symbolic, so a slot's size is the largest of its values' sizes,
  * evaluated at run time. */
 #include "passes.h"
@@ -71,6 +75,126 @@ static bool owns_storage(const tg_graph *g, const tg_plan *p, int v)
               p->kind[p->root[n]] == TG_GROUP_STRIDED));
 }
 
+static bool uses_data_symbol(const tg_graph *g, const tg_shape *s)
+{
+    for (int k = 0; k < s->rank; k++)
+        for (int y = 0; y < g->nsym; y++)
+            if (g->sym[y].data && tg_dim_uses_sym(s->d[k], y))
+                return true;
+    return false;
+}
+
+static int concat_axis(const tg_graph *g, const tg_node *nd)
+{
+    int rank = g->values[nd->out[0]].shape.rank;
+    int64_t a = tg_node_int(nd, "axis", 0);
+    return (int)(a < 0 ? a + rank : a);
+}
+
+/* product of dims [from, to) of s into *out; -1 when it does not fit */
+static int dims_prod(const tg_shape *s, int from, int to, tg_dim *out)
+{
+    *out = tg_dim_const(1);
+    for (int k = from; k < to; k++)
+        if (tg_dim_mul(*out, s->d[k], out))
+            return -1;
+    return 0;
+}
+
+/* Where operand i of concat node n lies in its result (tg_plan_part). */
+static int part_at(const tg_graph *g, int n, int i, tg_part *pt)
+{
+    const tg_node *nd = &g->nodes[n];
+    const tg_shape *y = &g->values[nd->out[0]].shape;
+    tg_dim inner, before = tg_dim_const(0);
+    pt->axis = concat_axis(g, nd);
+    if (dims_prod(y, pt->axis + 1, y->rank, &inner) || dims_prod(y, 0, pt->axis, &pt->outer))
+        return -1;
+    for (int k = 0; k < i; k++)
+        if (tg_dim_add(before, g->values[nd->in[k]].shape.d[pt->axis], &before))
+            return -1;
+    tg_dim len = g->values[nd->in[i]].shape.d[pt->axis];
+    return tg_dim_mul(before, inner, &pt->offset) || tg_dim_mul(len, inner, &pt->row) ||
+                   tg_dim_mul(y->d[pt->axis], inner, &pt->stride)
+               ? -1
+               : 0;
+}
+
+/* Whether operand i of concat node n can be written in place: a value of
+ * its own storage that nothing else reads (nor the graph's outputs), and
+ * either one block of the result or made by a group whose kernels write
+ * rows at a stride. */
+static bool part_ok(const tg_graph *g, const tg_plan *p, const int *readers, const bool *holds,
+                    int n, int i)
+{
+    const tg_node *nd = &g->nodes[n];
+    int x = nd->in[i];
+    if (x < 0 || readers[x] != 1 || holds[x] || !owns_storage(g, p, x) ||
+        uses_data_symbol(g, &g->values[x].shape))
+        return false;
+    tg_part pt;
+    int64_t one = 0;
+    if (part_at(g, n, i, &pt)) {
+        tg_err_clear();
+        return false;
+    }
+    return (tg_dim_is_const(pt.outer, &one) && one == 1) ||
+           p->rules->writes_rows(g, p, p->root[g->values[x].producer], pt.axis);
+}
+
+/* The concats' operands written in place (tg_plan.part); holds[v]: a concat
+ * result that holds parts (itself no part of another). */
+static int plan_parts(const tg_graph *g, tg_plan *p)
+{
+    int nv = g->nvalue, nparts = 0;
+    for (int v = 0; v < nv; v++)
+        p->part[v] = p->part_in[v] = -1;
+    if (!p->rules || !p->rules->writes_rows)
+        return 0;
+    int *readers = calloc(nv + 1, sizeof *readers);
+    bool *holds = calloc(nv + 1, sizeof *holds);
+    if (!readers || !holds) {
+        free(readers);
+        free(holds);
+        return tg_err("out of memory");
+    }
+    for (int n = 0; n < g->nnode; n++)
+        for (int i = 0; i < g->nodes[n].nin; i++)
+            if (g->nodes[n].in[i] >= 0)
+                readers[g->nodes[n].in[i]]++;
+    for (int j = 0; j < g->noutput; j++)
+        readers[g->outputs[j]]++;
+    for (int n = 0; n < g->nnode; n++) {
+        const tg_node *nd = &g->nodes[n];
+        int y = nd->out[0];
+        if (nd->op != TG_OP_CONCAT || p->root[n] != n || p->kind[n] != TG_GROUP_SINGLE ||
+            !owns_storage(g, p, y) || uses_data_symbol(g, &g->values[y].shape))
+            continue;
+        for (int i = 0; i < nd->nin; i++) {
+            int x = nd->in[i];
+            if (!part_ok(g, p, readers, holds, n, i))
+                continue;
+            for (int v = 0; v < nv; v++)    /* x and what computes in place in it */
+                if (p->alias[v] == x) {
+                    p->alias[v] = y;
+                    p->part[v] = n;
+                    p->part_in[v] = i;
+                }
+            holds[y] = true;
+            nparts++;
+        }
+    }
+    free(readers);
+    free(holds);
+    TG_LOGF(MEMORY, TG_LOG_INFO, NULL, "concats: %d operands written in place", nparts);
+    return 0;
+}
+
+int tg_plan_part(const tg_graph *g, const tg_plan *p, int v, tg_part *pt)
+{
+    return part_at(g, p->part[v], p->part_in[v], pt);
+}
+
 static int pick_slot(const tg_graph *g, slot_info *s, int nslot, tg_dim size)
 {
     int64_t hi = at_max(g, size, true);
@@ -123,12 +247,16 @@ int tg_pass_memplan(const tg_graph *g, tg_plan *p)
     free(p->alias);
     free(p->slot);
     free(p->output);
+    free(p->part);
+    free(p->part_in);
     p->alias = malloc((nv + 1) * sizeof *p->alias);
     p->slot = malloc((nv + 1) * sizeof *p->slot);
     p->output = malloc((nv + 1) * sizeof *p->output);
+    p->part = malloc((nv + 1) * sizeof *p->part);
+    p->part_in = malloc((nv + 1) * sizeof *p->part_in);
     int *last = malloc((nv + 1) * sizeof *last);
     slot_info *s = calloc(nv + 1, sizeof *s);
-    if (!p->alias || !p->slot || !p->output || !last || !s) {
+    if (!p->alias || !p->slot || !p->output || !p->part || !p->part_in || !last || !s) {
         free(last);
         free(s);
         return tg_err("out of memory");
@@ -136,6 +264,11 @@ int tg_pass_memplan(const tg_graph *g, tg_plan *p)
     p->nvalue = nv;
     p->nslot = 0;
     plan_alias(g, p);
+    if (plan_parts(g, p)) {
+        free(last);
+        free(s);
+        return -1;
+    }
     for (int v = 0; v < nv; v++) {
         p->slot[v] = p->output[v] = -1;
         last[v] = -1;
@@ -160,8 +293,8 @@ int tg_pass_memplan(const tg_graph *g, tg_plan *p)
             continue;
         const tg_node *nd = &g->nodes[n];
         for (int o = 0; o < nd->nout; o++) {
-            int v = nd->out[o];
-            if (!owns_storage(g, p, v) || p->output[v] >= 0)
+            int v = p->alias[nd->out[o]];   /* a part: its concat's result, made here first */
+            if (!owns_storage(g, p, v) || p->output[v] >= 0 || p->slot[v] >= 0)
                 continue;
             tg_dim size = value_bytes(g, v);
             int k = pick_slot(g, s, p->nslot, size);

@@ -41,6 +41,7 @@ void tg_node_take_name(tg_graph *g, int to, int from);
 /* The target's grouping rules: which groups its code generator compiles (the
  * plan passes form no other), and which nodes its fused loop computes. A
  * backend fills them (lib/backend/backend.h, groups). */
+struct tg_plan;
 typedef struct {
     bool epilogue;          /* linear/conv/matmul, then activations in place */
     bool conv_pool;         /* a float 2-D conv (+ relu) and the max pool that tiles it */
@@ -52,6 +53,13 @@ typedef struct {
     /* Whether a loop computes node nd: an elementwise one element by element,
      * a reduction as the loop's last step (*why: why not). */
     bool (*loop_supports)(const tg_graph *g, const tg_node *nd, const char **why);
+    /* Concats written in place (memplan): whether group root's kernels can
+     * write its result as rows of its dims from `axis` on, each row a
+     * stride of the code generator's choosing after the one before (a part
+     * of a concat along axis whose dims before axis are more than 1). NULL:
+     * no concat is written in place; else any kernel writes a part that is
+     * one block (nothing before the axis but 1s) at its offset. */
+    bool (*writes_rows)(const tg_graph *g, const struct tg_plan *p, int root, int axis);
 } tg_group_rules;
 
 typedef enum {
@@ -63,7 +71,7 @@ typedef enum {
                             /* and the permute it may write through (then the root) */
 } tg_group_kind;
 
-typedef struct {
+typedef struct tg_plan {
     int nnode;              /* of the graph it was made for */
     int nvalue;
     /* Fusion: root[n] is the node whose position group n runs at and whose
@@ -77,6 +85,11 @@ typedef struct {
     int *alias;
     int *slot;
     int *output;
+    /* A part of a concat written in place: part[v] is the concat node whose
+     * result (alias[v]) holds v's bytes, as its operand part_in[v]
+     * (tg_plan_part says where), or -1. Its producer writes it there; the
+     * concat copies only its other operands. */
+    int *part, *part_in;
     int nslot;
     const tg_group_rules *rules;    /* the target's; NULL (tg_plan_new): no fusion */
     int level;              /* the pipeline's (tg_passes_opts), for its subgraphs' plans */
@@ -96,6 +109,16 @@ int tg_pass_fuse_elementwise(const tg_graph *g, tg_plan *p);  /* elementwise cha
 int tg_pass_fuse_views(const tg_graph *g, tg_plan *p);        /* movement chains: one copy, */
                                                               /* or none where sdpa reads them */
 int tg_pass_memplan(const tg_graph *g, tg_plan *p);           /* slots with reuse by liveness */
+
+/* Where part v (p->part[v] >= 0) lies in its concat's result: rows of row
+ * elements, stride elements apart (stride == row: one block), the first at
+ * offset elements; outer rows (the product of the dims before the axis). 0,
+ * or -1 (tg_err) when a dim product does not fit. */
+typedef struct {
+    int axis;
+    tg_dim offset, row, stride, outer;
+} tg_part;
+int tg_plan_part(const tg_graph *g, const tg_plan *p, int v, tg_part *pt);
 
 /* How a LOOP group iterates (fuse_elementwise.c): its outside inputs, and
  * its index space collapsed to rows x inner, where inner is the last dim

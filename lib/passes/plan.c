@@ -35,6 +35,8 @@ void tg_plan_free(tg_plan *p)
     free(p->alias);
     free(p->slot);
     free(p->output);
+    free(p->part);
+    free(p->part_in);
     free(p);
 }
 

@@ -4,7 +4,8 @@
  * matmul broadcasting, movement ops, views read in place, every fusion
  * candidate of fuse_act (anchors and what follows them), masks shared by
  * several attentions, lengths the data set (and their ABI), a loop's scan of a
- * length only the run sets (its ABI). */
+ * length only the run sets (its ABI), concats whose operands are written in
+ * place (every convolution path at a stride). */
 #include "cgcheck.h"
 #include "format.h"
 
@@ -329,6 +330,107 @@ static void test_epilogues(void)
             }
 }
 
+/* ---- concats whose operands their producers write in place (memplan's
+ * parts): at batch > 1 each image's channels a stride apart */
+
+static int conv_node(tg_graph *g, int x, const char *w, int64_t k, int64_t c, int64_t kh,
+                     int64_t stride, int64_t pad, int64_t groups, bool transposed)
+{
+    char bname[32];
+    snprintf(bname, sizeof bname, "%s.b", w);
+    tg_attr a[4] = {tg_attr_ints("padding", 2, (int64_t[]){pad, pad}),
+                    tg_attr_ints("stride", 2, (int64_t[]){stride, stride}),
+                    tg_attr_int("groups", groups), tg_attr_int("transposed", transposed)};
+    int wt = transposed ? W(g, w, c, k / groups, kh, kh) : W(g, w, k, c / groups, kh, kh);
+    return NODE(g, CONV, 4, a, x, wt, W(g, bname, k));
+}
+
+static int concat(tg_graph *g, int axis, int n, const int *in)
+{
+    tg_attr a = tg_attr_int("axis", axis);
+    return tg_graph_add_node(g, TG_OP_CONCAT, NULL, n, in, 1, &a);
+}
+
+/* GoogLeNet's inception: a 1x1 + relu, a 1x1 then 3x3 (the implicit
+ * im2col), a 3x3 pool then a 1x1, beside a loop's result and the input (copied), the concat read by the
+ * next block's convolution and itself an output; a concat of one holding
+ * parts (not itself written in place); along the batch axis, any producer. */
+static tg_graph *inception_case(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, "x", DIMS(4, 8, 8));
+    int a = NODE(g, RELU, 0, NULL, conv_node(g, x, "a", 6, 4, 1, 1, 0, 1, false));
+    int b = conv_node(g, conv_node(g, x, "b1", 32, 4, 1, 1, 0, 1, false), "b", 5, 32, 3, 1, 1,
+                      1, false);
+    tg_attr pa[3] = {tg_attr_ints("kernel", 2, (int64_t[]){3, 3}),
+                     tg_attr_ints("stride", 2, (int64_t[]){1, 1}),
+                     tg_attr_ints("padding", 2, (int64_t[]){1, 1})};
+    int pool = tg_graph_add_node(g, TG_OP_MAX_POOL, NULL, 1, &x, 3, pa);
+    int c = NODE(g, RELU, 0, NULL, conv_node(g, pool, "c", 2, 4, 1, 1, 0, 1, false));
+    int e = NODE(g, EXP, 0, NULL, x);
+    int cat = concat(g, 1, 5, (int[]){a, b, c, e, x});
+    tg_graph_add_output(g, cat);
+    int next = NODE(g, RELU, 0, NULL, conv_node(g, cat, "n", 7, 21, 3, 1, 1, 1, false));
+    int d = conv_node(g, x, "d", 3, 4, 3, 1, 1, 1, false);
+    tg_graph_add_output(g, concat(g, 1, 2, (int[]){next, d}));
+    int h = concat(g, 1, 2, (int[]){conv_node(g, x, "h1", 2, 4, 1, 1, 0, 1, false),
+                                    conv_node(g, x, "h2", 3, 4, 3, 1, 1, 1, false)});
+    tg_graph_add_output(g, concat(g, 1, 2, (int[]){h, conv_node(g, x, "f", 2, 4, 1, 1, 0, 1,
+                                                                 false)}));
+    int t = NODE(g, TANH, 0, NULL, x);
+    tg_graph_add_output(g, concat(g, 0, 2, (int[]){t, NODE(g, NEG, 0, NULL, x)}));
+    return g;
+}
+
+/* Convolutions on each path as parts: depthwise, transposed, direct,
+ * im2col (stride 2, 288 taps), a relu + max pool the kernel applies, one pixel an image,
+ * a residual added. */
+static tg_graph *conv_paths_case(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, "x", DIMS(4, 8, 8)), r = input(g, "r", DIMS(3, 8, 8));
+    int dw = conv_node(g, x, "dw", 4, 4, 3, 1, 1, 4, false);
+    int tr = conv_node(g, x, "tr", 3, 4, 3, 1, 1, 1, true);
+    int direct = conv_node(g, x, "direct", 5, 4, 3, 1, 1, 1, false);
+    int res = NODE(g, ADD, 0, NULL, conv_node(g, x, "res", 3, 4, 1, 1, 0, 1, false), r);
+    tg_graph_add_output(g, concat(g, 1, 4, (int[]){dw, tr, direct, res}));
+    int pooled = max_pool(g, NODE(g, RELU, 0, NULL, conv_node(g, x, "p", 4, 4, 3, 1, 1, 1,
+                                                              false)), 2, 2);
+    int wide = conv_node(g, x, "wide", 32, 4, 1, 1, 0, 1, false);
+    int strided = conv_node(g, wide, "s", 6, 32, 3, 2, 1, 1, false);
+    tg_graph_add_output(g, concat(g, 1, 2, (int[]){pooled, strided}));
+    int one = input(g, "one", DIMS(8, 1, 1));
+    tg_graph_add_output(g, concat(g, 1, 2, (int[]){conv_node(g, one, "o", 5, 8, 1, 1, 0, 1,
+                                                               false), one}));
+    return g;
+}
+
+/* How many concat operands the CPU's pipeline (-O1) writes in place in g. */
+static int parts_of(const tg_graph *g)
+{
+    tg_graph *c = tg_graph_clone(g);
+    tg_passes_opts po = {.level = 1, .target = &tg_backend_cpu};
+    tg_plan *p = c ? tg_passes_run(c, &po) : NULL;
+    int n = p ? 0 : -1;
+    for (int v = 0; p && v < c->nvalue; v++)
+        n += p->part[v] >= 0 && c->nodes[p->part[v]].in[p->part_in[v]] == v;
+    tg_plan_free(p);
+    tg_graph_free(c);
+    return n;
+}
+
+static void test_concats(void)
+{
+    tg_graph *g = inception_case();
+    CHECK(tg_graph_validate(g) == 0);
+    CHECK(parts_of(g) == 10);   /* 3 of the first concat, 2, 2 + 1 (not h), 2 */
+    check_case("concat: an inception block's", g, false);
+    g = conv_paths_case();
+    CHECK(tg_graph_validate(g) == 0);
+    CHECK(parts_of(g) == 7);    /* 4, 2, 1 (not the input) */
+    check_case("concat: each conv path as a part", g, false);
+}
+
 /* Two attentions reading one boolean mask (as every layer of BERT or ViT
  * does): prepack makes its additive form once for both. */
 static void test_shared_mask(void)
@@ -590,6 +692,7 @@ int main(void)
     test_layers();
     test_views();
     test_shared_mask();
+    test_concats();
     test_epilogues();
     test_data_lengths();
     test_data_abi();

@@ -7,12 +7,16 @@
  * dilation, batches of padded images); batches large enough to run images on different threads; the
  * direct path for small dense convolutions (c x taps <= 256), stride 1
  * and strided, in both of its ways of splitting work and with every tail of
- * its tiles; patch convolutions (kernel == stride, no padding).
+ * its tiles; patch convolutions (kernel == stride, no padding). Every case
+ * again with y_stride (each image's y a part of a wider result, as a concat
+ * written in place): bit-identical to the contiguous y, nothing else written.
  * Tolerance: max error over the largest magnitude of the summed terms 1e-5
  * (x 1 + terms/1000). */
 #include "kcheck.h"
 
 #include "backend/cpu/kernels/kernels.h"
+
+#include <string.h>
 
 #define TOL 1e-5
 
@@ -136,6 +140,34 @@ static int64_t pool_ref(double *ref, double *mag, int64_t planes, int64_t oh, in
     return o;
 }
 
+/* The case again with every image's y a part of a wider result (y_stride:
+ * a concat along the channels written in place; res stays contiguous),
+ * lead floats into a buffer of sentinels: each part bit-identical to the
+ * contiguous run's y (ny floats), every float around the parts untouched. */
+static void strided_again(const ccase *c, const float *x, const float *w, const float *b,
+                          const float *y, int64_t ny)
+{
+    tgk_conv_desc d = c->d;
+    int64_t image = ny / d.n, lead = kc_int(0, 33);
+    d.y_stride = image + kc_int(1, 40);
+    int64_t total = lead + d.n * d.y_stride, bad = 0;
+    float *z = malloc((size_t)total * sizeof *z), mark = -12345.5f;
+    CHECK(z != NULL);
+    for (int64_t i = 0; i < total; i++)
+        z[i] = mark;
+    CHECK(tgk_conv_f32(&d, x, w, b, z + lead) == 0);
+    for (int64_t i = 0; i < total; i++) {
+        int64_t k = i - lead, in = k >= 0 && k % d.y_stride < image;
+        const float *want = in ? &y[k / d.y_stride * image + k % d.y_stride] : &mark;
+        bad += memcmp(&z[i], want, sizeof *z) != 0;
+    }
+    if (bad)
+        fprintf(stderr, "y_stride %lld (image %lld, lead %lld): %lld floats differ\n",
+                (long long)d.y_stride, (long long)image, (long long)lead, (long long)bad);
+    CHECK(bad == 0);
+    free(z);
+}
+
 static void run_case(ccase *c, bool with_bias)
 {
     const tgk_conv_desc *d = &c->d;
@@ -172,6 +204,7 @@ static void run_case(ccase *c, bool with_bias)
               (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed,
               d->relu, (long long)d->pool, c->res, c->hardswish);
     CHECK(kc_guard_ok(y, ny));
+    strided_again(c, x, w, b, y, ny);
     free(x), free(w), free(b), free(y), free(ref), free(mag), free(res);
 }
 

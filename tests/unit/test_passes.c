@@ -522,6 +522,61 @@ static void test_memplan(void)
     tg_graph_free(g);
 }
 
+/* Concats written in place: at batch > 1 (a symbol) a convolution's result
+ * (alone, or under the relu its kernel applies) is a part, at its channel
+ * offset, rows a stride apart; a loop's result, the input and an operand
+ * read twice are copied; along the batch axis any producer's result is a
+ * part. The concat's result lives from its first part's producer on: no
+ * value made between shares its slot. Without writes_rows, none. */
+static void test_memplan_concat(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, 3, (int64_t[]){3, 8, 8});
+    tg_attr pad = tg_attr_ints("padding", 2, (int64_t[]){1, 1});
+    int c1 = NODE(g, CONV, "c1", x, W(g, "w1", 4, 3, 1, 1));
+    int r1 = NODE(g, RELU, "r1", c1);
+    int c2 = tg_graph_add_node(g, TG_OP_CONV, "c2", 2, (int[]){x, W(g, "w2", 5, 3, 3, 3)}, 1,
+                               &pad);
+    int e = NODE(g, EXP, "e", x);
+    int twice = NODE(g, CONV, "twice", x, W(g, "w3", 2, 3, 1, 1));
+    tg_attr ax1 = tg_attr_int("axis", 1), ax0 = tg_attr_int("axis", 0);
+    int cat = tg_graph_add_node(g, TG_OP_CONCAT, "cat", 6, (int[]){r1, c2, e, x, twice, twice},
+                                1, &ax1);
+    tg_graph_add_output(g, NODE(g, NEG, "out", cat));
+    int t = NODE(g, TANH, "t", x);
+    int cat0 = tg_graph_add_node(g, TG_OP_CONCAT, "cat0", 2, (int[]){t, x}, 1, &ax0);
+    tg_graph_add_output(g, cat0);
+    tg_plan *p = cpu_plan(g);
+    CHECK(tg_pass_fuse_act(g, p) == 1 && tg_pass_fuse_elementwise(g, p) >= 0);
+    CHECK(tg_pass_memplan(g, p) > 0);
+    int n = g->values[cat].producer;
+    CHECK(p->part[r1] == n && p->part_in[r1] == 0 && p->part[c1] == n && p->alias[c1] == cat);
+    CHECK(p->part[c2] == n && p->part_in[c2] == 1 && p->alias[c2] == cat);
+    CHECK(p->part[e] == -1 && p->part[x] == -1 && p->part[twice] == -1 && p->part[cat] == -1);
+    CHECK(p->slot[cat] >= 0 && p->slot[r1] == -1 && p->slot[c2] == -1);
+    CHECK(p->slot[e] >= 0 && p->slot[e] != p->slot[cat]);
+    CHECK(p->slot[twice] >= 0 && p->slot[twice] != p->slot[cat]);
+    tg_part pt;
+    int64_t v[4], sym[1] = {3};
+    CHECK(tg_plan_part(g, p, c2, &pt) == 0 && pt.axis == 1);
+    CHECK(tg_dim_eval(pt.offset, sym, &v[0]) == 0 && tg_dim_eval(pt.row, sym, &v[1]) == 0 &&
+          tg_dim_eval(pt.stride, sym, &v[2]) == 0 && tg_dim_eval(pt.outer, sym, &v[3]) == 0);
+    CHECK(v[0] == 4 * 64 && v[1] == 5 * 64 && v[2] == (4 + 5 + 3 + 3 + 2 + 2) * 64 && v[3] == 3);
+    CHECK(p->part[t] == g->values[cat0].producer && p->alias[t] == cat0 &&
+          p->output[cat0] == 1 && p->slot[t] == -1);
+    tg_plan_free(p);
+    tg_group_rules rules = *tg_backend_cpu.groups;
+    rules.writes_rows = NULL;
+    p = tg_plan_new(g);
+    p->rules = &rules;
+    CHECK(tg_pass_fuse_act(g, p) == 1 && tg_pass_memplan(g, p) > 0);
+    for (int i = 0; i < g->nvalue; i++)
+        CHECK(p->part[i] == -1 && (g->values[i].kind != TG_VALUE_NODE || p->alias[i] != cat ||
+                                   i == cat));
+    tg_plan_free(p);
+    tg_graph_free(g);
+}
+
 int main(void)
 {
     unit_seed("test_passes");
@@ -545,5 +600,6 @@ int main(void)
     test_sdpa_into_permute();
     test_views_into_sdpa(false);
     test_memplan();
+    test_memplan_concat();
     return unit_report();
 }

@@ -161,6 +161,7 @@ static const tg_group_rules cpu_groups = {
     /* .view = */ true,
     /* .strided = */ true,
     /* .loop_supports = */ tg_cpu_loop_supports,
+    /* .writes_rows = */ tg_cpu_writes_rows,
 };
 
 const tg_backend tg_backend_cpu = {

@@ -20,6 +20,8 @@ int tg_cpu_prepack(tg_graph *g);
 
 /* Whether the C emitter's fused loop computes node nd per element (*why: why not). */
 bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
+/* The CPU's writes_rows (passes.h, tg_group_rules): its float convolutions. */
+bool tg_cpu_writes_rows(const tg_graph *g, const tg_plan *p, int root, int axis);
 
 /* The weights blob: every constant the plan reads, 64-byte aligned, in value
  * order. offset[v] is value v's byte offset, or -1 when not in the blob. The

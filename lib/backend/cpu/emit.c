@@ -104,8 +104,15 @@ const char *cg_bytes(tg_cg *c, int v)
 
 const char *cg_ptr(tg_cg *c, int v)
 {
-    c->used[c->p->alias[v]] = true;
-    return cg_str(c, "v%d", c->p->alias[v]);
+    int r = c->p->alias[v];
+    tg_part pt;
+    c->used[r] = true;
+    if (c->p->part[v] < 0)
+        return cg_str(c, "v%d", r);
+    if (tg_plan_part(c->g, c->p, v, &pt))     /* (memplan made it from these dims) */
+        abort();
+    return cg_str(c, "(void *)((char *)v%d + (size_t)(%s) * %zu)", r, cg_dim(c, pt.offset),
+                  tg_dtype_size(c->g->values[v].dtype));
 }
 
 void cg_dims_array(tg_cg *c, const char *name, const tg_shape *s)

@@ -411,24 +411,25 @@ int cg_emit_loop(tg_cg *c, int root)
 
 /* Epilogue group `root` as tg_epilogue_analyze sees it, when it is one
  * whose anchor has op `anchor`. */
-static bool epilogue_of(const tg_cg *c, int root, tg_op anchor, tg_epilogue *e)
+static bool epilogue_of(const tg_graph *g, const tg_plan *p, int root, tg_op anchor,
+                        tg_epilogue *e)
 {
-    if (c->p->kind[root] != TG_GROUP_EPILOGUE)
+    if (p->kind[root] != TG_GROUP_EPILOGUE)
         return false;
-    if (tg_epilogue_analyze(c->g, c->p, root, e)) {
+    if (tg_epilogue_analyze(g, p, root, e)) {
         tg_err_clear();     /* cg_emit_epilogue reports it */
         return false;
     }
-    return c->g->nodes[e->anchor].op == anchor;
+    return g->nodes[e->anchor].op == anchor;
 }
 
-bool cg_conv_epilogue(const tg_cg *c, int root, cg_conv_ep *ep)
+static bool conv_epilogue(const tg_graph *g, const tg_plan *p, int root, cg_conv_ep *ep)
 {
     tg_epilogue e;
     *ep = (cg_conv_ep){.res = -1};
-    if (!epilogue_of(c, root, TG_OP_CONV, &e))
+    if (!epilogue_of(g, p, root, TG_OP_CONV, &e))
         return false;
-    const tg_node *a = e.nact == 1 ? &c->g->nodes[e.act[0]] : NULL;
+    const tg_node *a = e.nact == 1 ? &g->nodes[e.act[0]] : NULL;
     ep->relu = a && a->op == TG_OP_RELU;
     ep->act = !a || ep->relu ? NULL : a->op == TG_OP_HARDSWISH ? "hardswish" : vec_name(a);
     ep->pool = e.pool;
@@ -436,12 +437,31 @@ bool cg_conv_epilogue(const tg_cg *c, int root, cg_conv_ep *ep)
     return ep->pool || ep->relu || ep->act || ep->res >= 0;
 }
 
+bool cg_conv_epilogue(const tg_cg *c, int root, cg_conv_ep *ep)
+{
+    return conv_epilogue(c->g, c->p, root, ep);
+}
+
+/* The rules' writes_rows (passes.h): a float convolution whose kernel
+ * applies all of its epilogue writes each image's channels at y_stride
+ * (tgk_conv_desc), so it writes its part of a concat along the channels. */
+bool tg_cpu_writes_rows(const tg_graph *g, const tg_plan *p, int root, int axis)
+{
+    cg_conv_ep ep;
+    const tg_node *nd = &g->nodes[root];
+    if (axis != 1)
+        return false;
+    if (p->kind[root] == TG_GROUP_SINGLE)
+        return nd->op == TG_OP_CONV && g->values[nd->out[0]].dtype == TG_F32;
+    return conv_epilogue(g, p, root, &ep);
+}
+
 bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)
 {
     tg_epilogue e;
     *act = NULL;
     *res = -1;
-    if (!epilogue_of(c, root, TG_OP_LINEAR_PACKED, &e))
+    if (!epilogue_of(c->g, c->p, root, TG_OP_LINEAR_PACKED, &e))
         return false;
     if (e.residual >= 0) {
         *res = e.residual;

@@ -304,6 +304,12 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
         if (ep.res >= 0)
             fprintf(c->f, "    d.res = %s;\n", cg_ptr(c, ep.res));
     }
+    tg_part pt;     /* a part of a concat along the channels: images apart */
+    if (c->p->part[nd->out[0]] >= 0) {
+        if (tg_plan_part(c->g, c->p, nd->out[0], &pt))
+            return -1;
+        fprintf(c->f, "    d.y_stride = %s;\n", cg_dim(c, pt.stride));
+    }
     check_status(c, nd,
                  cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
                         cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
@@ -501,10 +507,11 @@ int cg_node_movement(tg_cg *c, const tg_node *nd)
                 cg_dim(c, d.start), ax, ax, es, r, ax, d.step, cg_dim(c, y->shape.d[ax]), xp,
                 yp);
         return 0;
-    case TG_OP_CONCAT:
+    case TG_OP_CONCAT:     /* its parts written in place by their producers: NULL */
         fprintf(c->f, "    const void *const in[] = {");
         for (int i = 0; i < nd->nin; i++)
-            fprintf(c->f, "%s%s", i ? ", " : "", cg_ptr(c, nd->in[i]));
+            fprintf(c->f, "%s%s", i ? ", " : "",
+                    c->p->part[nd->in[i]] == nd - c->g->nodes ? "NULL" : cg_ptr(c, nd->in[i]));
         fprintf(c->f, "};\n    const int64_t len[] = {");
         for (int i = 0; i < nd->nin; i++)
             fprintf(c->f, "%s%s", i ? ", " : "", cg_dim(c, in_val(c, nd, i)->shape.d[ax]));

@@ -28,6 +28,7 @@ typedef struct {
     const float *x, *w, *b;
     float *y;
     int64_t cg, kg;             /* channels per group, in and out */
+    int64_t ys;                 /* elements from one image's y to the next */
     int64_t slab;               /* output rows (d, h) per im2col slab */
     int64_t nslab;
     atomic_bool failed;
@@ -169,7 +170,8 @@ static int implicit_conv(conv_job *j)
         tgk_parallel_for(nb * d->c, 1 + 65536 / pj.plane, pad_planes, &pj);
         tgk_conv_gemm c = {.n = nb * d->groups, .groups = d->groups, .M = j->kg, .K = K,
                            .P = oh * pj.wp, .w = j->w, .b = j->b,
-                           .res = d->res ? d->res + out : NULL, .y = j->y + out,
+                           .res = d->res ? d->res + out : NULL, .y = j->y + i0 * j->ys,
+                           .y_stride = j->ys,
                            .act = d->relu ? tgk_vec_relu_f32 : d->act, .src = pj.pad,
                            .koff = koff, .src_stride = j->cg * pj.plane, .wp = pj.wp, .ow = ow};
         if (tgk_conv_gemm_f32(&c))
@@ -441,13 +443,14 @@ TGK_CLONES static void pool_block(const conv_job *j, const float *restrict s, in
         }
 }
 
-/* y[off, off + n) = act(y + res), either NULL */
-TGK_CLONES static void epilogue_span(const tgk_conv_desc *d, float *y, int64_t off, int64_t n)
+/* y[0, n) = act(y + res[0, n)), either NULL */
+TGK_CLONES static void epilogue_span(const tgk_conv_desc *d, float *y, const float *res,
+                                     int64_t n)
 {
-    for (int64_t i = 0; d->res && i < n; i++)
-        y[off + i] += d->res[off + i];
+    for (int64_t i = 0; res && i < n; i++)
+        y[i] += res[i];
     if (d->act)
-        d->act(n, y + off, y + off);
+        d->act(n, y, y);
 }
 
 /* items (image, slab of output rows, group of channel blocks); the
@@ -480,15 +483,18 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
         for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
             bl.w = j->w + kb * dk * bl.taps;
             bl.b = j->b ? j->b + kb * dk : NULL;
-            bl.y = sc ? sc : j->y + (n * k + kb * dk) * g->out_sp;
+            bl.y = sc ? sc : j->y + n * j->ys + kb * dk * g->out_sp;
             bl.nk = k - kb * dk < dk ? k - kb * dk : dk;
             dj->kern->run(&bl);
             if (sc)
                 pool_block(j, sc, bl.nk, rows, r0,
-                           j->y + (n * k + kb * dk) * (oh_n / P) * (g->out[2] / P));
-            for (int64_t i = 0; !sc && (j->d->res || j->d->act) && i < bl.nk; i++)
-                epilogue_span(j->d, j->y, (n * k + kb * dk + i) * g->out_sp + r0 * g->out[2],
+                           j->y + n * j->ys + kb * dk * (oh_n / P) * (g->out[2] / P));
+            for (int64_t i = 0; !sc && (j->d->res || j->d->act) && i < bl.nk; i++) {
+                int64_t at = (kb * dk + i) * g->out_sp + r0 * g->out[2];
+                epilogue_span(j->d, j->y + n * j->ys + at,
+                              j->d->res ? j->d->res + n * k * g->out_sp + at : NULL,
                               rows * g->out[2]);
+            }
         }
     }
     free(sc);
@@ -643,7 +649,9 @@ TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
 static void epilogue_planes(void *ctx, int64_t begin, int64_t end)
 {
     const conv_job *j = ctx;
-    epilogue_span(j->d, j->y, begin * j->g.out_sp, (end - begin) * j->g.out_sp);
+    int64_t at = begin * j->g.out_sp;
+    epilogue_span(j->d, j->y + at, j->d->res ? j->d->res + at : NULL,
+                  (end - begin) * j->g.out_sp);
 }
 
 /* The convolution into a scratch result, then its max pool into y: the
@@ -653,6 +661,7 @@ static int conv_then_pool(const tgk_conv_desc *d, const tgk_conv_geom *g, const 
 {
     tgk_conv_desc full = *d;
     full.pool = 0;
+    full.y_stride = 0;
     float *t = malloc((size_t)(d->n * d->k * g->out_sp) * sizeof *t);
     int rc = t ? tgk_conv_f32(&full, x, w, b, t) : -1;
     if (rc == 0) {
@@ -666,6 +675,23 @@ static int conv_then_pool(const tgk_conv_desc *d, const tgk_conv_geom *g, const 
     return rc;
 }
 
+/* One image at a time, each into its part of y (y_stride apart): the paths
+ * that write y as one block (transposed, depthwise, squeeze-excite's
+ * pixel, a pool after the convolution). */
+static int conv_images(const tgk_conv_desc *d, const tgk_conv_geom *g, int64_t image,
+                       const float *x, const float *w, const float *b, float *y)
+{
+    tgk_conv_desc one = *d;
+    one.n = 1;
+    one.y_stride = 0;
+    for (int64_t i = 0; i < d->n; i++) {
+        one.res = d->res ? d->res + i * image : NULL;
+        if (tgk_conv_f32(&one, x + i * d->c * g->in_sp, w, b, y + i * d->y_stride))
+            return -1;
+    }
+    return 0;
+}
+
 int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y)
 {
     conv_job j = {.d = d, .x = x, .w = w, .b = b, .y = y};
@@ -675,12 +701,22 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
                          d->out[1] < d->pool || d->res || d->act)) ||
         (d->relu && d->act))
         return -1;
+    /* one image's y; a y_stride of another size: only some paths take it */
+    int64_t image = d->pool > 1 ? d->k * (d->out[0] / d->pool) * (d->out[1] / d->pool)
+                                : d->k * j.g.out_sp;
+    j.ys = d->y_stride ? d->y_stride : image;
+    bool apart = j.ys != image && d->n > 1;
+    if (d->y_stride && d->y_stride < image)
+        return -1;
     if (d->relu && d->res) {    /* relu(y + res): the relu as an activation, after the sum */
         tgk_conv_desc after = *d;
         after.relu = false;
         after.act = tgk_vec_relu_f32;
         return tgk_conv_f32(&after, x, w, b, y);
     }
+    if (apart && (d->transposed || (d->pool > 1 && !use_direct(d, &j.g)) ||
+                  (d->groups == d->c && d->groups > 1) || j.g.out_sp == 1))
+        return conv_images(d, &j.g, image, x, w, b, y);
     if (d->pool > 1 && !use_direct(d, &j.g))
         return conv_then_pool(d, &j.g, x, w, b, y);
     atomic_init(&j.failed, false);
@@ -701,7 +737,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
             y[i] = b ? b[i % d->k] : 0.0f;
         tgk_gemm_f32(false, true, d->n, d->k, d->c, 1.0f, x, d->c, w, d->c, 1.0f, y, d->k);
     } else if (d->groups == 1 && d->pool <= 1 && is_pointwise(g)) {
-        return tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, x, w, b, d->res, y,
+        return tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, x, w, b, d->res, y, j.ys,
                                  d->relu ? tgk_vec_relu_f32 : d->act);
     } else if (use_direct(d, g)) {  /* relu as it stores, the epilogue a block at a time */
         if (direct_conv(&j))
@@ -720,7 +756,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         bool is_patch = tgk_conv_is_patch(g);
         tgk_conv_gemm c = {.n = d->n * d->groups, .groups = d->groups, .M = j.kg,
                            .K = j.cg * g->kprod, .P = g->out_sp, .w = w, .b = b, .res = d->res,
-                           .y = y, .act = d->relu ? tgk_vec_relu_f32 : d->act,
+                           .y = y, .y_stride = j.ys, .act = d->relu ? tgk_vec_relu_f32 : d->act,
                            .cols = is_patch ? tgk_patch_panels : im2col_panels,
                            .ctx = is_patch ? (const void *)&patch : &j, .whole_rows = true};
         if (tgk_conv_gemm_f32(&c))

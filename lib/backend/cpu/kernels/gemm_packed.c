@@ -463,6 +463,14 @@ static void pack_chunks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* where GEMM i's y starts, its output channels pout pixels long */
+static int64_t y_offset(const tgk_conv_gemm *c, int64_t i, int64_t pout)
+{
+    if (!c->y_stride)
+        return i * c->M * pout;
+    return i / c->groups * c->y_stride + i % c->groups * c->M * pout;
+}
+
 /* dst[r * ldd + i] = src[r * lds + i] for r < rows, i < n: a grid row's
  * pixels for every output channel, inline (at 8x8 maps a memcpy call for
  * each 32 bytes) */
@@ -482,7 +490,7 @@ static void scatter_rows(const tgk_conv_gemm *c, tgk_vec_fn act, int64_t i, int6
                          int64_t r1, int64_t c0, int64_t c1, const float *tmp, int64_t ldt)
 {
     int64_t pout = c->P / c->wp * c->ow;
-    float *y = c->y + i * c->M * pout;
+    float *y = c->y + y_offset(c, i, pout);
     const float *res = c->res ? c->res + i * c->M * pout : NULL;
     for (int64_t q = c0; q < c1;) {
         int64_t row = q / c->wp, col = q % c->wp;
@@ -541,7 +549,7 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
             c->cols(c->ctx, img, c0, c1, buf);
         last = img * cj->pchunks + pchunk;
         j.wp = cj->packed ? chunk_panels(cj, img * cj->pchunks + pchunk) : buf;
-        j.y += img * c->M * P + c0;
+        j.y += y_offset(c, img, P) + c0;
         j.res = j.res ? j.res + img * c->M * P + c0 : NULL;
         j.fn(&j, r0, r1, 0, np);
         epilogue(&j, r0, r1, 0, c1 - c0);
@@ -618,11 +626,12 @@ static void pack_pointwise(const void *ctx, int64_t img, int64_t p0, int64_t p1,
 
 int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
                       const float *w, const float *b, const float *res, float *y,
-                      tgk_vec_fn act)
+                      int64_t y_stride, tgk_vec_fn act)
 {
     pointwise_cols pc = {x, C, P};
     tgk_conv_gemm c = {.n = n, .groups = 1, .M = K, .K = C, .P = P, .w = w, .b = b,
-                       .res = res, .y = y, .act = act, .cols = pack_pointwise, .ctx = &pc};
+                       .res = res, .y = y, .y_stride = y_stride, .act = act,
+                       .cols = pack_pointwise, .ctx = &pc};
     return tgk_conv_gemm_f32(&c);
 }
 

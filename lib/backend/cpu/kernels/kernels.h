@@ -94,11 +94,12 @@ void tgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_
 /* A 1x1 convolution (stride 1, no padding, one group) over n images of P
  * pixels: y[i] = act(w[K, C] x[i][C, P] + b + res[i]) per image, b [K]
  * (one value an output channel), res (n x [K, P], not overlapping y) and act
- * may be NULL. The images are read in place (the packed GEMM's register
- * tiles with pixels as panels). 0, or -1 when scratch cannot be allocated. */
+ * may be NULL; y[i] at y + i * y_stride (0: K * P, contiguous). The images
+ * are read in place (the packed GEMM's register tiles with pixels as
+ * panels). 0, or -1 when scratch cannot be allocated. */
 int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
                       const float *w, const float *b, const float *res, float *y,
-                      tgk_vec_fn act);
+                      int64_t y_stride, tgk_vec_fn act);
 /* A convolution as a GEMM over its pixels, n of them (images x groups: GEMM
  * i is image i / groups, group i % groups): y[i] = act(w[g][M, K] cols_i[K, P]
  * + b[g] + res[i]), g = i % groups; w [groups][M][K], b [groups * M] (one
@@ -114,12 +115,15 @@ int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x
  * read in place at src + i * src_stride + koff[k], its P pixels a grid of
  * rows wp long of which the first ow are y's (the rest computed and
  * dropped; y and res then hold P / wp * ow pixels an output channel), and
- * src readable a panel chunk (64 floats) past any pixel's last tap. 0, or
- * -1 when scratch cannot be allocated. */
+ * src readable a panel chunk (64 floats) past any pixel's last tap.
+ * y_stride: elements from one image's y (groups GEMMs) to the next's, 0 for
+ * groups * M * (y's pixels): y contiguous (res always is). 0, or -1 when
+ * scratch cannot be allocated. */
 typedef struct {
     int64_t n, groups, M, K, P;
     const float *w, *b, *res;
     float *y;
+    int64_t y_stride;
     tgk_vec_fn act;
     void (*cols)(const void *ctx, int64_t i, int64_t p0, int64_t p1, float *buf);
     const void *ctx;
@@ -226,6 +230,11 @@ typedef struct {
      * to each block of y while it is in cache, the others in a pass after. */
     const float *res;
     tgk_vec_fn act;
+    /* Elements from one image's y to the next's; 0: one image's size (y
+     * contiguous). Larger: y is the images' part of a wider result (a
+     * concat along the channels written in place); res stays contiguous.
+     * tgk_conv_f32's alone (the quantized kernels take 0). */
+    int64_t y_stride;
 } tgk_conv_desc;
 /* b may be NULL. out[] must be filled in by the caller. Scratch is bounded
  * (a few MiB of im2col columns, or 32 MiB of padded images, whatever the

@@ -109,7 +109,9 @@ void tgk_concat(size_t elsize, int64_t outer, int64_t inner, int n, const void *
     int64_t ys[2] = { total * inner, 1 }, at = 0;
     for (int i = 0; i < n; i++) {
         int64_t d[2] = { outer, len[i] * inner }, xs[2] = { len[i] * inner, 1 };
-        tgk_copy_strided(elsize, 2, d, x[i], xs, (char *)y + (size_t)(at * inner) * elsize, ys);
+        if (x[i])
+            tgk_copy_strided(elsize, 2, d, x[i], xs, (char *)y + (size_t)(at * inner) * elsize,
+                             ys);
         at += len[i];
     }
 }

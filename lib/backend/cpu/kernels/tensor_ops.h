@@ -113,7 +113,8 @@ void tgk_expand(size_t elsize, int rank, const int64_t *dims, int in_rank, const
 /* y = x[..., start : start + len*step : step, ...] along axis; dims are x's. */
 void tgk_slice(size_t elsize, int rank, const int64_t *dims, int axis, int64_t start,
                int64_t step, int64_t len, const void *x, void *y);
-/* n inputs [outer, len[i], inner] joined along the middle axis. */
+/* n inputs [outer, len[i], inner] joined along the middle axis; x[i] NULL:
+ * already in its place in y (written there by its producer). */
 void tgk_concat(size_t elsize, int64_t outer, int64_t inner, int n, const void *const *x,
                 const int64_t *len, void *y);
 /* y = x with before[k]/after[k] elements of *value added around axis k;
