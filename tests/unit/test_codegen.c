@@ -54,6 +54,21 @@ static void test_pools(void)
     pool_case(TG_OP_MAX_POOL, k15, s1, p0, d1, 0, 1, 5, 41);
     pool_case(TG_OP_AVG_POOL, k15, s1, p0, d1, 0, 1, 5, 41);
     pool_case(TG_OP_MAX_POOL, k3, s2, p1, d1, 0, 1, 2, 4200);
+    /* rows shorter than a vector, in loops of the largest power of two in
+     * their length, the last one again (SqueezeNet's 31 -> 15 and 15 -> 7:
+     * 8 + 8 and 4 + 4; 13 -> 6; 5 -> 2), and the stride phases copied in one
+     * loop over groups of sw input floats with each phase's leftovers after
+     * (padding: phases that start and end apart; stride 3, all three read;
+     * a 1x1 kernel reads one phase of two: a loop of its own) */
+    int64_t k1[] = {1, 1};
+    pool_case(TG_OP_MAX_POOL, k3, s2, p0, d1, 0, 1, 31, 31);
+    pool_case(TG_OP_MAX_POOL, k3, s2, p0, d1, 0, 1, 15, 15);
+    pool_case(TG_OP_MAX_POOL, k3, s2, p1, d1, 1, 1, 12, 11);
+    pool_case(TG_OP_AVG_POOL, k3, s2, p1, d1, 0, 0, 15, 13);
+    pool_case(TG_OP_AVG_POOL, k3, s2, p0, d1, 0, 1, 6, 5);
+    pool_case(TG_OP_MAX_POOL, k3, s3, p0, d1, 0, 1, 17, 29);
+    pool_case(TG_OP_MAX_POOL, k3, s3, p1, d1, 1, 1, 8, 16);
+    pool_case(TG_OP_MAX_POOL, k1, s2, p0, d1, 0, 1, 9, 9);
 }
 
 static void test_loops(void)

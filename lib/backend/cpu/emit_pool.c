@@ -88,11 +88,18 @@ static const char *step(bool max)
 static void loops(FILE *f, const char *ind, const char *var, int64_t n, bool redo,
                   const char *body)
 {
-    int64_t whole = n / VL * VL;
-    bool twice = redo && n > VL && whole != n;
+    /* fewer than VL elements: the largest power of two in n as the width, so
+     * a row of 15 is two loops of 8 (ymm) and one of 7 two of 4, not a
+     * vector, a half and scalar selects (SqueezeNet's 31 -> 15 and 15 -> 7
+     * pools at 1.3 and 1.0 ns an input element, against 0.6 at 63 -> 31) */
+    int64_t w = VL;
+    while (redo && w > n && w > 2)
+        w /= 2;
+    int64_t whole = n / w * w;
+    bool twice = redo && n > w && whole != n;
     for (int pass = 0; pass < 1 + twice; pass++)
         fprintf(f, "#pragma GCC unroll 1\n%sfor (int64_t %s = %" PRId64 "; %s < %" PRId64
-                "; %s++) {\n%s%s}\n", ind, var, pass ? n - VL : 0, var,
+                "; %s++) {\n%s%s}\n", ind, var, pass ? n - w : 0, var,
                 twice && !pass ? whole : n, var, body, ind);
 }
 
@@ -115,6 +122,51 @@ static int64_t block_rows(const geom *q, int64_t len)
 {
     int64_t r = MAX_BLOCK / len;
     return r < 1 ? 1 : r < q->ih ? r : q->ih;
+}
+
+/* phase r's elements [j0, j1) copied from the input row (into line l) */
+static void copy_phase(FILE *f, const geom *q, int64_t lp, int64_t r, int64_t j0, int64_t j1)
+{
+    if (j1 > j0)
+        loops(f, "                ", "j", j1 - j0, true,
+              text("                    l[%" PRId64 " + j] = row[j * %" PRId64 " + %" PRId64
+                   "];\n", r * lp + j0, q->sw, j0 * q->sw + r - q->pw));
+}
+
+/* An input row into its stride phases. Where every phase is read, the
+ * elements all phases have come in one loop over whole groups of sw input
+ * floats (a phase alone reads every sw-th float: GCC peeled its vector
+ * loop's last iterations to scalar code, not to read the gap past the
+ * row's last one), and each phase's few others after. */
+static void emit_split(FILE *f, const geom *q, int64_t lp)
+{
+    int64_t jlo[64], jhi[64], j0 = 0, j1 = lp;
+    bool used[64] = {0}, all = q->sw > 1;
+    for (int64_t kw = 0; kw < q->kw; kw++)
+        used[kw * q->dw % q->sw] = true;
+    for (int64_t r = 0; r < q->sw; r++) {
+        jlo[r] = q->pw > r ? (q->pw - r + q->sw - 1) / q->sw : 0;
+        jhi[r] = (q->iw + q->pw - r + q->sw - 1) / q->sw;
+        jhi[r] = jhi[r] < lp ? jhi[r] : lp;
+        all = all && used[r];
+        j0 = jlo[r] > j0 ? jlo[r] : j0;
+        j1 = jhi[r] < j1 ? jhi[r] : j1;
+    }
+    if (!all || j1 <= j0) {
+        for (int64_t r = 0; r < q->sw; r++)
+            if (used[r])
+                copy_phase(f, q, lp, r, jlo[r], jhi[r]);
+        return;
+    }
+    char *body = text("%s", "");
+    for (int64_t r = 0; r < q->sw; r++)
+        body = text("%s                    l[%" PRId64 " + j] = row[j * %" PRId64 " + %" PRId64
+                    "];\n", body, r * lp + j0, q->sw, j0 * q->sw + r - q->pw);
+    loops(f, "                ", "j", j1 - j0, true, body);
+    for (int64_t r = 0; r < q->sw; r++) {
+        copy_phase(f, q, lp, r, jlo[r], j0);
+        copy_phase(f, q, lp, r, j1, jhi[r]);
+    }
 }
 
 /* The function's body, from its opening brace. */
@@ -159,18 +211,7 @@ static void emit_body(FILE *f, const geom *q, bool max, bool include_pad)
      * (kw dw) / sw; phase r's element j is input column j sw + r - pw, copied
      * straight from the input (a line copied first and split, or read at
      * offsets, waited on its own stores: 6x slower on 16x16 -> 8x8 / 2) */
-    bool split[64] = {0};
-    for (int64_t kw = 0; kw < q->kw; kw++) {
-        int64_t r = kw * q->dw % q->sw;
-        int64_t jlo = q->pw > r ? (q->pw - r + q->sw - 1) / q->sw : 0;
-        int64_t jhi = (q->iw + q->pw - r + q->sw - 1) / q->sw;
-        jhi = jhi < lp ? jhi : lp;
-        if (!split[r] && jhi > jlo)
-            loops(f, "                ", "j", jhi - jlo, true,
-                  text("                    l[%" PRId64 " + j] = row[j * %" PRId64 " + %" PRId64
-                       "];\n", r * lp + jlo, q->sw, jlo * q->sw + r - q->pw));
-        split[r] = true;
-    }
+    emit_split(f, q, lp);
     /* then each row's windows along it, into rows */
     fprintf(f, "            }\n            for (int64_t r = 0; r < nb; r++) {\n"
             "                const float *l = ph + r * %" PRId64 ";\n"
