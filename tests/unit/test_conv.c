@@ -427,10 +427,14 @@ int main(void)
      * panels, the last partial panel packed) with each register tile the CPU
      * runs, 1 and 2 threads: pixels below one panel, at whole panels, with a
      * tail; output channels within, at and past a tile's rows, one alone
-     * (the 4-panel single-row tile); batches; relu */
+     * (the 4-panel single-row tile); batches; relu. Small maps in a batch
+     * go as one GEMM over every image's pixels (merged: 5x7, 4x4, 3x5, 7x7,
+     * 13x13, SqueezeNet's 7x7 expand), panels spanning images. */
     static const int64_t pw[][6] = {
         /* n, c, k, h, w, relu */
         {1, 16, 64, 64, 64, 0},
+        {8, 64, 256, 7, 7, 1},
+        {8, 37, 40, 13, 13, 0},
         {3, 13, 7, 5, 7, 1},
         {2, 160, 960, 4, 4, 0},
         {1, 5, 1, 8, 8, 1},
@@ -508,6 +512,7 @@ int main(void)
     static const int64_t ep[][10] = {
         {1, 24, 40, 1, 8, 8, 1, 1, 1, 0},       /* pointwise */
         {2, 13, 7, 1, 5, 7, 1, 1, 1, 0},        /* pointwise, partial panels */
+        {8, 24, 19, 1, 7, 7, 1, 1, 1, 0},       /* pointwise, images merged */
         {1, 16, 21, 1, 13, 19, 3, 3, 1, 1},     /* direct */
         {2, 3, 16, 1, 32, 30, 3, 3, 2, 1},      /* direct, strided (a stem) */
         {1, 64, 16, 1, 12, 12, 3, 3, 2, 1},     /* im2col */

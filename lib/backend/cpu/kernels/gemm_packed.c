@@ -433,6 +433,7 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
 typedef struct {
     pgemm_job j;                /* image 0's; x: group 0's weight */
     const tgk_conv_gemm *c;
+    int64_t n, P;               /* GEMMs and pixels of each: c's, or merged 1 and n * P */
     int64_t panels;             /* of an image's pixels, the last maybe partial */
     int64_t rchunks, pchunks;
     float *packed;              /* every (image, pixel chunk) packed up front, or NULL */
@@ -450,7 +451,7 @@ static void pixel_range(const conv_gemm_job *cj, int64_t pchunk, int64_t *c0, in
     int64_t p0 = pchunk * cj->j.panel_chunk;
     int64_t p1 = p0 + cj->j.panel_chunk < cj->panels ? p0 + cj->j.panel_chunk : cj->panels;
     *c0 = p0 * TGK_PANEL;
-    *c1 = p1 * TGK_PANEL < cj->c->P ? p1 * TGK_PANEL : cj->c->P;
+    *c1 = p1 * TGK_PANEL < cj->P ? p1 * TGK_PANEL : cj->P;
 }
 
 static void pack_chunks(void *ctx, int64_t begin, int64_t end)
@@ -505,14 +506,31 @@ static void scatter_rows(const tgk_conv_gemm *c, tgk_vec_fn act, int64_t i, int6
     }
 }
 
+/* Merged images' pixels [c0, c1) of rows [r0, r1), computed into tmp (rows
+ * ldt apart, from row r0): each image's run of them copied to its y, then
+ * the epilogue (res, act: c's, or NULL where the tile applied it) in cache. */
+static void scatter_images(const tgk_conv_gemm *c, tgk_vec_fn act, int64_t r0, int64_t r1,
+                           int64_t c0, int64_t c1, const float *tmp, int64_t ldt)
+{
+    for (int64_t q = c0; q < c1;) {
+        int64_t p = q % c->P, n = c1 - q < c->P - p ? c1 - q : c->P - p;
+        float *y = c->y + y_offset(c, q / c->P, c->P) + p;
+        const float *res = c->res ? c->res + q / c->P * c->M * c->P + p : NULL;
+        copy_rows(n, r1 - r0, tmp + q - c0, ldt, y + r0 * c->P, c->P);
+        tgk_gemm_epilogue(y, c->P, res, act, r0, r1, 0, n);
+        q += n;
+    }
+}
+
 static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
 {
     conv_gemm_job *cj = ctx;
     const tgk_conv_gemm *c = cj->c;
-    int64_t P = c->P, K = c->K, chunk = cj->j.panel_chunk * TGK_PANEL;
-    /* scratch: the task's packed panels, or (implicit) its rows of y */
-    int64_t need = !c->cols ? cj->j.row_chunk * chunk : cj->packed ? 0 : K * chunk;
-    float *buf = need ? malloc((size_t)need * sizeof *buf) : NULL;
+    int64_t P = cj->P, K = c->K, chunk = cj->j.panel_chunk * TGK_PANEL;
+    /* scratch: the task's packed panels, and (implicit, merged) its rows of y */
+    int64_t npack = c->cols && !cj->packed ? K * chunk : 0;
+    int64_t need = npack + (!c->cols || c->merged ? cj->j.row_chunk * chunk : 0);
+    float *buf = need ? malloc((size_t)need * sizeof *buf) : NULL, *out = buf + npack;
     if (need && !buf) {
         atomic_store(&cj->failed, true);
         return;
@@ -539,16 +557,25 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
             j.wp = c->src + img * c->src_stride + c0;
             j.x += r0 * K;
             j.b = j.b ? j.b + r0 : NULL;
-            j.y = buf;
+            j.y = out;
             j.ldy = chunk;
             j.fn(&j, 0, r1 - r0, 0, np);
-            scatter_rows(c, j.act, img, r0, r1, c0, c1, buf, chunk);
+            scatter_rows(c, j.act, img, r0, r1, c0, c1, out, chunk);
             continue;
         }
         if (!cj->packed && img * cj->pchunks + pchunk != last)
             c->cols(c->ctx, img, c0, c1, buf);
         last = img * cj->pchunks + pchunk;
         j.wp = cj->packed ? chunk_panels(cj, img * cj->pchunks + pchunk) : buf;
+        if (c->merged) {
+            j.x += r0 * K;
+            j.b = j.b ? j.b + r0 : NULL;
+            j.y = out;
+            j.ldy = chunk;
+            j.fn(&j, 0, r1 - r0, 0, np);
+            scatter_images(c, j.act, r0, r1, c0, c1, out, chunk);
+            continue;
+        }
         j.y += y_offset(c, img, P) + c0;
         j.res = j.res ? j.res + img * c->M * P + c0 : NULL;
         j.fn(&j, r0, r1, 0, np);
@@ -559,20 +586,23 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
 
 int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
 {
-    if (c->n <= 0 || c->M <= 0 || c->P <= 0)
-        return 0;
+    if (c->n <= 0 || c->M <= 0 || c->P <= 0 || (c->merged && (c->groups != 1 || !c->cols)))
+        return c->n <= 0 || c->M <= 0 || c->P <= 0 ? 0 : -1;
+    /* merged: one GEMM over every image's pixels, y and res written per image */
+    int64_t n = c->merged ? 1 : c->n, P = c->merged ? c->n * c->P : c->P;
+    bool res_in_tile = c->cols && !c->merged;
     int64_t tiles = (c->M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     conv_gemm_job cj = {
-        .j = {.M = c->M, .N = c->P, .K = c->K, .ldx = c->K, .ldy = c->P, .x = c->w, .b = c->b,
+        .j = {.M = c->M, .N = P, .K = c->K, .ldx = c->K, .ldy = P, .x = c->w, .b = c->b,
               .bias_rows = true, .y = c->y, .y_diag = TGK_NO_DIAG, .x_diag = TGK_NO_DIAG,
-              .res = c->cols ? c->res : NULL, .act = c->act, .panel_chunk = 4,
+              .res = res_in_tile ? c->res : NULL, .act = c->act, .panel_chunk = 4,
               .fn = c->cols ? kind.fn : kind.fn_koff,
               .pstride = c->cols ? c->K * TGK_PANEL : TGK_PANEL, .ldb = TGK_PANEL,
               .koff = c->koff},
-        .c = c, .panels = (c->P + TGK_PANEL - 1) / TGK_PANEL};
-    /* on the registers, not a pass after (the implicit path adds the residual
-     * in scatter_rows, after the tile) */
-    cj.j.act_reg = act_in_registers(c->act, c->cols ? NULL : c->res);
+        .c = c, .n = n, .P = P, .panels = (P + TGK_PANEL - 1) / TGK_PANEL};
+    /* on the registers, not a pass after (the implicit and merged paths add
+     * the residual as they scatter, after the tile) */
+    cj.j.act_reg = act_in_registers(c->act, res_in_tile ? NULL : c->res);
     if (cj.j.act_reg != ACT_CALL)
         cj.j.act = NULL;
     cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
@@ -580,11 +610,11 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
         /* to keep the threads busy, first fewer pixels a task, then fewer
          * rows a task (implicit: nothing to pack, so rows split freely) */
         int64_t want = 2 * (int64_t)tgk_num_threads();
-        while (c->n * cj.pchunks < want && cj.j.panel_chunk > 1) {
+        while (n * cj.pchunks < want && cj.j.panel_chunk > 1) {
             cj.j.panel_chunk /= 2;
             cj.pchunks = (cj.panels + cj.j.panel_chunk - 1) / cj.j.panel_chunk;
         }
-        int64_t have = c->n * cj.pchunks;
+        int64_t have = n * cj.pchunks;
         if (c->whole_rows) {
             row_chunks = have >= want ? 1 : (want + have - 1) / have;
             row_chunks = row_chunks < tiles ? row_chunks : tiles;
@@ -604,9 +634,9 @@ int tgk_conv_gemm_f32(const tgk_conv_gemm *c)
     cj.rchunks = (c->M + cj.j.row_chunk - 1) / cj.j.row_chunk;
     atomic_init(&cj.failed, false);
     if (cj.packed)
-        tgk_parallel_for(c->n * cj.pchunks, 1, pack_chunks, &cj);
-    int64_t tasks = c->n * cj.rchunks * cj.pchunks;
-    double per_task = (double)c->n * (double)c->M * (double)c->P * (double)c->K / (double)tasks;
+        tgk_parallel_for(n * cj.pchunks, 1, pack_chunks, &cj);
+    int64_t tasks = n * cj.rchunks * cj.pchunks;
+    double per_task = (double)n * (double)c->M * (double)P * (double)c->K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, conv_gemm_tasks, &cj);
     free(cj.packed);
     return atomic_load(&cj.failed) ? -1 : 0;
@@ -624,14 +654,51 @@ static void pack_pointwise(const void *ctx, int64_t img, int64_t p0, int64_t p1,
     pack(pc->x + img * pc->C * pc->P + p0, 1, pc->P, p1 - p0, pc->C, buf);
 }
 
+/* the merged images' pixels [q0, q1): a panel inside one image a copy of
+ * whole panel rows, one across images its runs element by element */
+TGK_CLONES static void pack_merged(const void *ctx, int64_t img, int64_t q0, int64_t q1,
+                                   float *buf)
+{
+    const pointwise_cols *pc = ctx;
+    (void)img;
+    for (int64_t p0 = q0; p0 < q1; p0 += TGK_PANEL, buf += pc->C * TGK_PANEL) {
+        int64_t p1 = q1 - p0 < TGK_PANEL ? q1 : p0 + TGK_PANEL;
+        if (p0 / pc->P == (p1 - 1) / pc->P) {
+            pack(pc->x + p0 / pc->P * pc->C * pc->P + p0 % pc->P, 1, pc->P, p1 - p0, pc->C, buf);
+            continue;
+        }
+        memset(buf, 0, sizeof *buf * (size_t)(pc->C * TGK_PANEL));
+        for (int64_t q = p0; q < p1;) {
+            int64_t p = q % pc->P, n = p1 - q < pc->P - p ? p1 - q : pc->P - p;
+            const float *s = pc->x + q / pc->P * pc->C * pc->P + p;
+            for (int64_t k = 0; k < pc->C; k++)
+                for (int64_t c = 0; c < n; c++)
+                    buf[k * TGK_PANEL + q - p0 + c] = s[k * pc->P + c];
+            q += n;
+        }
+    }
+}
+
+/* Whether n images of P pixels go as one GEMM over all their pixels: where
+ * each image's last register tile (2 panels, 32 pixels) would leave more
+ * than a tenth more lanes idle than the merged run's (7x7 maps: 49 pixels
+ * in 64 lanes, 392 of 8 images in 416). */
+static bool merge_images(int64_t n, int64_t P)
+{
+    int64_t w = 2 * TGK_PANEL;
+    return n > 1 && 10 * n * ((P + w - 1) / w) > 11 * ((n * P + w - 1) / w);
+}
+
 int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x,
                       const float *w, const float *b, const float *res, float *y,
                       int64_t y_stride, tgk_vec_fn act)
 {
     pointwise_cols pc = {x, C, P};
+    bool merged = merge_images(n, P);
     tgk_conv_gemm c = {.n = n, .groups = 1, .M = K, .K = C, .P = P, .w = w, .b = b,
                        .res = res, .y = y, .y_stride = y_stride, .act = act,
-                       .cols = pack_pointwise, .ctx = &pc};
+                       .cols = merged ? pack_merged : pack_pointwise, .ctx = &pc,
+                       .merged = merged};
     return tgk_conv_gemm_f32(&c);
 }
 

@@ -117,8 +117,12 @@ int tgk_pointwise_f32(int64_t n, int64_t C, int64_t K, int64_t P, const float *x
  * dropped; y and res then hold P / wp * ow pixels an output channel), and
  * src readable a panel chunk (64 floats) past any pixel's last tap.
  * y_stride: elements from one image's y (groups GEMMs) to the next's, 0 for
- * groups * M * (y's pixels): y contiguous (res always is). 0, or -1 when
- * scratch cannot be allocated. */
+ * groups * M * (y's pixels): y contiguous (res always is). merged (groups 1,
+ * with cols): one GEMM over the n images' pixels in a row of n * P, cols
+ * called with i = 0 and pixels of that row (a chunk may span images), y and
+ * res still written per image: small maps, whose own register tiles would
+ * leave lanes idle. 0, or -1 when scratch cannot be allocated (or merged
+ * without cols or with groups). */
 typedef struct {
     int64_t n, groups, M, K, P;
     const float *w, *b, *res;
@@ -131,6 +135,7 @@ typedef struct {
     const float *src;
     const int64_t *koff;
     int64_t src_stride, wp, ow;
+    bool merged;
 } tgk_conv_gemm;
 int tgk_conv_gemm_f32(const tgk_conv_gemm *c);
 /* Task t of a packed GEMM split into chunks of row_chunk rows x panel_chunk
