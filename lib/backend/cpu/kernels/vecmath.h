@@ -72,16 +72,9 @@ static inline uint32_t tgk_float_bits(float f)
     return u;
 }
 
-/* exp(x) = exp(r) 2^n: x = n ln2 + r, |r| <= ln2/2, *n set, exp(r) returned
- * by Cephes' degree-6 polynomial. */
-static inline float tgk_exp_reduce(float x, int32_t *n)
+/* exp(r) for |r| <= ln2/2: Cephes' degree-6 polynomial */
+static inline float tgk_exp_poly(float r)
 {
-    const float shift = 12582912.0f;              /* 1.5 * 2^23: rounds to integer */
-    float t = x * 1.44269504088896341f + shift;
-    float nf = t - shift;
-    *n = (int32_t)(tgk_float_bits(t) - tgk_float_bits(shift));
-    float r = x - nf * 0.693359375f;
-    r = r + nf * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -89,6 +82,35 @@ static inline float tgk_exp_reduce(float x, int32_t *n)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     return p * r * r + r + 1.0f;
+}
+
+/* x - lo = n ln2 + r, |r| <= ln2/2 (about): *n set, exp(r) returned. ln2 in
+ * two parts, x - n ln2 nearly exact, lo taken off after it (0 folds away) */
+static inline float tgk_exp_reduce_lo(float x, float lo, int32_t *n)
+{
+    const float shift = 12582912.0f;              /* 1.5 * 2^23: rounds to integer */
+    float t = (x - lo) * 1.44269504088896341f + shift;
+    float nf = t - shift;
+    *n = (int32_t)(tgk_float_bits(t) - tgk_float_bits(shift));
+    float r = x - nf * 0.693359375f;
+    r = r + nf * 2.12194440e-4f;
+    return tgk_exp_poly(r - lo);
+}
+
+/* exp(x) = exp(r) 2^n: *n set, exp(r) returned */
+static inline float tgk_exp_reduce(float x, int32_t *n)
+{
+    return tgk_exp_reduce_lo(x, 0.0f, n);
+}
+
+/* 2^n for n in [-252, 254], in two halves, so that p 2^n comes out right
+ * down to the denormals */
+static inline float tgk_scale2n(float p, int32_t ni)
+{
+    int32_t h = ni >> 1;
+    float s1 = tgk_bits_float((uint32_t)(h + 127) << 23);
+    float s2 = tgk_bits_float((uint32_t)(ni - h + 127) << 23);
+    return p * s1 * s2;
 }
 
 /* exp: 2^n built in two halves so results down to the denormals come out
@@ -99,10 +121,7 @@ static inline float tgk_exp(float x)
     x = x < -104.0f ? -104.0f : x;
     int32_t ni;
     float p = tgk_exp_reduce(x, &ni);
-    int32_t h = ni >> 1;
-    float s1 = tgk_bits_float((uint32_t)(h + 127) << 23);
-    float s2 = tgk_bits_float((uint32_t)(ni - h + 127) << 23);
-    return p * s1 * s2;
+    return tgk_scale2n(p, ni);
 }
 
 /* exp(x), but 0 where that is below 2^-126 (x < -87.33): softmax's
@@ -163,7 +182,9 @@ static inline float tgk_split_hi(float v)
 
 /* erfc(a) for a >= 1, given a^2 as sq_hi + sq_lo: exp(-a^2) g(t), t = 1/(1 + a/2),
  * g a degree-9 fit in t - 0.40476 (relative error 4e-9). The exponent is the
- * sensitive part (a^2 = 100 at a = 10), so callers pass it nearly exact. */
+ * sensitive part (a^2 = 100 at a = 10), so callers pass it nearly exact:
+ * one exp, sq_hi reduced (n from the whole sum) and sq_lo taken off the
+ * remainder (not a second exp for sq_lo: the GELU 1.2 -> ns an element). */
 static inline float tgk_erfc_big(float a, float sq_hi, float sq_lo)
 {
     float s = 1.0f / (1.0f + 0.5f * a) - 0.404761905f;
@@ -177,7 +198,9 @@ static inline float tgk_erfc_big(float a, float sq_hi, float sq_lo)
     g = g * s + 7.912080050e-01f;
     g = g * s + 6.871484914e-01f;
     g = g * s + 1.822554091e-01f;
-    return tgk_exp(-sq_hi) * tgk_exp(-sq_lo) * g;
+    int32_t ni;
+    float p = tgk_exp_reduce_lo(-sq_hi < -104.0f ? -104.0f : -sq_hi, sq_lo, &ni);
+    return tgk_scale2n(p * g, ni);
 }
 
 static inline float tgk_erf(float x)
