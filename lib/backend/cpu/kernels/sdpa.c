@@ -70,7 +70,8 @@ TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t dia
         float m_new = mx > t->m[i] ? mx : t->m[i];
         /* all -inf so far: any finite reference gives exp() = 0, not NaN */
         float ref = m_new == -INFINITY ? 0.0f : m_new;
-        float alpha = tgk_exp_ftz(t->m[i] - ref);
+        /* the first key tile: l and acc start here (no scalar exp a row) */
+        float alpha = first ? 0.0f : tgk_exp_ftz(t->m[i] - ref);
         for (int64_t j = 0; j < n8; j++)    /* no denormal for the P V product */
             s[j] = tgk_exp_ftz(s[j] - ref);
         for (int64_t j = n8; j < nc; j++)
