@@ -310,6 +310,9 @@ int main(void)
     c = fixed(3, 37, 21, 1, 1, 1, 1, 1, 1, 0, false);     /* the same over a batch */
     c.d.relu = true;
     run_case(&c, false);
+    c = fixed(9, 37, 21, 1, 1, 1, 1, 1, 1, 0, false);     /* more rows than a GEMV takes */
+    c.d.relu = true;
+    run_case(&c, true);
     c = fixed(9, 6, 8, 2, 9, 11, 3, 3, 2, 1, false);      /* many images: one per thread */
     run_case(&c, false);
     c = fixed(2, 16, 16, 16, 30, 30, 3, 3, 1, 1, false);  /* depthwise */

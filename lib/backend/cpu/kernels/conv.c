@@ -635,23 +635,30 @@ static void run_items(int64_t items, tgk_task_fn fn, conv_job *j)
             fn(j, i, i + 1);
 }
 
-/* relu over the output of the paths that do not apply it as they store */
-TGK_CLONES static void relu_planes(void *ctx, int64_t begin, int64_t end)
+/* relu, or y = act(y + res), over output planes [begin, end) (image,
+ * channel) of the paths that do not apply them as they store: each image's
+ * run of planes at a time (images y_stride apart, res contiguous) */
+static void finish_planes(const conv_job *j, int64_t begin, int64_t end, bool relu)
 {
-    const conv_job *j = ctx;
-    float *y = j->y + begin * j->g.out_sp;
-    for (int64_t i = 0; i < (end - begin) * j->g.out_sp; i++)
-        y[i] = y[i] < 0 ? 0 : y[i];
+    int64_t sp = j->g.out_sp, k = j->d->k;
+    for (int64_t p = begin, q; p < end; p = q) {
+        q = (p / k + 1) * k < end ? (p / k + 1) * k : end;
+        float *y = j->y + p / k * j->ys + p % k * sp;
+        if (relu)
+            tgk_vec_relu_f32((q - p) * sp, y, y);
+        else
+            epilogue_span(j->d, y, j->d->res ? j->d->res + p * sp : NULL, (q - p) * sp);
+    }
 }
 
-/* y = act(y + res) over the output of the paths that do not apply them as
- * they go */
+static void relu_planes(void *ctx, int64_t begin, int64_t end)
+{
+    finish_planes(ctx, begin, end, true);
+}
+
 static void epilogue_planes(void *ctx, int64_t begin, int64_t end)
 {
-    const conv_job *j = ctx;
-    int64_t at = begin * j->g.out_sp;
-    epilogue_span(j->d, j->y + at, j->d->res ? j->d->res + at : NULL,
-                  (end - begin) * j->g.out_sp);
+    finish_planes(ctx, begin, end, false);
 }
 
 /* The convolution into a scratch result, then its max pool into y: the
@@ -676,8 +683,8 @@ static int conv_then_pool(const tgk_conv_desc *d, const tgk_conv_geom *g, const 
 }
 
 /* One image at a time, each into its part of y (y_stride apart): the paths
- * that write y as one block (transposed, depthwise, squeeze-excite's
- * pixel, a pool after the convolution). */
+ * that write y as one block (transposed, depthwise, a pool after the
+ * convolution). */
 static int conv_images(const tgk_conv_desc *d, const tgk_conv_geom *g, int64_t image,
                        const float *x, const float *w, const float *b, float *y)
 {
@@ -715,7 +722,7 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         return tgk_conv_f32(&after, x, w, b, y);
     }
     if (apart && (d->transposed || (d->pool > 1 && !use_direct(d, &j.g)) ||
-                  (d->groups == d->c && d->groups > 1) || j.g.out_sp == 1))
+                  (d->groups == d->c && d->groups > 1)))
         return conv_images(d, &j.g, image, x, w, b, y);
     if (d->pool > 1 && !use_direct(d, &j.g))
         return conv_then_pool(d, &j.g, x, w, b, y);
@@ -734,8 +741,8 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
          * over the batch; as a GEMM over pixels its one column filled a
          * 16-wide panel (16x the work) */
         for (int64_t i = 0; i < d->n * d->k; i++)
-            y[i] = b ? b[i % d->k] : 0.0f;
-        tgk_gemm_f32(false, true, d->n, d->k, d->c, 1.0f, x, d->c, w, d->c, 1.0f, y, d->k);
+            y[i / d->k * j.ys + i % d->k] = b ? b[i % d->k] : 0.0f;
+        tgk_gemm_f32(false, true, d->n, d->k, d->c, 1.0f, x, d->c, w, d->c, 1.0f, y, j.ys);
     } else if (d->groups == 1 && d->pool <= 1 && is_pointwise(g)) {
         return tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, x, w, b, d->res, y, j.ys,
                                  d->relu ? tgk_vec_relu_f32 : d->act);
