@@ -305,7 +305,8 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
             const tg_node *act = &g->nodes[r];
             const tg_value *x = &g->values[g->nodes[last].out[0]];
             const tg_value *y = &g->values[act->out[0]];
-            if (!is_activation(act->op) || p->root[r] != r) {
+            if (!is_activation(act->op) || p->root[r] != r ||
+                (rules->epilogue_supports && !rules->epilogue_supports(g, act))) {
                 TG_LOG(FUSION, TG_LOG_DEBUG, "act: %s -> %s refused: %s is not an activation",
                        g->nodes[last].name, act->name, tg_op_name(act->op));
                 break;

@@ -60,6 +60,9 @@ typedef struct {
      * no concat is written in place; else any kernel writes a part that is
      * one block (nothing before the axis but 1s) at its offset. */
     bool (*writes_rows)(const tg_graph *g, const struct tg_plan *p, int root, int axis);
+    /* Whether an epilogue applies activation nd after its product (NULL:
+     * every one); one it refuses stays for the loops. */
+    bool (*epilogue_supports)(const tg_graph *g, const tg_node *nd);
 } tg_group_rules;
 
 typedef enum {

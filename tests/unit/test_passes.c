@@ -340,8 +340,14 @@ static void test_fuse_conv_residual(void)
         }
 }
 
+static bool no_activation(const tg_graph *g, const tg_node *nd)
+{
+    return false;
+}
+
 /* The plan passes form only the groups the target's rules allow: none
- * without rules, no loop without loops, an epilogue without its pool. */
+ * without rules, no loop without loops, an epilogue without its pool, no
+ * epilogue of an activation the target's epilogues refuse. */
 static void test_group_rules(void)
 {
     tg_graph *g = tg_graph_new();
@@ -362,6 +368,11 @@ static void test_group_rules(void)
     p->rules = &rules;
     CHECK(tg_pass_fuse_act(g, p) == 1 && tg_pass_fuse_elementwise(g, p) == 0);
     CHECK(p->root[0] == 1 && p->root[1] == 1 && p->root[2] == 2 && p->root[3] == 3);
+    tg_plan_free(p);
+    rules.epilogue_supports = no_activation;
+    p = tg_plan_new(g);
+    p->rules = &rules;
+    CHECK(tg_pass_fuse_act(g, p) == 0 && p->root[0] == 0 && p->kind[1] == TG_GROUP_SINGLE);
     tg_plan_free(p);
     p = cpu_plan(g);
     CHECK(tg_pass_fuse_act(g, p) == 1 && tg_pass_fuse_elementwise(g, p) == 1);

@@ -50,7 +50,9 @@ static void put_attr(FILE *f, const tg_attr *a)
 }
 
 /* Whether value v is read only as a GEMM's weight (linear's input 1,
- * matmul's right operand), and by at least one, and is no output. */
+ * matmul's right operand, the weight of a convolution run as a product of
+ * its patches: ungrouped, not transposed), and by at least one, and is no
+ * output. */
 static bool gemm_weight(const tg_graph *g, int v)
 {
     bool used = false;
@@ -62,7 +64,10 @@ static bool gemm_weight(const tg_graph *g, int v)
         for (int k = 0; k < n->nin; k++) {
             if (n->in[k] != v)
                 continue;
-            if (k != 1 || (n->op != TG_OP_LINEAR && n->op != TG_OP_MATMUL))
+            bool product = n->op == TG_OP_CONV ? tg_node_int(n, "groups", 1) == 1 &&
+                                                     !tg_node_int(n, "transposed", 0)
+                                               : n->op == TG_OP_LINEAR || n->op == TG_OP_MATMUL;
+            if (k != 1 || !product)
                 return false;
             used = true;
         }
@@ -124,6 +129,8 @@ int tgc_blob_write(const tg_graph *g, const tg_plan *p, int math, FILE *f)
         put_i64(f, n->nattr);
         for (int k = 0; k < n->nattr; k++)
             put_attr(f, &n->attr[k]);
+        put_i64(f, p->root[i]);
+        put_i64(f, p->kind[i]);
     }
     put_ints(f, g->ninput, g->inputs);
     put_ints(f, g->noutput, g->outputs);
@@ -266,7 +273,9 @@ int tgc_blob_read(const uint8_t *buf, size_t len, tgc_blob *b)
     b->nslot = get_count(&c, 1 << 28);
     g->nnode = g->node_cap = get_count(&c, 1 << 28);
     g->nodes = calloc((size_t)g->nnode + 1, sizeof *g->nodes);
-    if (!g->nodes)
+    b->root = calloc((size_t)g->nnode + 1, sizeof *b->root);
+    b->kind = calloc((size_t)g->nnode + 1, sizeof *b->kind);
+    if (!g->nodes || !b->root || !b->kind)
         c.bad = true;
     for (int i = 0; !c.bad && i < g->nnode; i++) {
         tg_node *n = &g->nodes[i];
@@ -280,6 +289,12 @@ int tgc_blob_read(const uint8_t *buf, size_t len, tgc_blob *b)
             c.bad = true;
         for (int k = 0; !c.bad && k < n->nattr; k++)
             get_attr(&c, &n->attr[k]);
+        b->root[i] = (int)get_i64(&c);
+        b->kind[i] = (tg_group_kind)get_i64(&c);
+        /* a group runs at its root, its last node */
+        if (b->root[i] < i || b->root[i] >= g->nnode || b->kind[i] < TG_GROUP_SINGLE ||
+            b->kind[i] > TG_GROUP_STRIDED)
+            c.bad = true;
         if (n->op < 0 || n->op >= TG_OP_COUNT)
             c.bad = true;
         for (int k = 0; k < n->nin + n->nout && !c.bad; k++) {
@@ -330,5 +345,7 @@ void tgc_blob_free(tgc_blob *b)
     }
     free(b->alias);
     free(b->slot);
+    free(b->root);
+    free(b->kind);
     memset(b, 0, sizeof *b);
 }

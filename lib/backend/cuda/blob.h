@@ -12,9 +12,10 @@
 #include "../../graph.h"
 #include "../../passes/passes.h"
 
-#define TGC_BLOB_MAGIC "TGCUDA02"
+#define TGC_BLOB_MAGIC "TGCUDA03"
 
-/* g with its constants' data, and p's alias and slot of every value; math:
+/* g with its constants' data, p's alias and slot of every value and its
+ * groups (root and kind of every node); math:
  * tcompile --dtype (a tgc_math, cuda.h), with bf16 and fp16 the float32
  * weights of GEMMs (constants read only as a linear's weight or a matmul's
  * right operand) written in that type. 0 or -1 (tg_err). */
@@ -26,6 +27,8 @@ typedef struct {
     tg_graph *g;
     int *alias, *slot;          /* per value */
     int nslot;
+    int *root;                  /* per node: its group's root (the plan's) */
+    tg_group_kind *kind;        /* per node: its group's kind, read at the root */
     int math;                   /* a tgc_math */
 } tgc_blob;
 

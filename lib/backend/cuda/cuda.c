@@ -152,8 +152,31 @@ static int cuda_run(const tg_backend *be, const tg_run_ctx *c)
     return cs ? tgc_run_node(cs, c) : -1;
 }
 
-/* Runs graphs node by node; compiles them into a runtime that captures
- * the same kernels (compile.c). */
+static int cuda_run_group(const tg_backend *be, const tg_group_ctx *c)
+{
+    const tgc_state *cs = tgc_state_get();
+    return cs ? tgc_run_group(cs, c) : -1;
+}
+
+/* Only relu joins a product: cuBLASLt's epilogue applies it for nothing;
+ * another activation is a pass over the result either way, and better one
+ * of a loop with what reads it (silu(gate) * up). */
+static bool cuda_epilogue_supports(const tg_graph *g, const tg_node *nd)
+{
+    return nd->op == TG_OP_RELU;
+}
+
+/* What group.c runs as one: elementwise chains (float32, perhaps ending in a
+ * sum or mean) and a product's relu. */
+static const tg_group_rules cuda_groups = {
+    .epilogue = true,
+    .loop = true,
+    .loop_supports = tgc_loop_supports,
+    .epilogue_supports = cuda_epilogue_supports,
+};
+
+/* Runs graphs node by node and fused groups as one (group.c); compiles them
+ * into a runtime that captures the same kernels (compile.c). */
 static const tg_backend tg_backend_cuda = {
     .abi = TG_BACKEND_ABI,
     .name = "cuda",
@@ -167,6 +190,8 @@ static const tg_backend tg_backend_cuda = {
     .synchronize = cuda_synchronize,
     .supports_node = cuda_supports_node,
     .run = cuda_run,
+    .run_group = cuda_run_group,
+    .groups = &cuda_groups,
     .compile = tgc_compile,
     .compiles_node = tgc_compiles_node,
 };

@@ -32,6 +32,8 @@ typedef struct {
     struct tgc_lt24 *lt24;      /* the node's weight compressed at open (a compiled
                                  * model sets it per node), or NULL */
     int sm;                     /* compute capability, major * 10 + minor */
+    bool relu;                  /* the products' epilogue applies relu (an EPILOGUE
+                                 * group, group.c) */
 } tgc_state;
 
 /* tcompile --dtype, as a compiled model records it (blob.h) */
@@ -56,6 +58,11 @@ int tgc_run_node(const tgc_state *cs, const tg_run_ctx *c);
 bool tgc_node_checks(const tg_graph *g, int n, int64_t *init);
 int tgc_flag_error(const tg_graph *g, int n, const int64_t *in_dims, int64_t flag);
 
+/* group.c: the grouping rules' loop_supports, and a fused group's run (a
+ * LOOP or EPILOGUE group of the plan; its members all supported). */
+bool tgc_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);
+int tgc_run_group(const tgc_state *cs, const tg_group_ctx *c);
+
 /* compile.c: tcompile --target cuda (tg_backend's compiles_node and compile). */
 bool tgc_compiles_node(const tg_backend *be, const tg_graph *g, int n, char *why);
 int tgc_compile(const tg_backend *be, const tg_graph *g, const tg_plan *p,
@@ -72,5 +79,10 @@ int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, 
                float *y, int64_t M, int64_t N, int64_t K);
 int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
                const int64_t *bdims, tg_dtype bt, const void *b, float *y);
+/* An ungrouped convolution, not transposed (x, b, y float32; w float32 or
+ * cs->gemm_dtype, converted when compiled), through cuBLASLt in
+ * cs->gemm_dtype: its patches times the weight. */
+int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt,
+             const void *w, const float *b, float *y);
 
 #endif

@@ -1,6 +1,6 @@
 /* Matrix products through cuBLASLt, float32 (tf32 tensor cores when
- * TG_CUDA_MATH=tf32 or tcompile --dtype tf32), the bias added by its
- * epilogue; with tcompile --dtype bf16 or fp16 the operands in that type
+ * TG_CUDA_MATH=tf32 or tcompile --dtype tf32), the bias and relu (cs->relu)
+ * applied by its epilogue; with tcompile --dtype bf16 or fp16 the operands in that type
  * (the weights converted when compiled, the activations here) and the
  * accumulation and the output float32. Row-major Y = A B is column-major
  * Y^T = B^T A^T, so B goes in as cuBLASLt's A and A as its B. */
@@ -68,7 +68,10 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ly = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t ta = g->nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epi = g->bias ? (cs->relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                 : CUBLASLT_EPILOGUE_BIAS)
+                                     : (cs->relu ? CUBLASLT_EPILOGUE_RELU
+                                                 : CUBLASLT_EPILOGUE_DEFAULT);
     int32_t batch = (int32_t)g->batch, al = alignment(cs, g);
     cudaDataType ab = cs->gemm_dtype == TG_BF16 ? CUDA_R_16BF
                       : cs->gemm_dtype == TG_F16 ? CUDA_R_16F : CUDA_R_32F;
@@ -82,7 +85,7 @@ static int run_gemm(const tgc_state *cs, const gemm *g)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (!st)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (!st && g->bias)
+    if (!st && epi != CUBLASLT_EPILOGUE_DEFAULT)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     if (!st && g->bias)
         st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
@@ -162,7 +165,10 @@ static int bias_rows(const tgc_state *cs, const float *b, float *y, int64_t M, i
     if (!b)
         return 0;
     tgc_iter it = {.rank = 2, .dims = {M, N}, .st = {{N, 1}, {0, 1}}};
+    tgk_unary_param p = {0};
     int e = tgc_copy(sizeof(float), &it, b, y, cs->stream);
+    if (!e && cs->relu)
+        e = tgc_unary(TGK_RELU, TGK_F32, M * N, y, y, &p, cs->stream);
     return e ? tgc_fail(e, "launching a kernel") : 0;
 }
 
@@ -255,4 +261,54 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
     if (!rc)
         rc = matmul(cs, arank, adims, aa, brank, bdims, ba, y);
     return give_back(cs, rc, t1, t2);
+}
+
+/* An ungrouped convolution, not transposed, as one product: the patches
+ * [n * P, ld] (tgc_patches, in cs->gemm_dtype) times the weight [K, C * ks]
+ * (padded with zeros to ld columns, a multiple of 8 that half-precision
+ * tensor cores want), the bias in the product's epilogue, is the output
+ * channels-last [n * P, K]; copied into y [n, K, P]. */
+int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt_type,
+             const void *w, const float *b, float *y)
+{
+    int64_t ks = 1, P = 1;
+    for (int i = 0; i < d->nsp; i++) {
+        ks *= d->kernel[i];
+        P *= d->out[i];
+    }
+    int64_t M = d->n * P, N = d->k, K = d->c * ks, ld = (K + 7) / 8 * 8;
+    if (M == 0 || N == 0)
+        return 0;
+    size_t es = tg_dtype_size(cs->gemm_dtype);
+    const void *wa;
+    void *col = NULL, *wt = NULL, *wp = NULL;
+    float *yt = NULL;
+    int e = cudaMallocAsync(&col, (size_t)(M * ld) * es, cs->stream);
+    if (!e)
+        e = tgc_patches(d, x, tg_run_kt(cs->gemm_dtype), col, ld, cs->stream);
+    if (!e)
+        e = cudaMallocAsync((void **)&yt, (size_t)(M * N) * sizeof *yt, cs->stream);
+    int rc = e ? tgc_fail(e, "the patches of a convolution") : operand(cs, wt_type, w, N * K, &wa,
+                                                                         &wt);
+    if (!rc && ld != K) {
+        tgc_iter it = {.rank = 2, .dims = {N, K}, .st = {{ld, 1}, {K, 1}}};
+        e = cudaMallocAsync(&wp, (size_t)(N * ld) * es, cs->stream);
+        if (!e)
+            e = cudaMemsetAsync(wp, 0, (size_t)(N * ld) * es, cs->stream);
+        if (!e)
+            e = tgc_copy(es, &it, wa, wp, cs->stream);
+        rc = e ? tgc_fail(e, "padding a convolution's weight") : 0;
+        wa = wp;
+    }
+    if (!rc) {
+        gemm g = {M, N, ld, 1, 0, 0, 0, true, col, wa, b, yt};
+        rc = run_gemm(cs, &g);
+    }
+    if (!rc) {
+        tgc_iter it = {.rank = 3, .dims = {d->n, N, P}, .st = {{N * P, P, 1}, {P * N, 1, N}}};
+        e = tgc_copy(sizeof *yt, &it, yt, y, cs->stream);
+        rc = e ? tgc_fail(e, "launching a kernel") : 0;
+    }
+    rc = give_back(cs, rc, col, yt);
+    return give_back(cs, rc, wt, wp);
 }

@@ -112,17 +112,24 @@ __device__ __forceinline__ void tgc_st_f(int t, void *p, int64_t i, double v)
     tgc_st_i(t, p, i, x < lo ? lo : x > hi ? hi : x);
 }
 
-/* The offsets of element i of it's space in operands 0..nop-1. */
-template <int NOP>
-__device__ __forceinline__ void tgc_offsets(const tgc_iter &it, int64_t i, int64_t *off)
+/* grid-stride loop over [0, n) in index type I */
+#define TGC_FOR_I(I, i, n) \
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
+
+/* The offsets of element i of it's space in operands 0..nop-1, in index
+ * type I: int64_t, or uint32_t where tgc_fits32 says all fit (a 64-bit
+ * division costs several times a 32-bit one, and these are most of a
+ * strided kernel's work). */
+template <int NOP, typename I = int64_t>
+__device__ __forceinline__ void tgc_offsets(const tgc_iter &it, I i, I *off)
 {
     for (int k = 0; k < NOP; k++)
         off[k] = 0;
     for (int d = it.rank - 1; d >= 0; d--) {
-        int64_t n = it.dims[d], c = i % n;
+        I n = (I)it.dims[d], c = i % n;
         i /= n;
         for (int k = 0; k < NOP; k++)
-            off[k] += c * it.st[k][d];
+            off[k] += c * (I)it.st[k][d];
     }
 }
 
@@ -132,6 +139,25 @@ static inline int64_t tgc_numel(const tgc_iter *it)
     for (int d = 0; d < it->rank; d++)
         n *= it->dims[d];
     return n;
+}
+
+/* Whether it's element count and operands 0..nop-1's offsets fit
+ * uint32_t: strides not negative, the last element's offsets under 2^31. */
+static inline bool tgc_fits32(const tgc_iter *it, int nop)
+{
+    if (tgc_numel(it) >= INT32_MAX)
+        return false;
+    for (int k = 0; k < nop; k++) {
+        int64_t reach = 0;
+        for (int d = 0; d < it->rank; d++) {
+            if (it->st[k][d] < 0 || it->st[k][d] >= INT32_MAX)
+                return false;
+            reach += (it->dims[d] > 0 ? it->dims[d] - 1 : 0) * it->st[k][d];
+            if (reach >= INT32_MAX)
+                return false;
+        }
+    }
+    return true;
 }
 
 /* the last launch's error, as every launcher returns it */

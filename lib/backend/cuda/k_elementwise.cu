@@ -41,12 +41,13 @@ extern "C" int tgc_unary(tgk_unary_op op, tgk_dtype t, int64_t n, const void *x,
 
 /* ---- binary ----------------------------------------------------------------- */
 
-__global__ void binary_f32_k(tgk_binary_op op, tgc_iter it, int64_t n, const float *a,
+template <typename I>
+__global__ void binary_f32_k(tgk_binary_op op, tgc_iter it, I n, const float *a,
                              const float *b, void *y)
 {
     bool cmp = op >= TGK_EQ;
-    TGC_FOR(i, n) {
-        int64_t off[3];
+    TGC_FOR_I(I, i, n) {
+        I off[3];
         tgc_offsets<3>(it, i, off);
         double r = tgk_binary_f64(op, a[off[1]], b[off[2]]);
         if (cmp)
@@ -80,9 +81,12 @@ extern "C" int tgc_binary(tgk_binary_op op, tgk_dtype t, const tgc_iter *it, con
     int64_t n = tgc_numel(it);
     if (n == 0)
         return 0;
-    if (t == TGK_F32)
-        binary_f32_k<<<tgc_blocks(n), TGC_THREADS, 0, s>>>(op, *it, n, (const float *)a,
-                                                             (const float *)b, y);
+    if (t == TGK_F32 && tgc_fits32(it, 3))
+        binary_f32_k<uint32_t><<<tgc_blocks(n), TGC_THREADS, 0, s>>>(
+            op, *it, (uint32_t)n, (const float *)a, (const float *)b, y);
+    else if (t == TGK_F32)
+        binary_f32_k<int64_t><<<tgc_blocks(n), TGC_THREADS, 0, s>>>(op, *it, n, (const float *)a,
+                                                                      (const float *)b, y);
     else
         binary_any_k<<<tgc_blocks(n), TGC_THREADS, 0, s>>>(op, t, *it, n, a, b, y, bad);
     return tgc_launched();
@@ -90,11 +94,11 @@ extern "C" int tgc_binary(tgk_binary_op op, tgk_dtype t, const tgc_iter *it, con
 
 /* ---- where, cast ---------------------------------------------------------------- */
 
-template <typename T>
-__global__ void where_k(tgc_iter it, int64_t n, const uint8_t *c, const T *a, const T *b, T *y)
+template <typename T, typename I>
+__global__ void where_k(tgc_iter it, I n, const uint8_t *c, const T *a, const T *b, T *y)
 {
-    TGC_FOR(i, n) {
-        int64_t off[4];
+    TGC_FOR_I(I, i, n) {
+        I off[4];
         tgc_offsets<4>(it, i, off);
         y[off[0]] = c[off[1]] ? a[off[2]] : b[off[3]];
     }
@@ -107,7 +111,11 @@ extern "C" int tgc_where(size_t es, const tgc_iter *it, const uint8_t *c, const 
     unsigned g = tgc_blocks(n);
     if (n == 0)
         return 0;
-#define W(T) where_k<T><<<g, TGC_THREADS, 0, s>>>(*it, n, c, (const T *)a, (const T *)b, (T *)y)
+    bool fits = tgc_fits32(it, 4);
+#define W(T) fits ? where_k<T, uint32_t><<<g, TGC_THREADS, 0, s>>>(*it, (uint32_t)n, c, \
+                        (const T *)a, (const T *)b, (T *)y) \
+              : where_k<T, int64_t><<<g, TGC_THREADS, 0, s>>>(*it, n, c, (const T *)a, \
+                        (const T *)b, (T *)y)
     switch (es) {
     case 1: W(uint8_t); break;
     case 2: W(uint16_t); break;

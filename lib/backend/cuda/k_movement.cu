@@ -1,11 +1,11 @@
 /* Data movement and indexing on the device: any type, by element size. */
 #include "k_common.cuh"
 
-template <typename T>
-__global__ void copy_k(tgc_iter it, int64_t n, const T *x, T *y)
+template <typename T, typename I>
+__global__ void copy_k(tgc_iter it, I n, const T *x, T *y)
 {
-    TGC_FOR(i, n) {
-        int64_t off[2];
+    TGC_FOR_I(I, i, n) {
+        I off[2];
         tgc_offsets<2>(it, i, off);
         y[off[0]] = x[off[1]];
     }
@@ -26,9 +26,15 @@ extern "C" int tgc_copy(size_t es, const tgc_iter *it, const void *x, void *y, c
     if (n == 0)
         return 0;
     unsigned g = tgc_blocks(n);
-#define K(T) copy_k<T><<<g, TGC_THREADS, 0, s>>>(*it, n, (const T *)x, (T *)y)
-    BY_SIZE(es, K)
+    if (tgc_fits32(it, 2)) {
+#define K(T) copy_k<T, uint32_t><<<g, TGC_THREADS, 0, s>>>(*it, (uint32_t)n, (const T *)x, (T *)y)
+        BY_SIZE(es, K)
 #undef K
+    } else {
+#define K(T) copy_k<T, int64_t><<<g, TGC_THREADS, 0, s>>>(*it, n, (const T *)x, (T *)y)
+        BY_SIZE(es, K)
+#undef K
+    }
     return tgc_launched();
 }
 

@@ -43,7 +43,7 @@ __global__ void norm_rows_k(const float *x, const float *w, const float *b, floa
     float rstd = 1.0f / sqrtf((float)(block_sum(s, sh) / (double)len) + eps);
     int64_t c0 = row % groups * cpg;
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-        int64_t ch = c0 + j / spatial;
+        int64_t ch = spatial == 1 ? c0 + j : c0 + j / spatial;     /* layer norm: no division */
         float v = (float)(xr[j] - mean) * rstd;
         yr[j] = v * (w ? w[ch] : 1.0f) + (b ? b[ch] : 0.0f);
     }
@@ -178,23 +178,36 @@ extern "C" int tgc_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w,
     return tgc_launched();
 }
 
-/* ---- direct convolution: one thread an output element --------------------------- */
+/* ---- convolution ------------------------------------------------------------------ */
 
-__global__ void conv_k(tgk_conv_desc d, const float *x, const float *w, const float *b, float *y,
-                       int64_t total)
-{
-    /* 1-D and 2-D run as 3-D with leading spatial dims of 1 */
+/* A convolution's spatial dims as 3-D: 1-D and 2-D with leading dims of 1. */
+struct conv3 {
     int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
+};
+
+__device__ __forceinline__ conv3 conv3_of(const tgk_conv_desc &d)
+{
+    conv3 c;
     for (int k = 0; k < 3; k++) {
         int s = k - (3 - d.nsp);
         bool on = s >= 0;
-        in[k] = on ? d.in[s] : 1;
-        out[k] = on ? d.out[s] : 1;
-        ker[k] = on ? d.kernel[s] : 1;
-        str[k] = on ? d.stride[s] : 1;
-        pad[k] = on ? d.pad[s] : 0;
-        dil[k] = on ? d.dil[s] : 1;
+        c.in[k] = on ? d.in[s] : 1;
+        c.out[k] = on ? d.out[s] : 1;
+        c.ker[k] = on ? d.kernel[s] : 1;
+        c.str[k] = on ? d.stride[s] : 1;
+        c.pad[k] = on ? d.pad[s] : 0;
+        c.dil[k] = on ? d.dil[s] : 1;
     }
+    return c;
+}
+
+/* Direct, one thread an output element: what the products (tgc_patches) do
+ * not take, grouped and transposed convolutions. */
+__global__ void conv_k(tgk_conv_desc d, const float *x, const float *w, const float *b, float *y,
+                       int64_t total)
+{
+    conv3 cv = conv3_of(d);
+    int64_t *in = cv.in, *out = cv.out, *ker = cv.ker, *str = cv.str, *pad = cv.pad, *dil = cv.dil;
     int64_t kg = d.k / d.groups, cg = d.c / d.groups, ksz = ker[0] * ker[1] * ker[2];
     int64_t isz = in[0] * in[1] * in[2];
     TGC_FOR(i, total) {
@@ -240,6 +253,72 @@ extern "C" int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float 
     if (total == 0)
         return 0;
     conv_k<<<tgc_blocks(total), TGC_THREADS, 0, s>>>(*d, x, w, b, y, total);
+    return tgc_launched();
+}
+
+__device__ __forceinline__ void put(float *p, float v) { *p = v; }
+__device__ __forceinline__ void put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16(v); }
+__device__ __forceinline__ void put(__half *p, float v) { *p = __float2half(v); }
+
+/* col[(n * P + p) * ld + c * ks + t]: x under output p's window at kernel
+ * tap t, 0 in the padding and in the columns from C * ks to ld. One block a
+ * row (n, p), decoded once; its columns across the threads, so the stores
+ * are coalesced; index arithmetic in I (32 bits where it fits). */
+template <typename T, typename I>
+__global__ void patches_k(tgk_conv_desc d, const float *x, T *col, I ld, I rows)
+{
+    conv3 cv = conv3_of(d);
+    I ks = (I)(cv.ker[0] * cv.ker[1] * cv.ker[2]), k12 = (I)(cv.ker[1] * cv.ker[2]);
+    I k2 = (I)cv.ker[2], o12 = (I)(cv.out[1] * cv.out[2]), o2 = (I)cv.out[2];
+    I P = (I)cv.out[0] * o12, C = (I)d.c;
+    I plane = (I)(cv.in[0] * cv.in[1] * cv.in[2]);
+    for (I row = blockIdx.x; row < rows; row += gridDim.x) {
+        I n = row / P, p = row - n * P;
+        I q0 = p / o12, r = p - q0 * o12, q1 = r / o2, q2 = r - q1 * o2;
+        int64_t b0 = q0 * cv.str[0] - cv.pad[0], b1 = q1 * cv.str[1] - cv.pad[1];
+        int64_t b2 = q2 * cv.str[2] - cv.pad[2];
+        const float *xn = x + (size_t)n * C * plane;
+        T *cr = col + (size_t)row * ld;
+        for (I j = threadIdx.x; j < ld; j += blockDim.x) {
+            I c = j / ks, t = j - c * ks;
+            I t0 = t / k12, tr = t - t0 * k12, t1 = tr / k2, t2 = tr - t1 * k2;
+            int64_t y0 = b0 + t0 * cv.dil[0], y1 = b1 + t1 * cv.dil[1], y2 = b2 + t2 * cv.dil[2];
+            bool ok = c < C && y0 >= 0 && y0 < cv.in[0] && y1 >= 0 && y1 < cv.in[1] && y2 >= 0 &&
+                      y2 < cv.in[2];
+            put(cr + j, ok ? xn[c * plane + (I)((y0 * cv.in[1] + y1) * cv.in[2] + y2)] : 0.0f);
+        }
+    }
+}
+
+template <typename T>
+static void patches(const tgk_conv_desc *d, const float *x, T *col, int64_t ld, int64_t rows,
+                    cudaStream_t s)
+{
+    int64_t xn = d->n * d->c;
+    for (int i = 0; i < d->nsp; i++)
+        xn *= d->in[i];
+    unsigned g = (unsigned)(rows < 0x7fffffff ? rows : 0x7fffffff);
+    unsigned th = ld >= TGC_THREADS ? TGC_THREADS : (unsigned)(ld + 31) / 32 * 32;
+    if (rows * ld < INT32_MAX && xn < INT32_MAX)
+        patches_k<T, uint32_t><<<g, th, 0, s>>>(*d, x, col, (uint32_t)ld, (uint32_t)rows);
+    else
+        patches_k<T, int64_t><<<g, th, 0, s>>>(*d, x, col, ld, rows);
+}
+
+extern "C" int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, void *col,
+                           int64_t ld, cudaStream_t s)
+{
+    int64_t rows = d->n;
+    for (int i = 0; i < d->nsp; i++)
+        rows *= d->out[i];
+    if (rows == 0 || ld == 0)
+        return 0;
+    if (t == TGK_BF16)
+        patches(d, x, (__nv_bfloat16 *)col, ld, rows, s);
+    else if (t == TGK_F16)
+        patches(d, x, (__half *)col, ld, rows, s);
+    else
+        patches(d, x, (float *)col, ld, rows, s);
     return tgc_launched();
 }
 

@@ -68,6 +68,35 @@ int tgc_index_copy(size_t es, int64_t outer, int64_t n, int64_t inner, int64_t n
                    tgk_dtype it, const void *idx, const void *src, void *y, int64_t *bad,
                    cudaStream_t s);
 
+/* ---- fused loops (k_loop.cu): a plan's LOOP group as one kernel ------------------ */
+/* A LOOP group (group.c) as a program run per element of its iteration
+ * space, float32: each step one member node, unary or binary, on the
+ * group's outside inputs (operand -1 - k: input k) and earlier steps'
+ * results (operand s >= 0), each rounded to float32 as the member's own
+ * kernel rounds it (tgk_unary_f64, tgk_binary_f64): the same bits as the
+ * nodes one by one, but one read of each input and one write of the root.
+ * dims[0..nkeep) are the root's (contiguous y); where nkeep < rank the root
+ * is a sum or mean of operand `res` over dims[nkeep..rank), accumulated in
+ * double in the order tgc_reduce sums. */
+#define TGC_LOOP_MAX_IN 16
+#define TGC_LOOP_MAX_STEPS 32
+typedef struct {
+    uint8_t binary;             /* 0: unary (tgk_unary_op), 1: binary (tgk_binary_op) */
+    uint8_t op;
+    int8_t a, b;                /* operands */
+    tgk_unary_param p;
+} tgc_loop_step;
+typedef struct {
+    int nin, nstep, res;        /* res: the operand stored (or reduced) */
+    int rank, nkeep;
+    int red;                    /* TGK_REDUCE_SUM or _MEAN where nkeep < rank */
+    int64_t dims[TGK_MAX_RANK];
+    int64_t st[TGC_LOOP_MAX_IN][TGK_MAX_RANK];  /* input k's element strides (0: broadcast) */
+    const float *in[TGC_LOOP_MAX_IN];
+    tgc_loop_step step[TGC_LOOP_MAX_STEPS];
+} tgc_loop;
+int tgc_loop_f32(const tgc_loop *l, float *y, cudaStream_t s);
+
 /* ---- reductions (k_reduce.cu) ---------------------------------------------------- */
 /* As tgk_reduce: it->dims[0..nkeep) are the kept dims (y's, contiguous),
  * the rest the reduced ones; it->st[1] x's strides over all of them. */
@@ -98,6 +127,12 @@ int tgc_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w, int64_t ou
 /* Direct convolution, one thread an output element (no relu or pool fused). */
 int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const float *b, float *y,
                  cudaStream_t s);
+/* A convolution's patches (im2col) for one product, ungrouped and not
+ * transposed: row n * P + p (P output positions an image) holds, at c * ks
+ * + t, x's channel c under output p's window at kernel tap t (0 in the
+ * padding); columns C * ks to ld are 0. col of type t: f32, bf16 or f16. */
+int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, void *col, int64_t ld,
+                cudaStream_t s);
 /* Attention, one warp a query row with an online softmax; contiguous q, k,
  * v, o (the desc's strides unused); a mask of bool (mask_bool) or float. */
 int tgc_sdpa_f32(const tgk_sdpa_desc *d, const void *mask, bool mask_bool, const float *q,

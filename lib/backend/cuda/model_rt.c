@@ -328,6 +328,13 @@ static tgraph_model *open_model(const char *weights_path)
 
 /* ---- a shape: its arena and its captured run ------------------------------------ */
 
+/* Whether value v is made and read inside a fused group: no memory. */
+static bool interior(const tgc_blob *b, const tg_graph *g, int v)
+{
+    const tg_value *x = &g->values[v];
+    return x->kind == TG_VALUE_NODE && b->root[x->producer] != x->producer;
+}
+
 /* Each value's dims; the arena: a region per slot of the plan (its largest
  * value), one per input and output (copied in and out around the graph,
  * whose pointers are fixed), and the views on their source's bytes. */
@@ -345,6 +352,8 @@ static int lay_out(tgraph_model *m, shape_run *r)
         const tg_value *x = &g->values[v];
         if (tg_shape_eval(&x->shape, r->S, r->dims[v]))
             rc = tg_fail(TGRAPH_E_SHAPE);
+        if (interior(m->b, g, v))
+            continue;
         size_t n = tg_dtype_size(x->dtype);
         for (int k = 0; !rc && k < x->shape.rank; k++)
             n *= (size_t)r->dims[v][k];
@@ -366,6 +375,8 @@ static int lay_out(tgraph_model *m, shape_run *r)
         rc = cuda_fail(e, "allocating the arena");
     for (int v = 0; !rc && v < nv; v++) {
         int a = m->b->alias[v];
+        if (interior(m->b, g, v))
+            continue;
         r->data[v] = g->values[a].kind == TG_VALUE_CONST ? m->cdata[a]
                      : m->b->slot[a] >= 0 ? (char *)r->arena + slot[m->b->slot[a]]
                                          : (char *)r->arena + at[a];
@@ -385,6 +396,16 @@ static void tensor_of(const tg_graph *g, const shape_run *r, int v, tg_tensor *t
     t->nbytes = tg_dtype_size(x->dtype);
     for (int k = 0; k < t->rank; k++)
         t->nbytes *= (size_t)t->dims[k];
+}
+
+/* A product over nothing is the bias or zero: the interpreter's outputs come zeroed. */
+static int zero_empty_product(tgraph_model *m, const tg_node *n, const tg_tensor *x,
+                              const tg_tensor *y)
+{
+    cudaError_t e = cudaSuccess;
+    if ((n->op == TG_OP_LINEAR || n->op == TG_OP_MATMUL) && x->rank && x->dims[x->rank - 1] == 0)
+        e = cudaMemsetAsync(y->data, 0, y->nbytes, m->cs.stream);
+    return e ? cuda_fail(e, "zeroing an output") : 0;
 }
 
 /* Node i's kernels queued on the capture stream. */
@@ -407,13 +428,8 @@ static int queue_node(tgraph_model *m, shape_run *r, int i)
     /* a view the plan put on its input's bytes: nothing to move */
     if (tg_op_is_view(n->op) && n->nin && out[0].data == in[0].data)
         return 0;
-    cudaError_t e = cudaSuccess;
-    /* a product over nothing is the bias or zero: the interpreter's outputs come zeroed */
-    if ((n->op == TG_OP_LINEAR || n->op == TG_OP_MATMUL) && in[0].rank &&
-        in[0].dims[in[0].rank - 1] == 0)
-        e = cudaMemsetAsync(out[0].data, 0, out[0].nbytes, m->cs.stream);
-    if (e)
-        return cuda_fail(e, "zeroing an output");
+    if (zero_empty_product(m, n, &in[0], &out[0]))
+        return -1;
     tgc_state cs = m->cs;
     cs.flag = m->flags + i;
     cs.lt24 = m->lt24_off ? NULL : m->lt24[i];
@@ -448,6 +464,54 @@ static int plan_sparse(tgraph_model *m, shape_run *r)
     return e ? cuda_fail(e, "choosing cuSPARSELt's algorithms") : 0;
 }
 
+/* The fused group whose root is i (group.c) queued on the capture stream:
+ * its members, the values they read from outside, the root's outputs. */
+static int queue_group(tgraph_model *m, shape_run *r, int i)
+{
+    const tg_graph *g = m->b->g;
+    const tg_node *root = &g->nodes[i];
+    int nread = 0, nnode = 0, nin = 0;
+    for (int k = 0; k <= i; k++)
+        nread += m->b->root[k] == i ? g->nodes[k].nin : 0;
+    int nodes[i + 1], vin[nread + 1];
+    tg_tensor tin[nread + 1], tout[root->nout + 1];
+    const tg_tensor *inp[nread + 1];
+    tg_tensor *outp[root->nout + 1];
+    for (int k = 0; k <= i; k++) {
+        if (m->b->root[k] != i)
+            continue;
+        nodes[nnode++] = k;
+        for (int j = 0; j < g->nodes[k].nin; j++) {
+            int v = g->nodes[k].in[j], q = 0;
+            if (v < 0 || interior(m->b, g, v))
+                continue;
+            while (q < nin && vin[q] != v)
+                q++;
+            if (q < nin)
+                continue;
+            vin[nin] = v;
+            tensor_of(g, r, v, &tin[nin]);
+            inp[nin] = &tin[nin];
+            nin++;
+        }
+    }
+    for (int k = 0; k < root->nout; k++) {
+        tensor_of(g, r, root->out[k], &tout[k]);
+        outp[k] = &tout[k];
+    }
+    const tg_node *first = &g->nodes[nodes[0]];
+    for (int q = 0; q < nin; q++)
+        if (first->nin && vin[q] == first->in[0] && zero_empty_product(m, first, &tin[q], &tout[0]))
+            return -1;
+    tgc_state cs = m->cs;
+    cs.flag = m->flags + i;
+    tg_group_ctx c = {g, m->b->kind[i], nnode, nodes, r->S, nin, vin, inp, outp};
+    if (tgc_run_group(&cs, &c))
+        return tgrt_fail(TGRAPH_E_DEVICE, "group '%s' (%s, %d nodes): %s", root->name,
+                         tg_op_name(root->op), nnode, tg_errmsg());
+    return 0;
+}
+
 static int capture(tgraph_model *m, shape_run *r)
 {
     cudaGraph_t graph = NULL;
@@ -456,7 +520,8 @@ static int capture(tgraph_model *m, shape_run *r)
         return cuda_fail(e, "starting the capture");
     int rc = 0;
     for (int i = 0; i < m->b->g->nnode && !rc; i++)
-        rc = queue_node(m, r, i);
+        if (m->b->root[i] == i)     /* a group's members run at its root */
+            rc = m->b->kind[i] == TG_GROUP_SINGLE ? queue_node(m, r, i) : queue_group(m, r, i);
     e = cudaStreamEndCapture(m->cs.stream, &graph);
     if (!rc && e)
         rc = cuda_fail(e, "capturing the run");

@@ -354,8 +354,16 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
     tgk_conv_desc d;
     if (tg_run_conv_desc(c, &d))
         return -1;
-    return launched(tgc_conv_f32(&d, c->in[0]->data, c->in[1]->data, opt_data(c, 2),
-                                 c->out[0]->data, cs->stream));
+    if (d.groups == 1 && !d.transposed && d.c > 0)
+        return tgc_conv(cs, &d, c->in[0]->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2),
+                        c->out[0]->data);
+    tgk_unary_param p = {0};
+    int e = tgc_conv_f32(&d, c->in[0]->data, c->in[1]->data, opt_data(c, 2), c->out[0]->data,
+                         cs->stream);
+    if (!e && cs->relu)         /* an EPILOGUE group's relu: the products apply it */
+        e = tgc_unary(TGK_RELU, TGK_F32, numel(c->out[0]), c->out[0]->data, c->out[0]->data, &p,
+                      cs->stream);
+    return launched(e);
 }
 
 /* linear_24 through cuSPARSELt (sparselt.h): the weight compressed at the
