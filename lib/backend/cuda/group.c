@@ -130,7 +130,7 @@ static int run_loop(const tgc_state *cs, const tg_group_ctx *c)
         }
         s->a = (int8_t)operand_of(c, step_of, nd->in[0]);
         s->b = (int8_t)(binary ? operand_of(c, step_of, nd->in[1]) : 0);
-        if (s->a >= l.nstep || s->b >= l.nstep)
+        if (s->a >= l.nstep || (binary && s->b >= l.nstep))
             return tg_err("cuda: %s reads a value the loop does not have", nd->name);
         step_of[c->nodes[i]] = l.nstep++;
     }
