@@ -1,51 +1,63 @@
 /* A LOOP group's program (kern.h, tgc_loop): one thread an element, or one
  * warp an output row where the root reduces. Index arithmetic in 32 bits
  * where every offset fits (I): the per-node kernels' 64-bit divisions are
- * most of their time on memory-bound shapes. */
+ * most of their time on memory-bound shapes. No per-thread array: the
+ * coordinates and offsets are unrolled into registers, and the program's
+ * values (its inputs', then its steps') live in shared memory, value v of
+ * thread t at v * blockDim.x + t (a local array, indexed by the program,
+ * spilled past L1 at a few hundred bytes a thread). */
 #include "k_common.cuh"
 #include "../cpu/kernels/scalar_ops.h"
 
-/* The group's value at offsets off (one per input): its steps in order,
- * each result rounded to float32; r holds them (local memory: the program
- * is data). */
+/* c[d] = index i's coordinate along dims [from, to) (the others untouched) */
 template <typename I>
-__device__ __forceinline__ float operand(const tgc_loop &l, const float *r, const I *off, int o)
+__device__ __forceinline__ void coords(const tgc_loop &l, int from, int to, I i, I *c)
 {
-    return o < 0 ? l.in[-1 - o][off[-1 - o]] : r[o];
+#pragma unroll
+    for (int d = TGK_MAX_RANK - 1; d >= 0; d--)
+        if (d >= from && d < to) {
+            I n = (I)l.dims[d];
+            c[d] = i % n;
+            i /= n;
+        }
 }
 
+/* The group's value at coordinates c: the inputs read into v, then its steps
+ * in order, each result rounded to float32. */
 template <typename I>
-__device__ float eval(const tgc_loop &l, const I *off)
+__device__ float eval(const tgc_loop &l, const I *c, float *v)
 {
-    float r[TGC_LOOP_MAX_STEPS];
+    unsigned t = threadIdx.x, nt = blockDim.x;
+#pragma unroll
+    for (int k = 0; k < TGC_LOOP_MAX_IN; k++)
+        if (k < l.nin) {
+            I off = 0;
+#pragma unroll
+            for (int d = 0; d < TGK_MAX_RANK; d++)
+                if (d < l.rank)
+                    off += c[d] * (I)l.st[k][d];
+            v[k * nt + t] = l.in[k][off];
+        }
     for (int s = 0; s < l.nstep; s++) {
         const tgc_loop_step &st = l.step[s];
-        double a = operand(l, r, off, st.a);
-        r[s] = st.binary ? (float)tgk_binary_f64((tgk_binary_op)st.op, a, operand(l, r, off, st.b))
-                         : (float)tgk_unary_f64((tgk_unary_op)st.op, a, &st.p);
+        int ia = st.a < 0 ? -1 - st.a : l.nin + st.a, ib = st.b < 0 ? -1 - st.b : l.nin + st.b;
+        double a = v[ia * nt + t];
+        v[(l.nin + s) * nt + t] =
+            st.binary ? (float)tgk_binary_f64((tgk_binary_op)st.op, a, v[ib * nt + t])
+                      : (float)tgk_unary_f64((tgk_unary_op)st.op, a, &st.p);
     }
-    return operand(l, r, off, l.res);
-}
-
-/* off[k] += input k's offset of index i over dims [from, to) */
-template <typename I>
-__device__ __forceinline__ void offsets(const tgc_loop &l, int from, int to, I i, I *off)
-{
-    for (int d = to - 1; d >= from; d--) {
-        I n = (I)l.dims[d], c = i % n;
-        i /= n;
-        for (int k = 0; k < l.nin; k++)
-            off[k] += c * (I)l.st[k][d];
-    }
+    int r = l.res < 0 ? -1 - l.res : l.nin + l.res;
+    return v[r * nt + t];
 }
 
 template <typename I>
 __global__ void loop_k(tgc_loop l, float *y, I n)
 {
+    extern __shared__ float v[];
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
-        I off[TGC_LOOP_MAX_IN] = {0};
-        offsets(l, 0, l.rank, i, off);
-        y[i] = eval(l, off);
+        I c[TGK_MAX_RANK];
+        coords(l, 0, l.rank, i, c);
+        y[i] = eval(l, c, v);
     }
 }
 
@@ -56,17 +68,15 @@ __global__ void loop_k(tgc_loop l, float *y, I n)
 template <typename I>
 __global__ void loop_reduce_k(tgc_loop l, float *y, I rows, I len)
 {
+    extern __shared__ float v[];
     I w = blockIdx.x * (I)WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     for (I row = w; row < rows; row += (I)gridDim.x * WARPS) {
-        I base[TGC_LOOP_MAX_IN] = {0};
-        offsets(l, 0, l.nkeep, row, base);
+        I c[TGK_MAX_RANK];
+        coords(l, 0, l.nkeep, row, c);
         double acc = 0;
         for (I j = lane; j < len; j += 32) {
-            I off[TGC_LOOP_MAX_IN];
-            for (int k = 0; k < l.nin; k++)
-                off[k] = base[k];
-            offsets(l, l.nkeep, l.rank, j, off);
-            acc += eval(l, off);
+            coords(l, l.nkeep, l.rank, j, c);
+            acc += eval(l, c, v);
         }
         for (int o = 16; o; o /= 2)
             acc += __shfl_xor_sync(~0u, acc, o);
@@ -78,10 +88,12 @@ __global__ void loop_reduce_k(tgc_loop l, float *y, I rows, I len)
 template <typename I>
 static void launch(const tgc_loop *l, float *y, int64_t rows, int64_t len, cudaStream_t s)
 {
+    size_t sh = (size_t)(l->nin + l->nstep) * TGC_THREADS * sizeof(float);
     if (l->nkeep == l->rank)
-        loop_k<I><<<tgc_blocks(rows), TGC_THREADS, 0, s>>>(*l, y, (I)rows);
+        loop_k<I><<<tgc_blocks(rows), TGC_THREADS, sh, s>>>(*l, y, (I)rows);
     else
-        loop_reduce_k<I><<<tgc_blocks(rows, WARPS), WARPS * 32, 0, s>>>(*l, y, (I)rows, (I)len);
+        loop_reduce_k<I><<<tgc_blocks(rows, WARPS), WARPS * 32, sh, s>>>(*l, y, (I)rows,
+                                                                          (I)len);
 }
 
 extern "C" int tgc_loop_f32(const tgc_loop *l, float *y, cudaStream_t s)
