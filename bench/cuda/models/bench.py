@@ -19,7 +19,7 @@ through tgraph_model_run_ex with the input and output in device memory on
 that stream (float32 image or int64 ids in, float32 out; the image is
 rounded to bf16 first so every contender reads the same values). Error:
 max |y - ref| where ref is the float32 model on the device with TF32 off;
-row 0 also compiled without --dtype (float32): its error checks our paths.
+every row also compiled without --dtype (float32): its error checks our paths.
 Where our time goes: one run of the .so under torch.profiler (CUPTI sees
 the kernels of the .so's CUDA graph), its kernels' time summed by name.
 

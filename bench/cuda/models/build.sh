@@ -1,8 +1,8 @@
 #!/bin/sh
 # build.sh WORK [MODEL...]: as each of bench.py's exports WORK/MODEL.I.pt2
 # appears, texport it and `tcompile --target $TARGET --dtype $DTYPE` it
-# (default cuda, bf16), all rows at once, and row 0 in float32 too
-# (MODEL.0.f32.so); WORK/MODEL.I.so.ok when it built,
+# (default cuda, bf16), all rows at once, and each in float32 too
+# (MODEL.I.f32.so); WORK/MODEL.I.so.ok when it built,
 # WORK/MODEL.I.fail naming the step that failed and its first error lines.
 # Run from a built source tree or pack.sh's folder; logs in $OUT or WORK.
 set -u
@@ -30,9 +30,9 @@ one() {     # MODEL.I
     fi
     touch "$b.so.ok"
     echo "$1: texport $((t2 - t1)) s, tcompile $(($(date +%s) - t2)) s, .so $(wc -c <"$b.so") bytes"
-    # row 0 in float32 too: the backend's paths against torch's float32 model
-    case $1 in *.0) timeout 240 ./tools/tcompile --target "$target" -o "$b.f32.so" "$b.tg" \
-        >"$logs/tcompile.$1.f32.log" 2>&1 && touch "$b.f32.so.ok";; esac
+    # in float32 too: the backend's paths against torch's float32 model
+    timeout 240 ./tools/tcompile --target "$target" -o "$b.f32.so" "$b.tg" \
+        >"$logs/tcompile.$1.f32.log" 2>&1 && touch "$b.f32.so.ok"
 }
 for m in $models; do
     for i in 0 1; do
