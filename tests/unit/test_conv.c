@@ -321,6 +321,14 @@ int main(void)
     run_case(&c, true);
     c = fixed(2, 32, 16, 1, 40, 40, 4, 4, 2, 1, true);    /* transposed, several slabs */
     run_case(&c, true);
+    /* 3-D depthwise on a one-deep input whose kernel is deeper and padded in
+     * depth: one output slice, but not the in-place path's plane (its taps
+     * and masks are a plane's: it read past the input) */
+    c = (ccase){.d = {.n = 2, .c = 2, .k = 4, .groups = 2}, .in = {1, 3, 5}, .ker = {3, 2, 1},
+                .str = {3, 1, 1}, .pad = {2, 0, 0}, .dil = {1, 1, 1}};
+    if (!ccase_finish(&c, 3, 0))
+        abort();
+    run_case(&c, true);
     /* depthwise (conv_dw.c: phases of the padded input, flat vectors across
      * rows; on AVX-512 stride 1 with rows as long as the input's in place,
      * masked, and stride 2's column phases split in one pass):

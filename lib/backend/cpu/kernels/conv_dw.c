@@ -417,7 +417,8 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end)
 }
 
 /* The in-place path's when this CPU's kernel runs it: stride 1, rows of
- * one pitch in and out, one depth slice, kernel rows and columns that
+ * one pitch in and out, one depth slice (and a kernel one deep, unpadded:
+ * the masks and tap offsets are a plane's), kernel rows and columns that
  * dw_masks keeps (64), planes whose positions fit 32 bits. Sets its tap
  * offsets and masks; false: the phases (or no memory: *failed). */
 static bool dw_inplace_setup(dw_job *j, bool *failed)
@@ -425,8 +426,8 @@ static bool dw_inplace_setup(dw_job *j, bool *failed)
     const tgk_conv_geom *g = j->g;
     *failed = false;
 #ifdef DW_INPLACE
-    if (!dw_kern->inplace || g->in[0] != 1 || g->out[0] != 1 || g->str[1] != 1 ||
-        g->str[2] != 1 || g->out[2] != g->in[2] || g->ker[1] > 64 || g->ker[2] > 64 ||
+    if (!dw_kern->inplace || g->in[0] != 1 || g->out[0] != 1 || g->ker[0] != 1 || g->pad[0] ||
+        g->str[1] != 1 || g->str[2] != 1 || g->out[2] != g->in[2] || g->ker[1] > 64 || g->ker[2] > 64 ||
         g->out_sp >= (int64_t)1 << 30 || g->in_sp >= (int64_t)1 << 30)
         return false;
     j->nvec = (g->out_sp + 15) / 16;
