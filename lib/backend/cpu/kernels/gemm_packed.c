@@ -522,6 +522,17 @@ static void scatter_images(const tgk_conv_gemm *c, tgk_vec_fn act, int64_t r0, i
     }
 }
 
+/* rows [r0, r1) of j's tile over np panels into out (rows ldo apart, from
+ * row r0): the implicit and merged paths, which scatter them after */
+static void rows_into(pgemm_job *j, int64_t r0, int64_t r1, int64_t np, float *out, int64_t ldo)
+{
+    j->x += r0 * j->ldx;
+    j->b = j->b ? j->b + r0 : NULL;
+    j->y = out;
+    j->ldy = ldo;
+    j->fn(j, 0, r1 - r0, 0, np);
+}
+
 static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
 {
     conv_gemm_job *cj = ctx;
@@ -555,11 +566,7 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
         int64_t np = (c1 - c0 + TGK_PANEL - 1) / TGK_PANEL;
         if (!c->cols) {
             j.wp = c->src + img * c->src_stride + c0;
-            j.x += r0 * K;
-            j.b = j.b ? j.b + r0 : NULL;
-            j.y = out;
-            j.ldy = chunk;
-            j.fn(&j, 0, r1 - r0, 0, np);
+            rows_into(&j, r0, r1, np, out, chunk);
             scatter_rows(c, j.act, img, r0, r1, c0, c1, out, chunk);
             continue;
         }
@@ -568,11 +575,7 @@ static void conv_gemm_tasks(void *ctx, int64_t begin, int64_t end)
         last = img * cj->pchunks + pchunk;
         j.wp = cj->packed ? chunk_panels(cj, img * cj->pchunks + pchunk) : buf;
         if (c->merged) {
-            j.x += r0 * K;
-            j.b = j.b ? j.b + r0 : NULL;
-            j.y = out;
-            j.ldy = chunk;
-            j.fn(&j, 0, r1 - r0, 0, np);
+            rows_into(&j, r0, r1, np, out, chunk);
             scatter_images(c, j.act, r0, r1, c0, c1, out, chunk);
             continue;
         }
