@@ -22,7 +22,10 @@
 #include <string.h>
 
 #define BR 32               /* query rows a task: the causal cut skips more */
-#define BC 128
+/* Keys a tile. A row's softmax step has fixed costs (its max and sum folded,
+ * the rescale of the accumulator): 256 keys cover a ViT's 197 (a 224 image's
+ * patches and the class token) in one tile, where 128 took two steps a row. */
+#define BC 256
 
 typedef struct {
     const tgk_sdpa_desc *d;
@@ -38,6 +41,8 @@ typedef struct {
     float *acc;                 /* [BR, Ev] */
     float *q;                   /* [BR, E] the query block times scale */
     float *kp, *vp;             /* the key and value tiles, packed */
+    const float *packed_k, *packed_v;   /* the first key and value kp and vp hold */
+    int64_t packed_n;           /* and how many (0: none yet) */
     float m[BR], l[BR];
 } tile;
 
@@ -124,12 +129,21 @@ static void sdpa_block(sdpa_job *j, tile *t, int64_t task)
         int64_t nc = s_end - s0 < BC ? s_end - s0 : BC;
         /* row i sees keys s < l0 + i + 1: tile columns < i + diag */
         int64_t diag = d->causal ? l0 + 1 - s0 : TGK_NO_DIAG;
-        tgk_pack_weight_f32(K + s0 * j->ks[2], j->ks[2], nc, E, t->kp);
+        /* a task's next query block of the same head (or kv group) finds its
+         * keys packed when they are one tile: no copies again */
+        bool packed = t->packed_k == K + s0 * j->ks[2] && t->packed_v == V + s0 * j->vs[2] &&
+                      t->packed_n == nc;
+        if (!packed)
+            tgk_pack_weight_f32(K + s0 * j->ks[2], j->ks[2], nc, E, t->kp);
         tgk_gemm_packed_f32(nr, nc, E, t->q, E, t->kp, NULL, false, t->s, BC, diag, TGK_NO_DIAG);
         if (d->mask)
             tile_mask(d, t->s, b, h, l0, nr, s0, nc);
         tile_softmax(t, nr, nc, diag, s0 == 0, Ev);
-        tgk_pack_kn_f32(V + s0 * j->vs[2], j->vs[2], nc, Ev, t->vp);
+        if (!packed)
+            tgk_pack_kn_f32(V + s0 * j->vs[2], j->vs[2], nc, Ev, t->vp);
+        t->packed_k = K + s0 * j->ks[2];
+        t->packed_v = V + s0 * j->vs[2];
+        t->packed_n = nc;
         tgk_gemm_packed_f32(nr, Ev, nc, t->s, BC, t->vp, NULL, s0 > 0, t->acc, Ev, TGK_NO_DIAG,
                             diag);
     }
@@ -153,6 +167,7 @@ static void sdpa_tasks(void *ctx, int64_t begin, int64_t end)
     t.q = t.acc + BR * Ev;
     t.kp = t.q + BR * E;
     t.vp = t.kp + tgk_packed_size(BC, E);
+    t.packed_n = 0;
     for (int64_t task = begin; task < end; task++)
         sdpa_block(j, &t, task);
     free(t.s);
