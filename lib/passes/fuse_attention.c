@@ -15,7 +15,8 @@
  * matched too: its bmm's operands and results flattened to [B*H, L, *]
  * (reshapes that keep the last two dims, looked through) and its guard that
  * zeroes rows with every key masked (the kernel's own rule). Refusals are
- * logged (TLOG=fusion) with the reason. */
+ * logged (TLOG=fusion) with the reason. An sdpa node imported as one whose
+ * mask is a constant causal pattern (bool or additive) becomes causal=1. */
 #include "passes.h"
 
 #include <float.h>
@@ -121,32 +122,35 @@ static bool is_scores(const tg_graph *g, const int *uses, int v)
     return sole_producer(g, uses, v, TG_OP_MATMUL) >= 0;
 }
 
-/* Whether v is the constant [L, L] (leading dims 1) with 0 on and below the
- * diagonal and -inf above: the causal mask, upper-left aligned. Above the
- * diagonal in f32 -FLT_MAX counts as -inf: torch.onnx writes it for is_causal,
- * and the two give the same result bit for bit while every score is below
- * 8e37 in magnitude (then s - FLT_MAX - max < -FLT_MAX/2 and its exp is 0, as
- * exp(-inf) is; the diagonal is never masked, so no row is all masked). In
- * f16 and bf16 only -inf does (their lowest finite values stay a mask). */
+/* Whether v is a constant [..., L, L] whose every [L, L] slice is the causal
+ * mask, upper-left aligned: additive, 0 on and below the diagonal and -inf
+ * above; bool (sdpa's, true where a key is kept), true on and below, false
+ * above. Above the diagonal in f32 -FLT_MAX counts as -inf: torch.onnx
+ * writes it for is_causal, and the two give the same result bit for bit
+ * while every score is below 8e37 in magnitude (then s - FLT_MAX - max <
+ * -FLT_MAX/2 and its exp is 0, as exp(-inf) is; the diagonal is never
+ * masked, so no row is all masked). In f16 and bf16 only -inf does (their
+ * lowest finite values stay a mask). */
 static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
 {
     const tg_value *m = &g->values[v];
     int r = m->shape.rank;
-    int64_t dims[TG_MAX_RANK], l, s;
+    int64_t dims[TG_MAX_RANK], l, s, slices = 1;
     if (m->kind != TG_VALUE_CONST || r < 2 || !tg_shape_is_const(&m->shape, dims) ||
         !tg_dim_is_const(L, &l) || !tg_dim_is_const(S, &s) || l != s ||
         dims[r - 2] != l || dims[r - 1] != s)
         return false;
     for (int i = 0; i < r - 2; i++)
-        if (dims[i] != 1)
-            return false;
+        slices *= dims[i];
+    bool keep = m->dtype == TG_BOOL;
     double lowest = m->dtype == TG_F32 ? -FLT_MAX : -INFINITY;
-    for (int64_t i = 0; i < l; i++)
-        for (int64_t j = 0; j < s; j++) {
-            double x = tg_load_f64(m->dtype, m->data, (size_t)(i * s + j));
-            if (j <= i ? x != 0 : !(x <= lowest))
-                return false;
-        }
+    for (int64_t k = 0; k < slices; k++)
+        for (int64_t i = 0; i < l; i++)
+            for (int64_t j = 0; j < s; j++) {
+                double x = tg_load_f64(m->dtype, m->data, (size_t)((k * l + i) * s + j));
+                if (keep ? x != (j <= i) : j <= i ? x != 0 : !(x <= lowest))
+                    return false;
+            }
     return true;
 }
 
@@ -406,6 +410,46 @@ static int fuse(tg_graph *g, bool narrow_only)
     return fused;
 }
 
-int tg_pass_fuse_attention(tg_graph *g) { return fuse(g, false); }
+/* An sdpa node as imported (torch's scaled_dot_product_attention) whose mask
+ * is a constant causal pattern (causal_mask): causal=1 and no mask, so the
+ * kernels skip the keys above the diagonal and read no mask. Transformers'
+ * decoders (Llama) export their mask so: built from aranges, a constant once
+ * folded. */
+static int causal_sdpa(tg_graph *g)
+{
+    int changed = 0, nnode = g->nnode;
+    for (int n = 0; n < nnode; n++) {
+        const tg_node *nd = &g->nodes[n];
+        int causal, gqa;
+        double scale;
+        if (nd->op != TG_OP_SDPA || nd->nin != 4 || nd->in[3] < 0 ||
+            tg_attr_get_flag(nd, "causal", 0, &causal) || causal ||
+            tg_attr_get_flag(nd, "gqa", 0, &gqa) || tg_attr_get_float(nd, "scale", 0, &scale))
+            continue;
+        const tg_shape *q = &g->values[nd->in[0]].shape, *k = &g->values[nd->in[1]].shape;
+        if (!causal_mask(g, nd->in[3], q->d[q->rank - 2], k->d[k->rank - 2]))
+            continue;
+        int in[3] = {nd->in[0], nd->in[1], nd->in[2]};
+        tg_attr at[3] = {tg_attr_int("causal", 1), tg_attr_float("scale", scale),
+                         tg_attr_int("gqa", gqa)};
+        char name[256];
+        snprintf(name, sizeof name, "%s.causal", nd->name);
+        int y = tg_graph_add_node(g, TG_OP_SDPA, name, 3, in, 3, at);
+        if (y < 0 || tg_graph_replace_node(g, n, y, ".masked"))
+            return -1;
+        TG_LOG(FUSION, TG_LOG_INFO, "fuse_attention: %s's mask is causal: causal=1",
+               g->nodes[n].name);
+        changed++;
+    }
+    return changed;
+}
+
+int tg_pass_fuse_attention(tg_graph *g)
+{
+    int fused = fuse(g, false), causal = fused < 0 ? -1 : causal_sdpa(g);
+    if (causal > 0 && tg_pass_dce(g) < 0)
+        return -1;
+    return causal < 0 ? -1 : fused + causal;
+}
 
 int tg_pass_fuse_attention_narrow(tg_graph *g) { return fuse(g, true); }

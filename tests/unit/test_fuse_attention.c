@@ -137,6 +137,46 @@ static void test_lowest_float_mask_is_causal(void)
     tg_graph_free(g);
 }
 
+/* An sdpa node as torch.export writes it (transformers' decoders): a bool
+ * constant [B, 1, L, L] mask, true on and below the diagonal in every slice,
+ * becomes causal=1 and the mask goes; a mask one element off the pattern (in
+ * the second slice) stays. */
+static tg_graph *sdpa_bool_form(bool off)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t d4[] = {B, H, L, E};
+    int in[4] = {add_input(g, "q", 4, d4), add_input(g, "k", 4, d4), add_input(g, "v", 4, d4)};
+    uint8_t m[B * L * L];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++)
+            for (int j = 0; j < L; j++)
+                m[(b * L + i) * L + j] = j <= i;
+    if (off)
+        m[L * L + L] = 0;           /* slice 1, row 1, its first key */
+    tg_shape s = tg_shape_of(4, (int64_t[]){B, 1, L, L});
+    in[3] = tg_graph_add_const_copy(g, "mask", TG_BOOL, &s, m);
+    tg_attr a = tg_attr_float("scale", 0.5);
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SDPA, "o", 4, in, 1, &a));
+    return g;
+}
+
+static void test_sdpa_bool_causal(void)
+{
+    tg_graph *g = sdpa_bool_form(false);
+    CHECK(fuse_checked(g) == 1);
+    const tg_node *n = find_op(g, TG_OP_SDPA);
+    CHECK(n && g->nnode == 1 && n->nin == 3 && tg_node_int(n, "causal", 0) == 1);
+    CHECK(n && fabs(tg_node_float(n, "scale", 0) - 0.5) < 1e-12);
+    CHECK(tg_graph_find_value(g, "o") == g->outputs[0]);
+    CHECK(tg_graph_find_value(g, "mask") < 0);
+    tg_graph_free(g);
+    g = sdpa_bool_form(true);
+    CHECK(fuse_checked(g) == 0);
+    n = find_op(g, TG_OP_SDPA);
+    CHECK(n && n->nin == 4 && tg_node_int(n, "causal", 0) == 0);
+    tg_graph_free(g);
+}
+
 /* reshape x to the given constant dims */
 static int reshape_to(tg_graph *g, int x, int rank, const int64_t *d)
 {
@@ -400,6 +440,7 @@ int main(void)
     unit_seed("test_fuse_attention");
     test_onnx_form_causal();
     test_lowest_float_mask_is_causal();
+    test_sdpa_bool_causal();
     test_core_form();
     test_flat_div_mask();
     test_swin_window();
