@@ -67,8 +67,27 @@ def prod(xs):
     return p
 
 
-def arithmetic(nid, nodes, ins):
-    """(kind, flops) of the conv or linear that node nid ends, or (op, 0)"""
+def ended_by(nid, nodes, ins, ops=None):
+    """the conv or linear node that node nid's fused group ends (walking
+    back through the elementwise nodes after it), or nid itself. With ops
+    (the group's ops, as the profile names them: conv+sigmoid+mul) each step
+    back takes the input whose op is the group's one before (SE's mul reads
+    the block's input too), the latest of several (a residual add of two
+    convolutions: the one computed first is the residual); a batch_norm
+    (tcompile folds it into the convolution before it) is passed through."""
+    if ops:
+        want = list(reversed(ops[:-1]))
+        while want:
+            data = [i for i in ins[nid] if i.startswith("n")]
+            cand = [i for i in data if nodes[i]["op"] == want[0]]
+            if cand:
+                want.pop(0)
+            else:
+                cand = [i for i in data if nodes[i]["op"] == "batch_norm"]
+                if not cand:
+                    break
+            nid = max(cand, key=lambda i: int(i[1:]))
+        return nid
     seen = 0
     while nodes[nid]["op"] not in ("conv", "linear") and seen < 8:
         data = [i for i in ins[nid] if i.startswith("n")]
@@ -76,6 +95,12 @@ def arithmetic(nid, nodes, ins):
             break
         nid = data[0]
         seen += 1
+    return nid
+
+
+def arithmetic(nid, nodes, ins):
+    """(kind, flops) of the conv or linear that node nid ends, or (op, 0)"""
+    nid = ended_by(nid, nodes, ins)
     nd = nodes[nid]
     if nd["op"] not in ("conv", "linear"):
         return nodes[nid]["op"], 0

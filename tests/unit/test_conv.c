@@ -313,6 +313,18 @@ int main(void)
     c = fixed(9, 37, 21, 1, 1, 1, 1, 1, 1, 0, false);     /* more rows than a GEMV takes */
     c.d.relu = true;
     run_case(&c, true);
+    /* strided 1x1 without padding: its pixels copied out, then the 1x1 GEMM
+     * (the images merged on small maps); a residual, relu; 3-D, a stride a dim */
+    c = fixed(3, 24, 20, 1, 9, 11, 1, 1, 2, 0, false);
+    c.res = true;
+    run_case(&c, true);
+    c = fixed(8, 40, 36, 1, 8, 8, 1, 1, 2, 0, false);
+    c.d.relu = true;
+    run_case(&c, false);
+    c = (ccase){.d = {.n = 2, .c = 7, .k = 9, .groups = 1}, .in = {5, 6, 7}, .ker = {1, 1, 1},
+                .str = {2, 3, 1}, .dil = {1, 1, 1}};
+    CHECK(ccase_finish(&c, 3, 0));
+    run_case(&c, true);
     c = fixed(9, 6, 8, 2, 9, 11, 3, 3, 2, 1, false);      /* many images: one per thread */
     run_case(&c, false);
     c = fixed(2, 16, 16, 16, 30, 30, 3, 3, 1, 1, false);  /* depthwise */
@@ -383,6 +395,17 @@ int main(void)
         c = fixed(n, 16, 32, 1, 16, 16, 3, 3, 1, 1, false);
         run_case(&c, true);
     }
+    /* direct, grouped (blocks of output channels within a group; kg past
+     * and within a block, stride 2, one image split by channel blocks, many
+     * split by row slabs, a residual, relu) */
+    c = fixed(1, 48, 48, 6, 33, 35, 3, 3, 2, 1, false);
+    run_case(&c, true);
+    c = fixed(9, 24, 36, 3, 12, 16, 3, 3, 1, 1, false);
+    c.d.relu = true;
+    run_case(&c, false);
+    c = fixed(2, 16, 20, 4, 9, 40, 1, 3, 1, 1, false);
+    c.res = true;
+    run_case(&c, true);
     /* direct, fewer images than 4 items a thread and work enough to share:
      * each image padded once, split by channel blocks, then by row slabs */
     c = fixed(2, 16, 32, 1, 24, 24, 3, 3, 1, 1, false);

@@ -3,7 +3,8 @@
  * each tap's offset (an implicit im2col), others with im2col's columns packed
  * straight into the GEMM's panels (a chunk of 64 pixels at a time, never the
  * whole column matrix: tgk_conv_gemm_f32); its transpose as GEMM + col2im; 1x1 convolutions on
- * the same GEMM with the pixels packed as they are; depthwise directly
+ * the same GEMM with the pixels packed as they are (strided: the pixels they
+ * read copied out first); depthwise directly
  * (conv_dw.c); small dense convolutions (few input channels x taps: first
  * layers, stems with stride 2) directly with a register-blocked
  * micro-kernel, where GEMM's packing would cost as much as the products.
@@ -200,6 +201,54 @@ static bool is_pointwise(const tgk_conv_geom *g)
     return true;
 }
 
+/* A strided 1x1 convolution without padding (a residual block's
+ * downsampling shortcut) reads every str-th pixel: those pixels copied into
+ * planes of the output's size, then the 1x1 GEMM on them (the direct path,
+ * meant for few input channels, ran ResNet's and RegNet's at 23-50 GFLOP/s
+ * a thread; im2col at 74). */
+static bool is_strided_pointwise(const tgk_conv_geom *g)
+{
+    for (int i = 0; i < 3; i++)
+        if (g->ker[i] != 1 || g->pad[i] != 0 || (g->out[i] - 1) * g->str[i] >= g->in[i])
+            return false;
+    return g->str[0] > 1 || g->str[1] > 1 || g->str[2] > 1;
+}
+
+typedef struct {
+    const tgk_conv_geom *g;
+    const float *x;
+    float *s;
+} subsample_job;
+
+static void subsample_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const subsample_job *sj = ctx;
+    const tgk_conv_geom *g = sj->g;
+    for (int64_t pl = begin; pl < end; pl++) {
+        const float *x = sj->x + pl * g->in_sp;
+        float *s = sj->s + pl * g->out_sp;
+        for (int64_t d = 0; d < g->out[0]; d++)
+            for (int64_t h = 0; h < g->out[1]; h++, s += g->out[2]) {
+                const float *r = x + (d * g->str[0] * g->in[1] + h * g->str[1]) * g->in[2];
+                for (int64_t w = 0; w < g->out[2]; w++)
+                    s[w] = r[w * g->str[2]];
+            }
+    }
+}
+
+static int strided_pointwise(const tgk_conv_desc *d, const tgk_conv_geom *g, const float *x,
+                             const float *w, const float *b, float *y, int64_t ys)
+{
+    subsample_job sj = {g, x, malloc((size_t)(d->n * d->c * g->out_sp) * sizeof(float))};
+    if (!sj.s)
+        return -1;
+    tgk_parallel_for(d->n * d->c, 1 + 65536 / g->out_sp, subsample_planes, &sj);
+    int rc = tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, sj.s, w, b, d->res, y, ys,
+                               d->relu ? tgk_vec_relu_f32 : d->act);
+    free(sj.s);
+    return rc;
+}
+
 /* Direct path: DK output channels x NV vectors of DV output pixels held in
  * DK * NV vector accumulators, updated per (input channel, tap) by NV input
  * vectors and one weight broadcast per output channel, so FMAs rather than
@@ -217,9 +266,17 @@ static bool is_pointwise(const tgk_conv_geom *g)
  * a run on 2 vCPUs; the old 3 MFLOP was set for workers woken by futex). */
 #define DIRECT_PARALLEL_FLOPS (1 << 19)
 
+/* Grouped convolutions too (a block of output channels within one group
+ * reads that group's input channels: RegNet's 8 a group, where im2col's
+ * GEMM had 8 rows to share each packed panel, 13-16 GFLOP/s a thread), not
+ * depthwise (one input channel a group: conv_dw.c), nor rows shorter than 8
+ * pixels (a vector a row, mostly idle lanes: RegNet's 4x4 maps ran 1.1x
+ * slower than on the implicit GEMM). */
 static bool use_direct(const tgk_conv_desc *d, const tgk_conv_geom *g)
 {
-    if (d->transposed || d->groups != 1 || d->c * g->kprod > DIRECT_MAX_TAPS)
+    int64_t cg = d->c / d->groups;
+    if (d->transposed || (d->groups > 1 && (cg == 1 || g->out[2] < 8)) ||
+        cg * g->kprod > DIRECT_MAX_TAPS)
         return false;
     if (g->in[0] != 1 || g->ker[0] != 1 || g->pad[0] != 0)
         return false;
@@ -351,8 +408,18 @@ typedef struct {
     int64_t nvb, wp, nr;        /* vectors a row; padded row length; padded rows a plane */
     int64_t nph, halo;          /* stride phases a channel; rows a slab reads past its own */
     int64_t nkb, nkg;           /* channel blocks; groups of them, one a work item */
+    int64_t kpg;                /* channel blocks a convolution group */
     int64_t tapoff[DIRECT_MAX_TAPS];
 } direct_job;
+
+/* dst[q] = src[q * 2] for q < n: the stride a constant, so that GCC
+ * vectorizes it (permutes; with the stride a variable it stayed scalar and
+ * took most of a grouped stride-2 convolution's time) */
+TGK_CLONES static void every_second(float *restrict dst, const float *restrict src, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        dst[q] = src[q * 2];
+}
 
 /* Rows [r0, r0 + rows) of the zero-padded image's stride phases, c
  * channels, into buf [c][sh][sw][nr][wp]: row rr, column q of phase (a, b)
@@ -381,6 +448,8 @@ static void direct_pad(const direct_job *dj, const float *xn, int64_t c, int64_t
                     const float *src = xn + (ch * ih_n + ih) * iw + b - g->pad[2];
                     if (sw == 1)
                         memcpy(dst + q0, src + q0, (size_t)(q1 - q0) * sizeof *dst);
+                    else if (sw == 2)
+                        every_second(dst + q0, src + 2 * q0, q1 - q0);
                     else
                         for (int64_t q = q0; q < q1; q++)
                             dst[q] = src[q * sw];
@@ -461,6 +530,7 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
     conv_job *j = dj->j;
     const tgk_conv_geom *g = &j->g;
     int64_t c = j->d->c, k = j->d->k, dk = dj->kern->dk, oh_n = g->out[1], P = j->d->pool;
+    int64_t chan = dj->nph * dj->nr * dj->wp;  /* one input channel in buf or pad */
     direct_vec *vec = malloc((size_t)(j->slab * dj->nvb + dj->kern->nv) * sizeof *vec);
     float *buf = NULL, *sc = NULL;
     if (!vec || (!dj->pad && !(buf = calloc((size_t)(c * dj->nph * dj->nr * dj->wp), sizeof *buf))) ||
@@ -471,26 +541,29 @@ static void direct_items(void *ctx, int64_t begin, int64_t end)
         return;
     }
     /* pooling: each block's rows go to the scratch, then pooled into y */
-    direct_block bl = {.tapoff = dj->tapoff, .vec = vec, .taps = c * g->kprod,
+    direct_block bl = {.tapoff = dj->tapoff, .vec = vec, .taps = j->cg * g->kprod,
                        .out_sp = P > 1 ? j->slab * g->out[2] : g->out_sp, .relu = j->d->relu};
     for (int64_t it = begin; it < end; it++) {
         int64_t grp = it % dj->nkg, s = it / dj->nkg % j->nslab, n = it / dj->nkg / j->nslab;
         int64_t r0 = s * j->slab, rows = r0 + j->slab < oh_n ? j->slab : oh_n - r0;
         if (buf)
             direct_pad(dj, j->x + n * c * g->in_sp, c, r0, rows + dj->halo, buf);
-        bl.buf = buf ? buf : dj->pad + (n * c * dj->nph * dj->nr + r0) * dj->wp;
+        const float *in = buf ? buf : dj->pad + n * c * chan + r0 * dj->wp;
         bl.nvec = direct_vectors(dj, P > 1 ? 0 : r0, rows, vec);
         for (int64_t kb = grp * dj->nkb / dj->nkg; kb < (grp + 1) * dj->nkb / dj->nkg; kb++) {
-            bl.w = j->w + kb * dk * bl.taps;
-            bl.b = j->b ? j->b + kb * dk : NULL;
-            bl.y = sc ? sc : j->y + n * j->ys + kb * dk * g->out_sp;
-            bl.nk = k - kb * dk < dk ? k - kb * dk : dk;
+            /* the block's first output channel; blocks do not cross groups */
+            int64_t cgrp = kb / dj->kpg, in_grp = kb % dj->kpg * dk, k0 = cgrp * j->kg + in_grp;
+            bl.buf = in + cgrp * j->cg * chan;
+            bl.w = j->w + k0 * bl.taps;
+            bl.b = j->b ? j->b + k0 : NULL;
+            bl.y = sc ? sc : j->y + n * j->ys + k0 * g->out_sp;
+            bl.nk = j->kg - in_grp < dk ? j->kg - in_grp : dk;
             dj->kern->run(&bl);
             if (sc)
                 pool_block(j, sc, bl.nk, rows, r0,
-                           j->y + n * j->ys + kb * dk * (oh_n / P) * (g->out[2] / P));
+                           j->y + n * j->ys + k0 * (oh_n / P) * (g->out[2] / P));
             for (int64_t i = 0; !sc && (j->d->res || j->d->act) && i < bl.nk; i++) {
-                int64_t at = (kb * dk + i) * g->out_sp + r0 * g->out[2];
+                int64_t at = (k0 + i) * g->out_sp + r0 * g->out[2];
                 epilogue_span(j->d, j->y + n * j->ys + at,
                               j->d->res ? j->d->res + n * k * g->out_sp + at : NULL,
                               rows * g->out[2]);
@@ -515,13 +588,14 @@ static int direct_conv(conv_job *j)
     int64_t n = j->d->n, c = j->d->c, oh_n = g->out[1], kh_n = g->ker[1], dv = dj.kern->dv;
     int64_t sh = g->str[1], sw = g->str[2];
     bool parallel = tgk_num_threads() > 1 &&
-                    2 * n * j->d->k * g->out_sp * c * g->kprod >= DIRECT_PARALLEL_FLOPS;
+                    2 * n * j->d->k * g->out_sp * j->cg * g->kprod >= DIRECT_PARALLEL_FLOPS;
     int64_t want = parallel ? 4 * (int64_t)tgk_num_threads() : 1, per_image = (want + n - 1) / n;
     dj.nvb = (g->out[2] + dv - 1) / dv;
     dj.wp = dj.nvb * dv + (g->ker[2] - 1) / sw;
     dj.nph = sh * sw;
     dj.halo = (kh_n - 1) / sh;
-    dj.nkb = (j->d->k + dj.kern->dk - 1) / dj.kern->dk;
+    dj.kpg = (j->kg + dj.kern->dk - 1) / dj.kern->dk;
+    dj.nkb = j->d->groups * dj.kpg;
     int64_t plane = dj.nph * (oh_n + dj.halo) * dj.wp;
     dj.nkg = 1;
     if (per_image > 1 && n * c * plane * (int64_t)sizeof(float) <= COL_BYTES)
@@ -543,7 +617,7 @@ static int direct_conv(conv_job *j)
     }
     j->nslab = (oh_n + j->slab - 1) / j->slab;
     int64_t t = 0;
-    for (int64_t ch = 0; ch < c; ch++)
+    for (int64_t ch = 0; ch < j->cg; ch++)    /* a group's channels */
         for (int64_t kh = 0; kh < kh_n; kh++)
             for (int64_t kw = 0; kw < g->ker[2]; kw++)
                 dj.tapoff[t++] = (((ch * sh + kh % sh) * sw + kw % sw) * dj.nr + kh / sh) * dj.wp +
@@ -746,6 +820,8 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
     } else if (d->groups == 1 && d->pool <= 1 && is_pointwise(g)) {
         return tgk_pointwise_f32(d->n, d->c, d->k, g->out_sp, x, w, b, d->res, y, j.ys,
                                  d->relu ? tgk_vec_relu_f32 : d->act);
+    } else if (d->groups == 1 && d->pool <= 1 && is_strided_pointwise(g)) {
+        return strided_pointwise(d, g, x, w, b, y, j.ys);
     } else if (use_direct(d, g)) {  /* relu as it stores, the epilogue a block at a time */
         if (direct_conv(&j))
             return -1;
