@@ -18,28 +18,42 @@ static int32_t quant_u8(float v, float s, int32_t z)
 }
 
 /* The u8 output's attributes: y_scale, y_zero (0), y_min and y_max (none),
- * y_act (none; silu). */
+ * y_act (none; silu, with p_scale and p_zero (0)). */
 static int read_output(const tg_node *n, tg_qlayer *q)
 {
     double ys, lo, hi;
     int64_t yz;
     const char *act;
     q->y_u8 = tg_node_attr(n, "y_scale") != NULL;
+    double ps;
+    int64_t pz;
     q->y_scale = 1, q->y_zero = 0, q->y_lo = 0, q->y_hi = 255, q->y_silu = false;
+    q->p_scale = 1, q->p_zero = 0;
     if (!q->y_u8) {
         if (tg_node_attr(n, "y_zero") || tg_node_attr(n, "y_min") || tg_node_attr(n, "y_max") ||
-            tg_node_attr(n, "y_act"))
-            return tg_err("attributes y_zero, y_min, y_max and y_act need y_scale");
+            tg_node_attr(n, "y_act") || tg_node_attr(n, "p_scale") || tg_node_attr(n, "p_zero"))
+            return tg_err("attributes y_zero, y_min, y_max, y_act, p_scale and p_zero need"
+                          " y_scale");
         return 0;
     }
     if (tg_attr_get_float(n, "y_scale", 1.0, &ys) || tg_attr_get_int(n, "y_zero", 0, &yz) ||
         tg_attr_get_float(n, "y_min", -INFINITY, &lo) ||
         tg_attr_get_float(n, "y_max", INFINITY, &hi) ||
-        tg_attr_get_string(n, "y_act", "none", &act))
+        tg_attr_get_string(n, "y_act", "none", &act) ||
+        tg_attr_get_float(n, "p_scale", 1.0, &ps) || tg_attr_get_int(n, "p_zero", 0, &pz))
         return -1;
     if (strcmp(act, "none") && strcmp(act, "silu"))
         return tg_err("attribute 'y_act' is '%s', expected none or silu", act);
     q->y_silu = !strcmp(act, "silu");
+    if (q->y_silu != (tg_node_attr(n, "p_scale") != NULL) ||
+        (!q->y_silu && tg_node_attr(n, "p_zero")))
+        return tg_err("y_act silu needs p_scale (and p_zero); none takes neither");
+    if (!(ps > 0) || !isfinite(ps) || !((float)ps > 0) || !isfinite((float)ps))
+        return tg_err("p_scale %g must be positive and finite in float32", ps);
+    if (pz < 0 || pz > 255)
+        return tg_err("p_zero %" PRId64 " outside u8's range", pz);
+    q->p_scale = (float)ps;
+    q->p_zero = (int32_t)pz;
     if (q->scheme != TG_QSCHEME_STATIC)
         return tg_err("a u8 output (y_scale) needs scheme static");
     if (!(ys > 0) || !isfinite(ys) || !((float)ys > 0) || !isfinite((float)ys))

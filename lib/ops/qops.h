@@ -28,7 +28,9 @@ typedef struct {
     bool y_u8;
     float y_scale;
     int32_t y_zero, y_lo, y_hi;
-    bool y_silu;                /* y_act silu: a SiLU fused before the u8 output */
+    bool y_silu;                /* y_act silu: a SiLU fused before the u8 output, */
+    float p_scale;              /* from the pre-activation in u8 (p_scale, p_zero) */
+    int32_t p_zero;
 } tg_qlayer;
 
 /* Read and check a qlinear/qconv node's attributes; 0 or -1 (tg_err). */

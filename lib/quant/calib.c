@@ -1,6 +1,7 @@
-/* Calibration: the activations entering each quantized layer are made extra
- * outputs of a copy of the graph, which the interpreter runs on each sample;
- * every such value feeds its observer. */
+/* Calibration: the activations entering each quantized layer (and the
+ * convolutions' outputs that a silu alone reads) are made extra outputs of a
+ * copy of the graph, which the interpreter runs on each sample; every such
+ * value feeds its observer. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -20,6 +21,22 @@ struct tg_calib {
     int64_t *nfeat, *count;     /* features, and values summed per feature */
 };
 
+/* The output of convolution l when a silu alone reads it (chain.c fuses the
+ * silu as a table on the pre-activation in u8, whose range this gives), or -1. */
+static int silu_input(const tg_graph *g, const tg_node *l)
+{
+    int v = l->out[0], reads = 0, silu = 0;
+    for (int i = 0; l->op == TG_OP_CONV && i < g->nnode; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] == v && g->nodes[i].op != TG_OP_NONE) {
+                reads++;
+                silu += g->nodes[i].op == TG_OP_SILU;
+            }
+    for (int k = 0; k < g->noutput; k++)
+        reads += g->outputs[k] == v;
+    return reads == 1 && silu == 1 ? v : -1;
+}
+
 tg_calib *tg_calib_new(const tg_graph *g, const tg_quant_opts *o)
 {
     int *layers = NULL;
@@ -32,24 +49,25 @@ tg_calib *tg_calib_new(const tg_graph *g, const tg_quant_opts *o)
         return NULL;
     }
     c->g = g;
-    c->vals = malloc(sizeof(int) * (size_t)(n + 1));
-    c->ob = calloc((size_t)n + 1, sizeof *c->ob);
-    c->sum = calloc((size_t)n + 1, sizeof *c->sum);
-    c->conv = calloc((size_t)n + 1, sizeof *c->conv);
-    c->nfeat = calloc((size_t)n + 1, sizeof *c->nfeat);
-    c->count = calloc((size_t)n + 1, sizeof *c->count);
+    c->vals = malloc(sizeof(int) * (size_t)(2 * n + 1));
+    c->ob = calloc((size_t)(2 * n + 1), sizeof *c->ob);
+    c->sum = calloc((size_t)(2 * n + 1), sizeof *c->sum);
+    c->conv = calloc((size_t)(2 * n + 1), sizeof *c->conv);
+    c->nfeat = calloc((size_t)(2 * n + 1), sizeof *c->nfeat);
+    c->count = calloc((size_t)(2 * n + 1), sizeof *c->count);
     if (!c->vals || !c->ob || !c->sum || !c->conv || !c->nfeat || !c->count ||
         !(c->og = tg_graph_clone(g)))
         goto fail;
-    for (int i = 0; i < n; i++) {
-        int v = g->nodes[layers[i]].in[0], seen = 0;
+    for (int i = 0; i < 2 * n; i++) {
+        const tg_node *l = &g->nodes[layers[i % n]];
+        int v = i < n ? l->in[0] : silu_input(g, l), seen = 0;
         for (int k = 0; k < c->nobs; k++)
             seen |= c->vals[k] == v;
-        if (seen)
+        if (seen || v < 0)
             continue;
         if (!(c->ob[c->nobs] = tg_observer_new(o)) || tg_graph_add_output(c->og, v))
             goto fail;
-        c->conv[c->nobs] = g->nodes[layers[i]].op == TG_OP_CONV;
+        c->conv[c->nobs] = l->op == TG_OP_CONV;
         c->vals[c->nobs++] = v;
     }
     free(layers);
@@ -151,4 +169,10 @@ int tg_calib_range(const tg_calib *c, int v, float *lo, float *hi)
         if (c->vals[k] == v)
             return tg_observer_range(c->ob[k], lo, hi);
     return -1;
+}
+
+int tg_calib_range_named(const tg_calib *c, const char *name, float *lo, float *hi)
+{
+    int v = tg_graph_find_value(c->g, name);
+    return v < 0 ? -1 : tg_calib_range(c, v, lo, hi);
 }

@@ -7,14 +7,19 @@
  * step of quantizing the float output (the requantization rounds once, from
  * the sums; qgemm.h), and quantizing is monotone, so clamping the u8
  * values is quantizing the clamped floats. A silu that alone reads the
- * result is fused the same way (y_act silu: the kernel applies it to the
- * float output in registers before quantizing; EfficientNet's expand conv
- * -> silu -> depthwise). */
+ * result is fused as a table (y_act silu; EfficientNet's expand conv ->
+ * silu -> depthwise): the kernel requantizes the pre-activation to u8 with
+ * its calibrated range (p_scale, p_zero) and maps each byte to the silu of
+ * its value quantized for the readers, which costs one quantization of the
+ * pre-activation more (its range cut below where silu is within a quarter
+ * of the output's step of 0: silu(v) -> 0 as v -> -inf, and the range's
+ * resolution goes where silu is not flat). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../elem.h"             /* tgk_qparams_u8 */
 #include "../error.h"
 #include "../log.h"
 #include "../ops/infer.h"
@@ -74,15 +79,32 @@ static bool read_by_qconvs(const tg_graph *g, const int *uses, int v, tg_qlayer 
     return seen > 0 && seen == uses[v];
 }
 
+/* The u8 parameters of the pre-activation of a silu whose output is
+ * quantized with step y_scale, from its calibrated range [lo, hi]; -1 when
+ * it was never finite. */
+static int pre_params(const tg_calib *calib, const char *name, float y_scale, float *ps,
+                      int32_t *pz)
+{
+    float lo, hi;
+    if (!calib || tg_calib_range_named(calib, name, &lo, &hi))
+        return -1;
+    double t = 1.5;     /* past silu's minimum (-1.28), to where |silu(-t)| <= y_scale / 4 */
+    while (t < 100 && t / (1 + exp(t)) > y_scale / 4.0)
+        t += 0.125;
+    tgk_qparams_u8(lo > -t ? lo : (float)-t, hi, ps, pz);
+    return 0;
+}
+
 /* Layer ni with a u8 output for readers quantizing as rq, through a silu
- * when silu, clamped to [lo, hi]: a new node in its place. Its output
- * value, or -1. */
-static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, bool silu, double lo, double hi)
+ * when silu (its pre-activation quantized with ps and pz), clamped to [lo,
+ * hi]: a new node in its place. Its output value, or -1. */
+static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, bool silu, float ps, int32_t pz,
+                 double lo, double hi)
 {
     const tg_node *n = &g->nodes[ni];
     tg_attr attrs[40];
     int na = 0;
-    if (n->nattr > 35)
+    if (n->nattr > 33)
         return tg_err("node '%s': too many attributes", n->name);
     for (int i = 0; i < n->nattr; i++)
         attrs[na++] = n->attr[i];
@@ -92,8 +114,11 @@ static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, bool silu, double lo,
         attrs[na++] = tg_attr_float("y_min", lo);
     if (hi < INFINITY)
         attrs[na++] = tg_attr_float("y_max", hi);
-    if (silu)
+    if (silu) {
         attrs[na++] = tg_attr_string("y_act", "silu");
+        attrs[na++] = tg_attr_float("p_scale", ps);
+        attrs[na++] = tg_attr_int("p_zero", pz);
+    }
     char name[512];
     snprintf(name, sizeof name, "%s8", n->name);
     int in[4];
@@ -101,7 +126,7 @@ static int to_u8(tg_graph *g, int ni, const tg_qlayer *rq, bool silu, double lo,
     return tg_graph_add_node(g, TG_OP_QCONV, name, n->nin, in, na, attrs);
 }
 
-int tg_quant_chain(tg_graph *g)
+int tg_quant_chain(tg_graph *g, const tg_calib *calib)
 {
     int done = 0, nnode = g->nnode;
     for (int i = 0; i < nnode; i++) {
@@ -124,10 +149,13 @@ int tg_quant_chain(tg_graph *g)
         }
         bool ok = read_by_qconvs(g, uses, v, &rq);
         free(uses);
-        if (!ok)
+        bool silu = act >= 0 && g->nodes[act].op == TG_OP_SILU;
+        float ps = 1;
+        int32_t pz = 0;
+        if (!ok || (silu && pre_params(calib, g->values[y].name, rq.x_scale, &ps, &pz)))
             continue;
-        int nv = to_u8(g, i, &rq, act >= 0 && g->nodes[act].op == TG_OP_SILU,
-                       act >= 0 ? lo : -INFINITY, act >= 0 ? hi : INFINITY);
+        int nv = to_u8(g, i, &rq, silu, ps, pz, act >= 0 ? lo : -INFINITY,
+                       act >= 0 ? hi : INFINITY);
         if (nv < 0 || tg_graph_replace_node(g, i, nv, ".float"))
             return -1;
         const char *fused = act >= 0 ? tg_op_name(g->nodes[act].op) : NULL;

@@ -3,6 +3,7 @@
 #define TG_QUANT_INTERNAL_H
 
 #include "../graph.h"
+#include "quant.h"
 
 /* The quantize/dequantize form of static layer ni: dequantize(quantize(x;
  * xs, xz, xdt)) and dequantize(wq; per-channel scales of constant ws) into a
@@ -11,8 +12,9 @@ int tg_quant_emit_qdq(tg_graph *g, int ni, float xs, int32_t xz, tg_dtype xdt, i
                       int bias);
 
 /* Give the static qconvs whose result only static qconvs read (through a relu
- * or clamp, fused) a u8 output, their readers u8 input (chain.c). The number
+ * or clamp, fused; or a silu, as a table on the pre-activation whose range
+ * calib has) a u8 output, their readers u8 input (chain.c). The number
  * changed, or -1. */
-int tg_quant_chain(tg_graph *g);
+int tg_quant_chain(tg_graph *g, const tg_calib *calib);
 
 #endif

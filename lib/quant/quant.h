@@ -93,8 +93,11 @@ void tg_calib_free(tg_calib *c);
 /* Run g on one sample (g->ninput tensors) and update the observers. With outs
  * (g->noutput tensors), also hand back g's outputs (caller frees them). */
 int tg_calib_run(tg_calib *c, const tg_tensor *inputs, tg_tensor *outs);
-/* The quantization range of value v (a layer's input); -1 when not observed. */
+/* The quantization range of value v (a layer's input, or a convolution's
+ * output that a silu alone reads: its pre-activation); -1 when not observed. */
 int tg_calib_range(const tg_calib *c, int v, float *lo, float *hi);
+/* The same for the value named name in the graph calibrated. */
+int tg_calib_range_named(const tg_calib *c, const char *name, float *lo, float *hi);
 /* The mean of each input feature of value v (the last dim for linear layers,
  * dim 1 for convolutions) into mean[max]: the feature count, or -1 when not
  * known (not observed, or more than max). */
@@ -112,7 +115,9 @@ int64_t tg_calib_mean(const tg_calib *c, int v, double *mean, int64_t max);
  * calibration inputs (bias correction, Nagel et al. 2019). Then (static, u8
  * activations, no qdq, unless no_chain) each qconv whose result, directly or
  * through a relu or clamp, only qconvs read passes it to them as u8, the
- * activation fused (within one quantization step, no float pass between). Value names
+ * activation fused (within one quantization step, no float pass between;
+ * through a silu, as a table on its pre-activation in u8: within about a
+ * step more). Value names
  * that users see stay. Returns the number of layers quantized, or -1. */
 int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib);
 /* Fold quantize/dequantize pairs into quantized layers wherever both sides

@@ -316,7 +316,7 @@ int tg_quant_rewrite(tg_graph *g, const tg_quant_opts *o, const tg_calib *calib)
     if ((o->qdq && tg_pass_dce(g) < 0) || tg_graph_compact(g) || tg_graph_validate(g))
         return -1;
     if (o->scheme == TG_QUANT_STATIC && !o->qdq && !o->act_int8 && !o->no_chain &&
-        tg_quant_chain(g) < 0)
+        tg_quant_chain(g, calib) < 0)
         return -1;
     return done;
 }

@@ -933,10 +933,13 @@ static void case_qconv(tg_op op)
      * f32 reading cast(x) - x_zero (x_scale 1: the layer's quantize gives x
      * back) and giving quantize(clamp(y)). The weight scales are powers of
      * two and the biases multiples of them, so that the f64 reference rounds
-     * where the kernels do: the u8 outputs are compared exactly. */
-    static const char *const what[3] = {"u8 input", "u8 output, clamp 0..6",
-                                        "u8 input and output, relu"};
-    for (int k = 0; k < 3; k++) {
+     * where the kernels do: the u8 outputs are compared exactly. A fused
+     * silu's reference quantizes the pre-activation with p_scale and p_zero,
+     * dequantizes it, takes silu and quantizes that (in f64, as its table). */
+    static const char *const what[4] = {"u8 input", "u8 output, clamp 0..6",
+                                        "u8 input and output, relu",
+                                        "u8 input and output, silu through its table"};
+    for (int k = 0; k < 4; k++) {
         bool xq = k != 1, yq = k != 0;
         tg_graph *g = tg_graph_new(), *ref = tg_graph_new();
         int x = cg_input(g, "x", xq ? TG_U8 : TG_F32, DIMS(4, 7, 6));
@@ -950,10 +953,15 @@ static void case_qconv(tg_op op)
                      tg_graph_add_const_copy(g, "b", TG_F32, &ns, b)};
         int inr[4] = {xr, wr, tg_graph_add_const_copy(ref, "s", TG_F32, &ns, sc),
                       tg_graph_add_const_copy(ref, "b", TG_F32, &ns, b)};
-        tg_attr a[8] = {tg_attr_string("scheme", "static"), tg_attr_ints("padding", 1, (int64_t[]){1}),
+        tg_attr a[9] = {tg_attr_string("scheme", "static"), tg_attr_ints("padding", 1, (int64_t[]){1}),
                         tg_attr_float("x_scale", 1), tg_attr_int("x_zero", 3),
                         tg_attr_float("y_scale", 0.25), tg_attr_int("y_zero", 100),
-                        tg_attr_float("y_min", 0), tg_attr_float("y_max", 6)};
+                        tg_attr_float("y_min", 0), tg_attr_float("y_max", 6),
+                        tg_attr_string("y_act", "silu")};
+        if (k == 3) {
+            a[4] = tg_attr_float("y_scale", 0.125), a[5] = tg_attr_int("y_zero", 40);
+            a[6] = tg_attr_float("p_scale", 0.25), a[7] = tg_attr_int("p_zero", 100);
+        }
         if (xq) {
             tg_attr f = tg_attr_dtype("dtype", TG_F32);
             int c = tg_graph_add_node(ref, TG_OP_CAST, NULL, 1, &xr, 1, &f);
@@ -961,7 +969,16 @@ static void case_qconv(tg_op op)
                                        (int[]){c, tg_graph_add_scalar(ref, "z", TG_F32, 3)}, 0, NULL);
         }
         int y = tg_graph_add_node(ref, TG_OP_QCONV, "ref", 4, inr, 4, a);
-        if (yq) {
+        if (k == 3) {
+            tg_attr pa[3] = {tg_attr_float("scale", 0.25), tg_attr_int("zero_point", 100),
+                             tg_attr_dtype("dtype", TG_U8)};
+            tg_attr qa[3] = {tg_attr_float("scale", 0.125), tg_attr_int("zero_point", 40),
+                             tg_attr_dtype("dtype", TG_U8)};
+            y = tg_graph_add_node(ref, TG_OP_QUANTIZE, NULL, 1, &y, 3, pa);
+            y = tg_graph_add_node(ref, TG_OP_DEQUANTIZE, NULL, 1, &y, 2, pa);
+            y = tg_graph_add_node(ref, TG_OP_SILU, NULL, 1, &y, 0, NULL);
+            y = tg_graph_add_node(ref, TG_OP_QUANTIZE, NULL, 1, &y, 3, qa);
+        } else if (yq) {
             tg_attr cl[2] = {tg_attr_float("min", 0), tg_attr_float("max", 6)};
             tg_attr qa[3] = {tg_attr_float("scale", 0.25), tg_attr_int("zero_point", 100),
                              tg_attr_dtype("dtype", TG_U8)};
@@ -969,7 +986,7 @@ static void case_qconv(tg_op op)
             y = tg_graph_add_node(ref, TG_OP_QUANTIZE, NULL, 1, &y, 3, qa);
         }
         CHECK(y >= 0 && tg_graph_add_output(ref, y) == 0);
-        run(op, what[k], one_node(g, op, 4, in, yq ? (k == 1 ? 8 : 7) : 4, a),
+        run(op, what[k], one_node(g, op, 4, in, k == 3 ? 9 : yq ? (k == 1 ? 8 : 7) : 4, a),
             (cg_case){.lo = xq ? 0 : -3, .hi = xq ? 256 : 200, .reference = ref});
     }
 }

@@ -140,6 +140,25 @@ static void check_quantize(int64_t n, float s)
     free(x), free(q);
 }
 
+/* tgk_lut_u8 on every path (VBMI's permutes; the loop) against indexing:
+ * lengths around its 64-byte vectors and its tasks of 64 KiB. */
+static void check_lut(int64_t n)
+{
+    uint8_t lut[256], *q = malloc(n + 64), *v = malloc(n + 64);
+    for (int i = 0; i < 256; i++) lut[i] = (uint8_t)unit_next();
+    for (int64_t i = 0; i < n + 64; i++) v[i] = (uint8_t)unit_next();
+    for (int p = 0; p < 3; p++) {
+        if (tgk_qgemm_set_path(paths[p])) continue;
+        memcpy(q, v, n + 64);
+        tgk_lut_u8(n, lut, q);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n + 64; i++) bad += q[i] != (i < n ? lut[v[i]] : v[i]);
+        if (bad) fprintf(stderr, "lut %s n=%lld: %lld wrong\n", paths[p], (long long)n, (long long)bad);
+        CHECK(bad == 0);
+    }
+    free(q), free(v);
+}
+
 /* The AVX-512 quantization divides by multiplying with 1/s in double and
  * rounding to float once (qgemm.c): that is the float quotient whenever
  * it is at least FLT_MIN, and rounds to the same integer when smaller.
@@ -169,8 +188,12 @@ static void check_recip_division(int64_t n)
  * says, step by step here, each byte equal; and within one step of the
  * float64 value (acc * x_scale * w_scale + bias) / y_scale + y_zero rounded
  * and clamped. With a fused silu (variants 3 and 4: u8 or float in), each
- * byte is the float output's tgk_silu_quant1, and within one step of
- * silu(acc * x_scale * w_scale + bias) / y_scale + y_zero in float64. */
+ * byte is the sum requantized with the pre-activation's p_scale and p_zero
+ * (the range of y, so nothing saturates there) through the table, whose
+ * every entry is checked against float64 here; and within one step, plus
+ * what quantizing the pre-activation moves silu (|silu'| < 1.1 times half
+ * of p_scale), of silu(acc * x_scale * w_scale + bias) / y_scale + y_zero
+ * in float64. */
 static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t *xq, float xs,
                            int32_t xz, const void *packed, const float *ws, const float *b,
                            const float *y, const int64_t *accs, int64_t ny, int64_t outsp)
@@ -179,8 +202,10 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
     int32_t yz;
     for (int64_t i = 0; i < ny; i++) lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi;
     tgk_qparams_u8(0.7f * lo, 0.7f * hi, &ys, &yz);
-    float *yf = malloc(sizeof *yf * (ny + 1));
-    uint8_t *yq = malloc(ny + 1);
+    float *yf = malloc(sizeof *yf * (ny + 1)), ps;
+    uint8_t *yq = malloc(ny + 1), lut[256];
+    int32_t pz;
+    tgk_qparams_u8(lo, hi, &ps, &pz);
     for (int v = 0; v < 5; v++) {       /* u8 in; u8 out; both; silu: u8 in, float in */
         bool silu = v >= 3;
         tgk_qact a = {.x = v == 1 || v == 4 ? x : NULL, .xq = v == 1 || v == 4 ? NULL : xq,
@@ -188,9 +213,17 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
                       .yq = v == 0 ? NULL : yq, .y_scale = ys, .y_zero = yz,
                       .y_lo = (int32_t)(unit_next() % 80),
                       .y_hi = 175 + (int32_t)(unit_next() % 81),
-                      .y_act = silu ? TGK_QACT_SILU : TGK_QACT_NONE};
+                      .y_act = silu ? TGK_QACT_SILU : TGK_QACT_NONE, .p_scale = ps,
+                      .p_zero = pz, .lut = silu ? lut : NULL};
         if (silu && unit_next() % 2)    /* unclamped too: silu's negative side */
             a.y_lo = 0, a.y_hi = 255;
+        if (silu) {
+            tgk_act_lut(TGK_QACT_SILU, ps, pz, ys, yz, a.y_lo, a.y_hi, lut);
+            for (int u = 0; u < 256; u++) {
+                double t = (u - pz) * (double)ps, e = nearbyint(t / (1 + exp(-t)) / ys + yz);
+                CHECK(lut[u] == (e < a.y_lo ? a.y_lo : e > a.y_hi ? a.y_hi : e));
+            }
+        }
         yf[ny] = 12345.0f, yq[ny] = 77;
         CHECK(tgk_qconv(d, &a, packed, ws, b) == 0);
         int64_t bad = 0, far = 0;
@@ -202,14 +235,13 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
             int64_t ko = i / outsp % d->k;
             float s = xs * ws[ko];
             if (silu) {
-                float f = (float)accs[i] * s;
-                f = f + b[ko];
-                bad += yq[i] != tgk_silu_quant1(f, tgk_silu_recip(ys), (float)yz, (float)a.y_lo,
-                                                (float)a.y_hi);
+                float m = (float)((double)s / ps), c = (float)((double)b[ko] / ps + pz);
+                float q = fmaf((float)accs[i], m, c);
+                bad += yq[i] != lut[(uint8_t)nearbyintf(q < 0 ? 0 : q > 255 ? 255 : q)];
                 double t = (double)accs[i] * s + b[ko];
-                double e = nearbyint(t / (1 + exp(-t)) / ys + yz);
+                double e = t / (1 + exp(-t)) / ys + yz;
                 e = e < a.y_lo ? a.y_lo : e > a.y_hi ? a.y_hi : e;
-                far += fabs(yq[i] - e) > 1;
+                far += fabs(yq[i] - e) > 1 + 0.55 * ps / ys;
                 continue;
             }
             float m = (float)((double)s / ys), c = (float)((double)b[ko] / ys + yz);
@@ -229,12 +261,17 @@ static void check_qconv_u8(const tgk_conv_desc *d, const float *x, const uint8_t
     /* a u8 input with the dynamic scheme, bounds outside u8: refused */
     tgk_qact bad_dyn = {.xq = xq, .x_scale = xs, .x_zero = xz, .dynamic = 1, .y = yf};
     tgk_qact bad_lo = {.x = x, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_lo = 9, .y_hi = 8};
-    /* a fused silu with a float output, an unknown activation: refused */
-    tgk_qact bad_act = {.x = x, .x_scale = xs, .x_zero = xz, .y = yf, .y_act = TGK_QACT_SILU};
+    /* a fused silu with a float output or without its table, an unknown
+     * activation: refused */
+    tgk_qact bad_act = {.x = x, .x_scale = xs, .x_zero = xz, .y = yf, .y_act = TGK_QACT_SILU,
+                        .p_scale = ps, .lut = lut};
+    tgk_qact no_lut = {.x = x, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_hi = 255,
+                       .y_act = TGK_QACT_SILU, .p_scale = ps};
     tgk_qact bad_kind = {.x = x, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_hi = 255,
                          .y_act = 7};
     CHECK(tgk_qconv(d, &bad_dyn, packed, ws, b) == -1 && tgk_qconv(d, &bad_lo, packed, ws, b) == -1 &&
-          tgk_qconv(d, &bad_act, packed, ws, b) == -1 && tgk_qconv(d, &bad_kind, packed, ws, b) == -1);
+          tgk_qconv(d, &bad_act, packed, ws, b) == -1 && tgk_qconv(d, &bad_kind, packed, ws, b) == -1 &&
+          tgk_qconv(d, &no_lut, packed, ws, b) == -1);
     free(yf), free(yq);
 }
 
@@ -368,6 +405,8 @@ int main(void)
     const float scales[] = {1e-6f, 3e-4f, 0.5f, 0.1f, 7.3f, 1e3f, 0x1.fffffep-1f};
     for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) check_quantize(70001, scales[i]);
     check_recip_division(1 << 22);
+    const int64_t ln[] = {0, 1, 63, 64, 65, 200, 65536 + 17, 300001};
+    for (size_t i = 0; i < sizeof ln / sizeof ln[0]; i++) check_lut(ln[i]);
     /* nsp, n, c, k, groups, in, kernel, stride, pad, dilation, dynamic */
     check_qconv(2, 2, 3, 16, 1, 8, 3, 1, 1, 1, 0);
     check_qconv(2, 1, 8, 12, 4, 7, 3, 2, 1, 1, 1);

@@ -113,8 +113,15 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
             q->scheme == TG_QSCHEME_DYNAMIC, q->y_u8 ? "yq" : "y", cg_ptr(c, nd->out[0]));
     if (q->y_u8)
         fprintf(c->f, "    qa.y_scale = %s;\n    qa.y_zero = %d;\n    qa.y_lo = %d;\n"
-                "    qa.y_hi = %d;\n    qa.y_act = %s;\n", cg_float(c, q->y_scale), (int)q->y_zero,
-                (int)q->y_lo, (int)q->y_hi, q->y_silu ? "TGK_QACT_SILU" : "TGK_QACT_NONE");
+                "    qa.y_hi = %d;\n", cg_float(c, q->y_scale), (int)q->y_zero, (int)q->y_lo,
+                (int)q->y_hi);
+    if (q->y_silu) {    /* the table made once, as the packed weights */
+        fprintf(c->f, "    qa.y_act = TGK_QACT_SILU;\n    qa.p_scale = %s;\n    qa.p_zero = %d;\n"
+                "    static void *lut_slot;\n    qa.lut = tgk_act_lut_once(&lut_slot, TGK_QACT_SILU,"
+                " qa.p_scale, qa.p_zero, qa.y_scale, qa.y_zero, qa.y_lo, qa.y_hi);\n",
+                cg_float(c, q->p_scale), (int)q->p_zero);
+        fail_if(c, nd, "!qa.lut", "TGRAPH_E_NOMEM", "out of memory for the activation's table");
+    }
     fail_if(c, nd,
             cg_str(c, "tgk_qconv(&d, &qa, pk, %s, %s)", cg_ptr(c, nd->in[2]),
                    bias_ptr(c, nd, 3)),

@@ -81,7 +81,14 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
     tgk_qact a = {.x_scale = q->x_scale, .x_zero = q->x_zero_u8,
                   .dynamic = q->scheme == TG_QSCHEME_DYNAMIC, .y_scale = q->y_scale,
                   .y_zero = q->y_zero, .y_lo = q->y_lo, .y_hi = q->y_hi,
-                  .y_act = q->y_silu ? TGK_QACT_SILU : TGK_QACT_NONE};
+                  .y_act = q->y_silu ? TGK_QACT_SILU : TGK_QACT_NONE,
+                  .p_scale = q->p_scale, .p_zero = q->p_zero};
+    uint8_t lut[256];
+    if (q->y_silu) {
+        tgk_act_lut(TGK_QACT_SILU, q->p_scale, q->p_zero, q->y_scale, q->y_zero, q->y_lo,
+                    q->y_hi, lut);
+        a.lut = lut;
+    }
     if (x->dtype == TG_U8)
         a.xq = x->data;
     else

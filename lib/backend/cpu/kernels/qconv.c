@@ -9,6 +9,7 @@
  * the zero point) and multiplied by tgk_qgemm_u8s8 with weights packed in the
  * same tap-major order. The integer sums are exact, so every CPU path gives
  * the same output. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,8 +212,7 @@ static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint
         slab = g.out_sp;
     int64_t per_img = d->c * g.in_sp;
     uint8_t *xt = malloc((size_t)per_img + 8), *rows = malloc((size_t)(slab * kk) + 8);
-    /* floats, or a->yq's sums; then a fused silu's bytes */
-    void *out = malloc((sizeof(float) + 1) * (size_t)(slab * kg));
+    void *out = malloc(sizeof(float) * (size_t)(slab * kg));   /* floats, or a->yq's sums */
     int64_t *delta = malloc(sizeof *delta * (size_t)g.kprod);
     if (!xt || !rows || !out || !delta) {
         free(xt), free(rows), free(out), free(delta);
@@ -244,18 +244,6 @@ static int rows_conv(const tgk_conv_desc *d, const tgk_conv_geom *gp, const uint
                  * so the strided reads stay in L1 */
                 const char *pk = (const char *)packed + gi * gsize;
                 int64_t at = (img * d->k + gi * kg) * g.out_sp + p0;
-                if (a->yq && a->y_act == TGK_QACT_SILU) {  /* the floats' silu, quantized */
-                    float *yf = out;
-                    uint8_t *qb = (uint8_t *)(yf + slab * kg);
-                    tgk_qgemm_u8s8_f32(np, kg, kk, rows, kk, x_zero, pk, sc + gi * kg,
-                                       bias + gi * kg, yf, kg);
-                    tgk_silu_quantize_u8(np * kg, yf, a->y_scale, a->y_zero, a->y_lo, a->y_hi, qb);
-                    for (int64_t r0 = 0; r0 < np; r0 += 64)
-                        for (int64_t q = 0; q < kg; q++)
-                            for (int64_t r = r0; r < r0 + 64 && r < np; r++)
-                                a->yq[at + q * g.out_sp + r] = qb[r * kg + q];
-                    continue;
-                }
                 if (a->yq) {    /* the sums, requantized as they are transposed */
                     int32_t *acc = out;
                     const float *m = sc + gi * kg, *cb = bias + gi * kg;
@@ -306,9 +294,15 @@ int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
     if (qgeom_from(d, &g) || (layout == LAYOUT_PANELS && !tgk_qconv_panel_fits(d)) ||
         (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)) || (act->xq && act->dynamic) ||
         (act->yq && !(0 <= act->y_lo && act->y_lo <= act->y_hi && act->y_hi <= 255)) ||
-        (act->y_act != TGK_QACT_NONE && (act->y_act != TGK_QACT_SILU || !act->yq)))
+        (act->y_act != TGK_QACT_NONE &&
+         (act->y_act != TGK_QACT_SILU || !act->yq || !act->lut || !(act->p_scale > 0) ||
+          !isfinite(act->p_scale) || act->p_zero < 0 || act->p_zero > 255)))
         return -1;
     tgk_qact a = *act;
+    if (a.y_act) {      /* the pre-activation in u8, then the table */
+        a.y_scale = a.p_scale, a.y_zero = a.p_zero, a.y_lo = 0, a.y_hi = 255;
+        a.y_act = TGK_QACT_NONE;
+    }
     float *sc = malloc(sizeof *sc * (size_t)(2 * d->k + 1));
     if (!sc)
         return -1;
@@ -319,11 +313,7 @@ int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
     }
     for (int64_t k = 0; k < d->k; k++)
         sc[k] = a.x_scale * w_scale[k];
-    if (a.yq && a.y_act == TGK_QACT_SILU) {  /* the float output's, bias never NULL */
-        for (int64_t k = 0; k < d->k; k++)
-            sc[d->k + k] = bias ? bias[k] : 0.0f;
-        bias = sc + d->k;
-    } else if (a.yq) {  /* the paths' scale and bias become m and c (qquant.h) */
+    if (a.yq) {  /* the paths' scale and bias become m and c (qquant.h) */
         for (int64_t k = 0; k < d->k; k++)
             tgk_requant_params(sc[k], bias ? bias[k] : 0.0f, a.y_scale, a.y_zero, &sc[k],
                                &sc[d->k + k]);
@@ -334,6 +324,8 @@ int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
              : layout == LAYOUT_PANELS  ? tgk_qconv_panel(d, &a, w, sc, bias)
                                         : rows_conv_act(d, &g, &a, w, sc, bias);
     free(sc);
+    if (rc == 0 && act->y_act)
+        tgk_lut_u8(d->n * d->k * g.out_sp, act->lut, a.yq);
     return rc;
 }
 

@@ -110,18 +110,10 @@ TGK_CLONES static void tap_row(int32_t *restrict acc, const uint8_t *restrict sr
 
 /* Not cloned: with FMA the compiler would fuse the multiply and the add,
  * which the other paths round separately. Output element at of a's y, or
- * requantized into its yq (s and b: m and c, qquant.h; with a fused silu
- * the float output's scale and bias). */
+ * requantized into its yq (s and b: m and c, qquant.h). */
 static void epilogue_row(const tgk_qact *a, int64_t at, const int32_t *acc, int64_t n,
                          int32_t corr, float s, float b)
 {
-    if (a->yq && a->y_act) {    /* a fused silu: the floats' silu, quantized */
-        float f[ROW];
-        for (int64_t o = 0; o < n; o++)
-            f[o] = (float)(acc[o] - corr) * s + b;
-        tgk_silu_quantize_u8(n, f, a->y_scale, a->y_zero, a->y_lo, a->y_hi, a->yq + at);
-        return;
-    }
     if (a->yq) {
         for (int64_t o = 0; o < n; o++)
             a->yq[at + o] = tgk_requant1(acc[o] - corr, s, b, (float)a->y_lo, (float)a->y_hi);
@@ -191,8 +183,6 @@ static inline void rows_vbmi(const int R, const int NQ, const dw_job *j, const v
     __m512 s = _mm512_set1_ps(j->scale[k]), bias = _mm512_set1_ps(j->bias ? j->bias[k] : 0.0f);
     const tgk_qact *a = j->a;
     __m512 ylo = _mm512_set1_ps((float)a->y_lo), yhi = _mm512_set1_ps((float)a->y_hi);
-    __m512 yr = _mm512_set1_ps(a->y_act ? tgk_silu_recip(a->y_scale) : 0.0f);
-    __m512 yz = _mm512_set1_ps((float)a->y_zero);
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
         for (int64_t o1 = 0; o1 < g->out[1]; o1 += rpv) {
             const uint8_t *base = pl + (o0 * g->str[0] * j->pd[1] + o1 * g->str[1]) * j->pd[2];
@@ -211,17 +201,14 @@ static inline void rows_vbmi(const int R, const int NQ, const dw_job *j, const v
                 int64_t n = rpv == 1 ? ow - c0 : (g->out[1] - o1 < rpv ? g->out[1] - o1 : rpv) * ow;
                 __mmask16 m = n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
                 acc = _mm512_sub_epi32(acc, corr);
-                if (a->yq && !a->y_act) {
+                if (a->yq) {
                     _mm_mask_storeu_epi8(a->yq + yrow + c0, m, tgk_requant16(acc, s, bias, ylo, yhi));
                     continue;
                 }
                 __m512 f = _mm512_mul_round_ps(_mm512_cvtepi32_ps(acc), s,
                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 f = _mm512_add_round_ps(f, bias, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                if (a->yq)      /* a fused silu, then quantized */
-                    _mm_mask_storeu_epi8(a->yq + yrow + c0, m, tgk_silu_quant16(f, yr, yz, ylo, yhi));
-                else
-                    _mm512_mask_storeu_ps(a->y + yrow + c0, m, f);
+                _mm512_mask_storeu_ps(a->y + yrow + c0, m, f);
             }
         }
 }

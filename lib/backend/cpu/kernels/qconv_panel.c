@@ -348,13 +348,9 @@ static inline void store_scalar(const tgk_qact *a, int64_t at, const int32_t *ac
                                 int32_t corr, float s, float b)
 {
     int n = 0;
-    float r = a->y_act ? tgk_silu_recip(a->y_scale) : 0.0f;
     for (int i = 0; i < PX; i++)
         if (mask >> i & 1) {
-            if (a->yq && a->y_act)
-                a->yq[at + n++] = tgk_silu_quant1((float)(acc[i] - corr) * s + b, r, (float)a->y_zero,
-                                                  (float)a->y_lo, (float)a->y_hi);
-            else if (a->yq)
+            if (a->yq)
                 a->yq[at + n++] = tgk_requant1(acc[i] - corr, s, b, (float)a->y_lo, (float)a->y_hi);
             else
                 a->y[at + n++] = (float)(acc[i] - corr) * s + b;
@@ -420,8 +416,6 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
     int64_t mr = p->kg - blk * MR < MR ? p->kg - blk * MR : MR, sp = j->g->out_sp;
     const tgk_qact *ya = j->a;
     __m512 ylo = _mm512_set1_ps((float)ya->y_lo), yhi = _mm512_set1_ps((float)ya->y_hi);
-    __m512 yr = _mm512_set1_ps(ya->y_act ? tgk_silu_recip(ya->y_scale) : 0.0f);
-    __m512 yz = _mm512_set1_ps((float)ya->y_zero);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         if (r >= mr)
@@ -436,7 +430,7 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
             if (!m)                     /* all in the padding columns */
                 continue;
             __m512i iv = _mm512_sub_epi32(acc[r][v], corr);
-            if (ya->yq && !ya->y_act) {
+            if (ya->yq) {
                 __mmask16 first = (__mmask16)((1u << __builtin_popcount(m)) - 1);
                 if (m & (m + 1))
                     iv = _mm512_maskz_compress_epi32((__mmask16)m, iv);
@@ -446,14 +440,6 @@ static inline void tile_vnni(const int NP, const gemm_job *j, int64_t blk, const
             __m512 f = _mm512_mul_round_ps(_mm512_cvtepi32_ps(iv), s,
                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             f = _mm512_add_round_ps(f, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            if (ya->yq) {       /* a fused silu, then quantized */
-                __mmask16 first = (__mmask16)((1u << __builtin_popcount(m)) - 1);
-                if (m & (m + 1))
-                    f = _mm512_maskz_compress_ps((__mmask16)m, f);
-                _mm_mask_storeu_epi8(ya->yq + y + c->out[v], first,
-                                     tgk_silu_quant16(f, yr, yz, ylo, yhi));
-                continue;
-            }
             if ((m & (m + 1)) == 0) {    /* the first pixels: a plain masked store */
                 _mm512_mask_storeu_ps(ya->y + y + c->out[v], (__mmask16)m, f);
             } else {

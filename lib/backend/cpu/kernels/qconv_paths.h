@@ -10,9 +10,8 @@
  * sums, then (float)(acc - x_zero * sum w) * scale[k] + bias[k] (scale[k] =
  * x_scale * w_scale[k]; bias may be NULL) into a's y; or, when a has yq,
  * tgk_requant1(acc - x_zero * sum w, scale[k], bias[k], y_lo, y_hi)
- * (qquant.h; scale and bias are then its m and c, bias never NULL) into yq;
- * with a's y_act TGK_QACT_SILU, the float output as above (bias never
- * NULL) through tgk_silu_quant1 (qquant.h) into yq.
+ * (qquant.h; scale and bias are then its m and c, bias never NULL) into yq
+ * (a fused activation's table is tgk_qconv's, after the path).
  * 0, or -1 when scratch cannot be allocated. */
 #ifndef TGK_QCONV_PATHS_H
 #define TGK_QCONV_PATHS_H

@@ -458,35 +458,6 @@ void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, 
     }
 }
 
-#if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw,avx512vl,fma")))
-static void silu_quant_avx512(int64_t n, const float *f, float r, float z, float lo, float hi,
-                              uint8_t *q)
-{
-    __m512 vr = _mm512_set1_ps(r), vz = _mm512_set1_ps(z);
-    __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        _mm_mask_storeu_epi8(q + i, k, tgk_silu_quant16(_mm512_maskz_loadu_ps(k, f + i), vr, vz,
-                                                        vlo, vhi));
-    }
-}
-#endif
-
-void tgk_silu_quantize_u8(int64_t n, const float *f, float y_scale, int32_t zero, int32_t lo,
-                          int32_t hi, uint8_t *q)
-{
-    float r = tgk_silu_recip(y_scale);
-#if defined(__x86_64__)
-    if (path() == 2) {
-        silu_quant_avx512(n, f, r, (float)zero, (float)lo, (float)hi, q);
-        return;
-    }
-#endif
-    for (int64_t i = 0; i < n; i++)
-        q[i] = tgk_silu_quant1(f[i], r, (float)zero, (float)lo, (float)hi);
-}
-
 void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8_t *q)
 {
     quant_job j = {x, scale, zero, q};

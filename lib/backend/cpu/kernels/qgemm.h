@@ -55,11 +55,20 @@ void tgk_quantize_u8(int64_t n, const float *x, float scale, int32_t zero, uint8
  * quantizing as they copy into a layout or out of their sums). */
 void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, float scale,
                           int32_t zero, int32_t lo, int32_t hi, uint8_t *q, int64_t ldq);
-/* A fused SiLU's u8 output (qquant.h's tgk_silu_quant1, the same bits on
- * every path): q[i] = clamp(round_half_even(fma(silu(f[i]), 1/y_scale,
- * zero)), lo, hi), on the calling thread. */
-void tgk_silu_quantize_u8(int64_t n, const float *f, float y_scale, int32_t zero, int32_t lo,
-                          int32_t hi, uint8_t *q);
+/* An activation of u8 values as a table (qlut.c), for a layer with an
+ * activation fused before its u8 output: the layer requantizes its float
+ * output (the pre-activation) to u8 with p_scale and p_zero, and byte b
+ * becomes lut[b] = clamp(round_half_even(act((b - p_zero) * p_scale) /
+ * y_scale + y_zero), lo, hi), computed in float64 (act: TGK_QACT_SILU,
+ * silu(v) = v / (1 + exp(-v))). tgk_act_lut fills lut[256];
+ * tgk_act_lut_once makes it once into *slot (as tgk_qpack_once; NULL when
+ * out of memory); tgk_lut_u8 maps q[0..n) through lut in place (VBMI's
+ * byte permutes where the CPU has them, else a loop; the same bytes). */
+void tgk_act_lut(int act, float p_scale, int32_t p_zero, float y_scale, int32_t y_zero,
+                 int32_t lo, int32_t hi, uint8_t *lut);
+const uint8_t *tgk_act_lut_once(void **slot, int act, float p_scale, int32_t p_zero,
+                                float y_scale, int32_t y_zero, int32_t lo, int32_t hi);
+void tgk_lut_u8(int64_t n, const uint8_t *lut, uint8_t *q);
 /* Smallest and largest of x[0..n), NaNs ignored; 0 and 0 when n is 0. */
 void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
 
@@ -122,11 +131,10 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
  * each rounded to float once from double: within one step of quantizing
  * the exact float output with y_scale and y_zero (the clamp is a fused
  * relu or relu6: 0 <= y_lo <= y_hi <= 255). With y_act TGK_QACT_SILU (a
- * SiLU fused into the layer), yq is instead the float output y (as above:
- * acc * (x_scale * w_scale[k]) rounded, plus bias[k] rounded) through
- * tgk_silu_quant1 (qquant.h): silu(y) quantized in one rounding with
- * 1/y_scale and y_zero, clamped alike; within one step of quantizing the
- * exact silu(y). */
+ * SiLU fused into the layer), the sums are requantized so with p_scale
+ * and p_zero in place of y_scale and y_zero, unclamped (the pre-activation
+ * in u8), and each byte mapped through lut (tgk_act_lut of the same
+ * p_scale, p_zero and the output's y_scale, y_zero, y_lo, y_hi). */
 enum { TGK_QACT_NONE = 0, TGK_QACT_SILU = 1 };
 typedef struct {
     const float *x;
@@ -138,7 +146,10 @@ typedef struct {
     uint8_t *yq;
     float y_scale;
     int32_t y_zero, y_lo, y_hi;
-    int y_act;                  /* TGK_QACT_NONE or TGK_QACT_SILU (with yq) */
+    int y_act;                  /* TGK_QACT_NONE or TGK_QACT_SILU (with yq and lut) */
+    float p_scale;              /* TGK_QACT_SILU: the pre-activation's u8 parameters */
+    int32_t p_zero;
+    const uint8_t *lut;         /* and its table */
 } tgk_qact;
 int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
               const float *w_scale, const float *bias);
