@@ -213,17 +213,36 @@ static inline float tgk_erf(float x)
     return a < 1.0f ? x * tgk_erf_small(x) : big;
 }
 
-/* 1 + erf(x / sqrt 2), the GELU factor, accurate where it is tiny (x very
- * negative: it is erfc(|u|)) and with (x / sqrt 2)^2 taken from x exactly. */
+/* 1 + erf(x / sqrt 2), the GELU factor, as erfc(-u) for u = x / sqrt 2: with
+ * a = |u| and t = 1/(1 + a/2), erfc(a) = exp(-a^2) t q(t), q a degree-9 fit
+ * of erfc(a) exp(a^2) / t in t - 0.6 over t in [0.2, 1] (a in [0, 8],
+ * relative error 1.3e-8; below x = -11.3 the GELU is under 1e-28). One
+ * formula for every x: no erf polynomial beside it for |u| < 1 to compute
+ * and select (1.1 -> 0.9 ns an element), and accurate where the factor is
+ * tiny (x very negative: it is erfc(a)) and near 1 (1 - erfc(a)/2 there).
+ * (x / sqrt 2)^2 is taken from x exactly; x is clamped to [-17, 17], so the
+ * exponent stays within tgk_scale2n's range. */
 static inline float tgk_gelu_phi(float x)
 {
     x = x > 17.0f ? 17.0f : x;
     x = x < -17.0f ? -17.0f : x;
     float u = x * 0.707106781186547524f, a = fabsf(u);
+    float t = 1.0f / (1.0f + 0.5f * a), s = t - 0.6f;
+    float q = 2.045089505e-02f;
+    q = q * s - 5.664571873e-02f;
+    q = q * s - 6.368257147e-03f;
+    q = q * s + 1.118586758e-01f;
+    q = q * s - 3.807173554e-02f;
+    q = q * s - 2.077203100e-01f;
+    q = q * s + 6.869671306e-02f;
+    q = q * s + 5.914687793e-01f;
+    q = q * s + 8.025885505e-01f;
+    q = q * s + 5.852244946e-01f;
     float xh = tgk_split_hi(x), xl = x - xh;
-    float c = tgk_erfc_big(a, 0.5f * xh * xh, 0.5f * xl * (x + xh));
-    float big = u > 0.0f ? 2.0f - c : c;
-    return a < 1.0f ? 1.0f + u * tgk_erf_small(u) : big;
+    int32_t ni;
+    float p = tgk_exp_reduce_lo(-0.5f * xh * xh, 0.5f * xl * (x + xh), &ni);
+    float c = tgk_scale2n(p * (q * t), ni);
+    return u > 0.0f ? 2.0f - c : c;
 }
 
 /* The tanh GELU, 0.5 v (1 + tanh y) with y = sqrt(2/pi) (v + 0.044715 v^3),
