@@ -3,7 +3,8 @@
 OpenVINO, torch eager, torch.compile and AOTInductor on the CPU.
 
     python3 bench/zoo/speed.py [--tools DIR] [--work DIR] [--threads N]
-        [--batches 1,8] [--rounds R] [--runs N] [--engines LIST] MODEL...
+        [--batches 1,8] [--rounds R] [--runs N] [--engines LIST]
+        [--quiet CORES] [--retries N] MODEL...
 
 Each model (single-input ones) is built and exported as `make zoo` does
 (zoo.py's export worker: seeded weights, M.pt2 and M.onnx), then imported
@@ -26,13 +27,25 @@ WORK/M/speed.json; WORK/SPEED.md is written from every model's there
 (the source tree stays clean: bench/RESULTS.md quotes what it keeps).
 
 The machine's load (os.getloadavg) is recorded with each run: times under
-load are comparable side by side only, as ratios.
+load are comparable side by side only, as ratios. Each turn (one engine's
+WARMUP and RUNS) also measures what else used the CPUs meanwhile: the busy
+and stolen time of /proc/stat less the engine process's own CPU time (and
+this script's), in cores; a turn where others took more than --quiet cores
+(or the hypervisor stole that much) is run again, up to --retries times,
+and the table gives the largest such share each model's accepted turns
+saw. tgraph's ratio to the fastest other is taken within each round (its
+median over that round's fastest other's) and the cell is the median over
+the rounds: a machine whose speed drifts over minutes (this VM's host: every
+engine 10-40% slower for a minute, then not) moves both sides of a round's
+ratio alike, where the medians of separate turns could catch the drift on
+one side only.
 """
 import argparse
 import json
 import math
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,6 +62,49 @@ ENGINES = {"ort": "onnxruntime", "ov": "openvino", "eager": "torch-eager",
 SO = "tgraph .so"
 BASE = "tgraph baseline"
 TRUN_SETTLE = "0.3s"
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu():
+    """(busy, stolen) seconds of every CPU so far (/proc/stat)"""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest is within user)
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / HZ, v[7] / HZ
+
+
+def self_cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def children_cpu():
+    """CPU time of the children reaped so far: a trun turn's is its own"""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def proc_cpu(pid):
+    """a live process's CPU time, all its threads (/proc/PID/stat)"""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
+class Others:
+    """What else ran on the machine during a turn, in cores: busy and
+    stolen CPU time over the turn's wall time, less the engine's own CPU
+    time (given at stop) and this script's."""
+
+    def __init__(self):
+        self.busy, self.steal = machine_cpu()
+        self.mine, self.t = self_cpu(), time.perf_counter()
+
+    def stop(self, engine_cpu):
+        busy, steal = machine_cpu()
+        wall = time.perf_counter() - self.t
+        others = busy - self.busy - engine_cpu - (self_cpu() - self.mine)
+        return max(others, 0.0) / wall, (steal - self.steal) / wall
 
 
 def tool(args, name):
@@ -74,7 +130,9 @@ def peak_rss_mb(pid):
 
 
 def trun_bench(args, so, x):
-    """(median ms, p90 ms, peak RSS MB) of one trun --bench process"""
+    """(median ms, p90 ms, peak RSS MB, (others' cores, stolen cores)) of one
+    trun --bench process"""
+    others, cpu0 = Others(), children_cpu()
     p = subprocess.Popen([tool(args, "trun"), so, x, "-o", "/dev/null", f"--bench={args.runs}",
                           f"--warmup={TRUN_SETTLE}", f"--threads={args.threads}"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -82,11 +140,12 @@ def trun_bench(args, so, x):
     while p.poll() is None:     # its report is a few lines: the pipe does not fill
         rss = max(rss, peak_rss_mb(p.pid))
         time.sleep(0.02)
+    busy = others.stop(children_cpu() - cpu0)
     err = p.stderr.read()
     m = re.search(r"median ([0-9.]+) ms, p90 ([0-9.]+) ms", err)
     if p.returncode or not m:
         raise RuntimeError(f"trun: {err.strip()[:300]}")
-    return float(m.group(1)), float(m.group(2)), rss
+    return float(m.group(1)), float(m.group(2)), rss, busy
 
 
 class Server:
@@ -106,6 +165,12 @@ class Server:
         self.p.stdin.write(" ".join(str(w) for w in words) + "\n")
         self.p.stdin.flush()
         return self.p.stdout.readline().split()
+
+    def timed(self, x, runs, warmup):
+        """its reply to a timing request and (others' cores, stolen cores)"""
+        others, cpu0 = Others(), proc_cpu(self.p.pid)
+        reply = self.ask(self.name, x, runs, warmup)
+        return reply, others.stop(proc_cpu(self.p.pid) - cpu0)
 
     def close(self):
         self.p.stdin.close()
@@ -183,22 +248,41 @@ def run_model(name, args):
             s.ask("save", s.name, x, got)
             res["check"][f"{s.name} b{b}"] = check(got, ref) if have_ref else "no reference"
     turns = list(sos) + [s.name for s in servers]
+    res["others"], res["retries"], res["ratios"] = {}, 0, {}
     for b, x in inputs.items():
         rounds = {t: [] for t in turns}
+        seen = []           # (others' cores, stolen) of the accepted turns
         for r in range(args.rounds):
             for i in range(len(turns)):
                 t = turns[(r + i) % len(turns)]
-                if t in sos:
-                    med, p90, rss = trun_bench(args, sos[t], x)
-                    res["rss_mb"][t] = max(res["rss_mb"].get(t, 0), round(rss))
-                    rounds[t].append((med, p90))
-                    continue
-                reply = next(s for s in servers if s.name == t).ask(t, x, args.runs, args.warmup)
-                if len(reply) >= 4 and reply[2] != "-":
-                    rounds[t].append((float(reply[2]), float(reply[3])))
+                for attempt in range(args.retries + 1):
+                    if t in sos:
+                        med, p90, rss, busy = trun_bench(args, sos[t], x)
+                        res["rss_mb"][t] = max(res["rss_mb"].get(t, 0), round(rss))
+                        got = (med, p90)
+                    else:
+                        reply, busy = next(s for s in servers if s.name == t).timed(
+                            x, args.runs, args.warmup)
+                        got = ((float(reply[2]), float(reply[3]))
+                               if len(reply) >= 4 and reply[2] != "-" else None)
+                    if max(busy) <= args.quiet or attempt == args.retries:
+                        break
+                    res["retries"] += 1
+                seen.append(busy)
+                rounds[t].append(got)
+        res["others"][f"b{b}"] = [round(max(o for o, _ in seen), 3),
+                                  round(max(st for _, st in seen), 3)]
+        ok = {t for t in turns if t not in sos and
+              res["check"].get(f"{t} b{b}", "").startswith("ok")}
+        per_round = [rounds[SO][r][0] / min(rounds[t][r][0] for t in ok if rounds[t][r])
+                     for r in range(args.rounds)
+                     if SO in rounds and any(rounds[t][r] for t in ok)]
+        if per_round:
+            res["ratios"][f"b{b}"] = round(statistics.median(per_round), 4)
         res["times"][f"b{b}"] = {t: [statistics.median(m for m, _ in v),
                                      statistics.median(p for _, p in v)]
-                                 for t, v in rounds.items() if v}
+                                 for t, v in ((t, [g for g in v if g]) for t, v in rounds.items())
+                                 if v}
     for s in servers:
         st = s.ask("stats", s.name)
         res["compile_s"][s.name] = float(st[2])
@@ -220,13 +304,20 @@ def write_table(args, results):
              "rounds of each round's median latency in ms, its p90 after the slash, and",
              "(tgraph's row) the ratio to the fastest other engine. Outputs checked against",
              "torch eager (max rel error <= 1e-4); `!` marks an engine that failed the check.",
+             "The ratio is the median over the rounds of each round's own ratio.",
+             "Others: CPU time other processes took during a turn (or the host stole), in",
+             "cores; turns above --quiet were rerun (--retries).",
              "Peak RSS: the engine's process (MB). Compile: tcompile, or the engine's",
              "set-up (session, compilation, first run on each input). A loaded machine",
              "slows every engine alike only on average: compare ratios.", ""]
     for r in results:
+        busy = "; ".join(f"{b}: others {o:.2f} cores, stolen {st:.2f}"
+                         for b, (o, st) in r.get("others", {}).items())
         lines.append(f"- {r['name']}: {r['threads']} threads, {r['rounds']} rounds of "
                      f"{r['runs']} runs; load average {r['load_before']:.1f} before, "
-                     f"{r['load_after']:.1f} after")
+                     f"{r['load_after']:.1f} after" +
+                     (f"; the most other work in a turn ({busy}), "
+                      f"{r.get('retries', 0)} turns rerun" if busy else ""))
     lines.append("")
     geo, base = {}, BASE in engines
     for batch in [f"b{b}" for b in args.batches]:
@@ -238,7 +329,8 @@ def write_table(args, results):
             t = r["times"].get(batch, {})
             others = [v[0] for e, v in t.items() if e not in (SO, BASE) and
                       r["check"].get(f"{e} {batch}", "").startswith("ok")]
-            ratio = t[SO][0] / min(others) if SO in t and others else None
+            ratio = r.get("ratios", {}).get(batch) or (
+                t[SO][0] / min(others) if SO in t and others else None)
             if ratio:
                 geo.setdefault(batch, []).append(ratio)
             cells = []
@@ -283,6 +375,9 @@ def main():
                     help="comma list of " + ", ".join(ENGINES))
     ap.add_argument("--export-timeout", type=int, default=900)
     ap.add_argument("--baseline", help="another tgraph build directory, timed beside")
+    ap.add_argument("--quiet", type=float, default=0.1,
+                    help="cores other processes may take during a turn before it is rerun")
+    ap.add_argument("--retries", type=int, default=2, help="reruns of a turn that was not quiet")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
     args.batches = [int(b) for b in args.batches.split(",")]
