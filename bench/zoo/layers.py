@@ -47,7 +47,8 @@ def our_path(cin, k, g, kh, kw, s, oh, ow):
     replayed for 2-D convolutions without a pool"""
     if g == 1 and kh == kw == 1:
         return "1x1 gemm" if s == 1 else "strided 1x1"
-    if g == 1 and cin * kh * kw <= 256:
+    cg = cin // g
+    if cin * kh * kw <= 256 * g and (g == 1 or (cg > 1 and ow >= 8)):
         return "direct"
     if g == cin and g > 1 and cin == k:
         return "depthwise"

@@ -36,6 +36,15 @@ typedef struct {
 } conv_job;
 
 
+/* dst[q] = src[q * 2] for q < n: the stride a constant, so that GCC
+ * vectorizes it (permutes; with the stride a variable it stayed scalar and
+ * took most of a grouped stride-2 convolution's time) */
+TGK_CLONES static void every_second(float *restrict dst, const float *restrict src, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        dst[q] = src[q * 2];
+}
+
 /* im2col's columns of pixels [p0, p1) of (image, group) i, straight into the
  * GEMM's panels (tgk_conv_gemm_f32). The chunk's pixels fall in a few runs
  * along output rows, found once (no division per row of cols); each row of
@@ -78,6 +87,8 @@ TGK_CLONES static void im2col_panels(const void *ctx, int64_t i, int64_t p0, int
                         if (sw == 1)
                             for (int64_t q = lo; q < hi; q++)
                                 dst[q] = src[q];
+                        else if (sw == 2 && hi > lo)
+                            every_second(dst + lo, src + 2 * lo, hi - lo);
                         else
                             for (int64_t q = lo; q < hi; q++)
                                 dst[q] = src[q * sw];
@@ -116,6 +127,22 @@ static bool use_implicit(const tgk_conv_geom *g, int64_t m)
            g->str[2] == 1 && (grid - panels) * m < 64 * panels;
 }
 
+/* the ih image rows of a plane into padded rows wp long: pw zeros, the
+ * row, zeros to wp; inline (a memcpy and two memset calls a row of 32 took
+ * ~5% of a 3x3 at 32x32 maps) */
+TGK_CLONES TGK_NO_CALL_IDIOMS static void pad_rows(float *restrict dst, const float *restrict src,
+                                                   int64_t ih, int64_t iw, int64_t pw, int64_t wp)
+{
+    for (int64_t r = 0; r < ih; r++, dst += wp, src += iw) {
+        for (int64_t q = 0; q < pw; q++)
+            dst[q] = 0.0f;
+        for (int64_t q = 0; q < iw; q++)
+            dst[pw + q] = src[q];
+        for (int64_t q = pw + iw; q < wp; q++)
+            dst[q] = 0.0f;
+    }
+}
+
 static void pad_planes(void *ctx, int64_t begin, int64_t end)
 {
     const pad_job *pj = ctx;
@@ -125,12 +152,7 @@ static void pad_planes(void *ctx, int64_t begin, int64_t end)
         const float *src = pj->x + pl * g->in_sp;
         float *dst = pj->pad + pl * pj->plane;
         memset(dst, 0, (size_t)(ph * wp) * sizeof *dst);
-        for (int64_t r = 0; r < ih; r++) {
-            float *row = dst + (ph + r) * wp;
-            memset(row, 0, (size_t)pw * sizeof *row);
-            memcpy(row + pw, src + r * iw, (size_t)iw * sizeof *row);
-            memset(row + pw + iw, 0, (size_t)(wp - pw - iw) * sizeof *row);
-        }
+        pad_rows(dst + ph * wp, src, ih, iw, pw, wp);
         memset(dst + (ph + ih) * wp, 0, (size_t)((pj->hp - ph - ih) * wp) * sizeof *dst);
     }
 }
@@ -411,15 +433,6 @@ typedef struct {
     int64_t kpg;                /* channel blocks a convolution group */
     int64_t tapoff[DIRECT_MAX_TAPS];
 } direct_job;
-
-/* dst[q] = src[q * 2] for q < n: the stride a constant, so that GCC
- * vectorizes it (permutes; with the stride a variable it stayed scalar and
- * took most of a grouped stride-2 convolution's time) */
-TGK_CLONES static void every_second(float *restrict dst, const float *restrict src, int64_t n)
-{
-    for (int64_t q = 0; q < n; q++)
-        dst[q] = src[q * 2];
-}
 
 /* Rows [r0, r0 + rows) of the zero-padded image's stride phases, c
  * channels, into buf [c][sh][sw][nr][wp]: row rr, column q of phase (a, b)

@@ -475,7 +475,7 @@ static int64_t y_offset(const tgk_conv_gemm *c, int64_t i, int64_t pout)
 /* dst[r * ldd + i] = src[r * lds + i] for r < rows, i < n: a grid row's
  * pixels for every output channel, inline (at 8x8 maps a memcpy call for
  * each 32 bytes) */
-TGK_CLONES static void copy_rows(int64_t n, int64_t rows, const float *restrict src, int64_t lds,
+TGK_CLONES TGK_NO_CALL_IDIOMS static void copy_rows(int64_t n, int64_t rows, const float *restrict src, int64_t lds,
                                  float *restrict dst, int64_t ldd)
 {
     for (int64_t r = 0; r < rows; r++)

@@ -33,6 +33,15 @@
 #define TGK_CLONES
 #endif
 
+/* For loops over short runs (an image row, a grid row of 32 pixels): GCC's
+ * loop idioms make a plain copy loop a memcpy call, ~20 ns each (the
+ * implicit convolution's pad and scatter: ~10% of a 3x3 at 32x32 maps). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TGK_NO_CALL_IDIOMS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define TGK_NO_CALL_IDIOMS
+#endif
+
 /* Register tiles (gemm_packed.c, sparse24.c): tile T(mr, np, j, r, p) over
  * rows [r, r + mr), mr <= MR <= 8, with mr a constant at each call, so that
  * every row count gets its own unrolled copy. */
