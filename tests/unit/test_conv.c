@@ -24,7 +24,7 @@
 typedef struct {
     tgk_conv_desc d;
     int64_t in[3], out[3], ker[3], str[3], pad[3], dil[3];
-    bool res, hardswish;        /* the epilogue: a residual added, then hardswish */
+    bool res, hardswish, relu6; /* the epilogue: a residual added, then hardswish or relu6 */
 } ccase;
 
 static double hardswish(double v)
@@ -187,8 +187,10 @@ static void run_case(ccase *c, bool with_bias)
         ref[i] = ref[i] < 0 ? 0 : ref[i];
     for (int64_t i = 0; c->hardswish && i < ny; i++)
         ref[i] = hardswish(ref[i]);
+    for (int64_t i = 0; c->relu6 && i < ny; i++)
+        ref[i] = fmin(fmax(ref[i], 0), 6);
     c->d.res = res;
-    c->d.act = c->hardswish ? tgk_vec_hardswish_f32 : NULL;
+    c->d.act = c->hardswish ? tgk_vec_hardswish_f32 : c->relu6 ? tgk_vec_relu6_f32 : NULL;
     if (P > 1)
         ny = pool_ref(ref, mag, d->n * d->k, c->out[1], c->out[2], P);
     CHECK(tgk_conv_f32(d, x, w, b, y) == 0);
@@ -196,13 +198,13 @@ static void run_case(ccase *c, bool with_bias)
     KC_EXPECT(conv_err(y, ref, mag, ny), TOL * (1 + terms / 1000.0),
               "conv nsp=%d n=%lld c=%lld k=%lld g=%lld in=%lldx%lldx%lld ker=%lldx%lldx%lld "
               "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d relu=%d "
-              "pool=%lld res=%d hardswish=%d",
+              "pool=%lld res=%d hardswish=%d relu6=%d",
               d->nsp, (long long)d->n, (long long)d->c, (long long)d->k, (long long)d->groups,
               (long long)c->in[0], (long long)c->in[1], (long long)c->in[2], (long long)c->ker[0],
               (long long)c->ker[1], (long long)c->ker[2], (long long)c->str[0], (long long)c->str[1],
               (long long)c->str[2], (long long)c->pad[0], (long long)c->pad[1], (long long)c->pad[2],
               (long long)c->dil[0], (long long)c->dil[1], (long long)c->dil[2], d->transposed,
-              d->relu, (long long)d->pool, c->res, c->hardswish);
+              d->relu, (long long)d->pool, c->res, c->hardswish, c->relu6);
     CHECK(kc_guard_ok(y, ny));
     strided_again(c, x, w, b, y, ny);
     free(x), free(w), free(b), free(y), free(ref), free(mag), free(res);
@@ -369,6 +371,9 @@ int main(void)
         {1, 6, 1, 15, 29, 5, 5, 2, 2, 1, 1, 1},
         {1, 4, 1, 6, 70, 3, 3, 2, 1, 1, 0, 1},
         {2, 3, 2, 10, 47, 3, 3, 2, 0, 1, 1, 0},
+        {1, 20, 1, 9, 9, 3, 3, 2, 2, 2, 1, 1},
+        {2, 33, 1, 4, 4, 3, 3, 1, 2, 2, 0, 1},
+        {1, 17, 1, 2, 3, 5, 5, 1, 2, 1, 1, 0},
     };
     static const char *const isas[] = {"base", "avx2", "avx512", NULL};
     for (size_t i = 0; i < sizeof dw / sizeof *dw * 4; i++) {
@@ -540,9 +545,10 @@ int main(void)
     run_case(&c, true);
     c = fixed(1, 32, 1, 1, 730, 730, 3, 3, 1, 1, false);
     run_case(&c, false);
-    /* the epilogue, a residual, hardswish or a residual and then relu (ResNet's
-     * add + relu): in the pointwise kernel's blocks, a pass after the other
-     * paths (direct, im2col, depthwise, one pixel) */
+    /* the epilogue, a residual, hardswish, a residual and then relu (ResNet's
+     * add + relu) or relu6 (MobileNetV2's clamp): in the pointwise kernel's
+     * blocks (hardswish and relu6 on its registers), on the depthwise's
+     * registers, a pass after the other paths (direct, im2col, one pixel) */
     static const int64_t ep[][10] = {
         {1, 24, 40, 1, 8, 8, 1, 1, 1, 0},       /* pointwise */
         {2, 13, 7, 1, 5, 7, 1, 1, 1, 0},        /* pointwise, partial panels */
@@ -555,12 +561,13 @@ int main(void)
         {2, 16, 16, 16, 11, 11, 3, 3, 2, 1},    /* depthwise, strided */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
     };
-    for (size_t i = 0; i < sizeof ep / sizeof *ep * 3; i++) {
-        const int64_t *r = ep[i / 3];
+    for (size_t i = 0; i < sizeof ep / sizeof *ep * 4; i++) {
+        const int64_t *r = ep[i / 4];
         c = fixed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], false);
-        c.res = i % 3 != 1;
-        c.hardswish = i % 3 == 1;
-        c.d.relu = i % 3 == 2;
+        c.res = i % 4 == 0 || i % 4 == 2;
+        c.hardswish = i % 4 == 1;
+        c.d.relu = i % 4 == 2;
+        c.relu6 = i % 4 == 3;
         run_case(&c, true);
     }
 

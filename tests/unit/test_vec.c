@@ -20,6 +20,7 @@ typedef void (*vec_fn)(int64_t, const float *, float *);
 typedef double (*ref_fn)(double);
 
 static double ref_relu(double x) { return x < 0 ? 0 : x; }
+static double ref_relu6(double x) { return x < 0 ? 0 : x > 6 ? 6 : x; }
 static double ref_hardswish(double x) { return x * fmin(fmax(x + 3, 0), 6) / 6; }
 static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double ref_silu(double x) { return x / (1 + exp(-x)); }
@@ -44,6 +45,7 @@ static const struct {
     {"gelu", tgk_vec_gelu_f32, ref_gelu, -12, 12, 2e-6, 1e-20},
     {"gelu_tanh", tgk_vec_gelu_tanh_f32, ref_gelu_tanh, -12, 12, 1e-5, 1e-20},
     {"relu", tgk_vec_relu_f32, ref_relu, -100, 100, 0, 0x1p-100},
+    {"relu6", tgk_vec_relu6_f32, ref_relu6, -100, 100, 0, 0x1p-100},
     {"hardswish", tgk_vec_hardswish_f32, ref_hardswish, -10, 10, 4e-7, 0x1p-100},
 };
 

@@ -409,6 +409,14 @@ int cg_emit_loop(tg_cg *c, int root)
     return 0;
 }
 
+/* clamp(x, 0, 6), MobileNetV2's ReLU6: tgk_vec_relu6_f32 computes it as
+ * the clamp's loop does, so a convolution applies it on its blocks */
+static bool is_relu6(const tg_node *nd)
+{
+    return nd->op == TG_OP_CLAMP && tg_node_float(nd, "min", -INFINITY) == 0.0 &&
+           tg_node_float(nd, "max", INFINITY) == 6.0;
+}
+
 /* Epilogue group `root` as tg_epilogue_analyze sees it, when it is one
  * whose anchor has op `anchor`. */
 static bool epilogue_of(const tg_graph *g, const tg_plan *p, int root, tg_op anchor,
@@ -431,7 +439,8 @@ static bool conv_epilogue(const tg_graph *g, const tg_plan *p, int root, cg_conv
         return false;
     const tg_node *a = e.nact == 1 ? &g->nodes[e.act[0]] : NULL;
     ep->relu = a && a->op == TG_OP_RELU;
-    ep->act = !a || ep->relu ? NULL : a->op == TG_OP_HARDSWISH ? "hardswish" : vec_name(a);
+    ep->act = !a || ep->relu ? NULL : a->op == TG_OP_HARDSWISH ? "hardswish"
+              : is_relu6(a) ? "relu6" : vec_name(a);
     ep->pool = e.pool;
     ep->res = e.residual;
     return ep->pool || ep->relu || ep->act || ep->res >= 0;

@@ -31,6 +31,13 @@
  * split from each input row in one pass (dw_split2) and the rows copied out
  * with masked vectors (dw_copy_rows), not a memcpy call a row.
  *
+ * Small planes on AVX-512 (stride 2 and more up to 32x32 inputs, stride 1
+ * up to 4x4 outputs: dw_blocked_setup) are channel-blocked instead: 16
+ * channels of an image transposed into one padded block of 16-float pixels,
+ * every tap a whole-vector load and FMA (no mask, no phase), the output
+ * pixels transposed back (dw_blocks). MobileNetV3's 8x8 -> 4x4 5x5 stride 2
+ * had spent 6x its products' time on its 5376 planes' phases and copies.
+ *
  * An activation or residual after the convolution is applied to each plane
  * as it is finished, while it is in cache, not in a pass after; in place,
  * hardswish (without a residual) to the sums in registers.
@@ -71,13 +78,27 @@ typedef struct {
      * (mask[v * taps + t]) and whether every mask is whole (full[v]) */
     bool inplace;
     bool split2;                /* stride 2 across, both column phases: dw_split2 */
-    bool hswish;                /* in place, act hardswish and no res: applied as stored */
+    int regact;                 /* in place or blocked, no res: act applied as stored (DW_*) */
     int64_t nvec;
     uint16_t last;              /* the lanes of the last vector that are the plane's */
     uint16_t *mask;
     bool *full;
+    /* channel-blocked (dw_blocks): 16 channels a vector, the padded input
+     * hp x wp pixels of 16 floats; wt per group of 16 channels, per tap, the
+     * 16 channels' weights (lanes past c zero) */
+    int64_t hp, wp, ngrp;
+    float *wt;
     atomic_bool failed;
 } dw_job;
+
+/* the activations the in-place and blocked paths apply on their registers */
+enum { DW_CALL, DW_RELU6, DW_HARDSWISH };
+
+static inline int dw_regact(const tgk_conv_desc *d)
+{
+    return d->res ? DW_CALL : d->act == tgk_vec_hardswish_f32 ? DW_HARDSWISH
+           : d->act == tgk_vec_relu6_f32 ? DW_RELU6 : DW_CALL;
+}
 
 typedef struct {
     int64_t vl;                 /* floats a vector */
@@ -140,6 +161,27 @@ DW_KERNEL(dw_base, , 4)
 #ifdef DW_INPLACE
 #define V4 __attribute__((target("arch=x86-64-v4")))
 
+/* relu, then (act) tgk_vec_relu6_f32's or tgk_vec_hardswish_f32's operations,
+ * on a vector of sums */
+V4 static inline __attribute__((always_inline)) __m512 dw_act(__m512 acc, bool relu, int act)
+{
+    if (relu || act == DW_RELU6)    /* the lanes < 0 cleared: NaN and -0 stay */
+        acc = _mm512_mask_mov_ps(acc, _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                 _mm512_setzero_ps());
+    if (act == DW_RELU6)
+        acc = _mm512_mask_mov_ps(acc, _mm512_cmp_ps_mask(acc, _mm512_set1_ps(6.0f), _CMP_GT_OQ),
+                                 _mm512_set1_ps(6.0f));
+    if (act == DW_HARDSWISH) {  /* the clamp as selects, / 6 */
+        __m512 t = _mm512_add_ps(acc, _mm512_set1_ps(3.0f));
+        t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_LT_OQ),
+                               _mm512_setzero_ps());
+        t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, _mm512_set1_ps(6.0f), _CMP_GT_OQ),
+                               _mm512_set1_ps(6.0f));
+        acc = _mm512_div_ps(_mm512_mul_ps(acc, t), _mm512_set1_ps(6.0f));
+    }
+    return acc;
+}
+
 /* nv vectors from vector v of a plane read in place (dw_job's in-place
  * fields): in the input plane, out the output plane; masked: each (vector,
  * tap) loaded under its mask. The plane's last vector is stored masked. */
@@ -163,21 +205,9 @@ V4 static inline __attribute__((always_inline)) void dw_ip_step(
         }
     }
     out += v * 16;
-    UNROLL for (int i = 0; i < nv; i++) {
-        if (relu)   /* the lanes < 0 cleared: NaN and -0 stay, as relu leaves them */
-            acc[i] = _mm512_mask_mov_ps(
-                acc[i], _mm512_cmp_ps_mask(acc[i], _mm512_setzero_ps(), _CMP_LT_OQ),
-                _mm512_setzero_ps());
-        if (j->hswish) {    /* tgk_vec_hardswish_f32's operations: the clamp as selects, / 6 */
-            __m512 t = _mm512_add_ps(acc[i], _mm512_set1_ps(3.0f));
-            t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_LT_OQ),
-                                   _mm512_setzero_ps());
-            t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, _mm512_set1_ps(6.0f), _CMP_GT_OQ),
-                                   _mm512_set1_ps(6.0f));
-            acc[i] = _mm512_div_ps(_mm512_mul_ps(acc[i], t), _mm512_set1_ps(6.0f));
-        }
-        _mm512_mask_storeu_ps(out + 16 * i, v + i == j->nvec - 1 ? j->last : 0xFFFF, acc[i]);
-    }
+    UNROLL for (int i = 0; i < nv; i++)
+        _mm512_mask_storeu_ps(out + 16 * i, v + i == j->nvec - 1 ? j->last : 0xFFFF,
+                              dw_act(acc[i], relu, j->regact));
 }
 
 /* vectors [v, v + nv) need no mask */
@@ -265,6 +295,132 @@ V4 static void dw_split2(const float *src, int64_t w, float *e, int64_t ne, floa
         __mmask16 mo = no - i >= 16 ? 0xFFFF : no <= i ? 0 : (__mmask16)((1u << (no - i)) - 1);
         _mm512_mask_storeu_ps(e + i, me, _mm512_permutex2var_ps(a, ie, b));
         _mm512_mask_storeu_ps(o + i, mo, _mm512_permutex2var_ps(a, io, b));
+    }
+}
+
+/* r[0..16) transposed in registers: lane i of r[j] becomes lane j of r[i]
+ * (unpack pairs, then 4-float and 128-bit lane shuffles: 64 shuffles) */
+V4 static inline __attribute__((always_inline)) void dw_t16(__m512 r[16])
+{
+    __m512 t[16], u[16];
+    UNROLL for (int k = 0; k < 8; k++) {
+        t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    UNROLL for (int k = 0; k < 4; k++) {
+        u[4 * k] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+        u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+        u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+        u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+    }
+    UNROLL for (int j = 0; j < 4; j++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+        __m512 w0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+        __m512 v1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+        __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+        r[j] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(v0, v1, 0xDD);
+        r[4 + j] = _mm512_shuffle_f32x4(w0, w1, 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(w0, w1, 0xDD);
+    }
+}
+
+/* Channel-blocked: 16 channels of one image a vector. The group's input
+ * planes are transposed into buf, 16 pixels of 16 channels at a time (the
+ * planes read as flat runs, each pixel put at its row and column of the
+ * padded hp x wp block; the padding zero, from the buffer's first clearing);
+ * each output pixel then sums its taps as whole vectors (tap t's 16 weights
+ * times the pixel it reads: no mask, any stride or dilation), nb output
+ * pixels of a row a step, into out (a pixel's 16 channels a vector), which
+ * is transposed back into the 16 output planes. */
+V4 static inline __attribute__((always_inline)) void dw_cb_step(
+    const int nb, const int kk, const dw_job *j, const float *in, const float *wt, __m512 bias,
+    float *out)
+{
+    const tgk_conv_geom *g = j->g;
+    const int64_t sw = g->str[2] * 16, kh_n = kk ? kk : g->ker[1], kw_n = kk ? kk : g->ker[2];
+    __m512 acc[8];
+    UNROLL for (int i = 0; i < nb; i++)
+        acc[i] = bias;
+    UNROLL for (int64_t kh = 0; kh < kh_n; kh++) {
+        const float *r = in + kh * g->dil[1] * j->wp * 16;
+        UNROLL for (int64_t kw = 0; kw < kw_n; kw++, wt += 16) {
+            __m512 wv = _mm512_load_ps(wt);
+            const float *s = r + kw * g->dil[2] * 16;
+            UNROLL for (int i = 0; i < nb; i++)
+                acc[i] = _mm512_fmadd_ps(wv, _mm512_load_ps(s + i * sw), acc[i]);
+        }
+    }
+    UNROLL for (int i = 0; i < nb; i++)
+        _mm512_store_ps(out + 16 * i, dw_act(acc[i], j->d->relu, j->regact));
+}
+
+/* every output row: 8 pixels a step, then 4, 2, 1; kk: a kk x kk kernel
+ * unrolled (0: g's) */
+V4 static inline __attribute__((always_inline)) void dw_cb_rows(
+    const int kk, const dw_job *j, const float *buf, const float *wt, __m512 bias, float *out)
+{
+    const tgk_conv_geom *g = j->g;
+    const int64_t OW = g->out[2], sw = g->str[2] * 16;
+    for (int64_t oh = 0; oh < g->out[1]; oh++) {
+        const float *in = buf + oh * g->str[1] * j->wp * 16;
+        float *o = out + oh * OW * 16;
+        int64_t ow = 0;
+        for (; ow + 8 <= OW; ow += 8)
+            dw_cb_step(8, kk, j, in + ow * sw, wt, bias, o + ow * 16);
+        if (ow + 4 <= OW) {
+            dw_cb_step(4, kk, j, in + ow * sw, wt, bias, o + ow * 16);
+            ow += 4;
+        }
+        if (ow + 2 <= OW) {
+            dw_cb_step(2, kk, j, in + ow * sw, wt, bias, o + ow * 16);
+            ow += 2;
+        }
+        if (ow < OW)
+            dw_cb_step(1, kk, j, in + ow * sw, wt, bias, o + ow * 16);
+    }
+}
+
+/* group grp of image n: buf the padded input block, out the output pixels */
+V4 static void dw_cb_block(const dw_job *j, int64_t n, int64_t grp, float *buf, float *out)
+{
+    const tgk_conv_geom *g = j->g;
+    const int64_t C = j->d->c, W = g->in[2], c0 = grp * 16;
+    const int64_t nl = C - c0 < 16 ? C - c0 : 16;
+    const float *x = j->x + (n * C + c0) * g->in_sp;
+    __m512 r[16];
+    int64_t ih = 0, iw = 0;
+    for (int64_t p = 0; p < g->in_sp; p += 16) {
+        int64_t np = g->in_sp - p < 16 ? g->in_sp - p : 16;
+        __mmask16 m = (__mmask16)(0xFFFFu >> (16 - np));
+        UNROLL for (int l = 0; l < 16; l++)
+            r[l] = l < nl ? _mm512_maskz_loadu_ps(m, x + l * g->in_sp + p) : _mm512_setzero_ps();
+        dw_t16(r);
+        for (int64_t i = 0; i < np; i++) {
+            _mm512_store_ps(buf + ((ih + g->pad[1]) * j->wp + iw + g->pad[2]) * 16, r[i]);
+            if (++iw == W)
+                iw = 0, ih++;
+        }
+    }
+    const float *wt = j->wt + grp * g->kprod * 16;
+    __m512 bias = j->b ? _mm512_maskz_loadu_ps((__mmask16)(0xFFFFu >> (16 - nl)), j->b + c0)
+                       : _mm512_setzero_ps();
+    int kk = g->ker[1] == g->ker[2] && (g->ker[1] == 3 || g->ker[1] == 5) ? (int)g->ker[1] : 0;
+    if (kk == 3)
+        dw_cb_rows(3, j, buf, wt, bias, out);
+    else if (kk == 5)
+        dw_cb_rows(5, j, buf, wt, bias, out);
+    else
+        dw_cb_rows(0, j, buf, wt, bias, out);
+    float *y = j->y + (n * C + c0) * g->out_sp;
+    for (int64_t p = 0; p < g->out_sp; p += 16) {
+        int64_t np = g->out_sp - p < 16 ? g->out_sp - p : 16;
+        __mmask16 m = (__mmask16)(0xFFFFu >> (16 - np));
+        UNROLL for (int i = 0; i < 16; i++)
+            r[i] = i < np ? _mm512_load_ps(out + (p + i) * 16) : _mm512_setzero_ps();
+        dw_t16(r);
+        for (int64_t l = 0; l < nl; l++)
+            _mm512_mask_storeu_ps(y + l * g->out_sp + p, m, r[l]);
     }
 }
 
@@ -363,9 +519,36 @@ TGK_CLONES static void dw_phases(const dw_job *j, const float *xc, float *buf)
 static void dw_epilogue(const dw_job *j, int64_t p)
 {
     int64_t sp = j->g->out_sp;
-    if (j->d->res || (j->d->act && !j->hswish))
+    if (j->d->res || (j->d->act && !j->regact))
         tgk_gemm_epilogue(j->y + p * sp, sp, j->d->res ? j->d->res + p * sp : NULL,
-                          j->hswish ? NULL : j->d->act, 0, 1, 0, sp);
+                          j->regact ? NULL : j->d->act, 0, 1, 0, sp);
+}
+
+/* groups (image, 16 channels) [begin, end), channel-blocked */
+static void dw_blocks(void *ctx, int64_t begin, int64_t end)
+{
+    dw_job *j = ctx;
+#ifdef DW_INPLACE
+    const int64_t sp = j->g->out_sp;
+    size_t in = (size_t)(j->hp * j->wp * 16), out = (size_t)(sp * 16);
+    float *buf = aligned_alloc(64, (in + out) * sizeof *buf);
+    if (!buf) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    memset(buf, 0, in * sizeof *buf);
+    for (int64_t i = begin; i < end; i++) {
+        int64_t n = i / j->ngrp, grp = i % j->ngrp, p = n * j->d->c + grp * 16;
+        int64_t nl = j->d->c - grp * 16 < 16 ? j->d->c - grp * 16 : 16;
+        dw_cb_block(j, n, grp, buf, buf + in);
+        if (j->d->res || (j->d->act && !j->regact))
+            tgk_gemm_epilogue(j->y + p * sp, sp, j->d->res ? j->d->res + p * sp : NULL,
+                              j->regact ? NULL : j->d->act, 0, nl, 0, sp);
+    }
+    free(buf);
+#else
+    (void)j, (void)begin, (void)end;
+#endif
 }
 
 /* planes (image, output channel) [begin, end) */
@@ -444,8 +627,48 @@ static bool dw_inplace_setup(dw_job *j, bool *failed)
             j->tapoff[t++] = (kh * g->dil[1] - g->pad[1]) * g->in[2] + kw * g->dil[2] - g->pad[2];
     dw_masks(j);
     j->inplace = true;
-    j->hswish = j->d->act == tgk_vec_hardswish_f32 && !j->d->res;
+    j->regact = dw_regact(j->d);
     j->len = 16 * j->nvec;
+    return true;
+#else
+    (void)g;
+    return false;
+#endif
+}
+
+/* The channel-blocked path's when this CPU's kernel runs it: 2-D, no
+ * multiplier, and small planes: strided with at most 32x32 input pixels, or
+ * at most 16 output pixels (4x4). Its transposes in and out cost about what
+ * the products do on 8x8 and larger stride-1 planes, where the in-place path
+ * has no copy (one thread, batch 8, 3x3: 8x8 0.8-1.1x of it, 16x16 0.65x,
+ * 64x64 0.6x); on strided planes they replace the phases' copies (64x64
+ * 0.9x, 32x32 1.2-1.3x, 16x16 2.5x, 8x8 6-8x); 4x4 stride 1 1.6-2x.
+ * Sets its weights; false: another path (or no memory: *failed). */
+static bool dw_blocked_setup(dw_job *j, bool *failed)
+{
+    const tgk_conv_geom *g = j->g;
+    *failed = false;
+#ifdef DW_INPLACE
+    int64_t pd[3];
+    tgk_conv_padded_dims(g, pd);
+    if (g->str[1] > 1 || g->str[2] > 1 ? g->in_sp > 1024 : g->out_sp > 16)
+        return false;
+    if (!dw_kern->inplace || g->in[0] != 1 || g->out[0] != 1 || g->ker[0] != 1 || g->pad[0] ||
+        j->d->k != j->d->c)
+        return false;
+    j->hp = pd[1];
+    j->wp = pd[2];
+    j->ngrp = (j->d->c + 15) / 16;
+    j->wt = aligned_alloc(64, (size_t)(j->ngrp * g->kprod * 16) * sizeof *j->wt);
+    if (!j->wt) {
+        *failed = true;
+        return false;
+    }
+    for (int64_t c = 0; c < j->ngrp * 16; c++)
+        for (int64_t t = 0; t < g->kprod; t++)
+            j->wt[(c / 16 * g->kprod + t) * 16 + c % 16] =
+                c < j->d->c ? j->w[c * g->kprod + t] : 0.0f;
+    j->regact = dw_regact(j->d);
     return true;
 #else
     (void)g;
@@ -461,6 +684,15 @@ int tgk_conv_depthwise_f32(const tgk_conv_desc *d, const tgk_conv_geom *g, const
     if (!(j.tapoff = malloc((size_t)g->kprod * sizeof *j.tapoff)))
         return -1;
     bool failed;
+    if (dw_blocked_setup(&j, &failed) || failed) {
+        atomic_init(&j.failed, failed);
+        if (!failed)    /* tasks of at least ~64K multiply-adds */
+            tgk_parallel_for(d->n * j.ngrp, 1 + 65536 / (16 * g->out_sp * g->kprod), dw_blocks,
+                             &j);
+        free(j.tapoff);
+        free(j.wt);
+        return atomic_load(&j.failed) ? -1 : 0;
+    }
     if (!dw_inplace_setup(&j, &failed) && !failed) {
         for (int a = 0; a < 3; a++) {
             int64_t reach = (g->ker[a] - 1) * g->dil[a];

@@ -47,17 +47,18 @@ struct pgemm_job {
     int64_t pstride, ldb;
     const int64_t *koff;
     /* an activation applied on the tile's registers as it stores (after res,
-     * which the tile adds), act then NULL: ACT_RELU or ACT_HARDSWISH */
+     * which the tile adds), act then NULL: ACT_RELU, ACT_RELU6 or ACT_HARDSWISH */
     int act_reg;
 };
 
-enum { ACT_CALL, ACT_RELU, ACT_HARDSWISH };
+enum { ACT_CALL, ACT_RELU, ACT_RELU6, ACT_HARDSWISH };
 
 /* which of act the tiles apply on their registers (they add a residual
  * before it; res_after: one added after the tile, so ACT_CALL) */
 static int act_in_registers(tgk_vec_fn act, const float *res_after)
 {
     return res_after ? ACT_CALL : act == tgk_vec_relu_f32 ? ACT_RELU
+           : act == tgk_vec_relu6_f32                     ? ACT_RELU6
            : act == tgk_vec_hardswish_f32                 ? ACT_HARDSWISH : ACT_CALL;
 }
 
@@ -80,14 +81,16 @@ static int act_in_registers(tgk_vec_fn act, const float *res_after)
             for (int64_t c = 0; c < n; c++)                                         \
                 (*v)[c] = src[c];                                                   \
     }                                                                               \
-    /* tgk_vec_relu_f32 and tgk_vec_hardswish_f32 on a vector: the same      \
+    /* tgk_vec_relu_f32, _relu6_f32 and _hardswish_f32 on a vector: the same \
      * operations lane by lane (selects: NaN and -0 stay; / 6, not a         \
      * multiply), so the result is the call's bit for bit */                 \
     INLINE void act_##name(vec *a, int kind)                                       \
     {                                                                               \
         vec v = *a, t = v + 3.0f, six = (vec){0} + 6.0f;                            \
-        if (kind == ACT_RELU) {                                                     \
-            *a = (vec)((vec##_mask)v & ~(v < (vec){0}));                            \
+        if (kind == ACT_RELU || kind == ACT_RELU6) {                                \
+            v = (vec)((vec##_mask)v & ~(v < (vec){0}));                             \
+            vec##_mask cap = kind == ACT_RELU6 ? v > six : (vec##_mask){0};         \
+            *a = (vec)(((vec##_mask)v & ~cap) | ((vec##_mask)six & cap));           \
             return;                                                                 \
         }                                                                           \
         t = (vec)((vec##_mask)t & ~(t < (vec){0}));                                 \

@@ -352,5 +352,6 @@ void tgk_vec_silu_f32(int64_t n, const float *x, float *y);
 void tgk_vec_erf_f32(int64_t n, const float *x, float *y);
 void tgk_vec_relu_f32(int64_t n, const float *x, float *y);      /* NaN and -0 stay */
 void tgk_vec_hardswish_f32(int64_t n, const float *x, float *y);
+void tgk_vec_relu6_f32(int64_t n, const float *x, float *y);     /* clamp(x, 0, 6) */
 
 #endif

@@ -31,6 +31,9 @@ VEC_MAP(gelu, 0.5f * v * tgk_gelu_phi(v))
 VEC_MAP(gelu_tanh, tgk_gelu_tanh(v))
 /* v < 0 ? 0 : v */
 VEC_MAP(relu, v < 0.0f ? 0.0f : v)
+/* v < 0 ? 0 : v > 6 ? 6 : v: clamp(v, 0, 6) (ReLU6), as the clamp's loop
+ * computes it; NaN and -0 stay */
+VEC_MAP(relu6, tgk_clamp06(v))
 /* v * fminf(fmaxf(v + 3, 0), 6) / 6, as selects (fminf and fmaxf do not
  * vectorize); NaN, -inf and inf give what the formula gives */
 VEC_MAP(hardswish, v * tgk_clamp06(v + 3.0f) / 6.0f)
