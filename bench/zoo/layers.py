@@ -21,7 +21,9 @@ Markdown table per shape, the largest summed gap (ours - theirs) first: how
 many layers, our ms and theirs, the ratio, GFLOP/s of each, the path ours
 takes (conv.c's choice, replayed here) and OpenVINO's primitive; then the
 totals of the convolutions and of everything else (OpenVINO's layout
-reorders among them).
+reorders among them); then both summed by kind (depthwise, 1x1, squeeze-
+excite's 1x1s on one pixel, dense; global pools, squeeze-excite's scaling
+multiply, the rest per engine), the largest gap first.
 """
 import argparse
 import collections
@@ -59,6 +61,28 @@ def our_path(cin, k, g, kh, kw, s, oh, ow):
     return "im2col"
 
 
+def kind(cin, k, g, kh, kw, oh, ow):
+    """the kind a convolution's time is summed under"""
+    if g == cin and g > 1:
+        return f"depthwise {kh}x{kw}"
+    if g == 1 and kh == kw == 1:
+        return "1x1 on one pixel (SE)" if oh * ow == 1 else "1x1"
+    return f"{'grouped' if g > 1 else 'dense'} {kh}x{kw}"
+
+
+def rest_kind(op, engine):
+    """the kind any other node's time is summed under: global pools and
+    squeeze-excite's scaling (OpenVINO's Subgraph: the multiply with its
+    hardsigmoid) on both sides, the rest per engine and op"""
+    if op in ("adaptive_avg_pool", "reduce_mean", "mean", "ReduceMean"):
+        return "global pools"
+    if op in ("mul", "Subgraph", "Multiply", "HardSigmoid"):
+        return "SE scale (multiply)"
+    if op in ("linear", "linear_packed", "FullyConnected"):
+        return "linear (the head)"
+    return f"{engine}: {op}"
+
+
 def key(cin, k, g, kh, kw, s, oh, ow):
     return f"{kh}x{kw}/{s} {cin}->{k}" + (f" g{g}" if g > 1 else "") + f" {oh}x{ow}"
 
@@ -78,15 +102,15 @@ def trun_cpu(a, x_path, runs, profile=None):
     return cpu_s(resource.RUSAGE_CHILDREN) - t0
 
 
-def scaled(per, other, cpu_ms):
+def scaled(per, rest, cpu_ms):
     """per-node wall times (inflated by a loaded machine's preemption)
     scaled to sum to the run's CPU time"""
-    f = cpu_ms / (sum(per.values()) + other)
-    return {k: v * f for k, v in per.items()}, other * f
+    f = cpu_ms / (sum(per.values()) + sum(rest.values()))
+    return {k: v * f for k, v in per.items()}, {k: v * f for k, v in rest.items()}
 
 
 def ours(a, x_path):
-    """{shape key: ms}, {key: path}, {key: GFLOP}, other ms"""
+    """{shape key: ms}, {kind of the rest: ms}, {key: path}, {key: GFLOP}, {key: kind}"""
     nodes, ins = hotnodes.read_graph(os.path.join(a.dir, "m.tg"), a.batch,
                                      os.path.join(a.tools, "tlog"))
     by_name = {nd["name"]: nid for nid, nd in nodes.items() if nid.startswith("n")}
@@ -100,30 +124,33 @@ def ours(a, x_path):
                 if "us" in r:
                     times[r["node"]].append(r["us"] / 1e3)
                     ops[r["node"]] = r["op"].split("+")
-    per, paths, flops, other = collections.defaultdict(float), {}, {}, 0.0
+    per, paths, flops, kinds = collections.defaultdict(float), {}, {}, {}
+    rest = collections.defaultdict(float)
     for name, ts in times.items():
         ms = statistics.median(ts)
         nid = hotnodes.ended_by(by_name[name], nodes, ins, ops[name]) \
             if name in by_name and ops[name][0] == "conv" else None
         if nid is None or nodes[nid]["op"] != "conv":
-            other += ms
+            rest[rest_kind(ops[name][0], "ours")] += ms
             continue
         src, w, out = (nodes[ins[nid][0]]["shape"], nodes[ins[nid][1]]["shape"],
                        nodes[nid]["shape"])
         if len(out) != 4:
-            other += ms
+            rest[rest_kind(ops[name][0], "ours")] += ms
             continue
         cin, k, g = src[1], w[0], src[1] // w[1]
         s = src[2] // out[2]
         kk = key(cin, k, g, w[2], w[3], s, out[2], out[3])
         per[kk] += ms
         paths[kk] = our_path(cin, k, g, w[2], w[3], s, out[2], out[3])
+        kinds[kk] = kind(cin, k, g, w[2], w[3], out[2], out[3])
         flops[kk] = flops.get(kk, 0) + 2 * hotnodes.prod(out) * hotnodes.prod(w[1:]) / 1e9
-    return (*scaled(per, other, cpu_ms), paths, flops)
+    return (*scaled(per, rest, cpu_ms), paths, flops, kinds)
 
 
 def theirs(a, x):
-    """{shape key: ms}, {key: primitives}, other ms, layer count per key"""
+    """{shape key: ms}, {kind of the rest: ms}, {key: primitives}, layer count per key,
+    {key: kind}"""
     import onnx
     import openvino as ov
     model = onnx.load(os.path.join(a.dir, "m.onnx"))
@@ -135,7 +162,7 @@ def theirs(a, x):
               for v in list(model.graph.value_info) + list(model.graph.input)
               + list(model.graph.output)}
     inits = {t.name: list(t.dims) for t in model.graph.initializer}
-    convs = {}
+    convs, kinds = {}, {}
     for n in model.graph.node:
         if n.op_type != "Conv" or n.input[1] not in inits or n.output[0] not in shapes:
             continue
@@ -144,6 +171,7 @@ def theirs(a, x):
         s = next((at.ints[-1] for at in n.attribute if at.name == "strides"), 1)
         if len(w) == 4:
             convs[n.name] = key(w[1] * g, w[0], g, w[2], w[3], s, out[2], out[3])
+            kinds[convs[n.name]] = kind(w[1] * g, w[0], g, w[2], w[3], out[2], out[3])
     core = ov.Core()
     m = core.read_model(os.path.join(a.dir, "m.onnx"))
     m.reshape({m.inputs[0]: list(x.shape)})
@@ -151,7 +179,7 @@ def theirs(a, x):
                                         "INFERENCE_PRECISION_HINT": "f32",
                                         "PERFORMANCE_HINT": "LATENCY",
                                         "PERF_COUNT": "YES"}).create_infer_request()
-    times, prims = collections.defaultdict(list), {}
+    times, prims, types = collections.defaultdict(list), {}, {}
     req.infer({0: x})
     cpu_ms = 0.0
     for i in range(a.runs):
@@ -162,16 +190,18 @@ def theirs(a, x):
             if p.status.name != "NOT_RUN":
                 times[p.node_name].append(p.real_time.total_seconds() * 1e3)
                 prims[p.node_name] = p.exec_type
-    per, kinds, count, other = collections.defaultdict(float), {}, collections.Counter(), 0.0
+                types[p.node_name] = p.node_type
+    per, used, count = collections.defaultdict(float), {}, collections.Counter()
+    rest = collections.defaultdict(float)
     for name, ts in times.items():
         kk = convs.get(name.split("/")[0])
         if kk is None:
-            other += statistics.median(ts)
+            rest[rest_kind(types[name], "OpenVINO")] += statistics.median(ts)
             continue
         per[kk] += statistics.median(ts)
         count[kk] += 1
-        kinds.setdefault(kk, set()).add(prims[name])
-    return (*scaled(per, other, cpu_ms), kinds, count)
+        used.setdefault(kk, set()).add(prims[name])
+    return (*scaled(per, rest, cpu_ms), used, count, kinds)
 
 
 def main():
@@ -190,8 +220,9 @@ def main():
     x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
     with tempfile.NamedTemporaryFile(suffix=".npy") as f:
         np.save(f.name, x)
-        mine, mine_other, paths, flops = ours(a, f.name)
-    ov, ov_other, prims, count = theirs(a, x)
+        mine, mine_rest, paths, flops, kinds = ours(a, f.name)
+    ov, ov_rest, prims, count, ov_kinds = theirs(a, x)
+    mine_other, ov_other = sum(mine_rest.values()), sum(ov_rest.values())
     rows = sorted(set(mine) | set(ov), key=lambda kk: -(mine.get(kk, 0) - ov.get(kk, 0)))
     print(f"{os.path.basename(os.path.normpath(a.dir))} b{a.batch}, one thread, medians of "
           f"{a.runs} runs\n")
@@ -209,6 +240,18 @@ def main():
           f"the rest: ours {mine_other:.2f}, OpenVINO {ov_other:.2f} ms; "
           f"total {cm + mine_other:.2f} vs {co + ov_other:.2f} "
           f"({(cm + mine_other) / (co + ov_other):.2f}x)")
+    by = collections.defaultdict(lambda: [0.0, 0.0])
+    for kk, ms in mine.items():
+        by[kinds[kk]][0] += ms
+    for kk, ms in ov.items():
+        by[ov_kinds.get(kk, kinds.get(kk, "?"))][1] += ms
+    for i, rest in enumerate((mine_rest, ov_rest)):
+        for k, ms in rest.items():
+            by[k][i] += ms
+    print("\n| kind | ours ms | OpenVINO ms | gap ms | ratio |\n|---|---:|---:|---:|---:|")
+    for k, (m, o) in sorted(by.items(), key=lambda kv: kv[1][1] - kv[1][0]):
+        print(f"| {k} | {m:.2f} | {o:.2f} | {m - o:+.2f} | "
+              f"{m / o if o else float('nan'):.2f} |")
 
 
 if __name__ == "__main__":
