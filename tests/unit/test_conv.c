@@ -327,6 +327,16 @@ int main(void)
                 .str = {2, 3, 1}, .dil = {1, 1, 1}};
     CHECK(ccase_finish(&c, 3, 0));
     run_case(&c, true);
+    /* im2col over the merged images (an odd number of whole panels an
+     * image: 4x4 maps, 6x8; strided), a residual, relu */
+    c = fixed(5, 32, 64, 1, 4, 4, 3, 3, 1, 1, false);
+    c.res = true;
+    run_case(&c, true);
+    c = fixed(3, 32, 70, 1, 6, 8, 3, 3, 1, 1, false);
+    c.d.relu = true;
+    run_case(&c, false);
+    c = fixed(4, 30, 24, 1, 8, 8, 3, 3, 2, 1, false);
+    run_case(&c, true);
     c = fixed(9, 6, 8, 2, 9, 11, 3, 3, 2, 1, false);      /* many images: one per thread */
     run_case(&c, false);
     c = fixed(2, 16, 16, 16, 30, 30, 3, 3, 1, 1, false);  /* depthwise */

@@ -99,6 +99,29 @@ TGK_CLONES static void im2col_panels(const void *ctx, int64_t i, int64_t p0, int
                 }
 }
 
+/* im2col's columns of the merged images' pixels [q0, q1) (a row of n * P):
+ * each image's run of them, whole panels, since P is a multiple of one */
+static void im2col_merged(const void *ctx, int64_t img, int64_t q0, int64_t q1, float *buf)
+{
+    const conv_job *j = ctx;
+    int64_t P = j->g.out_sp, K = j->cg * j->g.kprod;
+    (void)img;
+    for (int64_t q = q0; q < q1;) {
+        int64_t e = (q / P + 1) * P < q1 ? (q / P + 1) * P : q1;
+        im2col_panels(ctx, q / P, q % P, q % P + e - q, buf + (q - q0) * K);
+        q = e;
+    }
+}
+
+/* Whether im2col runs the images as one GEMM over all their pixels: where
+ * an image's pixels are an odd number of whole panels, so that its last
+ * register tile (2 panels) would leave one idle (ResNet's 4x4 maps: one
+ * panel an image, tiles of 8 x 1 vectors, ~2/3 of the 8 x 2 tile's rate). */
+static bool merge_im2col(const tgk_conv_desc *d, const tgk_conv_geom *g)
+{
+    return d->groups == 1 && d->n > 1 && g->out_sp % (2 * TGK_PANEL) == TGK_PANEL;
+}
+
 /* Stride 1 without im2col: the images zero-padded once into planes of
  * hp rows wp long, output pixel (oh, ow) taken on a grid of rows wp long,
  * reads tap (c, kh, kw) at c * plane + (oh + kh dil) wp + ow + kw dil: one
@@ -849,12 +872,14 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
         relu_done = epilogue_done = true;
     } else {
         tgk_patch_cols patch = {x, j.cg, *g};
-        bool is_patch = tgk_conv_is_patch(g);
+        bool is_patch = tgk_conv_is_patch(g), merged = !is_patch && merge_im2col(d, g);
         tgk_conv_gemm c = {.n = d->n * d->groups, .groups = d->groups, .M = j.kg,
                            .K = j.cg * g->kprod, .P = g->out_sp, .w = w, .b = b, .res = d->res,
                            .y = y, .y_stride = j.ys, .act = d->relu ? tgk_vec_relu_f32 : d->act,
-                           .cols = is_patch ? tgk_patch_panels : im2col_panels,
-                           .ctx = is_patch ? (const void *)&patch : &j, .whole_rows = true};
+                           .cols = is_patch ? tgk_patch_panels
+                                   : merged ? im2col_merged : im2col_panels,
+                           .ctx = is_patch ? (const void *)&patch : &j, .whole_rows = true,
+                           .merged = merged};
         if (tgk_conv_gemm_f32(&c))
             return -1;
         relu_done = epilogue_done = true;
