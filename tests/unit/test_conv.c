@@ -361,7 +361,9 @@ int main(void)
      * planes from a part of a vector to many vectors and a tail of each count;
      * in place with more output rows than input rows, with rows of 1 and 3
      * (16 positions over several rows), a multiplier on a 17x33 plane;
-     * stride 2 with odd and even padding, odd widths, rows of several vectors */
+     * stride 2 with odd and even padding, odd widths, rows of several vectors;
+     * rows of whole vectors (16 x 1-6 wide, shifted in registers), a multiplier
+     * among them, fewer rows than the kernel */
     static const int64_t dw[][12] = {
         /* n, c, mult, h, w, kh, kw, stride, pad, dil, relu, bias */
         {1, 672, 1, 8, 8, 5, 5, 2, 2, 1, 0, 1},
@@ -384,6 +386,10 @@ int main(void)
         {1, 20, 1, 9, 9, 3, 3, 2, 2, 2, 1, 1},
         {2, 33, 1, 4, 4, 3, 3, 1, 2, 2, 0, 1},
         {1, 17, 1, 2, 3, 5, 5, 1, 2, 1, 1, 0},
+        {2, 5, 1, 7, 32, 3, 3, 1, 1, 1, 0, 1},
+        {1, 3, 1, 16, 16, 5, 5, 1, 2, 1, 1, 1},
+        {1, 2, 1, 3, 96, 5, 5, 1, 2, 1, 0, 1},
+        {1, 4, 2, 5, 48, 3, 3, 1, 1, 1, 1, 1},
     };
     static const char *const isas[] = {"base", "avx2", "avx512", NULL};
     for (size_t i = 0; i < sizeof dw / sizeof *dw * 4; i++) {
@@ -569,6 +575,7 @@ int main(void)
         {2, 40, 24, 1, 9, 11, 3, 3, 1, 1},      /* implicit im2col */
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
         {2, 16, 16, 16, 11, 11, 3, 3, 2, 1},    /* depthwise, strided */
+        {2, 16, 16, 16, 6, 32, 3, 3, 1, 1},     /* depthwise, rows of whole vectors */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
     };
     for (size_t i = 0; i < sizeof ep / sizeof *ep * 4; i++) {

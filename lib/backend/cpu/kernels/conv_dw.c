@@ -24,7 +24,11 @@
  * j + off[t] is a neighbouring row's pixel) is masked off the load, a
  * 16-bit mask a (vector, tap) worked out once a call (dw_masks). Vectors no
  * tap masks load without. The sums go straight to y, the plane's last
- * vector stored masked. Copying into phases and out again had cost more
+ * vector stored masked. Where the rows are whole vectors (width a multiple
+ * of 16, 32 and up, or 16 with a 5-wide kernel) the taps across a row are
+ * instead lane shifts of the row's vectors (dw_rw_run: one load a vector
+ * and kernel row, no mask, no load across a cache line; 64x64 and 32x32
+ * 3x3 layers 1.3-1.65x). Copying into phases and out again had cost more
  * than the products (MobileNetV3-large at batch 8: dw_phases 15.4% of the
  * samples, the sums 9.6%). Other strides and shapes, and the other
  * instruction sets, keep the phases; on AVX-512 stride 2's column phases are
@@ -77,6 +81,7 @@ typedef struct {
      * the plane, nvec vectors of 16 positions, each with a mask a tap
      * (mask[v * taps + t]) and whether every mask is whole (full[v]) */
     bool inplace;
+    bool rows16;                /* in place, rows of whole vectors: dw_rw_run */
     bool split2;                /* stride 2 across, both column phases: dw_split2 */
     int regact;                 /* in place or blocked, no res: act applied as stored (DW_*) */
     int64_t nvec;
@@ -208,6 +213,88 @@ V4 static inline __attribute__((always_inline)) void dw_ip_step(
     UNROLL for (int i = 0; i < nv; i++)
         _mm512_mask_storeu_ps(out + 16 * i, v + i == j->nvec - 1 ? j->last : 0xFFFF,
                               dw_act(acc[i], relu, j->regact));
+}
+
+/* x shifted by d lanes (x[j + d], from the vectors left and right of it) */
+V4 static inline __attribute__((always_inline)) __m512 dw_shift(__m512 l, __m512 x, __m512 r,
+                                                                const int d)
+{
+    switch (d) {
+    case -2: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x),
+                                                            _mm512_castps_si512(l), 14));
+    case -1: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x),
+                                                            _mm512_castps_si512(l), 15));
+    case 1: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(r),
+                                                           _mm512_castps_si512(x), 1));
+    case 2: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(r),
+                                                           _mm512_castps_si512(x), 2));
+    default: return x;
+    }
+}
+
+/* Rows of whole vectors (rows16): output row oh, nv vectors from vector v0
+ * of the row, a kw-wide kernel padded kw / 2 across. Each kernel row's input
+ * row is loaded once as whole vectors (the vectors beside the first and
+ * last: the row's neighbours or, past its ends, zeros), and each tap's
+ * vector is made from two of them by a lane shift: no mask, no load across
+ * a cache line, one load a vector and kernel row instead of one a tap. The
+ * taps and their sums in the in-place path's order. */
+V4 static inline __attribute__((always_inline)) void dw_rw_step(
+    const int nv, const int kw, const dw_job *j, const float *x, int64_t oh, int64_t v0,
+    const float *w, float bias, bool relu, float *y)
+{
+    const tgk_conv_geom *g = j->g;
+    const int64_t W = g->in[2], nvr = W / 16;
+    __m512 acc[DW_NV], z = _mm512_setzero_ps();
+    UNROLL for (int i = 0; i < nv; i++)
+        acc[i] = _mm512_set1_ps(bias);
+    for (int64_t kh = 0; kh < g->ker[1]; kh++) {
+        int64_t ih = oh + kh - g->pad[1];
+        bool in = (uint64_t)ih < (uint64_t)g->in[1];
+        const float *r = x + ih * W + v0 * 16;
+        __m512 row[DW_NV + 2];
+        row[0] = in && v0 > 0 ? _mm512_loadu_ps(r - 16) : z;
+        UNROLL for (int i = 0; i < nv; i++)
+            row[i + 1] = in ? _mm512_loadu_ps(r + 16 * i) : z;
+        row[nv + 1] = in && v0 + nv < nvr ? _mm512_loadu_ps(r + 16 * nv) : z;
+        UNROLL for (int t = 0; t < kw; t++) {
+            __m512 wt = _mm512_set1_ps(w[kh * kw + t]);
+            UNROLL for (int i = 0; i < nv; i++)
+                acc[i] = _mm512_fmadd_ps(wt, dw_shift(row[i], row[i + 1], row[i + 2], t - kw / 2),
+                                         acc[i]);
+        }
+    }
+    y += oh * W + v0 * 16;
+    UNROLL for (int i = 0; i < nv; i++)
+        _mm512_storeu_ps(y + 16 * i, dw_act(acc[i], relu, j->regact));
+}
+
+V4 static inline __attribute__((always_inline)) void dw_rw_rows(
+    const int kw, const dw_job *j, const float *x, const float *w, float bias, bool relu,
+    float *y)
+{
+    const int64_t nvr = j->g->in[2] / 16;
+    for (int64_t oh = 0; oh < j->g->out[1]; oh++) {
+        int64_t v = 0;
+        for (; v + DW_NV <= nvr; v += DW_NV)
+            dw_rw_step(DW_NV, kw, j, x, oh, v, w, bias, relu, y);
+        if (v + 2 <= nvr) {
+            dw_rw_step(2, kw, j, x, oh, v, w, bias, relu, y);
+            v += 2;
+        }
+        if (v < nvr)
+            dw_rw_step(1, kw, j, x, oh, v, w, bias, relu, y);
+    }
+}
+
+/* one plane of rows16: 3 or 5 taps across */
+V4 static void dw_rw_run(const dw_job *j, const float *x, const float *w, float bias, bool relu,
+                         float *y)
+{
+    if (j->g->ker[2] == 3)
+        dw_rw_rows(3, j, x, w, bias, relu, y);
+    else
+        dw_rw_rows(5, j, x, w, bias, relu, y);
 }
 
 /* vectors [v, v + nv) need no mask */
@@ -562,8 +649,9 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end)
     if (j->inplace) {
         for (int64_t p = begin; p < end; p++) {
             int64_t n = p / j->d->k, k = p % j->d->k;
-            dw_ip_run(j, j->x + (n * j->d->c + k / mult) * g->in_sp, j->w + k * g->kprod,
-                      j->b ? j->b[k] : 0.0f, j->d->relu, j->y + p * g->out_sp);
+            (j->rows16 ? dw_rw_run : dw_ip_run)(
+                j, j->x + (n * j->d->c + k / mult) * g->in_sp, j->w + k * g->kprod,
+                j->b ? j->b[k] : 0.0f, j->d->relu, j->y + p * g->out_sp);
             dw_epilogue(j, p);
         }
         return;
@@ -627,6 +715,9 @@ static bool dw_inplace_setup(dw_job *j, bool *failed)
             j->tapoff[t++] = (kh * g->dil[1] - g->pad[1]) * g->in[2] + kw * g->dil[2] - g->pad[2];
     dw_masks(j);
     j->inplace = true;
+    j->rows16 = g->in[2] % 16 == 0 && (g->in[2] >= 32 || g->ker[2] == 5) &&
+                (g->ker[2] == 3 || g->ker[2] == 5) &&
+                g->pad[2] == g->ker[2] / 2 && g->dil[1] == 1 && g->dil[2] == 1;
     j->regact = dw_regact(j->d);
     j->len = 16 * j->nvec;
     return true;
