@@ -316,6 +316,15 @@ void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero)
     *zero = z < 0 ? 0 : z > 255 ? 255 : z;
 }
 
+double tgk_qact_value(int act, double v)
+{
+    if (act == TGK_QACT_SILU)
+        return v / (1.0 + exp(-v));
+    if (act == TGK_QACT_GELU)
+        return 0.5 * v * erfc(-v * 0.70710678118654752440);
+    return 0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+}
+
 float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
                     int64_t n, int64_t k)
 {

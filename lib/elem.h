@@ -61,6 +61,12 @@ void tgk_cast_range(tgk_dtype dt, void *dst, tgk_dtype st, const void *src, int6
  * ([N,K]), bits 4 two per byte ([N, (K+1)/2], k even in the low nibble, two's
  * complement); group <= 0 means K (one scale per row). */
 void tgk_qparams_u8(float lo, float hi, float *scale, int32_t *zero);
+/* A quantized layer's fused activation (qconv and qlinear's y_act), and its
+ * value at v in float64: silu(v) = v / (1 + exp(-v)); gelu, v * (1 +
+ * erf(v / sqrt 2)) / 2; gelu_tanh, v * (1 + tanh(sqrt(2/pi) (v + 0.044715
+ * v^3))) / 2. */
+enum { TGK_QACT_NONE = 0, TGK_QACT_SILU = 1, TGK_QACT_GELU = 2, TGK_QACT_GELU_TANH = 3 };
+double tgk_qact_value(int act, double v);
 float tgk_wq_weight(const void *q, int bits, int64_t K, int64_t group, const float *scale,
                     int64_t n, int64_t k);
 

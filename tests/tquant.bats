@@ -262,3 +262,20 @@ ops() {
     # against PyTorch's float output
     run_ok "$TRUN" "$TMP/q.so" "$x" --check "$FIX/mbconv.out0.npy" --atol 0.05 --rtol 0
 }
+
+@test "static: a gelu between qlinears is fused (y_act gelu, a table), fc2 reads u8; .so equals the interpreter" {
+    # tinygpt: two blocks, each fc1 -> gelu -> fc2
+    mkcal "$TMP/cal" 8 i8 1 64
+    "$TEXPORT" "$FIX/tinygpt.pt2" -o "$TMP/g.tg"
+    TLOG=quant TLOG_FILE="$TMP/log" run_ok "$TQUANT" --calib "$TMP/cal" "$TMP/g.tg" -o "$TMP/q.tg"
+    [ "$(grep -c 'u8 output for the next layer, fused gelu' "$TMP/log")" -eq 2 ]
+    awk -v e="$(field 'max abs err' "$stderr")" 'BEGIN { exit !(e < 0.1) }'
+    ! ops "$TMP/q.tg" | grep -q "^gelu " || false
+    "$TCOMPILE" "$TMP/q.tg" -o "$TMP/q.so"
+    run_ok "$TRUN" "$TMP/q.so" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/so.npy"
+    run_ok "$TRUN" "$TMP/q.tg" "$FIX/tinygpt.in0.b3.npy" -o "$TMP/tg.npy"
+    cmp "$TMP/so.npy" "$TMP/tg.npy"
+    # --no-chain keeps the gelu in float
+    run_ok "$TQUANT" --no-chain --calib "$TMP/cal" "$TMP/g.tg" -o "$TMP/n.tg"
+    ops "$TMP/n.tg" | grep -qx "gelu 2"
+}

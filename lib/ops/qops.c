@@ -17,8 +17,10 @@ static int32_t quant_u8(float v, float s, int32_t z)
     return r != r ? z : r < 0 ? 0 : r > 255 ? 255 : (int32_t)r;
 }
 
+const char *const tg_qact_names[4] = {"none", "silu", "gelu", "gelu_tanh"};
+
 /* The u8 output's attributes: y_scale, y_zero (0), y_min and y_max (none),
- * y_act (none; silu, with p_scale and p_zero (0)). */
+ * y_act (none; silu, gelu or gelu_tanh, with p_scale and p_zero (0)). */
 static int read_output(const tg_node *n, tg_qlayer *q)
 {
     double ys, lo, hi;
@@ -27,7 +29,7 @@ static int read_output(const tg_node *n, tg_qlayer *q)
     q->y_u8 = tg_node_attr(n, "y_scale") != NULL;
     double ps;
     int64_t pz;
-    q->y_scale = 1, q->y_zero = 0, q->y_lo = 0, q->y_hi = 255, q->y_silu = false;
+    q->y_scale = 1, q->y_zero = 0, q->y_lo = 0, q->y_hi = 255, q->y_act = TGK_QACT_NONE;
     q->p_scale = 1, q->p_zero = 0;
     if (!q->y_u8) {
         if (tg_node_attr(n, "y_zero") || tg_node_attr(n, "y_min") || tg_node_attr(n, "y_max") ||
@@ -42,12 +44,14 @@ static int read_output(const tg_node *n, tg_qlayer *q)
         tg_attr_get_string(n, "y_act", "none", &act) ||
         tg_attr_get_float(n, "p_scale", 1.0, &ps) || tg_attr_get_int(n, "p_zero", 0, &pz))
         return -1;
-    if (strcmp(act, "none") && strcmp(act, "silu"))
-        return tg_err("attribute 'y_act' is '%s', expected none or silu", act);
-    q->y_silu = !strcmp(act, "silu");
-    if (q->y_silu != (tg_node_attr(n, "p_scale") != NULL) ||
-        (!q->y_silu && tg_node_attr(n, "p_zero")))
-        return tg_err("y_act silu needs p_scale (and p_zero); none takes neither");
+    while (q->y_act < 4 && strcmp(act, tg_qact_names[q->y_act]))
+        q->y_act++;
+    if (q->y_act == 4)
+        return tg_err("attribute 'y_act' is '%s', expected none, silu, gelu or gelu_tanh", act);
+    if ((q->y_act != TGK_QACT_NONE) != (tg_node_attr(n, "p_scale") != NULL) ||
+        (!q->y_act && tg_node_attr(n, "p_zero")))
+        return tg_err("y_act silu, gelu or gelu_tanh needs p_scale (and p_zero); none takes"
+                      " neither");
     if (!(ps > 0) || !isfinite(ps) || !((float)ps > 0) || !isfinite((float)ps))
         return tg_err("p_scale %g must be positive and finite in float32", ps);
     if (pz < 0 || pz > 255)
@@ -130,18 +134,29 @@ static int check_scales(tg_graph *g, int node, int i, tg_dim rows, int64_t ngrou
     return 0;
 }
 
+/* Input x of a qconv or qlinear: float32, or u8 quantized already (static,
+ * x_dtype u8). */
+static int u8_input(const tg_node *n, const tg_value *x, const tg_qlayer *q)
+{
+    tg_dtype xdt;
+    if (x->dtype != TG_U8)
+        return tg_check_dtype(x, 0, TG_F32);
+    if (q->scheme != TG_QSCHEME_STATIC || tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) ||
+        xdt != TG_U8)
+        return tg_err("a u8 input needs scheme static and x_dtype u8");
+    return 0;
+}
+
 int tg_infer_qlinear(tg_graph *g, int node)
 {
     const tg_node *n = tg_infer_node(g, node);
     const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
     tg_qlayer q;
     int64_t K = 0;
-    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(x, 0, TG_F32) ||
+    if (!x || !w || tg_qlayer_read(n, &q) || u8_input(n, x, &q) ||
         tg_check_rank(x, 0, 1, TG_MAX_RANK) ||
         tg_check_dtype(w, 1, q.bits == 4 ? TG_U8 : TG_I8) || tg_check_rank(w, 1, 2, 2))
         return -1;
-    if (q.y_u8)
-        return tg_err("qlinear gives float32: no y_scale");
     tg_dim kd = x->shape.d[x->shape.rank - 1], wk = kd;
     if (q.scheme == TG_QSCHEME_WEIGHT_ONLY && !tg_dim_is_const(kd, &K))
         return tg_err("weight_only needs a constant input feature size");
@@ -155,7 +170,7 @@ int tg_infer_qlinear(tg_graph *g, int node)
         return -1;
     tg_shape s = x->shape;
     s.d[s.rank - 1] = w->shape.d[0];
-    return tg_infer_set(g, node, TG_F32, &s);
+    return tg_infer_set(g, node, q.y_u8 ? TG_U8 : TG_F32, &s);
 }
 
 /* qlinear on linear_24's compressed weight: values [N, K/2] i8, meta
@@ -195,16 +210,8 @@ int tg_infer_qconv(tg_graph *g, int node)
     const tg_node *n = tg_infer_node(g, node);
     const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
     tg_qlayer q;
-    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(w, 1, TG_I8))
+    if (!x || !w || tg_qlayer_read(n, &q) || tg_check_dtype(w, 1, TG_I8) || u8_input(n, x, &q))
         return -1;
-    if (x->dtype == TG_U8) {
-        tg_dtype xdt;
-        if (q.scheme != TG_QSCHEME_STATIC || tg_attr_get_dtype(n, "x_dtype", TG_U8, &xdt) ||
-            xdt != TG_U8)
-            return tg_err("a u8 input needs scheme static and x_dtype u8");
-    } else if (tg_check_dtype(x, 0, TG_F32)) {
-        return -1;
-    }
     if (q.scheme == TG_QSCHEME_WEIGHT_ONLY)
         return tg_err("qconv takes scheme static or dynamic");
     if (tg_node_int(n, "transposed", 0))

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../elem.h"    /* TGK_QACT_* */
 #include "../graph.h"
 
 typedef enum {
@@ -13,6 +14,9 @@ typedef enum {
     TG_QSCHEME_DYNAMIC,         /* activations' parameters from each run's min and max */
     TG_QSCHEME_WEIGHT_ONLY,     /* float activations, weights dequantized */
 } tg_qscheme;
+
+/* y_act's names by TGK_QACT_* (elem.h): "none", "silu", "gelu", "gelu_tanh" */
+extern const char *const tg_qact_names[4];
 
 typedef struct {
     tg_qscheme scheme;
@@ -22,14 +26,14 @@ typedef struct {
     int32_t x_zero_u8;
     int bits;                   /* weights: 8, or 4 (weight_only) */
     int64_t group;              /* weight_only: inputs per scale; 0: a whole row */
-    /* qconv static with y_scale: a u8 output, the float one quantized with
+    /* qconv or qlinear static with y_scale: a u8 output, the float one quantized with
      * y_scale and y_zero and clamped to [y_lo, y_hi], those of y_min and
      * y_max quantized alike (a fused relu or relu6; 0 and 255 when absent) */
     bool y_u8;
     float y_scale;
     int32_t y_zero, y_lo, y_hi;
-    bool y_silu;                /* y_act silu: a SiLU fused before the u8 output, */
-    float p_scale;              /* from the pre-activation in u8 (p_scale, p_zero) */
+    int y_act;                  /* y_act: TGK_QACT_NONE, or an activation fused before */
+    float p_scale;              /* the u8 output, from the pre-activation in u8 (p_scale, p_zero) */
     int32_t p_zero;
 } tg_qlayer;
 

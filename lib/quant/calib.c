@@ -1,5 +1,5 @@
 /* Calibration: the activations entering each quantized layer (and the
- * convolutions' outputs that a silu alone reads) are made extra outputs of a
+ * layers' outputs that a silu or gelu alone reads) are made extra outputs of a
  * copy of the graph, which the interpreter runs on each sample; every such
  * value feeds its observer. */
 #include <math.h>
@@ -7,6 +7,7 @@
 
 #include "../error.h"
 #include "../exec/exec.h"
+#include "internal.h"
 #include "quant.h"
 
 struct tg_calib {
@@ -21,20 +22,21 @@ struct tg_calib {
     int64_t *nfeat, *count;     /* features, and values summed per feature */
 };
 
-/* The output of convolution l when a silu alone reads it (chain.c fuses the
- * silu as a table on the pre-activation in u8, whose range this gives), or -1. */
-static int silu_input(const tg_graph *g, const tg_node *l)
+/* The output of layer l when a silu or a gelu alone reads it (chain.c
+ * fuses it as a table on the pre-activation in u8, whose range this gives),
+ * or -1. */
+static int act_input(const tg_graph *g, const tg_node *l)
 {
-    int v = l->out[0], reads = 0, silu = 0;
-    for (int i = 0; l->op == TG_OP_CONV && i < g->nnode; i++)
+    int v = l->out[0], reads = 0, act = 0;
+    for (int i = 0; l->op != TG_OP_LINEAR_24 && i < g->nnode; i++)
         for (int k = 0; k < g->nodes[i].nin; k++)
             if (g->nodes[i].in[k] == v && g->nodes[i].op != TG_OP_NONE) {
                 reads++;
-                silu += g->nodes[i].op == TG_OP_SILU;
+                act += tg_quant_table_act(&g->nodes[i]) != 0;
             }
     for (int k = 0; k < g->noutput; k++)
         reads += g->outputs[k] == v;
-    return reads == 1 && silu == 1 ? v : -1;
+    return reads == 1 && act == 1 ? v : -1;
 }
 
 tg_calib *tg_calib_new(const tg_graph *g, const tg_quant_opts *o)
@@ -60,7 +62,7 @@ tg_calib *tg_calib_new(const tg_graph *g, const tg_quant_opts *o)
         goto fail;
     for (int i = 0; i < 2 * n; i++) {
         const tg_node *l = &g->nodes[layers[i % n]];
-        int v = i < n ? l->in[0] : silu_input(g, l), seen = 0;
+        int v = i < n ? l->in[0] : act_input(g, l), seen = 0;
         for (int k = 0; k < c->nobs; k++)
             seen |= c->vals[k] == v;
         if (seen || v < 0)

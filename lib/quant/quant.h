@@ -93,8 +93,8 @@ void tg_calib_free(tg_calib *c);
 /* Run g on one sample (g->ninput tensors) and update the observers. With outs
  * (g->noutput tensors), also hand back g's outputs (caller frees them). */
 int tg_calib_run(tg_calib *c, const tg_tensor *inputs, tg_tensor *outs);
-/* The quantization range of value v (a layer's input, or a convolution's
- * output that a silu alone reads: its pre-activation); -1 when not observed. */
+/* The quantization range of value v (a layer's input, or a layer's output
+ * that a silu or gelu alone reads: its pre-activation); -1 when not observed. */
 int tg_calib_range(const tg_calib *c, int v, float *lo, float *hi);
 /* The same for the value named name in the graph calibrated. */
 int tg_calib_range_named(const tg_calib *c, const char *name, float *lo, float *hi);

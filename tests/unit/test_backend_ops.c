@@ -846,6 +846,54 @@ static void case_qlinear(tg_op op)
         run(op, four ? "weight_only 4 bits, groups of 8" : schemes[k],
             one_node(g, op, 4, (int[]){x, w, sc, W(g, "b", 5)}, na, a), (cg_case){0});
     }
+    /* int8 activations between layers, as qconv's below: a u8 output
+     * (clamped to 0..6) from float, and u8 on both sides with a gelu
+     * through its table; the reference quantizes as the layer should, in
+     * f64, the scales powers of two so that it rounds where the kernels do */
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new(), *ref = tg_graph_new();
+        bool xq = k == 1;
+        int x = cg_input(g, "x", xq ? TG_U8 : TG_F32, DIMS(3, 2, 20));
+        int xr = cg_input(ref, "x", xq ? TG_U8 : TG_F32, DIMS(3, 2, 20));
+        int w = cg_const(g, "w", TG_I8, DIMS(5, 20), &(cg_case){.lo = -127, .hi = 128});
+        tg_shape ws = tg_shape_of(2, (int64_t[]){5, 20}), ns = tg_shape_of(1, (int64_t[]){5});
+        float sc[5], b[5];
+        for (int i = 0; i < 5; i++) sc[i] = 0.0625f, b[i] = (float)(i * 7 - 13) * 0.0625f;
+        int in[4] = {x, w, tg_graph_add_const_copy(g, "s", TG_F32, &ns, sc),
+                     tg_graph_add_const_copy(g, "b", TG_F32, &ns, b)};
+        int inr[4] = {xr, tg_graph_add_const_copy(ref, "w", TG_I8, &ws, g->values[w].data),
+                      tg_graph_add_const_copy(ref, "s", TG_F32, &ns, sc),
+                      tg_graph_add_const_copy(ref, "b", TG_F32, &ns, b)};
+        tg_attr a[8] = {tg_attr_string("scheme", "static"), tg_attr_float("x_scale", 1),
+                        tg_attr_int("x_zero", 3), tg_attr_float("y_scale", 0.25),
+                        tg_attr_int("y_zero", 100), tg_attr_float("y_min", 0),
+                        tg_attr_float("y_max", 6), tg_attr_int("p_zero", 90)};
+        if (xq) {
+            a[3] = tg_attr_float("y_scale", 0.125), a[5] = tg_attr_string("y_act", "gelu");
+            a[6] = tg_attr_float("p_scale", 0.5);
+            tg_attr f = tg_attr_dtype("dtype", TG_F32);
+            int c = tg_graph_add_node(ref, TG_OP_CAST, NULL, 1, &xr, 1, &f);
+            inr[0] = tg_graph_add_node(ref, TG_OP_SUB, NULL, 2,
+                                       (int[]){c, tg_graph_add_scalar(ref, "z", TG_F32, 3)}, 0, NULL);
+        }
+        int y = tg_graph_add_node(ref, TG_OP_QLINEAR, "ref", 4, inr, 3, a);
+        tg_attr pa[3] = {tg_attr_float("scale", 0.5), tg_attr_int("zero_point", 90),
+                         tg_attr_dtype("dtype", TG_U8)};
+        tg_attr qa[3] = {tg_attr_float("scale", xq ? 0.125 : 0.25),
+                         tg_attr_int("zero_point", 100), tg_attr_dtype("dtype", TG_U8)};
+        tg_attr cl[2] = {tg_attr_float("min", 0), tg_attr_float("max", 6)};
+        if (xq) {
+            y = tg_graph_add_node(ref, TG_OP_QUANTIZE, NULL, 1, &y, 3, pa);
+            y = tg_graph_add_node(ref, TG_OP_DEQUANTIZE, NULL, 1, &y, 2, pa);
+            y = tg_graph_add_node(ref, TG_OP_GELU, NULL, 1, &y, 0, NULL);
+        } else {
+            y = tg_graph_add_node(ref, TG_OP_CLAMP, NULL, 1, &y, 2, cl);
+        }
+        y = tg_graph_add_node(ref, TG_OP_QUANTIZE, NULL, 1, &y, 3, qa);
+        CHECK(y >= 0 && tg_graph_add_output(ref, y) == 0);
+        run(op, xq ? "u8 input and output, gelu through its table" : "u8 output, clamp 0..6",
+            one_node(g, op, 4, in, xq ? 8 : 7, a), (cg_case){.lo = xq ? 0 : -3, .hi = xq ? 256 : 200, .reference = ref});
+    }
 }
 
 /* linear_24 as tsparse makes it: a linear whose weight is made 2:4 here, so

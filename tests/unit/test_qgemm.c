@@ -96,6 +96,69 @@ static void check_qlinear(int64_t M, int64_t N, int64_t K, int dynamic)
 }
 
 
+/* tgk_qlinear with u8 on either side, on every path: a u8 output is each
+ * exact sum requantized (tgk_requant1's formula here, the bounds random),
+ * equal byte for byte; with an activation, the pre-activation requantized
+ * with p_scale and p_zero through the table; within one step of float64
+ * (plus, with an activation, what the pre-activation's step moves it). */
+static void check_qlinear_u8(int64_t M, int64_t N, int64_t K, int act)
+{
+    uint8_t *xq = malloc(M * K), *yq = malloc(M * N + 1), lut[256];
+    int8_t *w = malloc(N * K);
+    float *ws = malloc(sizeof *ws * N), *b = malloc(sizeof *b * N);
+    int64_t *acc = malloc(sizeof *acc * M * N);
+    void *packed = malloc(tgk_qgemm_packed_size(N, K));
+    for (int64_t i = 0; i < M * K; i++) xq[i] = (uint8_t)unit_next();
+    for (int64_t i = 0; i < N * K; i++) w[i] = (int8_t)unit_next();
+    for (int64_t n = 0; n < N; n++) ws[n] = rndf(1e-3f, 1e-2f), b[n] = rndf(-1, 1);
+    float xs = rndf(0.01f, 0.05f), ys, ps;
+    int32_t xz = (int32_t)(unit_next() % 256), yz, pz;
+    ref_qgemm(M, N, K, xq, xz, w, acc);
+    tgk_qgemm_pack(N, K, w, packed);
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+        float f = (float)acc[i] * (xs * ws[i % N]) + b[i % N];
+        lo = f < lo ? f : lo, hi = f > hi ? f : hi;
+    }
+    tgk_qparams_u8(0.7f * lo, 0.7f * hi, &ys, &yz);
+    tgk_qparams_u8(lo, hi, &ps, &pz);
+    tgk_qact a = {.xq = xq, .x_scale = xs, .x_zero = xz, .yq = yq, .y_scale = ys, .y_zero = yz,
+                  .y_lo = act ? 0 : (int32_t)(unit_next() % 80),
+                  .y_hi = act ? 255 : 175 + (int32_t)(unit_next() % 81), .y_act = act,
+                  .p_scale = ps, .p_zero = pz, .lut = act ? lut : NULL};
+    if (act) tgk_act_lut(act, ps, pz, ys, yz, a.y_lo, a.y_hi, lut);
+    for (int p = 0; p < 3; p++) {
+        if (tgk_qgemm_set_path(paths[p])) continue;
+        yq[M * N] = 77;
+        CHECK(tgk_qlinear(M, N, K, &a, packed, ws, b) == 0);
+        int64_t bad = 0, far = 0;
+        for (int64_t i = 0; i < M * N; i++) {
+            int64_t n = i % N;
+            float s = xs * ws[n], qs = act ? ps : ys, q0 = (float)(act ? pz : yz);
+            float m = (float)((double)s / qs), c = (float)((double)b[n] / qs + q0);
+            float q = fmaf((float)acc[i], m, c);
+            float qlo = act ? 0.0f : (float)a.y_lo, qhi = act ? 255.0f : (float)a.y_hi;
+            uint8_t u = (uint8_t)nearbyintf(q < qlo ? qlo : q > qhi ? qhi : q);
+            bad += yq[i] != (act ? lut[u] : u);
+            double t = (double)acc[i] * s + b[n];
+            double e = (act == TGK_QACT_GELU        ? 0.5 * t * (1 + erf(t / sqrt(2.0)))
+                        : act == TGK_QACT_GELU_TANH ? 0.5 * t * (1 + tanh(sqrt(2 / M_PI) * (t + 0.044715 * t * t * t)))
+                        : act                       ? t / (1 + exp(-t))
+                                                    : t) / ys + yz;
+            e = e < a.y_lo ? a.y_lo : e > a.y_hi ? a.y_hi : e;
+            far += fabs(yq[i] - e) > 1 + (act ? 0.6 * ps / ys : 0);
+        }
+        if (bad || far) fprintf(stderr, "qlinear u8 %s M=%lld N=%lld K=%lld act %d: %lld wrong, %lld far\n",
+                                paths[p], (long long)M, (long long)N, (long long)K, act, (long long)bad,
+                                (long long)far);
+        CHECK(bad == 0 && far == 0 && yq[M * N] == 77);
+    }
+    /* a u8 output with the dynamic scheme: refused */
+    tgk_qact dyn = a;
+    dyn.xq = NULL, dyn.x = ws, dyn.dynamic = 1;
+    CHECK(tgk_qlinear(1, N, 1, &dyn, packed, ws, b) == -1);
+    free(xq), free(yq), free(w), free(ws), free(b), free(acc), free(packed);
+}
 
 /* The quantization formula itself, in double where it is exact. */
 static uint8_t ref_quant(float x, float s, int32_t z)
@@ -399,6 +462,11 @@ int main(void)
     if (tgk_qgemm_set_path("avx512vnni")) tgk_qgemm_set_path("avx2");   /* back to the best */
     check_qlinear(5, 19, 37, 0);
     check_qlinear(33, 64, 256, 1);
+    for (int act = 0; act < 4; act++) {
+        check_qlinear_u8(1, 5, 7, act);
+        check_qlinear_u8(13, 40, 70, act);
+        check_qlinear_u8(197, 96, 192, act);
+    }
     const int64_t qn[] = {0, 1, 15, 16, 17, 100, 1000, 70001};
     for (size_t i = 0; i < sizeof qn / sizeof qn[0]; i++) check_quantize(qn[i], rndf(0.01f, 0.1f));
     /* scales of other magnitudes, a power of two, an all-ones mantissa */

@@ -53,6 +53,28 @@ static void int8_linear(tg_cg *c, const tg_node *nd, const tg_qlayer *q, const c
             "TGRAPH_E_NOMEM", "out of memory");
 }
 
+/* `qa`, the activations of a static or dynamic qconv or qlinear as
+ * tgk_qact: u8 on either side, a fused activation's table made once. */
+static void emit_qact(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
+{
+    bool xq = tg_node_input(c->g, nd, 0)->dtype == TG_U8;
+    fprintf(c->f, "    tgk_qact qa = {0};\n    qa.%s = %s;\n    qa.x_scale = %s;\n"
+            "    qa.x_zero = %d;\n    qa.dynamic = %d;\n    qa.%s = %s;\n", xq ? "xq" : "x",
+            cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
+            q->scheme == TG_QSCHEME_DYNAMIC, q->y_u8 ? "yq" : "y", cg_ptr(c, nd->out[0]));
+    if (q->y_u8)
+        fprintf(c->f, "    qa.y_scale = %s;\n    qa.y_zero = %d;\n    qa.y_lo = %d;\n"
+                "    qa.y_hi = %d;\n", cg_float(c, q->y_scale), (int)q->y_zero, (int)q->y_lo,
+                (int)q->y_hi);
+    if (q->y_act) {     /* the table made once, as the packed weights */
+        fprintf(c->f, "    qa.y_act = %d;\n    qa.p_scale = %s;\n    qa.p_zero = %d;\n"
+                "    static void *lut_slot;\n    qa.lut = tgk_act_lut_once(&lut_slot, qa.y_act,"
+                " qa.p_scale, qa.p_zero, qa.y_scale, qa.y_zero, qa.y_lo, qa.y_hi);\n", q->y_act,
+                cg_float(c, q->p_scale), (int)q->p_zero);
+        fail_if(c, nd, "!qa.lut", "TGRAPH_E_NOMEM", "out of memory for the activation's table");
+    }
+}
+
 static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
 {
     const tg_value *x = tg_node_input(c->g, nd, 0), *w = tg_node_input(c->g, nd, 1);
@@ -68,7 +90,15 @@ static int emit_qlinear(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
         return 0;
     }
     packed_weights(c, nd, "qgemm", cg_str(c, "%s, %s", N, K), "");
-    int8_linear(c, nd, q, "tgk_qgemm_u8s8_f32", 2);
+    if (x->dtype != TG_U8 && !q->y_u8) {
+        int8_linear(c, nd, q, "tgk_qgemm_u8s8_f32", 2);
+        return 0;
+    }
+    emit_qact(c, nd, q);
+    fail_if(c, nd,
+            cg_str(c, "tgk_qlinear(%s, %s, %s, &qa, pk, %s, %s)", M, N, K, cg_ptr(c, nd->in[2]),
+                   bias_ptr(c, nd, 3)),
+            "TGRAPH_E_NOMEM", "out of memory");
     return 0;
 }
 
@@ -106,22 +136,7 @@ static int emit_qconv(tg_cg *c, const tg_node *nd, const tg_qlayer *q)
             fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field[a], i, v[a][i]);
     }
     packed_weights(c, nd, "qconv", "&d", "");
-    bool xq = x->dtype == TG_U8;
-    fprintf(c->f, "    tgk_qact qa = {0};\n    qa.%s = %s;\n    qa.x_scale = %s;\n"
-            "    qa.x_zero = %d;\n    qa.dynamic = %d;\n    qa.%s = %s;\n", xq ? "xq" : "x",
-            cg_ptr(c, nd->in[0]), cg_float(c, q->x_scale), (int)q->x_zero_u8,
-            q->scheme == TG_QSCHEME_DYNAMIC, q->y_u8 ? "yq" : "y", cg_ptr(c, nd->out[0]));
-    if (q->y_u8)
-        fprintf(c->f, "    qa.y_scale = %s;\n    qa.y_zero = %d;\n    qa.y_lo = %d;\n"
-                "    qa.y_hi = %d;\n", cg_float(c, q->y_scale), (int)q->y_zero, (int)q->y_lo,
-                (int)q->y_hi);
-    if (q->y_silu) {    /* the table made once, as the packed weights */
-        fprintf(c->f, "    qa.y_act = TGK_QACT_SILU;\n    qa.p_scale = %s;\n    qa.p_zero = %d;\n"
-                "    static void *lut_slot;\n    qa.lut = tgk_act_lut_once(&lut_slot, TGK_QACT_SILU,"
-                " qa.p_scale, qa.p_zero, qa.y_scale, qa.y_zero, qa.y_lo, qa.y_hi);\n",
-                cg_float(c, q->p_scale), (int)q->p_zero);
-        fail_if(c, nd, "!qa.lut", "TGRAPH_E_NOMEM", "out of memory for the activation's table");
-    }
+    emit_qact(c, nd, q);
     fail_if(c, nd,
             cg_str(c, "tgk_qconv(&d, &qa, pk, %s, %s)", cg_ptr(c, nd->in[2]),
                    bias_ptr(c, nd, 3)),

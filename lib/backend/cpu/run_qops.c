@@ -23,6 +23,30 @@ static int int8_linear(const tg_run_ctx *c, const tg_qlayer *q, tgk_qgemm_f32_fn
     return rc ? tg_err("out of memory") : 0;
 }
 
+/* The activations of a qconv or qlinear as tgk_qact, a fused activation's
+ * table made into lut. */
+static tgk_qact qact(const tg_run_ctx *c, const tg_qlayer *q, uint8_t *lut)
+{
+    tgk_qact a = {.x_scale = q->x_scale, .x_zero = q->x_zero_u8,
+                  .dynamic = q->scheme == TG_QSCHEME_DYNAMIC, .y_scale = q->y_scale,
+                  .y_zero = q->y_zero, .y_lo = q->y_lo, .y_hi = q->y_hi, .y_act = q->y_act,
+                  .p_scale = q->p_scale, .p_zero = q->p_zero};
+    if (q->y_act) {
+        tgk_act_lut(q->y_act, q->p_scale, q->p_zero, q->y_scale, q->y_zero, q->y_lo, q->y_hi,
+                    lut);
+        a.lut = lut;
+    }
+    if (c->in[0]->dtype == TG_U8)
+        a.xq = c->in[0]->data;
+    else
+        a.x = c->in[0]->data;
+    if (q->y_u8)
+        a.yq = c->out[0]->data;
+    else
+        a.y = c->out[0]->data;
+    return a;
+}
+
 static int run_qlinear(const tg_run_ctx *c, const tg_qlayer *q)
 {
     const tg_tensor *x = c->in[0], *w = c->in[1], *s = c->in[2];
@@ -39,7 +63,13 @@ static int run_qlinear(const tg_run_ctx *c, const tg_qlayer *q)
     if (!packed)
         return tg_err("out of memory");
     tgk_qgemm_pack(N, K, w->data, packed);
-    return int8_linear(c, q, tgk_qgemm_u8s8_f32, packed, 2);
+    if (x->dtype != TG_U8 && !q->y_u8)
+        return int8_linear(c, q, tgk_qgemm_u8s8_f32, packed, 2);
+    uint8_t lut[256];
+    tgk_qact a = qact(c, q, lut);
+    int rc = tgk_qlinear(M, N, K, &a, packed, s->data, bias);
+    free(packed);
+    return rc ? tg_err("out of memory") : 0;
 }
 
 /* qlinear_24: its compressed weight packed for the sparse GEMM (qgemm24.c).
@@ -78,25 +108,8 @@ static int run_qconv(const tg_run_ctx *c, const tg_qlayer *q)
         free(packed);
         return tg_err("out of memory");
     }
-    tgk_qact a = {.x_scale = q->x_scale, .x_zero = q->x_zero_u8,
-                  .dynamic = q->scheme == TG_QSCHEME_DYNAMIC, .y_scale = q->y_scale,
-                  .y_zero = q->y_zero, .y_lo = q->y_lo, .y_hi = q->y_hi,
-                  .y_act = q->y_silu ? TGK_QACT_SILU : TGK_QACT_NONE,
-                  .p_scale = q->p_scale, .p_zero = q->p_zero};
     uint8_t lut[256];
-    if (q->y_silu) {
-        tgk_act_lut(TGK_QACT_SILU, q->p_scale, q->p_zero, q->y_scale, q->y_zero, q->y_lo,
-                    q->y_hi, lut);
-        a.lut = lut;
-    }
-    if (x->dtype == TG_U8)
-        a.xq = x->data;
-    else
-        a.x = x->data;
-    if (q->y_u8)
-        a.yq = y->data;
-    else
-        a.y = y->data;
+    tgk_qact a = qact(c, q, lut);
     int rc = tgk_qconv(&d, &a, packed, c->in[2]->data, b ? b->data : NULL);
     free(packed);
     return rc ? tg_err("out of memory for the quantized convolution") : 0;

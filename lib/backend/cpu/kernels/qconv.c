@@ -9,7 +9,6 @@
  * the zero point) and multiplied by tgk_qgemm_u8s8 with weights packed in the
  * same tap-major order. The integer sums are exact, so every CPU path gives
  * the same output. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,17 +291,9 @@ int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *act, const void *packed,
     int32_t layout;
     memcpy(&layout, packed, sizeof layout);
     if (qgeom_from(d, &g) || (layout == LAYOUT_PANELS && !tgk_qconv_panel_fits(d)) ||
-        (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)) || (act->xq && act->dynamic) ||
-        (act->yq && !(0 <= act->y_lo && act->y_lo <= act->y_hi && act->y_hi <= 255)) ||
-        (act->y_act != TGK_QACT_NONE &&
-         (act->y_act != TGK_QACT_SILU || !act->yq || !act->lut || !(act->p_scale > 0) ||
-          !isfinite(act->p_scale) || act->p_zero < 0 || act->p_zero > 255)))
+        (layout == LAYOUT_DEPTHWISE && !tgk_qconv_dw_fits(d)) || !tgk_qact_ok(act))
         return -1;
-    tgk_qact a = *act;
-    if (a.y_act) {      /* the pre-activation in u8, then the table */
-        a.y_scale = a.p_scale, a.y_zero = a.p_zero, a.y_lo = 0, a.y_hi = 255;
-        a.y_act = TGK_QACT_NONE;
-    }
+    tgk_qact a = tgk_qact_pre(act);
     float *sc = malloc(sizeof *sc * (size_t)(2 * d->k + 1));
     if (!sc)
         return -1;

@@ -54,7 +54,9 @@ typedef struct {
     const void *packed;
     int32_t *c;                 /* integer output, or NULL: */
     const float *scale, *bias;  /* y[m,n] = (float)c[m,n] * scale[n] + bias[n] (bias may be NULL) */
-    float *y;                   /* at y[m*ldc + n] */
+    float *y;                   /* at y[m*ldc + n]; or NULL: */
+    uint8_t *yq;                /* tgk_requant1(c[m,n], scale[n], bias[n], lo, hi) there */
+    float lo, hi;
 } qgemm_args;
 
 /* The 4 bytes of group g of a row of K bytes, zero-padded past K, as the
@@ -105,7 +107,7 @@ static void block_vnni(const uint8_t *a, int64_t K, const int8_t *blk, int32_t *
  * stores it, in registers: zero-point corrected, then as integers or
  * through the float epilogue, whose multiply and add are the rounding
  * intrinsics (never fused into an FMA), masked past N. */
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma"), always_inline))
 static inline void store_vnni(const qgemm_args *q, int64_t m, int64_t b, __m512i acc)
 {
     int64_t nj = q->N - b * QB;
@@ -114,6 +116,13 @@ static inline void store_vnni(const qgemm_args *q, int64_t m, int64_t b, __m512i
     __m512i v = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(q->a_zero), colsum));
     if (q->c) {
         _mm512_mask_storeu_epi32(q->c + m * q->ldc + b * QB, k, v);
+        return;
+    }
+    if (q->yq) {
+        _mm_mask_storeu_epi8(q->yq + m * q->ldc + b * QB, k,
+                             tgk_requant16(v, _mm512_maskz_loadu_ps(k, q->scale + b * QB),
+                                           _mm512_maskz_loadu_ps(k, q->bias + b * QB),
+                                           _mm512_set1_ps(q->lo), _mm512_set1_ps(q->hi)));
         return;
     }
     __m512 f = _mm512_mul_round_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(k, q->scale + b * QB),
@@ -127,7 +136,7 @@ static inline void store_vnni(const qgemm_args *q, int64_t m, int64_t b, __m512i
  * each group of 4 k costs NB weight loads and 4 broadcasts for 4 * NB
  * vpdpbusd; the loops over constant NB unroll fully, so the accumulators
  * stay in registers through the stores. */
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline))
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma"), always_inline))
 static inline void tile_vnni(const int NB, const qgemm_args *q, int64_t m, int64_t b)
 {
     int64_t K = q->K, kg = ROUND4(K) / 4, kfull = K / 4, lda = q->lda, bstride = kg * QB * 4;
@@ -168,7 +177,7 @@ static inline void tile_vnni(const int NB, const qgemm_args *q, int64_t m, int64
 }
 
 /* Rows m..m+3, column blocks [b, nb), on VNNI tiles of up to 4 blocks. */
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
 static void rows4_vnni(const qgemm_args *q, int64_t m, int64_t b, int64_t nb)
 {
     for (; b + 4 <= nb; b += 4) tile_vnni(4, q, m, b);
@@ -257,6 +266,12 @@ static void store_block(const qgemm_args *q, int64_t m, int64_t b, const int32_t
         memcpy(q->c + m * q->ldc + b * QB, v, sizeof(int32_t) * nj);
         return;
     }
+    if (q->yq) {
+        for (int j = 0; j < nj; j++)
+            q->yq[m * q->ldc + b * QB + j] = tgk_requant1(v[j], q->scale[b * QB + j],
+                                                          q->bias[b * QB + j], q->lo, q->hi);
+        return;
+    }
     const float *s = q->scale + b * QB, *bi = q->bias ? q->bias + b * QB : NULL;
     float *y = q->y + m * q->ldc + b * QB;
     for (int j = 0; j < nj; j++) y[j] = (float)v[j] * s[j] + (bi ? bi[j] : 0.0f);
@@ -302,15 +317,24 @@ static void qgemm_run(const qgemm_args *q)
 void tgk_qgemm_u8s8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
                     int32_t a_zero, const void *packed, int32_t *c, int64_t ldc)
 {
-    qgemm_args q = {M, N, K, lda, ldc, a, a_zero, packed, c, NULL, NULL, NULL};
+    qgemm_args q = {M, N, K, lda, ldc, a, a_zero, packed, c, NULL, NULL, NULL, NULL, 0, 0};
     qgemm_run(&q);
+}
+
+void tgk_qgemm_u8s8_u8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                       int32_t a_zero, const void *packed, const float *mul, const float *add,
+                       int32_t lo, int32_t hi, uint8_t *q, int64_t ldq)
+{
+    qgemm_args g = {M, N, K, lda, ldq, a, a_zero, packed, NULL, mul, add, NULL, q, (float)lo,
+                    (float)hi};
+    qgemm_run(&g);
 }
 
 void tgk_qgemm_u8s8_f32(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
                         int32_t a_zero, const void *packed, const float *scale,
                         const float *bias, float *y, int64_t ldy)
 {
-    qgemm_args q = {M, N, K, lda, ldy, a, a_zero, packed, NULL, scale, bias, y};
+    qgemm_args q = {M, N, K, lda, ldy, a, a_zero, packed, NULL, scale, bias, y, NULL, 0, 0};
     qgemm_run(&q);
 }
 
@@ -508,6 +532,39 @@ int tgk_qlinear_f32(int64_t M, int64_t N, int64_t K, const float *x, float x_sca
 {
     return tgk_qlinear_f32_on(tgk_qgemm_u8s8_f32, M, N, K, x, x_scale, x_zero, dynamic, packed,
                               w_scale, bias, y);
+}
+
+int tgk_qlinear(int64_t M, int64_t N, int64_t K, const tgk_qact *act, const void *packed,
+                const float *w_scale, const float *bias)
+{
+    if (!tgk_qact_ok(act))
+        return -1;
+    if (!act->xq && !act->yq)
+        return tgk_qlinear_f32(M, N, K, act->x, act->x_scale, act->x_zero, act->dynamic, packed,
+                               w_scale, bias, act->y);
+    tgk_qact a = tgk_qact_pre(act);
+    uint8_t *xq = a.xq ? NULL : malloc((size_t)(M * K > 0 ? M * K : 1));
+    float *s = malloc(sizeof *s * (size_t)(2 * N + 1));
+    if ((!a.xq && !xq) || !s) {
+        free(xq), free(s);
+        return -1;
+    }
+    if (xq)
+        tgk_quantize_u8(M * K, a.x, a.x_scale, a.x_zero, xq);
+    for (int64_t n = 0; n < N; n++)
+        s[n] = a.x_scale * w_scale[n];
+    if (a.yq) {
+        for (int64_t n = 0; n < N; n++)
+            tgk_requant_params(s[n], bias ? bias[n] : 0.0f, a.y_scale, a.y_zero, &s[n], &s[N + n]);
+        tgk_qgemm_u8s8_u8(M, N, K, xq ? xq : a.xq, K, a.x_zero, packed, s, s + N, a.y_lo, a.y_hi,
+                          a.yq, N);
+        if (act->y_act)
+            tgk_lut_u8(M * N, act->lut, a.yq);
+    } else {
+        tgk_qgemm_u8s8_f32(M, N, K, a.xq, K, a.x_zero, packed, s, bias, a.y, N);
+    }
+    free(xq), free(s);
+    return 0;
 }
 
 int tgk_qlinear_f32_on(tgk_qgemm_f32_fn gemm, int64_t M, int64_t N, int64_t K, const float *x,

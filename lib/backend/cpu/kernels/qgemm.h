@@ -59,8 +59,8 @@ void tgk_quantize_u8_rows(int64_t rows, int64_t n, const float *x, int64_t ldx, 
  * activation fused before its u8 output: the layer requantizes its float
  * output (the pre-activation) to u8 with p_scale and p_zero, and byte b
  * becomes lut[b] = clamp(round_half_even(act((b - p_zero) * p_scale) /
- * y_scale + y_zero), lo, hi), computed in float64 (act: TGK_QACT_SILU,
- * silu(v) = v / (1 + exp(-v))). tgk_act_lut fills lut[256];
+ * y_scale + y_zero), lo, hi), computed in float64 (act, elem.h's
+ * tgk_qact_value). tgk_act_lut fills lut[256];
  * tgk_act_lut_once makes it once into *slot (as tgk_qpack_once; NULL when
  * out of memory); tgk_lut_u8 maps q[0..n) through lut in place (VBMI's
  * byte permutes where the CPU has them, else a loop; the same bytes). */
@@ -71,6 +71,12 @@ const uint8_t *tgk_act_lut_once(void **slot, int act, float p_scale, int32_t p_z
 void tgk_lut_u8(int64_t n, const uint8_t *lut, uint8_t *q);
 /* Smallest and largest of x[0..n), NaNs ignored; 0 and 0 when n is 0. */
 void tgk_minmax_f32(int64_t n, const float *x, float *lo, float *hi);
+
+/* c's sums requantized to u8 (tgk_requant1, qquant.h): q[m*ldq + n] =
+ * clamp(round_half_even(fma(c[m,n], mul[n], add[n])), lo, hi), 0 <= lo <= hi <= 255. */
+void tgk_qgemm_u8s8_u8(int64_t M, int64_t N, int64_t K, const uint8_t *a, int64_t lda,
+                       int32_t a_zero, const void *packed, const float *mul, const float *add,
+                       int32_t lo, int32_t hi, uint8_t *q, int64_t ldq);
 
 /* Quantized linear layer, activations quantized on the fly:
  * xq = tgk_quantize_u8(x, x_scale, x_zero) (per tensor; with dynamic != 0,
@@ -130,12 +136,11 @@ int tgk_qconv_f32(const tgk_conv_desc *d, const float *x, float x_scale, int32_t
  * x_scale * w_scale[k] / y_scale and c[k] = bias[k] / y_scale + y_zero,
  * each rounded to float once from double: within one step of quantizing
  * the exact float output with y_scale and y_zero (the clamp is a fused
- * relu or relu6: 0 <= y_lo <= y_hi <= 255). With y_act TGK_QACT_SILU (a
- * SiLU fused into the layer), the sums are requantized so with p_scale
+ * relu or relu6: 0 <= y_lo <= y_hi <= 255). With y_act TGK_QACT_SILU or
+ * TGK_QACT_GELU (the activation fused into the layer), the sums are requantized so with p_scale
  * and p_zero in place of y_scale and y_zero, unclamped (the pre-activation
  * in u8), and each byte mapped through lut (tgk_act_lut of the same
  * p_scale, p_zero and the output's y_scale, y_zero, y_lo, y_hi). */
-enum { TGK_QACT_NONE = 0, TGK_QACT_SILU = 1 };
 typedef struct {
     const float *x;
     const uint8_t *xq;
@@ -146,13 +151,42 @@ typedef struct {
     uint8_t *yq;
     float y_scale;
     int32_t y_zero, y_lo, y_hi;
-    int y_act;                  /* TGK_QACT_NONE or TGK_QACT_SILU (with yq and lut) */
-    float p_scale;              /* TGK_QACT_SILU: the pre-activation's u8 parameters */
+    int y_act;                  /* TGK_QACT_NONE, or an activation (with yq and lut) */
+    float p_scale;              /* an activation's pre-activation u8 parameters */
     int32_t p_zero;
     const uint8_t *lut;         /* and its table */
 } tgk_qact;
+
+/* Whether a is one the layers take: a u8 input static, a u8 output's bounds
+ * within u8, an activation with a u8 output, its table and parameters. */
+static inline bool tgk_qact_ok(const tgk_qact *a)
+{
+    return !(a->xq && a->dynamic) && !(a->yq && a->dynamic) &&
+           !(a->yq && !(0 <= a->y_lo && a->y_lo <= a->y_hi && a->y_hi <= 255)) &&
+           (a->y_act == TGK_QACT_NONE ||
+            (a->y_act >= TGK_QACT_SILU && a->y_act <= TGK_QACT_GELU_TANH && a->yq && a->lut &&
+             a->p_scale > 0 && a->p_scale <= 3.4e38f && a->p_zero >= 0 && a->p_zero <= 255));
+}
+
+/* a as the paths run it: with an activation, the u8 output is the
+ * pre-activation (p_scale, p_zero, unclamped), its table applied after. */
+static inline tgk_qact tgk_qact_pre(const tgk_qact *act)
+{
+    tgk_qact a = *act;
+    if (a.y_act) {
+        a.y_scale = a.p_scale, a.y_zero = a.p_zero, a.y_lo = 0, a.y_hi = 255;
+        a.y_act = TGK_QACT_NONE;
+    }
+    return a;
+}
 int tgk_qconv(const tgk_conv_desc *d, const tgk_qact *a, const void *packed,
               const float *w_scale, const float *bias);
+/* The linear layer (as tgk_qlinear_f32, static or dynamic) with int8
+ * activations on either side as tgk_qconv's: a's x or xq (static) in,
+ * [M, K]; a's y or yq (static; requantized, an activation's table) out,
+ * [M, N]. 0, or -1 (a refused, no memory). */
+int tgk_qlinear(int64_t M, int64_t N, int64_t K, const tgk_qact *a, const void *packed,
+                const float *w_scale, const float *bias);
 
 /* Weight-only quantized linear layer (wlinear.c): y[M,N] = x[M,K] * W^T + bias,
  * W[n,k] = q[n,k] * scale[n, k / group], q signed: bits 8 one int8 per weight

@@ -14,17 +14,11 @@
 #include "kernels.h"
 #include "qgemm.h"
 
-static double act_of(int act, double v)
-{
-    (void)act;                  /* TGK_QACT_SILU, the one there is */
-    return v / (1.0 + exp(-v));
-}
-
 void tgk_act_lut(int act, float p_scale, int32_t p_zero, float y_scale, int32_t y_zero,
                  int32_t lo, int32_t hi, uint8_t *lut)
 {
     for (int b = 0; b < 256; b++) {
-        double q = nearbyint(act_of(act, (double)(b - p_zero) * p_scale) / y_scale + y_zero);
+        double q = nearbyint(tgk_qact_value(act, (double)(b - p_zero) * p_scale) / y_scale + y_zero);
         lut[b] = (uint8_t)(q < lo ? lo : q > hi ? hi : q);
     }
 }
