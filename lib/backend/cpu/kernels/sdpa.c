@@ -60,28 +60,34 @@ static void tile_mask(const tgk_sdpa_desc *d, float *s, int64_t b, int64_t h, in
 
 /* Online softmax step over the first i + diag scores of row i (the causal
  * cut; the GEMM left the rest unwritten): scores -> exp(s - m_new) in place,
- * zeros past the cut; rescale l and, after the first key tile, acc. */
+ * zeros past the cut; rescale l and, after the first key tile, acc. The
+ * exps and their sum in one pass of 16 lanes. */
 TGK_CLONES static void tile_softmax(tile *t, int64_t nr, int64_t nc, int64_t diag, bool first,
                                     int64_t ev)
 {
     for (int64_t i = 0; i < nr; i++) {
         float *s = t->s + i * BC;
         int64_t vis = i + diag < 0 ? 0 : i + diag < nc ? i + diag : nc;
-        /* whole vectors: -inf up to a multiple of 8 (BC is one), exp() 0 */
-        int64_t n8 = (vis + 7) & ~(int64_t)7;
-        for (int64_t j = vis; j < n8; j++)
+        /* whole vectors: -inf up to a multiple of 16 (BC is one), exp() 0 */
+        int64_t n16 = (vis + 15) & ~(int64_t)15;
+        for (int64_t j = vis; j < n16; j++)
             s[j] = -INFINITY;
-        float mx = tgk_max(s, n8);
+        float mx = tgk_max_ref16(s, n16);
         float m_new = mx > t->m[i] ? mx : t->m[i];
         /* all -inf so far: any finite reference gives exp() = 0, not NaN */
         float ref = m_new == -INFINITY ? 0.0f : m_new;
         /* the first key tile: l and acc start here (no scalar exp a row) */
         float alpha = first ? 0.0f : tgk_exp_ftz(t->m[i] - ref);
-        for (int64_t j = 0; j < n8; j++)    /* no denormal for the P V product */
-            s[j] = tgk_exp_ftz(s[j] - ref);
-        for (int64_t j = n8; j < nc; j++)
+        float sum[TGK_LANES] = {0};
+        for (int64_t j = 0; j < n16; j += TGK_LANES)
+            for (int k = 0; k < TGK_LANES; k++) {   /* no denormal for the P V product */
+                float e = tgk_exp_ftz(s[j + k] - ref);
+                s[j + k] = e;
+                sum[k] += e;
+            }
+        for (int64_t j = n16; j < nc; j++)
             s[j] = 0.0f;
-        t->l[i] = t->l[i] * alpha + tgk_sum(s, n8);
+        t->l[i] = t->l[i] * alpha + tgk_sum(sum, TGK_LANES);
         t->m[i] = m_new;
         if (!first && alpha != 1.0f) {
             float *a = t->acc + i * ev;
