@@ -21,7 +21,10 @@ rounded to bf16 first so every contender reads the same values). Error:
 max |y - ref| where ref is the float32 model on the device with TF32 off;
 every row also compiled without --dtype (float32): its error checks our paths.
 Where our time goes: one run of the .so under torch.profiler (CUPTI sees
-the kernels of the .so's CUDA graph), its kernels' time summed by name.
+the kernels of the .so's CUDA graph), its kernels' time summed by name (and
+each launch in order in DIR/MODEL.json's ours_trace). OURS_ALT=VAR=VALUE
+(TG_CUDNN=off, say): the same .so opened a second time with VAR set, timed
+in the same rounds as one more contender, its kernels summed too.
 
 --device cpu --small --torch eager is the dry run: the same steps on the
 CPU with small models (ours: the .so build.sh made with TARGET=cpu, through
@@ -44,6 +47,7 @@ import models  # noqa: E402
 ROUNDS = 5
 ROUND_MS = 40.0
 CONTENDERS = ["ours", "eager", "compile", "reduce-overhead"]
+ALT = os.environ.get("OURS_ALT", "")
 
 
 def log(*a):
@@ -140,22 +144,23 @@ class Timer:
 
 
 def where_time_goes(torch, fn, top=6):
-    """Our kernels' device time in one run, summed by kernel name: [(name, us, calls)]."""
+    """Our kernels' device time in one run, summed by kernel name: [(name, us, calls)],
+    and each launch in order: [(name, us)]."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    rows = {}
-    for e in prof.events():
-        if e.device_type.name != "CUDA":
-            continue
+    rows, trace = {}, []
+    for e in sorted((e for e in prof.events() if e.device_type.name == "CUDA"),
+                    key=lambda e: e.time_range.start):
         us = e.time_range.elapsed_us()
+        trace.append((e.name[:90], round(us, 2)))
         k = rows.setdefault(e.name[:90], [0.0, 0])
         k[0] += us
         k[1] += 1
     total = sum(v[0] for v in rows.values())
     best = sorted(rows.items(), key=lambda kv: -kv[1][0])[:top]
-    return total, [(n, round(v[0], 1), v[1]) for n, v in best]
+    return total, [(n, round(v[0], 1), v[1]) for n, v in best], trace
 
 
 def worker(a):
@@ -257,6 +262,19 @@ def time_row(a, torch, name, i, shape, x, x16, ref, fns, failed, stream, timer):
             calls = {"ours": ours, **calls}
         except Exception as e:      # noqa: BLE001
             row["why"]["ours"] = f"open/run: {e}"
+        if ALT and "ours" in calls:     # the same .so, opened with ALT's variable set
+            var, val = ALT.split("=", 1)
+            was = os.environ.get(var)
+            os.environ[var] = val
+            try:
+                calls["ours " + ALT] = Ours(base + ".so", x[0],
+                                            stream.cuda_stream if stream is not None else None)
+            except Exception as e:  # noqa: BLE001
+                row["why"]["ours " + ALT] = f"open/run: {e}"
+            if was is None:
+                del os.environ[var]
+            else:
+                os.environ[var] = was
     else:
         fail = base + ".fail"
         row["why"]["ours"] = open(fail).read().strip() if os.path.exists(fail) else "not built"
@@ -283,11 +301,13 @@ def time_row(a, torch, name, i, shape, x, x16, ref, fns, failed, stream, timer):
         for k, f in calls.items():
             times[k].append(timer.ms(f, n[k]))
     row["ms"] = {k: statistics.median(v) for k, v in times.items()}
-    if "ours" in calls and a.device == "cuda":
-        try:
-            row["ours_kernels_us"], row["ours_top"] = where_time_goes(torch, calls["ours"])
-        except Exception as e:      # noqa: BLE001
-            row["why"]["profile"] = str(e)[:200]
+    for k, key in (("ours", "ours"), ("ours " + ALT, "alt")):
+        if k in calls and a.device == "cuda":
+            try:
+                row[key + "_kernels_us"], row[key + "_top"], row[key + "_trace"] = \
+                    where_time_goes(torch, calls[k])
+            except Exception as e:      # noqa: BLE001
+                row["why"]["profile " + k] = str(e)[:200]
     return row
 
 
@@ -324,10 +344,15 @@ def table(a):
             lines.append(table_line(r))
             for k, why in r["why"].items():
                 notes.append(f"- {r['label']}, {k}: {why}")
-            if r.get("ours_top"):
-                tops = "; ".join(f"{n} {us / 1e3:.2f} ms ({c})" for n, us, c in r["ours_top"])
-                notes.append(f"- {r['label']}, ours' kernels {r['ours_kernels_us'] / 1e3:.2f} ms"
-                             f": {tops}")
+            for k in r["ms"]:
+                if k not in CONTENDERS:
+                    notes.append(f"- {r['label']}, {k}: {r['ms'][k]:.3f} ms, max err "
+                                 f"{r['err'].get(k, float('nan')):.3g}")
+            for key, who in (("ours", "ours'"), ("alt", f"ours {ALT}:")):
+                if r.get(key + "_top"):
+                    tops = "; ".join(f"{n} {us / 1e3:.2f} ms ({c})" for n, us, c in r[key + "_top"])
+                    notes.append(f"- {r['label']}, {who} kernels "
+                                 f"{r[key + '_kernels_us'] / 1e3:.2f} ms: {tops}")
     text = "\n".join(lines + [""] + notes) + "\n"
     print(text)
     if a.out:

@@ -7,6 +7,8 @@
  * shape into a CUDA graph, so a model costs no nvcc run and the two paths
  * cannot drift apart. tgraph(7), section CUDA, tells the design. */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,12 +84,15 @@ static int link_model(tg_build_dir *t, const tg_build_opts *o)
         return -1;
     }
     /* -u pulls the runtime's ABI out of the archive; the CUDA libraries are
-     * found where configure found them (rpath; cuSPARSELt is dlopened at run
-     * time, sparselt.c); -z defs: a symbol nothing
+     * found where configure found them (rpath; cuDNN's too, where configure
+     * found it; cuSPARSELt is dlopened at run time, sparselt.c); -z defs: a symbol nothing
      * defines fails here, not at dlopen */
     const char *fixed[] = {
         "-shared", "-fPIC", "-g0", "-fno-ident", "-o", "model.so", "model.c",
         "-Wl,-u,tgraph_model_open", lib, kern, "-L" TG_CUDA_LIBDIR, "-Wl,-rpath," TG_CUDA_LIBDIR,
+#ifdef HAVE_CUDNN
+        "-L" TG_CUDNN_LIBDIR, "-Wl,-rpath," TG_CUDNN_LIBDIR, "-lcudnn",
+#endif
         "-lcublasLt", "-lcudart", "-lm", "-lpthread", "-ldl",
         "-Wl,--version-script=exports.map", "-Wl,-z,defs", "-Wl,--as-needed", NULL,
     };

@@ -66,6 +66,7 @@ static void set_up(void)
         return;
     }
     state.workspace_size = WORKSPACE;
+    state.dnn = tgc_dnn_new();
     state.sm = prop.major * 10 + prop.minor;
     read_math(getenv("TG_CUDA_MATH"));
     absent[0] = 0;

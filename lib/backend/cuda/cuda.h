@@ -1,6 +1,6 @@
 /* The CUDA backend's parts (cuda.c: the device, its memory and the struct;
  * run.c: a node's attributes into kernel calls; attention.c: sdpa; gemm.c:
- * cuBLASLt; sparselt.c: cuSPARSELt). One
+ * cuBLASLt; dnn.c: cuDNN; sparselt.c: cuSPARSELt). One
  * device (the current one), one stream, work queued in graph order. */
 #ifndef TG_BACKEND_CUDA_CUDA_H
 #define TG_BACKEND_CUDA_CUDA_H
@@ -34,6 +34,8 @@ typedef struct {
     int sm;                     /* compute capability, major * 10 + minor */
     bool relu;                  /* the products' epilogue applies relu (an EPILOGUE
                                  * group, group.c) */
+    struct cudnnContext *dnn;   /* cuDNN's handle (dnn.c), or NULL: convolutions as
+                                 * products */
 } tgc_state;
 
 /* tcompile --dtype, as a compiled model records it (blob.h) */
@@ -80,9 +82,26 @@ int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, 
 int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
                const int64_t *bdims, tg_dtype bt, const void *b, float *y);
 /* An ungrouped convolution, not transposed (x, b, y float32; w float32 or
- * cs->gemm_dtype, converted when compiled), through cuBLASLt in
- * cs->gemm_dtype: its patches times the weight. */
+ * cs->gemm_dtype, converted when compiled), in cs->gemm_dtype: through
+ * cuDNN (tgc_dnn_conv) where it takes it, else through cuBLASLt, its
+ * patches times the weight. */
 int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt,
              const void *w, const float *b, float *y);
+/* An operand of n elements of dtype have, as cs->gemm_dtype: p itself (*tmp
+ * NULL), or a copy converted into *tmp (the caller frees it on the stream
+ * after its use). */
+int tgc_operand(const tgc_state *cs, tg_dtype have, const void *p, int64_t n, const void **r,
+                void **tmp);
+
+/* dnn.c: cuDNN's handle for a state, or NULL (built without cuDNN, TG_CUDNN
+ * is off, or cuDNN could not be set up: the convolutions go as products);
+ * and its end. */
+struct cudnnContext *tgc_dnn_new(void);
+void tgc_dnn_free(struct cudnnContext *h);
+/* tgc_conv's convolution through cuDNN (cs->dnn), the bias and cs->relu
+ * applied: 0 done, -1 an error (tg_err), 1 not taken (no handle, grouped,
+ * transposed, a size or shape cuDNN does not take). */
+int tgc_dnn_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt,
+                 const void *w, const float *b, float *y);
 
 #endif

@@ -133,9 +133,7 @@ done:
     return rc;
 }
 
-/* An operand of n elements of dtype have, as cs->gemm_dtype: p itself, or a
- * copy converted into *tmp (given back on the stream after the product). */
-static int operand(const tgc_state *cs, tg_dtype have, const void *p, int64_t n,
+int tgc_operand(const tgc_state *cs, tg_dtype have, const void *p, int64_t n,
                    const void **r, void **tmp)
 {
     *r = p;
@@ -146,7 +144,7 @@ static int operand(const tgc_state *cs, tg_dtype have, const void *p, int64_t n,
     if (!e)
         e = tgc_cast(tg_run_kt(cs->gemm_dtype), *tmp, tg_run_kt(have), p, n, cs->stream);
     *r = *tmp;
-    return e ? tgc_fail(e, "converting a product's operand") : 0;
+    return e ? tgc_fail(e, "converting an operand") : 0;
 }
 
 static int give_back(const tgc_state *cs, int rc, void *t1, void *t2)
@@ -179,9 +177,9 @@ int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, 
         return bias_rows(cs, b, y, M, N);
     const void *xa, *wa;
     void *t1, *t2 = NULL;
-    int rc = operand(cs, TG_F32, x, M * K, &xa, &t1);
+    int rc = tgc_operand(cs, TG_F32, x, M * K, &xa, &t1);
     if (!rc)
-        rc = operand(cs, wt, w, N * K, &wa, &t2);
+        rc = tgc_operand(cs, wt, w, N * K, &wa, &t2);
     gemm g = {M, N, K, 1, M * K, N * K, M * N, true, xa, wa, b, y};
     return give_back(cs, rc ? rc : run_gemm(cs, &g), t1, t2);
 }
@@ -255,15 +253,16 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
         nb *= bdims[k];
     const void *aa, *ba;
     void *t1, *t2 = NULL;
-    int rc = operand(cs, TG_F32, a, na, &aa, &t1);
+    int rc = tgc_operand(cs, TG_F32, a, na, &aa, &t1);
     if (!rc)
-        rc = operand(cs, bt, b, nb, &ba, &t2);
+        rc = tgc_operand(cs, bt, b, nb, &ba, &t2);
     if (!rc)
         rc = matmul(cs, arank, adims, aa, brank, bdims, ba, y);
     return give_back(cs, rc, t1, t2);
 }
 
-/* An ungrouped convolution, not transposed, as one product: the patches
+/* An ungrouped convolution, not transposed: through cuDNN where it takes
+ * it (dnn.c), else as one product: the patches
  * [n * P, ld] (tgc_patches, in cs->gemm_dtype) times the weight [K, C * ks]
  * (padded with zeros to ld columns, a multiple of 8 that half-precision
  * tensor cores want), the bias in the product's epilogue, is the output
@@ -279,6 +278,9 @@ int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dty
     int64_t M = d->n * P, N = d->k, K = d->c * ks, ld = (K + 7) / 8 * 8;
     if (M == 0 || N == 0)
         return 0;
+    int dnn = tgc_dnn_conv(cs, d, x, wt_type, w, b, y);
+    if (dnn <= 0)
+        return dnn;
     size_t es = tg_dtype_size(cs->gemm_dtype);
     const void *wa;
     void *col = NULL, *wt = NULL, *wp = NULL;
@@ -288,8 +290,8 @@ int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dty
         e = tgc_patches(d, x, tg_run_kt(cs->gemm_dtype), col, ld, cs->stream);
     if (!e)
         e = cudaMallocAsync((void **)&yt, (size_t)(M * N) * sizeof *yt, cs->stream);
-    int rc = e ? tgc_fail(e, "the patches of a convolution") : operand(cs, wt_type, w, N * K, &wa,
-                                                                         &wt);
+    int rc = e ? tgc_fail(e, "the patches of a convolution")
+               : tgc_operand(cs, wt_type, w, N * K, &wa, &wt);
     if (!rc && ld != K) {
         tgc_iter it = {.rank = 2, .dims = {N, K}, .st = {{ld, 1}, {K, 1}}};
         e = cudaMallocAsync(&wp, (size_t)(N * ld) * es, cs->stream);

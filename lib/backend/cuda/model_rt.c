@@ -256,6 +256,7 @@ static int set_up(tgraph_model *m)
         return cuda_fail(e, "setting up the device");
     if (cublasLtCreate(&m->cs.lt) != CUBLAS_STATUS_SUCCESS)
         return tgrt_fail(TGRAPH_E_DEVICE, "cuda: cuBLASLt could not be set up");
+    m->cs.dnn = tgc_dnn_new();
     int rc = upload_weights(m);
     if (!rc)
         rc = compress_sparse(m);
@@ -286,6 +287,7 @@ static void close_model(tgraph_model *m)
     free(m->lt24);
     if (m->cs.lt)
         cublasLtDestroy(m->cs.lt);
+    tgc_dnn_free(m->cs.dnn);
     cudaFree(m->cs.workspace);
     cudaFree(m->weights);
     cudaFree(m->flags);
@@ -532,6 +534,23 @@ static int capture(tgraph_model *m, shape_run *r)
     return rc;
 }
 
+/* Before a shape's capture with cuDNN: each convolution queued once, as
+ * cuDNN may build or load its kernels on a first call, which a capture must
+ * not see; they write only their outputs, which the captured run writes
+ * again. */
+static int warm_dnn(tgraph_model *m, shape_run *r)
+{
+    const tg_graph *g = m->b->g;
+    int rc = 0;
+    for (int k = 0; m->cs.dnn && k < g->nnode && !rc; k++) {
+        int i = m->b->root[k];
+        if (g->nodes[k].op == TG_OP_CONV)
+            rc = m->b->kind[i] == TG_GROUP_SINGLE ? queue_node(m, r, i) : queue_group(m, r, i);
+    }
+    cudaError_t e = rc ? cudaSuccess : cudaStreamSynchronize(m->cs.stream);
+    return rc ? rc : e ? cuda_fail(e, "a convolution's first run") : 0;
+}
+
 /* The shape of symbol values S: captured before, or now (the oldest dropped
  * when all are taken). */
 static int shape_for(tgraph_model *m, const int64_t *S, shape_run **out)
@@ -558,7 +577,17 @@ static int shape_for(tgraph_model *m, const int64_t *S, shape_run **out)
     if (!rc)
         rc = plan_sparse(m, r);
     if (!rc)
+        rc = warm_dnn(m, r);
+    if (!rc)
         rc = capture(m, r);
+    /* likewise cuDNN's convolutions: should a version refuse the capture,
+     * the products take them */
+    if (rc == TGRAPH_E_DEVICE && m->cs.dnn) {
+        tgc_dnn_free(m->cs.dnn);
+        m->cs.dnn = NULL;
+        cudaGetLastError();
+        rc = capture(m, r);
+    }
     /* cuSPARSELt's products are captured like kernels; should a version
      * refuse the capture, the model goes on without it (the dense path) */
     for (int i = 0; rc == TGRAPH_E_DEVICE && !m->lt24_off && i < m->b->g->nnode; i++)
