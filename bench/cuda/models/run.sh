@@ -22,10 +22,18 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit \
     --format=csv,noheader >"$out/gpu.txt" 2>&1
 python3 -c 'import torch, torchvision, transformers as t; print("torch", torch.__version__,
     "torchvision", torchvision.__version__, "transformers", t.__version__)' >"$out/versions.txt" 2>&1
-nohup python3 bench/cuda/models/bench.py workers --work "$work" --out "$out" --budget "$budget" \
-    ${BENCH_ARGS:-} >"$out/workers.log" 2>&1 &
 pfx=/tmp/tgpfx
 mkdir -p "$pfx"
+# a build with cuDNN (configure --with-cudnn) needs libcudnn.so.9: PyTorch's
+# wheel (nvidia/cudnn/lib) has it; tcompile links it by the name libcudnn.so
+cudnn=$(find $(python3 -c 'import site; print(" ".join(site.getsitepackages()))') \
+    -name libcudnn.so.9 2>/dev/null | head -1)
+if [ -n "$cudnn" ]; then
+    mkdir -p "$pfx/cudnn" && ln -sf "$cudnn" "$pfx/cudnn/libcudnn.so"
+    export LD_LIBRARY_PATH=$(dirname "$cudnn"):${LD_LIBRARY_PATH:-} LIBRARY_PATH=$pfx/cudnn
+fi
+nohup python3 bench/cuda/models/bench.py workers --work "$work" --out "$out" --budget "$budget" \
+    ${BENCH_ARGS:-} >"$out/workers.log" 2>&1 &
 for d in "${DEBS:-../debs}"/*.deb; do [ -f "$d" ] && dpkg -x "$d" "$pfx"; done
 export LD_LIBRARY_PATH=$pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
