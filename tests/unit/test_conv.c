@@ -363,7 +363,8 @@ int main(void)
      * (16 positions over several rows), a multiplier on a 17x33 plane;
      * stride 2 with odd and even padding, odd widths, rows of several vectors;
      * rows of whole vectors (16 x 1-6 wide, shifted in registers), a multiplier
-     * among them, fewer rows than the kernel */
+     * among them, fewer rows than the kernel; stride 2 on rows of 64-256 (even
+     * and odd columns split in registers), odd rows */
     static const int64_t dw[][12] = {
         /* n, c, mult, h, w, kh, kw, stride, pad, dil, relu, bias */
         {1, 672, 1, 8, 8, 5, 5, 2, 2, 1, 0, 1},
@@ -390,6 +391,9 @@ int main(void)
         {1, 3, 1, 16, 16, 5, 5, 1, 2, 1, 1, 1},
         {1, 2, 1, 3, 96, 5, 5, 1, 2, 1, 0, 1},
         {1, 4, 2, 5, 48, 3, 3, 1, 1, 1, 1, 1},
+        {1, 5, 1, 40, 64, 3, 3, 2, 1, 1, 1, 1},
+        {1, 3, 1, 33, 96, 5, 5, 2, 2, 1, 0, 1},
+        {2, 2, 1, 8, 256, 3, 3, 2, 1, 1, 1, 0},
     };
     static const char *const isas[] = {"base", "avx2", "avx512", NULL};
     for (size_t i = 0; i < sizeof dw / sizeof *dw * 4; i++) {
@@ -576,6 +580,7 @@ int main(void)
         {2, 16, 16, 16, 10, 10, 3, 3, 1, 1},    /* depthwise */
         {2, 16, 16, 16, 11, 11, 3, 3, 2, 1},    /* depthwise, strided */
         {2, 16, 16, 16, 6, 32, 3, 3, 1, 1},     /* depthwise, rows of whole vectors */
+        {1, 16, 16, 16, 20, 64, 3, 3, 2, 1},    /* the same, stride 2 */
         {3, 37, 21, 1, 1, 1, 1, 1, 1, 0},       /* one pixel */
     };
     for (size_t i = 0; i < sizeof ep / sizeof *ep * 4; i++) {

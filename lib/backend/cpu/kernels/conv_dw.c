@@ -269,32 +269,80 @@ V4 static inline __attribute__((always_inline)) void dw_rw_step(
         _mm512_storeu_ps(y + 16 * i, dw_act(acc[i], relu, j->regact));
 }
 
-V4 static inline __attribute__((always_inline)) void dw_rw_rows(
-    const int kw, const dw_job *j, const float *x, const float *w, float bias, bool relu,
-    float *y)
+/* Stride 2 (rows16 with str 2): output vector v0 + i of row oh reads its
+ * kernel row's 32 input columns from 32 (v0 + i), split into their even and
+ * odd columns in registers (two permutes); tap d across is column 2 j + d:
+ * the even or odd vector, shifted a lane for |d| = 2 and for d = -1. */
+V4 static inline __attribute__((always_inline)) void dw_rw2_step(
+    const int nv, const int kw, const dw_job *j, const float *x, int64_t oh, int64_t v0,
+    const float *w, float bias, bool relu, float *y)
 {
-    const int64_t nvr = j->g->in[2] / 16;
+    const tgk_conv_geom *g = j->g;
+    const int64_t W = g->in[2], nvr = g->out[2] / 16;
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    __m512 acc[DW_NV], z = _mm512_setzero_ps();
+    UNROLL for (int i = 0; i < nv; i++)
+        acc[i] = _mm512_set1_ps(bias);
+    for (int64_t kh = 0; kh < g->ker[1]; kh++) {
+        int64_t ih = 2 * oh + kh - g->pad[1];
+        bool in = (uint64_t)ih < (uint64_t)g->in[1];
+        const float *r = x + ih * W + v0 * 32;
+        __m512 e[DW_NV + 2], o[DW_NV + 2];
+        UNROLL for (int i = -1; i <= nv; i++) {
+            bool have = in && v0 + i >= 0 && v0 + i < nvr;
+            __m512 a = have ? _mm512_loadu_ps(r + 32 * i) : z;
+            __m512 b = have ? _mm512_loadu_ps(r + 32 * i + 16) : z;
+            e[i + 1] = _mm512_permutex2var_ps(a, ie, b);
+            o[i + 1] = _mm512_permutex2var_ps(a, io, b);
+        }
+        UNROLL for (int t = 0; t < kw; t++) {
+            const int d = t - kw / 2;
+            __m512 wt = _mm512_set1_ps(w[kh * kw + t]);
+            UNROLL for (int i = 0; i < nv; i++) {
+                __m512 v = d % 2 ? dw_shift(o[i], o[i + 1], o[i + 2], d < 0 ? -1 : 0)
+                                 : dw_shift(e[i], e[i + 1], e[i + 2], d / 2);
+                acc[i] = _mm512_fmadd_ps(wt, v, acc[i]);
+            }
+        }
+    }
+    y += oh * g->out[2] + v0 * 16;
+    UNROLL for (int i = 0; i < nv; i++)
+        _mm512_storeu_ps(y + 16 * i, dw_act(acc[i], relu, j->regact));
+}
+
+/* every output row of a plane, DW_NV vectors a step, then 2, then 1; sx the
+ * stride (1: dw_rw_step, 2: dw_rw2_step) */
+V4 static inline __attribute__((always_inline)) void dw_rw_rows(
+    const int sx, const int kw, const dw_job *j, const float *x, const float *w, float bias,
+    bool relu, float *y)
+{
+#define step(nv, ...) (sx == 2 ? dw_rw2_step(nv, __VA_ARGS__) : dw_rw_step(nv, __VA_ARGS__))
+    const int64_t nvr = j->g->out[2] / 16;
     for (int64_t oh = 0; oh < j->g->out[1]; oh++) {
         int64_t v = 0;
         for (; v + DW_NV <= nvr; v += DW_NV)
-            dw_rw_step(DW_NV, kw, j, x, oh, v, w, bias, relu, y);
+            step(DW_NV, kw, j, x, oh, v, w, bias, relu, y);
         if (v + 2 <= nvr) {
-            dw_rw_step(2, kw, j, x, oh, v, w, bias, relu, y);
+            step(2, kw, j, x, oh, v, w, bias, relu, y);
             v += 2;
         }
         if (v < nvr)
-            dw_rw_step(1, kw, j, x, oh, v, w, bias, relu, y);
+            step(1, kw, j, x, oh, v, w, bias, relu, y);
     }
+#undef step
 }
 
-/* one plane of rows16: 3 or 5 taps across */
+/* one plane of rows16: 3 or 5 taps across, stride 1 or 2 */
 V4 static void dw_rw_run(const dw_job *j, const float *x, const float *w, float bias, bool relu,
                          float *y)
 {
-    if (j->g->ker[2] == 3)
-        dw_rw_rows(3, j, x, w, bias, relu, y);
+    if (j->g->str[2] == 2)
+        (j->g->ker[2] == 3 ? dw_rw_rows(2, 3, j, x, w, bias, relu, y)
+                           : dw_rw_rows(2, 5, j, x, w, bias, relu, y));
     else
-        dw_rw_rows(5, j, x, w, bias, relu, y);
+        (j->g->ker[2] == 3 ? dw_rw_rows(1, 3, j, x, w, bias, relu, y)
+                           : dw_rw_rows(1, 5, j, x, w, bias, relu, y));
 }
 
 /* vectors [v, v + nv) need no mask */
@@ -697,6 +745,15 @@ static bool dw_inplace_setup(dw_job *j, bool *failed)
     const tgk_conv_geom *g = j->g;
     *failed = false;
 #ifdef DW_INPLACE
+    if (dw_kern->inplace && g->in[0] == 1 && g->out[0] == 1 && g->ker[0] == 1 && !g->pad[0] &&
+        g->str[1] == 2 && g->str[2] == 2 && g->dil[1] == 1 && g->dil[2] == 1 &&
+        (g->ker[2] == 3 || g->ker[2] == 5) && g->pad[2] == g->ker[2] / 2 &&
+        g->in[2] % 32 == 0 && 2 * g->out[2] == g->in[2]) {
+        j->inplace = j->rows16 = true;      /* stride 2: dw_rw2_step */
+        j->regact = dw_regact(j->d);
+        j->len = g->out_sp;
+        return true;
+    }
     if (!dw_kern->inplace || g->in[0] != 1 || g->out[0] != 1 || g->ker[0] != 1 || g->pad[0] ||
         g->str[1] != 1 || g->str[2] != 1 || g->out[2] != g->in[2] || g->ker[1] > 64 || g->ker[2] > 64 ||
         g->out_sp >= (int64_t)1 << 30 || g->in_sp >= (int64_t)1 << 30)
