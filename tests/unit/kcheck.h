@@ -97,6 +97,22 @@ static inline double kc_rel_err(const float *got, const double *ref, int64_t n, 
     return err;
 }
 
+/* Max error over the largest magnitude of the terms summed (mag[i]: the sum
+ * of |term| of output i), not of the result: a sum of a few products can
+ * cancel to near zero, and rounding does not. NaN gives infinity. */
+static inline double kc_mag_err(const float *y, const double *ref, const double *mag, int64_t n)
+{
+    double err = 0, scale = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)y[i] - ref[i]);
+        if (e != e)
+            return INFINITY;
+        err = e > err ? e : err;
+        scale = mag[i] > scale ? mag[i] : scale;
+    }
+    return err / scale;
+}
+
 /* One comparison as one CHECK, with the case printed when it fails. */
 #define KC_EXPECT(err, tol, ...)                                                  \
     do {                                                                          \

@@ -103,22 +103,6 @@ static int ccase_finish(ccase *c, int nsp, int64_t outpad)
     return 1;
 }
 
-/* Max error over the largest magnitude of the terms summed, not of the
- * result: a sum of a few products can cancel to near zero, and rounding does
- * not. NaN gives infinity. */
-static double conv_err(const float *y, const double *ref, const double *mag, int64_t n)
-{
-    double err = 0, scale = 1e-30;
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)y[i] - ref[i]);
-        if (e != e)
-            return INFINITY;
-        err = e > err ? e : err;
-        scale = mag[i] > scale ? mag[i] : scale;
-    }
-    return err / scale;
-}
-
 /* ref and mag of [planes, oh, ow] pooled in place to [planes, oh / P, ow / P]:
  * each window's max (NaN: none here) and its largest magnitude */
 static int64_t pool_ref(double *ref, double *mag, int64_t planes, int64_t oh, int64_t ow,
@@ -195,7 +179,7 @@ static void run_case(ccase *c, bool with_bias)
         ny = pool_ref(ref, mag, d->n * d->k, c->out[1], c->out[2], P);
     CHECK(tgk_conv_f32(d, x, w, b, y) == 0);
     int64_t terms = (d->c / d->groups) * kp;
-    KC_EXPECT(conv_err(y, ref, mag, ny), TOL * (1 + terms / 1000.0),
+    KC_EXPECT(kc_mag_err(y, ref, mag, ny), TOL * (1 + terms / 1000.0),
               "conv nsp=%d n=%lld c=%lld k=%lld g=%lld in=%lldx%lldx%lld ker=%lldx%lldx%lld "
               "str=%lld,%lld,%lld pad=%lld,%lld,%lld dil=%lld,%lld,%lld transposed=%d relu=%d "
               "pool=%lld res=%d hardswish=%d relu6=%d",

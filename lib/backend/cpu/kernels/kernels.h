@@ -251,6 +251,32 @@ int tgk_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
  * NULL: the widest again. false: the CPU lacks it. */
 bool tgk_conv_dw_isa(const char *isa);
 
+/* ---- channels-last convolution (conv_nhwc.c, conv_dw_nhwc.c) ------------- */
+/* x [n, in[0], in[1], c] -> y [n, out[0], out[1], k], 2-D only, not transposed.
+ * Weight packed by tgk_pack_conv_nhwc_f32 at compile time: panels of 16 output
+ * channels, [ceil(k/16)][kernel[0]*kernel[1]*(c/groups)][16], panel row
+ * (kh*kernel[1] + kw)*(c/groups) + ic. groups: 1; or depthwise (groups == c == k);
+ * or k/groups and c/groups multiples of 16 (tgk_conv_nhwc_supported says). */
+typedef struct {
+    int64_t n, c, k, groups;
+    int64_t in[2], out[2], kernel[2], stride[2], pad[2], dil[2];
+    int64_t y_ld;        /* elements from one pixel of y to the next (>= k: y is a channel
+                          * slice of a wider concat written in place); 0: k */
+    const float *res;    /* added, [n, out0, out1, k] contiguous, or NULL */
+    bool relu;           /* then max(y, 0) (after res) */
+    tgk_vec_fn act;      /* or this (not with relu), or NULL */
+} tgk_conv_nhwc_desc;
+bool tgk_conv_nhwc_supported(int64_t c, int64_t k, int64_t groups);
+int64_t tgk_conv_nhwc_packed_size(int64_t c, int64_t k, int64_t groups,
+                                  int64_t kh, int64_t kw);          /* floats */
+/* w in the conv op's layout [k, c/groups, kh, kw] (OIHW) -> packed. */
+void tgk_pack_conv_nhwc_f32(const float *w, int64_t c, int64_t k, int64_t groups,
+                            int64_t kh, int64_t kw, float *packed);
+/* b may be NULL. Returns 0, or -1 when the descriptor is invalid or scratch
+ * cannot be allocated. Threads: the kernels' pool (tgk_parallel_*), as tgk_conv_f32. */
+int tgk_conv_nhwc_f32(const tgk_conv_nhwc_desc *d, const float *x, const float *wp,
+                      const float *b, float *y);
+
 /* ---- attention (sdpa.c): FlashAttention-2 style, tiled, online softmax ------ */
 typedef struct {
     int64_t batch;              /* product of leading dims */
