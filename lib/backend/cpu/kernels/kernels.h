@@ -303,12 +303,16 @@ typedef struct {
     int64_t n, c;
     int64_t in[2], out[2], kernel[2], stride[2], pad[2], dil[2];
     bool count_include_pad;     /* avg only */
+    bool channels_last;         /* x [n, in..., c] -> y [n, out..., c] */
 } tgk_pool_desc;
 void tgk_max_pool_f32(const tgk_pool_desc *d, const float *x, float *y);
 void tgk_avg_pool_f32(const tgk_pool_desc *d, const float *x, float *y);
 /* x [nc, in_h, in_w] -> y [nc, out_h, out_w], PyTorch's adaptive bins. */
 void tgk_adaptive_avg_pool_f32(int64_t nc, int64_t in_h, int64_t in_w,
                                int64_t out_h, int64_t out_w, const float *x, float *y);
+/* x [n, in_h, in_w, c] -> y [n, out_h, out_w, c], the same bins. */
+void tgk_adaptive_avg_pool_nhwc_f32(int64_t n, int64_t c, int64_t in_h, int64_t in_w,
+                                    int64_t out_h, int64_t out_w, const float *x, float *y);
 
 /* ---- resizing (resize.c), NC + 1 or 2 spatial dims ------------------------- */
 typedef enum { TGK_RESIZE_NEAREST, TGK_RESIZE_LINEAR, TGK_RESIZE_CUBIC } tgk_resize_mode;
