@@ -485,6 +485,31 @@ fixtures() {
     done
 }
 
+@test "tcompile --layout=nhwc runs the cnn's convs and pools channels-last, matching PyTorch" {
+    TLOG=passes run_ok "$TCOMPILE" --layout=nhwc "$GRAPHS/cnn.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
+    [[ "$stderr" =~ channels_last:\ [1-9][0-9]*\ convs\ and\ [1-9][0-9]*\ pools\ channels-last,\ [0-9]+\ permutes\ moved,\ [0-9]+\ reshapes,\ [0-9]+\ permutes\ left ]]
+    grep -q 'tgk_conv_nhwc_f32(&d, ' "$TMP/m.c"
+    grep -q 'd.channels_last = 1;' "$TMP/m.c"
+    ! grep -q 'tgk_conv_f32(&d, ' "$TMP/m.c"
+    for b in 1 3; do
+        run_ok "$TRUN" "$TMP/m.so" "$FIX/cnn.in0.b$b.npy" --check "$FIX/cnn.out0.b$b.npy"
+        [[ "$output$stderr" == *": ok"* ]]
+    done
+}
+
+@test "tcompile --layout=nchw is the default: the same bytes, no channels-last lowering" {
+    TLOG=passes run_ok "$TCOMPILE" --layout=nchw "$GRAPHS/cnn.tg" -o "$TMP/a.so"
+    [[ "$stderr" != *channels_last* ]]
+    run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/b.so"
+    cmp "$TMP/a.so" "$TMP/b.so"
+    run_ok "$TRUN" "$TMP/a.so" "$FIX/cnn.in0.b3.npy" --check "$FIX/cnn.out0.b3.npy"
+}
+
+@test "tcompile --layout with another name is a usage error" {
+    run_fails 2 "--layout: 'nchwc' is not nchw or nhwc" "$TCOMPILE" --layout=nchwc "$GRAPHS/cnn.tg" -o "$TMP/m.so"
+    [ ! -e "$TMP/m.so" ]
+}
+
 @test "the linear kernel applies its activation itself: no loop of its own" {
     run_ok "$TCOMPILE" "$GRAPHS/tinygpt.tg" -o "$TMP/m.so" --emit-c "$TMP/m.c"
     [ "$(grep -c 'tgk_linear_packed_ex_f32(.*, tgk_vec_gelu_tanh_f32);' "$TMP/m.c")" -eq 2 ]

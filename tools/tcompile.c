@@ -44,6 +44,11 @@ static void help(void)
            "                       rounded now, inputs when they run, float32 sums\n"
            "                       and outputs; AMX or AVX512_BF16 where the CPU has\n"
            "                       them)\n"
+           "      --layout=LAYOUT  the activations' layout around convolutions: nchw\n"
+           "                       (default: as the graph has them) or nhwc (the cpu\n"
+           "                       target: float32 2-D convolutions and their pools\n"
+           "                       channels-last, the permutes between them\n"
+           "                       cancelled)\n"
            "  -O, --opt=LEVEL      0: only dead code, constant folding and the memory\n"
            "                       plan; 1: every pass (default)\n"
            "  -h, --help           show this help and exit\n"
@@ -64,6 +69,7 @@ static const struct option opts[] = {
     {"emit-c", required_argument, NULL, 'e'},
     {"opt", required_argument, NULL, 'O'},
     {"dtype", required_argument, NULL, 'd'},
+    {"layout", required_argument, NULL, 'l'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {0},
@@ -112,6 +118,11 @@ int main(int argc, char **argv)
                 cli_usage("--dtype: '%s' is not fp32, bf16, fp16 or tf32", optarg);
             bo.dtype = optarg;
             break;
+        case 'l':
+            if (strcmp(optarg, "nchw") && strcmp(optarg, "nhwc"))
+                cli_usage("--layout: '%s' is not nchw or nhwc", optarg);
+            po.channels_last = !strcmp(optarg, "nhwc");
+            break;
         case 'O': po.level = (int)cli_int("--opt", optarg, 0, 1); break;
         case 'h': help(); return 0;
         case 'V': cli_version(); return 0;
@@ -130,6 +141,12 @@ int main(int argc, char **argv)
                   bo.dtype);
     if (cpu && bo.dtype && !strcmp(bo.dtype, "bf16"))
         po.dtype = TG_BF16;
+    bool nhwc = false;
+    for (int k = 0; k < po.target->nlower; k++)
+        nhwc |= po.target->lower[k].channels_last;
+    if (po.channels_last && !nhwc)
+        cli_usage("--layout nhwc: the %s target has no channels-last lowering",
+                  po.target->name);
     const char *in = optind < argc ? argv[optind] : "-";
     cli_refuse_tty_out(out, "a shared object");
 

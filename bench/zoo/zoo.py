@@ -2,7 +2,8 @@
 """The model zoo: real architectures through every tgraph step, against eager PyTorch.
 
     python3 bench/zoo/zoo.py [--tools DIR] [--work DIR] [--timeout S]
-                             [--export-only | --reuse-exports] [--build COMMIT] [MODEL...]
+                             [--export-only | --reuse-exports] [--build COMMIT]
+                             [--tcompile-args ARGS] [MODEL...]
 
 For each model of models.ZOO (or the ones named; a name ending in * is a
 prefix), in a fresh Python process with a time limit: build it with seeded
@@ -22,6 +23,7 @@ run over some models (or formats) updates their rows only; each row names the
 build that ran it (--build). --export-only stops after the
 exports; --reuse-exports then reruns only the tgraph steps on them (after a
 change to tgraph, the exports, most of a run's time, need not be redone).
+--tcompile-args passes options to tcompile (--tcompile-args=--layout=nhwc).
 
 An output is flagged "trivial" when its magnitude is below 1e-2 or it
 barely depends on the input (two inputs' outputs closer than 1e-3 of it):
@@ -220,7 +222,7 @@ def first_lines(text, n=12):
     return "\n".join(lines[:n])
 
 
-def run_format(tools, work, fmt, outputs, timeout):
+def run_format(tools, work, fmt, outputs, timeout, copts=()):
     res = {"steps": {}, "errors": [], "messages": {}}
     src = os.path.join(work, f"m.{fmt}")
     tg, so = src + ".tg", src + ".so"
@@ -237,7 +239,7 @@ def run_format(tools, work, fmt, outputs, timeout):
             st, err, e = check_run(tools, tg, work, b, outputs, timeout)
             res["errors"] += e
             step(f"trun b{b}", st, err)
-        st, err, _ = run([os.path.join(tools, "tcompile"), tg, "-o", so], 2 * timeout)
+        st, err, _ = run([os.path.join(tools, "tcompile"), *copts, tg, "-o", so], 2 * timeout)
         if step("tcompile", st, err):
             for b in (1, 3):
                 st, err, e = check_run(tools, so, work, b, outputs, timeout)
@@ -315,7 +317,7 @@ def run_model(name, args):
                 result["formats"][fmt] = {"export_error": info["export"][fmt][:300]}
                 continue
             result["formats"][fmt] = run_format(args.tools, work, fmt, info["outputs"],
-                                                args.timeout)
+                                                args.timeout, args.tcompile_args.split())
             result["formats"][fmt]["build"] = args.build
     with open(os.path.join(work, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
@@ -457,6 +459,8 @@ def main():
                     help="keep a model's exports already in WORK: rerun the tgraph steps only")
     ap.add_argument("--build", help="the commit the tools were built from, shown per row "
                     "(default: this tree's HEAD)")
+    ap.add_argument("--tcompile-args", default="",
+                    help="options for tcompile, split at spaces (--tcompile-args=--layout=nhwc)")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     args.formats = args.formats.split(",")

@@ -76,6 +76,7 @@ typedef struct {
 typedef struct {
     const char *name;               /* as TLOG=passes shows it */
     int (*run)(tg_graph *g);
+    bool channels_last;             /* run only for tcompile --layout=nhwc */
 } tg_lower_pass;
 
 /* What tcompile passes to a target's compile. */

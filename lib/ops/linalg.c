@@ -1,4 +1,5 @@
-/* Linear algebra and convolution: matmul, linear, linear_packed, linear_24, conv, sdpa. */
+/* Linear algebra and convolution: matmul, linear, linear_packed, linear_24, conv,
+ * conv_nhwc, sdpa. */
 #include "infer.h"
 
 #include <inttypes.h>
@@ -225,6 +226,62 @@ int tg_infer_conv(tg_graph *g, int node)
             return tg_err("spatial axis %d of size %s: %s", i,
                           tg_infer_dim_str(g, x->shape.d[2 + i], s1), tg_errmsg());
         if (tg_dim_is_const(s.d[2 + i], &v) && v < 1)
+            return tg_err("output size %" PRId64 " along spatial axis %d: input too small"
+                          " for the kernel", v, i);
+    }
+    return tg_infer_set(g, node, x->dtype, &s);
+}
+
+/* A 2-D convolution on channels-last x [N, H, W, C], its weight packed by a
+ * backend's lowering in panels of P output channels, P its last dim:
+ * [ceil(K/P), kh*kw*C/groups, P] (tgraph-ops(7)); the result [N, H', W', K]. */
+int tg_infer_conv_nhwc(tg_graph *g, int node)
+{
+    const tg_node *n = tg_infer_node(g, node);
+    const tg_value *x = tg_infer_in(g, node, 0), *w = tg_infer_in(g, node, 1);
+    const tg_value *b = tg_infer_opt(g, node, 2);
+    conv_params p = {.nsp = 2};
+    int64_t k, groups, c, pw;
+    if (!x || !w || tg_check_same_dtype(w, 1, x, 0) || tg_check_rank(x, 0, 4, 4) ||
+        tg_check_rank(w, 1, 3, 3) || tg_attr_get_int(n, "k", 0, &k) ||
+        tg_attr_get_int(n, "groups", 1, &groups) ||
+        tg_attr_per_axis(n, "kernel", 2, 0, p.kernel) ||
+        tg_attr_per_axis(n, "stride", 2, 1, p.stride) ||
+        tg_attr_per_axis(n, "padding", 2, 0, p.pad) ||
+        tg_attr_per_axis(n, "dilation", 2, 1, p.dil))
+        return -1;
+    if (x->dtype != TG_F32)
+        return tg_err("conv_nhwc takes float32, not %s", tg_dtype_name(x->dtype));
+    if (!tg_node_attr(n, "kernel"))
+        return tg_err("attribute 'kernel' is required");
+    if (!tg_dim_is_const(x->shape.d[3], &c))
+        return tg_err("conv_nhwc needs a constant channel count");
+    if (k < 1 || k > INT32_MAX || groups < 1 || c % groups || k % groups)
+        return tg_err("attributes k %" PRId64 " and groups %" PRId64 ": k must be positive and"
+                      " groups divide k and the %" PRId64 " channels", k, groups, c);
+    for (int i = 0; i < 2; i++)
+        if (p.kernel[i] < 1 || p.stride[i] < 1 || p.dil[i] < 1 || p.pad[i] < 0)
+            return tg_err("kernel, stride and dilation must be positive and padding not"
+                          " negative (spatial axis %d)", i);
+    if (!tg_dim_is_const(w->shape.d[2], &pw) || pw <= 0 || pw > INT32_MAX)
+        return tg_err("input 1 (weight): the panel width (last dim) must be a constant in "
+                      "[1, %d]", INT32_MAX);
+    tg_shape ws = {.rank = 3, .d = {tg_dim_const((k + pw - 1) / pw),
+                                    tg_dim_const(p.kernel[0] * p.kernel[1] * (c / groups)),
+                                    tg_dim_const(pw)}};
+    tg_shape bs = {.rank = 1, .d = {tg_dim_const(k)}};
+    if (tg_check_shape(g, w, 1, &ws) ||
+        (b && (tg_check_same_dtype(b, 2, x, 0) || tg_check_shape(g, b, 2, &bs))))
+        return -1;
+    tg_shape s = {.rank = 4, .d = {x->shape.d[0], x->shape.d[1], x->shape.d[2],
+                                   tg_dim_const(k)}};
+    for (int i = 0; i < 2; i++) {
+        int64_t v;
+        char s1[TG_INFER_STR];
+        if (conv_out_dim(&p, i, x->shape.d[1 + i], &s.d[1 + i]))
+            return tg_err("spatial axis %d of size %s: %s", i,
+                          tg_infer_dim_str(g, x->shape.d[1 + i], s1), tg_errmsg());
+        if (tg_dim_is_const(s.d[1 + i], &v) && v < 1)
             return tg_err("output size %" PRId64 " along spatial axis %d: input too small"
                           " for the kernel", v, i);
     }

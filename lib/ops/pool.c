@@ -1,4 +1,5 @@
-/* Pooling over the spatial dims of NCL or NCHW inputs, sized like PyTorch. */
+/* Pooling over the spatial dims of NCL or NCHW inputs, or NHWC ones
+ * (channels_last=1, 2-D only), sized like PyTorch. */
 #include "infer.h"
 
 #include <inttypes.h>
@@ -57,33 +58,36 @@ static int pool_out_dim(const pool_params *p, int i, tg_dim in, tg_dim *out)
     return v >= 0 ? tg_dim_add(*out, tg_dim_const(-1), out) : 0;
 }
 
-/* x [N, C, *sp] with 1 or 2 spatial dims; *nsp set. */
-static const tg_value *pool_input(tg_graph *g, int node, int *nsp)
+/* x [N, C, *sp] with 1 or 2 spatial dims, or [N, H, W, C] with channels_last;
+ * *nsp set, and *sp0, the first spatial dim. */
+static const tg_value *pool_input(tg_graph *g, int node, int *nsp, int *sp0)
 {
     const tg_value *x = tg_infer_in(g, node, 0);
     const tg_node *n = tg_infer_node(g, node);
+    int cl;
     if (!x || (n->op == TG_OP_MAX_POOL ? tg_check_numeric(x, 0) : tg_check_float(x, 0)) ||
-        tg_check_rank(x, 0, 3, 4))
+        tg_attr_get_flag(n, "channels_last", 0, &cl) || tg_check_rank(x, 0, cl ? 4 : 3, 4))
         return NULL;
     *nsp = x->shape.rank - 2;
+    *sp0 = cl ? 1 : 2;
     return x;
 }
 
 int tg_infer_pool(tg_graph *g, int node)
 {
     pool_params p;
-    int nsp;
-    const tg_value *x = pool_input(g, node, &nsp);
+    int nsp, sp0;
+    const tg_value *x = pool_input(g, node, &nsp, &sp0);
     if (!x || read_pool_params(tg_infer_node(g, node), nsp, &p))
         return -1;
     tg_shape s = x->shape;
     for (int i = 0; i < nsp; i++) {
         int64_t v;
         char s1[TG_INFER_STR];
-        if (pool_out_dim(&p, i, x->shape.d[2 + i], &s.d[2 + i]))
+        if (pool_out_dim(&p, i, x->shape.d[sp0 + i], &s.d[sp0 + i]))
             return tg_err("spatial axis %d of size %s: %s", i,
-                          tg_infer_dim_str(g, x->shape.d[2 + i], s1), tg_errmsg());
-        if (tg_dim_is_const(s.d[2 + i], &v) && v < 1)
+                          tg_infer_dim_str(g, x->shape.d[sp0 + i], s1), tg_errmsg());
+        if (tg_dim_is_const(s.d[sp0 + i], &v) && v < 1)
             return tg_err("output size %" PRId64 " along spatial axis %d: input too small"
                           " for the kernel", v, i);
     }
@@ -92,9 +96,9 @@ int tg_infer_pool(tg_graph *g, int node)
 
 int tg_infer_adaptive_pool(tg_graph *g, int node)
 {
-    int nsp;
+    int nsp, sp0;
     int64_t size[2];
-    const tg_value *x = pool_input(g, node, &nsp);
+    const tg_value *x = pool_input(g, node, &nsp, &sp0);
     const tg_node *n = tg_infer_node(g, node);
     if (!x)
         return -1;
@@ -107,7 +111,7 @@ int tg_infer_adaptive_pool(tg_graph *g, int node)
         if (size[i] < 1)
             return tg_err("output_size %" PRId64 " must be positive (spatial axis %d)",
                           size[i], i);
-        s.d[2 + i] = tg_dim_const(size[i]);
+        s.d[sp0 + i] = tg_dim_const(size[i]);
     }
     return tg_infer_set(g, node, x->dtype, &s);
 }

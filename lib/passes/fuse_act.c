@@ -14,8 +14,9 @@
  * reads it (a transformer's x + proj(attn)): the GEMM adds the residual to
  * each block of its result while it is in cache, so no pass of its own over
  * memory; so does a pointwise conv (1x1, stride 1, one group: one GEMM over
- * pixels), and then a relu that alone reads the sum (ResNet's add + relu:
- * y = relu(y + res) on each block in cache). Each kind of group is formed
+ * pixels) and any channels-last conv (conv_nhwc), and then a relu that alone
+ * reads the sum (ResNet's add + relu: y = relu(y + res) on each block in
+ * cache). A conv_nhwc takes no pool (its kernel has none). Each kind of group is formed
  * only where the target's grouping rules say its code generator compiles it
  * (tg_group_rules). */
 #include "passes.h"
@@ -32,7 +33,7 @@
 static bool is_anchor(tg_op op)
 {
     return op == TG_OP_LINEAR || op == TG_OP_LINEAR_PACKED || op == TG_OP_CONV ||
-           op == TG_OP_MATMUL ||
+           op == TG_OP_CONV_NHWC || op == TG_OP_MATMUL ||
            op == TG_OP_QLINEAR || op == TG_OP_QCONV;
 }
 
@@ -200,6 +201,14 @@ static bool pointwise_conv(const tg_graph *g, const tg_node *nd)
     return true;
 }
 
+/* Whether the kernel of node nd adds a residual to each block of its result:
+ * a pre-packed linear, a channels-last conv (any: its descriptor's res), a
+ * pointwise conv. */
+static bool adds_residual(const tg_graph *g, const tg_node *nd)
+{
+    return nd->op == TG_OP_LINEAR_PACKED || nd->op == TG_OP_CONV_NHWC || pointwise_conv(g, nd);
+}
+
 /* Whether node `add`, in the group rooted at grp, adds to the result of
  * linear (or pointwise conv) n a residual of the same shape and dtype (no
  * broadcasting), computed elsewhere. */
@@ -272,8 +281,8 @@ int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilog
             (e->pool = conv_pool(g, p, a, chain[0])))
             continue;
         /* a conv's kernel applies a relu after the residual: y = relu(y + res) */
-        if (first && (a->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, a)) &&
-            (k == 0 || (k == 1 && a->op == TG_OP_CONV &&
+        if (first && adds_residual(g, a) &&
+            (k == 0 || (k == 1 && (a->op == TG_OP_CONV || a->op == TG_OP_CONV_NHWC) &&
                         g->nodes[chain[0]].op == TG_OP_RELU)) &&
             residual(g, p, e->anchor, chain[k], root)) {
             e->residual = nd->in[0] == yv ? nd->in[1] : nd->in[0];
@@ -321,14 +330,15 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
             (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r))
             last = r;
         /* an add already ending another GEMM's group (head + dist head) is not free */
-        if (rules->gemm_residual && (nd->op == TG_OP_LINEAR_PACKED || pointwise_conv(g, nd)) &&
+        if (rules->gemm_residual && adds_residual(g, nd) &&
             last == n &&
             (r = sole_reader(g, uses, nd->out[0])) >= 0 && p->kind[r] == TG_GROUP_SINGLE &&
             residual(g, p, n, r, r)) {
             last = r;
             /* and a conv's relu after it (ResNet's add + relu) */
             r = sole_reader(g, uses, g->nodes[last].out[0]);
-            if (nd->op == TG_OP_CONV && r >= 0 && g->nodes[r].op == TG_OP_RELU &&
+            if ((nd->op == TG_OP_CONV || nd->op == TG_OP_CONV_NHWC) && r >= 0 &&
+                g->nodes[r].op == TG_OP_RELU &&
                 p->root[r] == r && p->kind[r] == TG_GROUP_SINGLE && g->nodes[r].nin == 1 &&
                 g->values[g->nodes[r].out[0]].dtype == g->values[nd->out[0]].dtype &&
                 tg_shape_eq(&g->values[g->nodes[r].out[0]].shape, &g->values[nd->out[0]].shape))

@@ -44,7 +44,7 @@ static int replace(tg_graph *g, int n, int v)
     return 0;
 }
 
-static int fold_permutes(tg_graph *g, int n)
+int tg_layout_fold_permute(tg_graph *g, int n)
 {
     const tg_node *nd = &g->nodes[n];
     int64_t p[TG_MAX_RANK], q[TG_MAX_RANK], r[TG_MAX_RANK];
@@ -144,7 +144,7 @@ int tg_pass_layout(tg_graph *g)
     for (int n = 0; n < g->nnode; n++) {
         int r = 0;
         if (g->nodes[n].op == TG_OP_PERMUTE)
-            r = fold_permutes(g, n);
+            r = tg_layout_fold_permute(g, n);
         else if (g->nodes[n].op == TG_OP_PAD)
             r = drop_empty_pad(g, n);
         else if (g->nodes[n].op == TG_OP_MATMUL)

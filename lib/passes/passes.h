@@ -178,6 +178,11 @@ int tg_view_analyze(const tg_graph *g, const tg_plan *p, int last, tg_view *w);
  * permute reads. */
 int tg_strided_kernel(const tg_graph *g, int root);
 
+/* Permute node n with the permute before it as one permute, or dropped when
+ * the two (or n alone) keep the order (layout.c; the CPU's channels-last
+ * lowering cancels its pairs with it): 1, 0 (unchanged), -1 (tg_err). */
+int tg_layout_fold_permute(tg_graph *g, int n);
+
 /* ---- the pipeline ----------------------------------------------------------- */
 struct tg_backend;
 typedef struct {
@@ -187,6 +192,9 @@ typedef struct {
      * TG_DTYPE_NONE or TG_F32, as the graph says; TG_BF16, their weights
      * rounded to bf16 before the target lowers (tg_pass_bf16_weights) */
     tg_dtype dtype;
+    /* tcompile --layout=nhwc: the target's channels-last lowering passes run
+     * too (tg_lower_pass.channels_last) */
+    bool channels_last;
 } tg_passes_opts;
 
 /* Run the pipeline on g (rewritten in place) for o->target and make its plan:

@@ -195,7 +195,8 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
             continue;
         if (!graph_passes[i].f) {
             for (int k = 0; k < be->nlower; k++)
-                if (run_graph_pass(g, be->lower[k].name, be->lower[k].run))
+                if ((!be->lower[k].channels_last || o->channels_last) &&
+                    run_graph_pass(g, be->lower[k].name, be->lower[k].run))
                     return NULL;
         } else if (run_graph_pass(g, graph_passes[i].name, graph_passes[i].f)) {
             return NULL;

@@ -419,6 +419,61 @@ static void case_linear_packed(tg_op op)
     }
 }
 
+/* conv_nhwc as tcompile --layout=nhwc makes it: a conv between permutes on
+ * x [batch, H, W, C], lowered here (tg_cpu_channels_last, the permutes
+ * cancelled); the conv is the reference. Plain, 1x1 stride 2, depthwise
+ * stride 2, grouped (16 a group) with dilation 2; and with the epilogues
+ * its kernel applies at -O1: residual + relu, hardswish. */
+static void case_conv_nhwc(tg_op op)
+{
+    static const struct {
+        int64_t c, k, kernel, stride, pad, dil, groups;
+        int ep;     /* 0: none, 1: + residual, relu; 2: hardswish */
+        const char *what;
+    } cs[] = {
+        {8, 24, 3, 1, 1, 1, 1, 0, "3x3"},
+        {16, 20, 1, 2, 0, 1, 1, 0, "1x1 stride 2, no bias"},
+        {16, 16, 3, 2, 1, 1, 16, 0, "depthwise 3x3 stride 2"},
+        {32, 32, 3, 1, 2, 2, 2, 0, "groups of 16, dilation 2"},
+        {8, 16, 3, 1, 1, 1, 1, 1, "3x3 + residual, relu"},
+        {16, 16, 5, 1, 2, 1, 16, 2, "depthwise 5x5, hardswish"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(7, 6, cs[i].c));
+        int w = weight(g, "w", 4, (int64_t[]){cs[i].k, cs[i].c / cs[i].groups, cs[i].kernel,
+                                              cs[i].kernel});
+        int b = i == 1 ? -1 : W(g, "b", cs[i].k);
+        tg_attr p = tg_attr_ints("perm", 4, (int64_t[]){0, 3, 1, 2});
+        tg_attr a[4] = {tg_attr_int("groups", cs[i].groups),
+                        tg_attr_ints("stride", 1, &cs[i].stride),
+                        tg_attr_ints("padding", 1, &cs[i].pad),
+                        tg_attr_ints("dilation", 1, &cs[i].dil)};
+        int y = node(g, TG_OP_PERMUTE, 1, &x, 1, &p);
+        y = node(g, TG_OP_CONV, 3, (int[]){y, w, b}, 4, a);
+        p = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 3, 1});
+        y = node(g, TG_OP_PERMUTE, 1, &y, 1, &p);
+        if (cs[i].ep == 1) {
+            const tg_shape *s = &g->values[y].shape;
+            int64_t d[3];
+            for (int k = 0; k < 3; k++)
+                tg_dim_is_const(s->d[1 + k], &d[k]);
+            int r = cg_input(g, "res", TG_F32, d, 3);
+            y = node(g, TG_OP_RELU, 1, (int[]){node(g, TG_OP_ADD, 2, (int[]){y, r}, 0, NULL)}, 0,
+                     NULL);
+        } else if (cs[i].ep == 2) {
+            y = node(g, TG_OP_HARDSWISH, 1, &y, 0, NULL);
+        }
+        CHECK(y >= 0);
+        tg_graph_add_output(g, y);
+        tg_graph *ref = tg_graph_clone(g);
+        CHECK(tg_cpu_channels_last(g) > 0 && tg_pass_dce(g) >= 0);
+        for (int n = 0; n < g->nnode; n++)
+            CHECK(g->nodes[n].op != TG_OP_PERMUTE && g->nodes[n].op != TG_OP_CONV);
+        run(op, cs[i].what, g, (cg_case){.reference = ref});
+    }
+}
+
 static void case_conv(tg_op op)
 {
     for (int k = 0; k < 5; k++) {
@@ -532,6 +587,34 @@ static void case_pool(tg_op op)
         }
         static const char *const what[] = {"2-D", "2-D padded, ceil mode", "1-D"};
         run(op, what[k], one_node(g, op, 1, &x, na, a), (cg_case){.exact = op == TG_OP_MAX_POOL});
+    }
+    /* channels_last=1 on x [batch, H, W, C] as tcompile --layout=nhwc makes it
+     * (tg_cpu_channels_last on a pool between permutes, which cancel): the
+     * pool on NCHW between the permutes is the reference */
+    for (int k = 0; k < 2; k++) {
+        tg_graph *g = tg_graph_new();
+        int x = cg_input(g, "x", TG_F32, DIMS(9, 8, 19));
+        int64_t size[] = {k ? 3 : 1, k ? 2 : 1}, kern[] = {3}, stride[] = {2}, pad[] = {k};
+        tg_attr a[4];
+        int na = 0;
+        if (op == TG_OP_ADAPTIVE_AVG_POOL) {
+            a[na++] = tg_attr_ints("output_size", 2, size);
+        } else {
+            a[na++] = tg_attr_ints("kernel", 1, kern);
+            a[na++] = tg_attr_ints("stride", 1, stride);
+            a[na++] = tg_attr_ints("padding", 1, pad);
+            a[na++] = tg_attr_int("ceil_mode", k);
+        }
+        tg_attr p = tg_attr_ints("perm", 4, (int64_t[]){0, 3, 1, 2});
+        int y = node(g, TG_OP_PERMUTE, 1, &x, 1, &p);
+        y = node(g, op, 1, &y, na, a);
+        p = tg_attr_ints("perm", 4, (int64_t[]){0, 2, 3, 1});
+        tg_graph_add_output(g, node(g, TG_OP_PERMUTE, 1, &y, 1, &p));
+        tg_graph *ref = tg_graph_clone(g);
+        CHECK(tg_cpu_channels_last(g) > 0 && tg_pass_dce(g) >= 0);
+        CHECK(g->nnode == 1 && tg_node_int(&g->nodes[0], "channels_last", 0) == 1);
+        run(op, k ? "channels-last, padded, ceil mode" : "channels-last", g,
+            (cg_case){.exact = op == TG_OP_MAX_POOL, .reference = ref});
     }
 }
 
@@ -1268,6 +1351,7 @@ static const struct {
     {TG_OP_LAYER_NORM, case_norm}, {TG_OP_GROUP_NORM, case_norm}, {TG_OP_BATCH_NORM, case_norm},
     {TG_OP_MATMUL, case_matmul}, {TG_OP_LINEAR, case_linear},
     {TG_OP_LINEAR_PACKED, case_linear_packed}, {TG_OP_CONV, case_conv}, {TG_OP_SDPA, case_sdpa},
+    {TG_OP_CONV_NHWC, case_conv_nhwc},
     {TG_OP_MAX_POOL, case_pool}, {TG_OP_AVG_POOL, case_pool},
     {TG_OP_ADAPTIVE_AVG_POOL, case_pool}, {TG_OP_RESIZE, case_resize},
     {TG_OP_GRID_SAMPLE, case_grid_sample},

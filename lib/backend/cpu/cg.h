@@ -111,17 +111,19 @@ int cg_emit_pool(tg_cg *c, int n);
 /* An epilogue group: its anchor's kernel, then its activations as a loop over
  * the result, in place. */
 int cg_emit_epilogue(tg_cg *c, int root);
-/* What a conv's kernel applies itself, no loop of its own: a relu as it
- * stores (tgk_conv_desc.relu) and/or a max pool of pool x pool windows
- * (.pool; 0: none), or one other activation (.act: the NAME of
- * tgk_vec_NAME_f32), or the add of a residual (.res: the value; else -1). */
+/* What a conv's (or conv_nhwc's) kernel applies itself, no loop of its own:
+ * a relu as it stores (tgk_conv_desc.relu) and/or a max pool of pool x pool
+ * windows (.pool; 0: none; conv only), or one other activation (.act: the
+ * NAME of tgk_vec_NAME_f32), or the add of a residual (.res: the value; else
+ * -1). anchor: the conv node. */
 typedef struct {
     bool relu;
     int64_t pool;
     const char *act;
-    int res;
+    int res, anchor;
 } cg_conv_ep;
-/* Whether group `root` is a conv whose kernel applies all of its epilogue. */
+/* Whether group `root` is a conv or conv_nhwc whose kernel applies all of its
+ * epilogue. */
 bool cg_conv_epilogue(const tg_cg *c, int root, cg_conv_ep *ep);
 /* Likewise a linear_packed's epilogue, which its kernel applies to each
  * block of its result as it is computed: one activation (*act: the NAME of

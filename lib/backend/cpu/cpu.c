@@ -1,5 +1,6 @@
 /* The CPU backend: host memory, the interpreter's glue (run_*.c) found through
- * one table indexed by op, the packing of linear weights as its lowering, the
+ * one table indexed by op, the packing of linear weights and (--layout=nhwc)
+ * the channels-last convolutions as its lowering, the
  * C emitter's grouping rules, and the build of a shared object with cc. */
 #include "cpu.h"
 
@@ -46,9 +47,17 @@ static bool cpu_supports_node(const tg_backend *be, const tg_graph *g, int n, ch
         snprintf(why, TG_WHY_MAX, "no CPU kernel for op %s", tg_op_name(nd->op));
         return false;
     }
-    if (nd->op == TG_OP_LINEAR_PACKED &&
+    if ((nd->op == TG_OP_LINEAR_PACKED || nd->op == TG_OP_CONV_NHWC) &&
         (!tg_dim_is_const(g->values[nd->in[1]].shape.d[2], &panel) || panel != TGK_PANEL)) {
         snprintf(why, TG_WHY_MAX, "weight in panels of other than %d columns", TGK_PANEL);
+        return false;
+    }
+    int64_t c;
+    if (nd->op == TG_OP_CONV_NHWC &&
+        (!tg_dim_is_const(g->values[nd->in[0]].shape.d[3], &c) ||
+         !tgk_conv_nhwc_supported(c, tg_node_int(nd, "k", 0), tg_node_int(nd, "groups", 1)))) {
+        snprintf(why, TG_WHY_MAX, "its kernel takes one group, depthwise, or groups of "
+                 "multiples of 16 channels");
         return false;
     }
     return true;
@@ -150,7 +159,8 @@ static void cpu_run_end(const tg_backend *be, int caller)
 }
 
 static const tg_lower_pass cpu_lower[] = {
-    {"prepack", tg_cpu_prepack},
+    {"channels_last", tg_cpu_channels_last, true},
+    {"prepack", tg_cpu_prepack, false},
 };
 
 static const tg_group_rules cpu_groups = {

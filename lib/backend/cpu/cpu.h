@@ -1,5 +1,6 @@
 /* The CPU backend's parts as its files see one another: the interpreter's
- * dispatch and the backend's struct (cpu.c), the lowering (prepack.c), the
+ * dispatch and the backend's struct (cpu.c), the lowering (prepack.c,
+ * channels_last.c), the
  * fused loop's abilities (emit_loop.c), and the C emitter and its build (emit*.c,
  * weights.c, build.c: one C file implementing <tgraph/model.h>, which the
  * system compiler turns into a shared object linked with libtgkernels.a). */
@@ -17,6 +18,10 @@ bool tg_cpu_has_kernel(tg_op op);
 /* The lowering: float32 linears on constant weights into linear_packed on
  * panels of TGK_PANEL columns; boolean attention masks into additive ones. */
 int tg_cpu_prepack(tg_graph *g);
+/* With tcompile --layout=nhwc, first: float32 2-D convs into conv_nhwc and
+ * their pools channels-last, the permutes between them cancelled
+ * (channels_last.c). */
+int tg_cpu_channels_last(tg_graph *g);
 
 /* Whether the C emitter's fused loop computes node nd per element (*why: why not). */
 bool tg_cpu_loop_supports(const tg_graph *g, const tg_node *nd, const char **why);

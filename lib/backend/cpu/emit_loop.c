@@ -435,8 +435,10 @@ static bool conv_epilogue(const tg_graph *g, const tg_plan *p, int root, cg_conv
 {
     tg_epilogue e;
     *ep = (cg_conv_ep){.res = -1};
-    if (!epilogue_of(g, p, root, TG_OP_CONV, &e))
+    if (!epilogue_of(g, p, root, TG_OP_CONV, &e) &&
+        !epilogue_of(g, p, root, TG_OP_CONV_NHWC, &e))
         return false;
+    ep->anchor = e.anchor;
     const tg_node *a = e.nact == 1 ? &g->nodes[e.act[0]] : NULL;
     ep->relu = a && a->op == TG_OP_RELU;
     ep->act = !a || ep->relu ? NULL : a->op == TG_OP_HARDSWISH ? "hardswish"
@@ -462,7 +464,7 @@ bool tg_cpu_writes_rows(const tg_graph *g, const tg_plan *p, int root, int axis)
         return false;
     if (p->kind[root] == TG_GROUP_SINGLE)
         return nd->op == TG_OP_CONV && g->values[nd->out[0]].dtype == TG_F32;
-    return conv_epilogue(g, p, root, &ep);
+    return conv_epilogue(g, p, root, &ep) && g->nodes[ep.anchor].op == TG_OP_CONV;
 }
 
 bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)

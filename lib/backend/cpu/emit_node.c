@@ -273,6 +273,23 @@ static void per_axis(tg_cg *c, const char *field, int nsp, const int64_t *v)
         fprintf(c->f, "    d.%s[%d] = %" PRId64 ";\n", field, i, v[i]);
 }
 
+/* The epilogue a conv's or conv_nhwc's kernel applies, as fields of its
+ * descriptor d. */
+static void conv_epilogue_fields(tg_cg *c, const tg_node *nd)
+{
+    cg_conv_ep ep;
+    if (!cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &ep))
+        return;
+    if (ep.relu)
+        fprintf(c->f, "    d.relu = 1;\n");
+    if (ep.pool)
+        fprintf(c->f, "    d.pool = %" PRId64 ";\n", ep.pool);
+    if (ep.act)
+        fprintf(c->f, "    d.act = tgk_vec_%s_f32;\n", ep.act);
+    if (ep.res >= 0)
+        fprintf(c->f, "    d.res = %s;\n", cg_ptr(c, ep.res));
+}
+
 static int emit_conv(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *w = in_val(c, nd, 1), *y = out_val(c, nd);
@@ -293,17 +310,7 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     per_axis(c, "stride", nsp, d.stride);
     per_axis(c, "pad", nsp, d.pad);
     per_axis(c, "dil", nsp, d.dil);
-    cg_conv_ep ep;
-    if (cg_conv_epilogue(c, c->p->root[nd - c->g->nodes], &ep)) {
-        if (ep.relu)
-            fprintf(c->f, "    d.relu = 1;\n");
-        if (ep.pool)
-            fprintf(c->f, "    d.pool = %" PRId64 ";\n", ep.pool);
-        if (ep.act)
-            fprintf(c->f, "    d.act = tgk_vec_%s_f32;\n", ep.act);
-        if (ep.res >= 0)
-            fprintf(c->f, "    d.res = %s;\n", cg_ptr(c, ep.res));
-    }
+    conv_epilogue_fields(c, nd);
     tg_part pt;     /* a part of a concat along the channels: images apart */
     if (c->p->part[nd->out[0]] >= 0) {
         if (tg_plan_part(c->g, c->p, nd->out[0], &pt))
@@ -312,6 +319,31 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     }
     check_status(c, nd,
                  cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
+                        cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
+                 "TGRAPH_E_NOMEM", "out of memory");
+    return 0;
+}
+
+/* conv_nhwc: x [N, H, W, C], its weight packed (tgk_pack_conv_nhwc_f32). */
+static int emit_conv_nhwc(tg_cg *c, const tg_node *nd)
+{
+    const tg_value *x = in_val(c, nd, 0), *y = out_val(c, nd);
+    tgk_conv_nhwc_desc d;
+    if (tg_cpu_conv_nhwc_desc(nd, &d))
+        return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    fprintf(c->f, "    tgk_conv_nhwc_desc d = {0};\n    d.n = %s;\n    d.c = %s;\n"
+            "    d.k = %" PRId64 ";\n    d.groups = %" PRId64 ";\n", cg_dim(c, x->shape.d[0]),
+            cg_dim(c, x->shape.d[3]), d.k, d.groups);
+    for (int i = 0; i < 2; i++)
+        fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n", i,
+                cg_dim(c, x->shape.d[1 + i]), i, cg_dim(c, y->shape.d[1 + i]));
+    per_axis(c, "kernel", 2, d.kernel);
+    per_axis(c, "stride", 2, d.stride);
+    per_axis(c, "pad", 2, d.pad);
+    per_axis(c, "dil", 2, d.dil);
+    conv_epilogue_fields(c, nd);
+    check_status(c, nd,
+                 cg_str(c, "tgk_conv_nhwc_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
                         cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
                  "TGRAPH_E_NOMEM", "out of memory");
     return 0;
@@ -448,6 +480,13 @@ int cg_node_pool(tg_cg *c, const tg_node *nd)
         return -1;
     if (nd->op != TG_OP_ADAPTIVE_AVG_POOL && (r = cg_emit_pool(c, nd - c->g->nodes)) <= 0)
         return r;
+    if (nd->op == TG_OP_ADAPTIVE_AVG_POOL && tg_node_int(nd, "channels_last", 0)) {
+        fprintf(c->f, "    tgk_adaptive_avg_pool_nhwc_f32(%s, %s, %s, %s, %s, %s, %s, %s);\n",
+                cg_dim(c, x->shape.d[0]), cg_dim(c, x->shape.d[3]), cg_dim(c, x->shape.d[1]),
+                cg_dim(c, x->shape.d[2]), cg_dim(c, y->shape.d[1]), cg_dim(c, y->shape.d[2]),
+                cg_ptr(c, nd->in[0]), OUT(c, nd - c->g->nodes));
+        return 0;
+    }
     if (nd->op == TG_OP_ADAPTIVE_AVG_POOL) {
         const char *one = "1";
         fprintf(c->f, "    tgk_adaptive_avg_pool_f32(%s, %s, %s, %s, %s, %s, %s);\n",
@@ -461,12 +500,14 @@ int cg_node_pool(tg_cg *c, const tg_node *nd)
     tgk_pool_desc d;
     if (tg_cpu_pool_desc(nd, nsp, &d))
         return tg_err("node '%s': %s", nd->name, tg_errmsg());
+    int sp0 = d.channels_last ? 1 : 2;     /* [N, H, W, C] or [N, C, *sp] */
     fprintf(c->f, "    tgk_pool_desc d = {0};\n    d.nsp = %d;\n    d.n = %s;\n    d.c = %s;\n"
-            "    d.count_include_pad = %d;\n", nsp, cg_dim(c, x->shape.d[0]),
-            cg_dim(c, x->shape.d[1]), (int)d.count_include_pad);
+            "    d.count_include_pad = %d;\n    d.channels_last = %d;\n", nsp,
+            cg_dim(c, x->shape.d[0]), cg_dim(c, x->shape.d[d.channels_last ? 3 : 1]),
+            (int)d.count_include_pad, (int)d.channels_last);
     for (int i = 0; i < nsp; i++)
         fprintf(c->f, "    d.in[%d] = %s;\n    d.out[%d] = %s;\n", i,
-                cg_dim(c, x->shape.d[2 + i]), i, cg_dim(c, y->shape.d[2 + i]));
+                cg_dim(c, x->shape.d[sp0 + i]), i, cg_dim(c, y->shape.d[sp0 + i]));
     per_axis(c, "kernel", nsp, d.kernel);
     per_axis(c, "stride", nsp, d.stride);
     per_axis(c, "pad", nsp, d.pad);
@@ -655,7 +696,7 @@ int cg_node_cast(tg_cg *c, const tg_node *nd)
     return 0;
 }
 
-TG_FAMILY_HANDLES(linalg, 5);
+TG_FAMILY_HANDLES(linalg, 6);
 int cg_node_linalg(tg_cg *c, const tg_node *nd)
 {
     switch (nd->op) {
@@ -663,6 +704,7 @@ int cg_node_linalg(tg_cg *c, const tg_node *nd)
     case TG_OP_LINEAR: return emit_linear(c, nd);
     case TG_OP_LINEAR_PACKED: return emit_linear_packed(c, nd);
     case TG_OP_CONV: return emit_conv(c, nd);
+    case TG_OP_CONV_NHWC: return emit_conv_nhwc(c, nd);
     default: return emit_sdpa(c, nd);     /* sdpa */
     }
 }

@@ -13,7 +13,8 @@
  * keeps the same NaN and signed zero. Planes (image, channel) run on the
  * thread pool. Only f32 with constant spatial sizes, a line of at most
  * MAX_LINE floats and a plane's reduced rows of at most MAX_ROWS (both on
- * the stack); anything else stays a kernel call. */
+ * the stack), planes of NCHW (not channels_last); anything else stays a
+ * kernel call. */
 #include "cg.h"
 
 #include <inttypes.h>
@@ -42,6 +43,8 @@ static bool pool_geom(const tg_graph *g, const tg_node *nd, geom *q, bool *inclu
         tg_err_clear();
         return false;
     }
+    if (d.channels_last)    /* planes are not contiguous: the kernel's NHWC path */
+        return false;
     *q = (geom){1, 0, 1, 0, 1, d.kernel[l], 1, d.stride[l], 0, d.pad[l], 1, d.dil[l]};
     if (nsp == 2)
         q->kh = d.kernel[0], q->sh = d.stride[0], q->ph = d.pad[0], q->dh = d.dil[0];

@@ -21,11 +21,23 @@ int tg_cpu_conv_desc(const tg_node *n, int nsp, tgk_conv_desc *d)
                : 0;
 }
 
+int tg_cpu_conv_nhwc_desc(const tg_node *n, tgk_conv_nhwc_desc *d)
+{
+    *d = (tgk_conv_nhwc_desc){ .k = tg_node_int(n, "k", 0), .groups = tg_node_int(n, "groups", 1) };
+    return tg_attr_per_axis(n, "kernel", 2, 0, d->kernel) ||
+                   tg_attr_per_axis(n, "stride", 2, 1, d->stride) ||
+                   tg_attr_per_axis(n, "padding", 2, 0, d->pad) ||
+                   tg_attr_per_axis(n, "dilation", 2, 1, d->dil)
+               ? -1
+               : 0;
+}
+
 TG_FAMILY_HANDLES(pool, 3);
 int tg_cpu_pool_desc(const tg_node *n, int nsp, tgk_pool_desc *d)
 {
     *d = (tgk_pool_desc){ .nsp = nsp,
-                          .count_include_pad = tg_node_int(n, "count_include_pad", 1) != 0 };
+                          .count_include_pad = tg_node_int(n, "count_include_pad", 1) != 0,
+                          .channels_last = tg_node_int(n, "channels_last", 0) != 0 };
     if (n->op == TG_OP_ADAPTIVE_AVG_POOL)   /* the window follows from the sizes */
         return 0;
     if (tg_attr_per_axis(n, "kernel", nsp, 0, d->kernel) ||

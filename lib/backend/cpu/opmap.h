@@ -34,8 +34,10 @@ const char *tg_cpu_unary_name(const tg_node *nd, tgk_unary_op k);
  * 0 or -1 (tg_err). */
 /* conv: groups, transposed, stride, padding, dilation. */
 int tg_cpu_conv_desc(const tg_node *n, int nsp, tgk_conv_desc *d);
-/* max_pool, avg_pool: the window (stride defaulting to the kernel) and
- * count_include_pad; adaptive_avg_pool has no window. */
+/* conv_nhwc: k, groups, kernel, stride, padding, dilation. */
+int tg_cpu_conv_nhwc_desc(const tg_node *n, tgk_conv_nhwc_desc *d);
+/* max_pool, avg_pool: the window (stride defaulting to the kernel),
+ * count_include_pad and channels_last; adaptive_avg_pool has no window. */
 int tg_cpu_pool_desc(const tg_node *n, int nsp, tgk_pool_desc *d);
 /* layer_norm, group_norm, batch_norm (their kernels take these as arguments). */
 typedef struct {

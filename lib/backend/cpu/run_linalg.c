@@ -33,6 +33,24 @@ static int run_conv(const tg_run_ctx *c, const float *x, const float *w, const f
     return 0;
 }
 
+/* conv_nhwc on x [N, H, W, C], its weight packed (tgk_pack_conv_nhwc_f32). */
+static int run_conv_nhwc(const tg_run_ctx *c, const float *x, const float *w, const float *b,
+                         float *y)
+{
+    const tg_tensor *xt = c->in[0], *yt = c->out[0];
+    tgk_conv_nhwc_desc d;
+    if (tg_cpu_conv_nhwc_desc(c->n, &d))
+        return -1;
+    d.n = xt->dims[0];
+    d.c = xt->dims[3];
+    for (int i = 0; i < 2; i++) {
+        d.in[i] = xt->dims[1 + i];
+        d.out[i] = yt->dims[1 + i];
+    }
+    return tgk_conv_nhwc_f32(&d, x, w, b, y) ? tg_err("out of memory, or a conv_nhwc its"
+                                                      " kernel does not take") : 0;
+}
+
 /* The mask as an additive float32 tensor of its own shape (bool: 0 / -inf),
  * with strides that broadcast it over [batch, hq, L, S]; *owned when made here. */
 bool tg_run_sdpa_mask_layout(const tg_tensor *m, const tg_tensor *q, int64_t S, int64_t *sd,
@@ -144,7 +162,7 @@ static const float *round_bf16(const tg_tensor *x, tg_run_f32 *io)
     return r;
 }
 
-TG_FAMILY_HANDLES(linalg, 5);
+TG_FAMILY_HANDLES(linalg, 6);
 int tg_run_linalg(const tg_run_ctx *c)
 {
     tg_run_f32 io;
@@ -183,6 +201,9 @@ int tg_run_linalg(const tg_run_ctx *c)
     }
     case TG_OP_CONV:
         rc = run_conv(c, io.in[0], io.in[1], io.in[2], io.out);
+        break;
+    case TG_OP_CONV_NHWC:
+        rc = run_conv_nhwc(c, io.in[0], io.in[1], io.in[2], io.out);
         break;
     case TG_OP_SDPA:
         rc = run_sdpa(c, &io);

@@ -33,11 +33,12 @@ int tg_run_pool_desc(const tg_run_ctx *c, tgk_pool_desc *d)
     const tg_tensor *x = c->in[0], *y = c->out[0];
     if (tg_cpu_pool_desc(c->n, x->rank - 2, d))
         return -1;
+    int sp0 = d->channels_last ? 1 : 2;     /* [N, H, W, C] or [N, C, *sp] */
     d->n = x->dims[0];
-    d->c = x->dims[1];
+    d->c = x->dims[d->channels_last ? x->rank - 1 : 1];
     for (int i = 0; i < d->nsp; i++) {
-        d->in[i] = x->dims[2 + i];
-        d->out[i] = y->dims[2 + i];
+        d->in[i] = x->dims[sp0 + i];
+        d->out[i] = y->dims[sp0 + i];
     }
     return 0;
 }
@@ -57,6 +58,9 @@ int tg_run_pool(const tg_run_ctx *c)
         tgk_max_pool_f32(&d, io.in[0], io.out);
     else if (n->op == TG_OP_AVG_POOL)
         tgk_avg_pool_f32(&d, io.in[0], io.out);
+    else if (d.channels_last)
+        tgk_adaptive_avg_pool_nhwc_f32(d.n, d.c, d.in[0], d.in[1], d.out[0], d.out[1], io.in[0],
+                                       io.out);
     else
         tgk_adaptive_avg_pool_f32(d.n * d.c, nsp == 2 ? d.in[0] : 1, d.in[nsp - 1],
                                   nsp == 2 ? d.out[0] : 1, d.out[nsp - 1], io.in[0], io.out);

@@ -49,9 +49,15 @@ bool tgc_supports(const tg_graph *g, int i, char *why)
     case TG_OP_RESIZE:
         snprintf(why, TG_WHY_MAX, "resize has no CUDA kernel yet");
         return false;
-    case TG_OP_LINEAR_PACKED:
+    case TG_OP_LINEAR_PACKED: case TG_OP_CONV_NHWC:
         snprintf(why, TG_WHY_MAX, "its weight is in the CPU's packed layout");
         return false;
+    case TG_OP_MAX_POOL: case TG_OP_AVG_POOL: case TG_OP_ADAPTIVE_AVG_POOL:
+        if (tg_node_int(n, "channels_last", 0)) {
+            snprintf(why, TG_WHY_MAX, "channels-last pools have no CUDA kernel yet");
+            return false;
+        }
+        break;
     case TG_OP_QUANTIZE: case TG_OP_DEQUANTIZE: case TG_OP_QLINEAR: case TG_OP_QCONV:
     case TG_OP_QLINEAR_24:
         snprintf(why, TG_WHY_MAX, "quantized ops have no CUDA kernels yet");
@@ -624,7 +630,7 @@ static int run_softmax_family(const tgc_state *cs, const tg_run_ctx *c)
     return run_softmax(cs, c, c->n->op == TG_OP_LOG_SOFTMAX);
 }
 
-TG_FAMILY_HANDLES(linalg, 5);
+TG_FAMILY_HANDLES(linalg, 6);
 static int run_linalg(const tgc_state *cs, const tg_run_ctx *c)
 {
     const tg_tensor *x = c->in[0];
@@ -639,7 +645,7 @@ static int run_linalg(const tgc_state *cs, const tg_run_ctx *c)
     case TG_OP_MATMUL:
         return tgc_matmul(cs, x->rank, x->dims, x->data, c->in[1]->rank, c->in[1]->dims,
                           c->in[1]->dtype, c->in[1]->data, c->out[0]->data);
-    default:    /* linear_packed: tgc_supports refuses it */
+    default:    /* linear_packed, conv_nhwc: tgc_supports refuses them */
         return tg_err("%s has no CUDA glue", tg_op_table[c->n->op].name);
     }
 }
