@@ -455,16 +455,18 @@ bool cg_conv_epilogue(const tg_cg *c, int root, cg_conv_ep *ep)
 
 /* The rules' writes_rows (passes.h): a float convolution whose kernel
  * applies all of its epilogue writes each image's channels at y_stride
- * (tgk_conv_desc), so it writes its part of a concat along the channels. */
+ * (tgk_conv_desc), so it writes its part of a concat along the channels
+ * (axis 1); a conv_nhwc each pixel's at y_ld (tgk_conv_nhwc_desc), its part
+ * of a concat along axis 3. */
 bool tg_cpu_writes_rows(const tg_graph *g, const tg_plan *p, int root, int axis)
 {
-    cg_conv_ep ep;
-    const tg_node *nd = &g->nodes[root];
-    if (axis != 1)
+    cg_conv_ep ep = {.anchor = root};
+    if (p->kind[root] != TG_GROUP_SINGLE && !conv_epilogue(g, p, root, &ep))
         return false;
-    if (p->kind[root] == TG_GROUP_SINGLE)
-        return nd->op == TG_OP_CONV && g->values[nd->out[0]].dtype == TG_F32;
-    return conv_epilogue(g, p, root, &ep) && g->nodes[ep.anchor].op == TG_OP_CONV;
+    const tg_node *a = &g->nodes[ep.anchor];
+    if (g->values[a->out[0]].dtype != TG_F32)
+        return false;
+    return a->op == TG_OP_CONV ? axis == 1 : a->op == TG_OP_CONV_NHWC && axis == 3;
 }
 
 bool cg_linear_epilogue(const tg_cg *c, int root, const char **act, int *res)

@@ -290,6 +290,20 @@ static void conv_epilogue_fields(tg_cg *c, const tg_node *nd)
         fprintf(c->f, "    d.res = %s;\n", cg_ptr(c, ep.res));
 }
 
+/* Where nd's result is a part of a concat along the channels written in
+ * place (tg_plan_part): the descriptor's field set to the concat's row
+ * stride. 0, or -1 (tg_err). */
+static int part_stride(tg_cg *c, const tg_node *nd, const char *field)
+{
+    tg_part pt;
+    if (c->p->part[nd->out[0]] < 0)
+        return 0;
+    if (tg_plan_part(c->g, c->p, nd->out[0], &pt))
+        return -1;
+    fprintf(c->f, "    d.%s = %s;\n", field, cg_dim(c, pt.stride));
+    return 0;
+}
+
 static int emit_conv(tg_cg *c, const tg_node *nd)
 {
     const tg_value *x = in_val(c, nd, 0), *w = in_val(c, nd, 1), *y = out_val(c, nd);
@@ -311,12 +325,8 @@ static int emit_conv(tg_cg *c, const tg_node *nd)
     per_axis(c, "pad", nsp, d.pad);
     per_axis(c, "dil", nsp, d.dil);
     conv_epilogue_fields(c, nd);
-    tg_part pt;     /* a part of a concat along the channels: images apart */
-    if (c->p->part[nd->out[0]] >= 0) {
-        if (tg_plan_part(c->g, c->p, nd->out[0], &pt))
-            return -1;
-        fprintf(c->f, "    d.y_stride = %s;\n", cg_dim(c, pt.stride));
-    }
+    if (part_stride(c, nd, "y_stride"))   /* images apart */
+        return -1;
     check_status(c, nd,
                  cg_str(c, "tgk_conv_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
                         cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
@@ -342,6 +352,8 @@ static int emit_conv_nhwc(tg_cg *c, const tg_node *nd)
     per_axis(c, "pad", 2, d.pad);
     per_axis(c, "dil", 2, d.dil);
     conv_epilogue_fields(c, nd);
+    if (part_stride(c, nd, "y_ld"))       /* pixels apart */
+        return -1;
     check_status(c, nd,
                  cg_str(c, "tgk_conv_nhwc_f32(&d, %s, %s, %s, %s)", cg_ptr(c, nd->in[0]),
                         cg_ptr(c, nd->in[1]), opt_ptr(c, nd, 2), OUT(c, nd - c->g->nodes)),
