@@ -192,10 +192,10 @@ static int readers(const tg_graph *g, int v, int *reader)
 }
 
 /* Group `from` into group `to` (STRIDED from now on); members come before
- * their root, so none is past `from`. */
+ * their root, so none is past `to` (those past `from`: into_sdpa's reshapes). */
 static void join_strided(tg_plan *p, int from, int to)
 {
-    for (int n = 0; n <= from; n++)
+    for (int n = 0; n < to; n++)
         if (p->root[n] == from)
             p->root[n] = to;
     p->kind[from] = TG_GROUP_SINGLE;
@@ -212,22 +212,31 @@ static bool sdpa_group(const tg_graph *g, const tg_plan *p, int s)
 
 /* The VIEW group `root` into the STRIDED group of its one reader when that is
  * an sdpa reading it as q, k or v with rank 4 (the kernel's batch, head, row
- * strides) and contiguous rows. Returns whether it did. */
+ * strides) and contiguous rows; reshapes of one reader between them (timm's
+ * q = qkv[0]: a slice of the heads' permute, then a reshape dropping the
+ * sliced axis) join too, the view's last link. Returns whether it did. */
 static bool into_sdpa(const tg_graph *g, tg_plan *p, int root)
 {
-    int v = g->nodes[root].out[0], s = -1;
+    int v = g->nodes[root].out[0], s = -1, last = root;
+    while (readers(g, v, &s) == 1 && tg_op_is_view(g->nodes[s].op) && p->root[s] == s &&
+           p->kind[s] == TG_GROUP_SINGLE) {
+        last = s;
+        v = g->nodes[s].out[0];
+    }
     if (readers(g, v, &s) != 1 || !sdpa_group(g, p, s) || g->values[v].dtype != TG_F32)
         return false;
     const tg_node *nd = &g->nodes[s];
     if (nd->in[0] != v && nd->in[1] != v && nd->in[2] != v)
         return false;   /* the mask */
+    for (int k = last; k != root; k = g->values[g->nodes[k].in[0]].producer)
+        p->root[k] = root;
     tg_view w;
-    if (tg_view_analyze(g, p, root, &w)) {
+    if (tg_view_analyze(g, p, last, &w) || w.rank != 4 || !dim_is(w.strides[3], 1)) {
         tg_err_clear();
+        for (int k = last; k != root; k = g->values[g->nodes[k].in[0]].producer)
+            p->root[k] = k;
         return false;
     }
-    if (w.rank != 4 || !dim_is(w.strides[3], 1))
-        return false;
     join_strided(p, root, s);
     TG_LOG(FUSION, TG_LOG_INFO, "view: %s read in place by %s (sdpa)", g->nodes[root].name,
            nd->name);

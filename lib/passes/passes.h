@@ -29,6 +29,7 @@ int tg_pass_fuse_attention(tg_graph *g);  /* softmax(q k^T * c + mask) v: one sd
  * rounds op by op). */
 int tg_pass_fuse_attention_narrow(tg_graph *g);
 int tg_pass_bf16_weights(tg_graph *g);    /* linears' constant weights in bf16 (--dtype bf16) */
+int tg_pass_unshare_views(tg_graph *g);   /* a view link several slices read: one per reader */
 
 /* Give value `to` the name of value `from` (which gets "<name>.replaced"), so
  * a rewrite keeps the names users see (graph outputs). 0 or -1. */

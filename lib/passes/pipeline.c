@@ -183,6 +183,7 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
         {"bf16", tg_pass_bf16_weights, 0},     /* only for --dtype bf16 */
         {"lower", NULL, 0},     /* the target's own passes (its weight formats) */
         {"fold", tg_pass_fold, 1},
+        {"unshare_views", tg_pass_unshare_views, 1},  /* only where views fuse */
         {"dce", tg_pass_dce, 0},
     };
     const tg_backend *be = o->target;
@@ -191,7 +192,8 @@ tg_plan *tg_passes_run(tg_graph *g, const tg_passes_opts *o)
     tg_graph_log(g, "import");
     for (size_t i = 0; i < sizeof graph_passes / sizeof graph_passes[0]; i++) {
         if (graph_passes[i].level > o->level ||
-            (graph_passes[i].f == tg_pass_bf16_weights && o->dtype != TG_BF16))
+            (graph_passes[i].f == tg_pass_bf16_weights && o->dtype != TG_BF16) ||
+            (graph_passes[i].f == tg_pass_unshare_views && !(be->groups && be->groups->view)))
             continue;
         if (!graph_passes[i].f) {
             for (int k = 0; k < be->nlower; k++)

@@ -71,6 +71,27 @@ static inline int head_split(tg_graph *g, int x, int i, int64_t seq, const int64
     return tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &p);
 }
 
+/* timm's split of the same x: reshape to [batch, seq, 3, 2, 4], one permute
+ * to [3, batch, 2, seq, 4] that all three slice (qkv[i] = a slice of axis 0
+ * reshaped to [batch, 2, seq, 4]). Sets q, k, v in qkv. */
+static inline void qkv_split(tg_graph *g, int x, int64_t seq, int qkv[3])
+{
+    tg_attr shape = tg_attr_dims("shape", 5, (tg_dim[]){tg_dim_sym(0), tg_dim_const(seq),
+                                                        tg_dim_const(3), tg_dim_const(2),
+                                                        tg_dim_const(4)});
+    int r = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &x, 1, &shape);
+    tg_attr p = tg_attr_ints("perm", 5, (int64_t[]){2, 0, 3, 1, 4});
+    int t = tg_graph_add_node(g, TG_OP_PERMUTE, NULL, 1, &r, 1, &p);
+    tg_attr heads = tg_attr_dims("shape", 4, (tg_dim[]){tg_dim_sym(0), tg_dim_const(2),
+                                                        tg_dim_const(seq), tg_dim_const(4)});
+    for (int i = 0; i < 3; i++) {
+        tg_attr sl[3] = {tg_attr_int("axis", 0), tg_attr_int("start", i),
+                         tg_attr_int("end", i + 1)};
+        int s = tg_graph_add_node(g, TG_OP_SLICE, NULL, 1, &t, 3, sl);
+        qkv[i] = tg_graph_add_node(g, TG_OP_RESHAPE, NULL, 1, &s, 1, &heads);
+    }
+}
+
 /* W(g, "fc.weight", 10, 784): weight() with the dims written out. */
 #define W(g, name, ...) \
     weight(g, name, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})

@@ -194,6 +194,14 @@ static void test_views(void)
     tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SDPA, NULL, 3, qkv, 1, &causal));
     check_case("q, k, v views read in place by sdpa", g, false);
 
+    /* timm's: slices of one shared permute, each then reshaped (unshared,
+     * then read in place) */
+    g = tg_graph_new();
+    x = input(g, "x", DIMS(5, 24));
+    qkv_split(g, x, 5, qkv);
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SDPA, NULL, 3, qkv, 0, NULL));
+    check_case("q, k, v slices of one permute read in place by sdpa", g, false);
+
     /* and its result written with the heads merged back, through the
      * permute and reshape the output projection reads */
     g = tg_graph_new();
