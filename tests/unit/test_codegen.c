@@ -99,6 +99,18 @@ static void test_loops(void)
     tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_REDUCE_MAX, NULL, 1, &n, 1, ax2));
     check_case("elementwise + reductions", g, false);
 
+    /* sums over rows longer than a loop's tile (256), not a multiple of the
+     * accumulator lanes (8), and shorter than them */
+    for (int len = 3; len <= 611; len += 608) {
+        g = tg_graph_new();
+        x = input(g, "x", DIMS(3, len));
+        sq = NODE(g, MUL, 0, NULL, x, x);
+        tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_REDUCE_MEAN, NULL, 1, &sq, 2, ax2));
+        tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_REDUCE_SUM, NULL, 1, &x, 2, ax2));
+        check_case(len == 3 ? "mean of squares, sum: rows of 3" : "mean of squares, sum: rows of 611",
+                   g, false);
+    }
+
     /* where with comparisons, and a large tensor split into blocks */
     g = tg_graph_new();
     x = input(g, "x", DIMS(70, 100));

@@ -253,9 +253,12 @@ static int compile(tg_build_dir *t, const tg_build_opts *o, unsigned units)
         if (argc < 0)
             goto out;
         /* -fno-trapping-math lets the emitted loops' selects vectorize
-         * without AVX-512 masks (see kernels/vecmath.h) */
+         * without AVX-512 masks (see kernels/vecmath.h); -fno-math-errno
+         * their sqrtf (rsqrt in RMS norms: a libm call an element, with
+         * errno, else; vsqrtps rounds the same) */
         const char *fixed[] = {
-            "-std=gnu11", "-fPIC", tu_opt[u], "-fno-trapping-math", march, "-g0",
+            "-std=gnu11", "-fPIC", tu_opt[u], "-fno-trapping-math", "-fno-math-errno", march,
+            "-g0",
             "-fvisibility=hidden", prefix, "-frandom-seed=tgraph", "-fno-ident", "-c",
             "-o", tu_obj[u], tu_src[u], NULL,
         };
