@@ -16,7 +16,8 @@
  * (reshapes that keep the last two dims, looked through) and its guard that
  * zeroes rows with every key masked (the kernel's own rule). Refusals are
  * logged (TLOG=fusion) with the reason. An sdpa node imported as one whose
- * mask is a constant causal pattern (bool or additive) becomes causal=1. */
+ * mask is a constant causal pattern (bool or additive), or one computed from
+ * constants alone, becomes causal=1. */
 #include "passes.h"
 
 #include <float.h>
@@ -122,6 +123,10 @@ static bool is_scores(const tg_graph *g, const int *uses, int v)
     return sole_producer(g, uses, v, TG_OP_MATMUL) >= 0;
 }
 
+/* Most bytes of results a mask's constant-only subgraph may come to for
+ * causal_mask to run it (llama's b8 x 1024 mask: 8 MB, 7 such nodes). */
+#define CAUSAL_EVAL_MAX (256u << 20)
+
 /* Whether v is a constant [..., L, L] whose every [L, L] slice is the causal
  * mask, upper-left aligned: additive, 0 on and below the diagonal and -inf
  * above; bool (sdpa's, true where a key is kept), true on and below, false
@@ -130,28 +135,46 @@ static bool is_scores(const tg_graph *g, const int *uses, int v)
  * while every score is below 8e37 in magnitude (then s - FLT_MAX - max <
  * -FLT_MAX/2 and its exp is 0, as exp(-inf) is; the diagonal is never
  * masked, so no row is all masked). In f16 and bf16 only -inf does (their
- * lowest finite values stay a mask). */
+ * lowest finite values stay a mask). A mask computed from constants alone
+ * that fold kept as nodes (it outgrows its inputs: transformers' aranges,
+ * compares and ands to [b, 1, L, L]) is computed here for the check
+ * (tg_eval_const) and dropped. */
 static bool causal_mask(const tg_graph *g, int v, tg_dim L, tg_dim S)
 {
     const tg_value *m = &g->values[v];
     int r = m->shape.rank;
     int64_t dims[TG_MAX_RANK], l, s, slices = 1;
-    if (m->kind != TG_VALUE_CONST || r < 2 || !tg_shape_is_const(&m->shape, dims) ||
+    if (r < 2 || !tg_shape_is_const(&m->shape, dims) ||
         !tg_dim_is_const(L, &l) || !tg_dim_is_const(S, &s) || l != s ||
         dims[r - 2] != l || dims[r - 1] != s)
         return false;
+    tg_tensor t = {0};
+    const void *data = m->data;
+    if (m->kind != TG_VALUE_CONST) {
+        if (tg_eval_const(g, v, CAUSAL_EVAL_MAX, &t)) {
+            TG_LOG(FUSION, TG_LOG_DEBUG, "fuse_attention: mask %s is no constant: %s", m->name,
+                   tg_errmsg());
+            tg_err_clear();
+            return false;
+        }
+        data = t.data;
+    }
     for (int i = 0; i < r - 2; i++)
         slices *= dims[i];
-    bool keep = m->dtype == TG_BOOL;
+    bool keep = m->dtype == TG_BOOL, causal = true;
     double lowest = m->dtype == TG_F32 ? -FLT_MAX : -INFINITY;
-    for (int64_t k = 0; k < slices; k++)
-        for (int64_t i = 0; i < l; i++)
-            for (int64_t j = 0; j < s; j++) {
-                double x = tg_load_f64(m->dtype, m->data, (size_t)((k * l + i) * s + j));
-                if (keep ? x != (j <= i) : j <= i ? x != 0 : !(x <= lowest))
-                    return false;
+    for (int64_t k = 0; k < slices && causal; k++)
+        for (int64_t i = 0; i < l && causal; i++)
+            for (int64_t j = 0; j < s && causal; j++) {
+                double x = tg_load_f64(m->dtype, data, (size_t)((k * l + i) * s + j));
+                causal = keep ? x == (j <= i) : j <= i ? x == 0 : x <= lowest;
             }
-    return true;
+    if (m->kind != TG_VALUE_CONST) {
+        TG_LOG(PASSES, TG_LOG_INFO, "fuse_attention: mask %s computed from constants: %s",
+               m->name, causal ? "causal" : "not causal");
+        tg_tensor_free(&t);
+    }
+    return causal;
 }
 
 /* Whether v is a constant with no nonzero element. */
@@ -417,7 +440,8 @@ static int fuse(tg_graph *g, bool narrow_only)
  * folded. */
 static int causal_sdpa(tg_graph *g)
 {
-    int changed = 0, nnode = g->nnode;
+    int changed = 0, nnode = g->nnode, seen = -1;   /* the layers share one mask: */
+    bool seen_causal = false;                       /* computed once */
     for (int n = 0; n < nnode; n++) {
         const tg_node *nd = &g->nodes[n];
         int causal, gqa;
@@ -427,7 +451,13 @@ static int causal_sdpa(tg_graph *g)
             tg_attr_get_flag(nd, "gqa", 0, &gqa) || tg_attr_get_float(nd, "scale", 0, &scale))
             continue;
         const tg_shape *q = &g->values[nd->in[0]].shape, *k = &g->values[nd->in[1]].shape;
-        if (!causal_mask(g, nd->in[3], q->d[q->rank - 2], k->d[k->rank - 2]))
+        tg_dim L = q->d[q->rank - 2], S = k->d[k->rank - 2];
+        int m = nd->in[3];
+        if (m != seen || !tg_dim_eq(L, S)) {
+            seen_causal = causal_mask(g, m, L, S);
+            seen = tg_dim_eq(L, S) ? m : -1;    /* the mask's last dims are L and S */
+        }
+        if (!seen_causal)
             continue;
         int in[3] = {nd->in[0], nd->in[1], nd->in[2]};
         tg_attr at[3] = {tg_attr_int("causal", 1), tg_attr_float("scale", scale),

@@ -13,10 +13,17 @@
 #include <stdbool.h>
 
 #include "../graph.h"
+#include "../tensor.h"
 
 /* ---- graph passes --------------------------------------------------------- */
 int tg_pass_dce(tg_graph *g);       /* drop nodes and constants nothing uses */
 int tg_pass_fold(tg_graph *g);      /* nodes whose inputs are all constants become constants */
+/* Value v's contents computed by the interpreter from the constants alone
+ * (its whole subgraph copied out and run; g is not changed): 0 and *out
+ * filled (tg_tensor_free), or -1 (tg_err) when v depends on a graph input,
+ * a node with declared outputs, or a shape that is not constant, or its
+ * subgraph's results come to more than max_bytes. */
+int tg_eval_const(const tg_graph *g, int v, size_t max_bytes, tg_tensor *out);
 int tg_pass_cse(tg_graph *g);       /* equal nodes on equal inputs computed once */
 int tg_pass_bn_fold(tg_graph *g);    /* batch_norm after conv/linear into their weights */
 int tg_pass_fuse_bias(tg_graph *g); /* linear/conv + constant per-channel add: its bias */

@@ -186,6 +186,48 @@ static int reshape_to(tg_graph *g, int x, int rank, const int64_t *d)
     return node1(g, TG_OP_RESHAPE, NULL, x, tg_attr_dims("shape", rank, dims));
 }
 
+/* An sdpa whose bool mask [B, 1, L, L] is not a constant but computed from
+ * constants, as transformers' decoders build it (fold keeps it as nodes once
+ * it outgrows its inputs by 64 KB: llama at b8 x 1024): key <= query from
+ * two views of arange(L), expanded over the batch. kind 0: that, causal=1 and
+ * the mask's nodes gone; 1: key < query (the diagonal masked), no causal
+ * mask; 2: the query positions a graph input, not constant. */
+static tg_graph *sdpa_arange_form(int kind)
+{
+    tg_graph *g = tg_graph_new();
+    int64_t d4[] = {B, H, L, E};
+    int in[4] = {add_input(g, "q", 4, d4), add_input(g, "k", 4, d4), add_input(g, "v", 4, d4)};
+    tg_dim end = tg_dim_const(L);
+    tg_attr aa[2] = {tg_attr_dims("end", 1, &end), tg_attr_dtype("dtype", TG_I64)};
+    int pos = tg_graph_add_node(g, TG_OP_ARANGE, "pos", 0, NULL, 2, aa);
+    int qpos = pos;
+    if (kind == 2) {
+        tg_shape s = tg_shape_of(1, (int64_t[]){L});
+        qpos = tg_graph_add_input(g, "qpos", TG_I64, &s);
+    }
+    int rows = reshape_to(g, qpos, 2, (int64_t[]){L, 1}), cols = reshape_to(g, pos, 2, (int64_t[]){1, L});
+    int m = kind == 1 ? NODE(g, LT, "lt", cols, rows) : NODE(g, LE, "le", cols, rows);
+    m = reshape_to(g, m, 4, (int64_t[]){1, 1, L, L});
+    tg_dim bd[4] = {tg_dim_const(B), tg_dim_const(1), tg_dim_const(L), tg_dim_const(L)};
+    in[3] = node1(g, TG_OP_EXPAND, "mask", m, tg_attr_dims("shape", 4, bd));
+    tg_attr a = tg_attr_float("scale", 0.5);
+    tg_graph_add_output(g, tg_graph_add_node(g, TG_OP_SDPA, "o", 4, in, 1, &a));
+    return g;
+}
+
+static void test_sdpa_computed_causal(void)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        tg_graph *g = sdpa_arange_form(kind);
+        CHECK(g->noutput == 1 && fuse_checked(g) == (kind == 0));
+        const tg_node *n = find_op(g, TG_OP_SDPA);
+        CHECK(n && n->nin == (kind == 0 ? 3 : 4) && tg_node_int(n, "causal", 0) == (kind == 0));
+        CHECK(count_op(g, TG_OP_ARANGE) == (kind != 0) && count_op(g, TG_OP_EXPAND) == (kind != 0));
+        CHECK(tg_graph_find_value(g, "o") == g->outputs[0]);
+        tg_graph_free(g);
+    }
+}
+
 /* Core ATen's form: both bmm's on [B*H, ...] flattened operands, reshapes
  * back, and the guard that zeroes rows whose every key is masked:
  * where(not(any(not(scores == -inf), -1)), 0, softmax(scores)). With the
@@ -441,6 +483,7 @@ int main(void)
     test_onnx_form_causal();
     test_lowest_float_mask_is_causal();
     test_sdpa_bool_causal();
+    test_sdpa_computed_causal();
     test_core_form();
     test_flat_div_mask();
     test_swin_window();
