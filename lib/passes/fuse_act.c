@@ -16,7 +16,9 @@
  * memory; so does a pointwise conv (1x1, stride 1, one group: one GEMM over
  * pixels) and any channels-last conv (conv_nhwc), and then a relu that alone
  * reads the sum (ResNet's add + relu: y = relu(y + res) on each block in
- * cache). A conv_nhwc takes no pool (its kernel has none). Each kind of group is formed
+ * cache); on a target whose convolution applies a residual whatever its
+ * kernel (conv_residual: CUDA's, through cuDNN), any ungrouped float conv
+ * does. A conv_nhwc takes no pool (its kernel has none). Each kind of group is formed
  * only where the target's grouping rules say its code generator compiles it
  * (tg_group_rules). */
 #include "passes.h"
@@ -201,12 +203,18 @@ static bool pointwise_conv(const tg_graph *g, const tg_node *nd)
     return true;
 }
 
-/* Whether the kernel of node nd adds a residual to each block of its result:
- * a pre-packed linear, a channels-last conv (any: its descriptor's res), a
- * pointwise conv. */
-static bool adds_residual(const tg_graph *g, const tg_node *nd)
+/* Whether the kernel of node nd adds a residual to each block of its result
+ * under the target's rules: a pre-packed linear, a channels-last conv (any:
+ * its descriptor's res), a pointwise conv (gemm_residual: the CPU's); any
+ * ungrouped float conv, not transposed (conv_residual: CUDA's). */
+static bool adds_residual(const tg_group_rules *rules, const tg_graph *g, const tg_node *nd)
 {
-    return nd->op == TG_OP_LINEAR_PACKED || nd->op == TG_OP_CONV_NHWC || pointwise_conv(g, nd);
+    if ((nd->op == TG_OP_LINEAR_PACKED || nd->op == TG_OP_CONV_NHWC || pointwise_conv(g, nd)) &&
+        (!rules || rules->gemm_residual))
+        return true;
+    return rules && rules->conv_residual && nd->op == TG_OP_CONV &&
+           tg_node_int(nd, "groups", 1) == 1 && !tg_node_int(nd, "transposed", 0) &&
+           g->values[nd->out[0]].dtype == TG_F32;
 }
 
 /* Whether node `add`, in the group rooted at grp, adds to the result of
@@ -281,7 +289,7 @@ int tg_epilogue_analyze(const tg_graph *g, const tg_plan *p, int root, tg_epilog
             (e->pool = conv_pool(g, p, a, chain[0])))
             continue;
         /* a conv's kernel applies a relu after the residual: y = relu(y + res) */
-        if (first && adds_residual(g, a) &&
+        if (first && adds_residual(p->rules, g, a) &&
             (k == 0 || (k == 1 && (a->op == TG_OP_CONV || a->op == TG_OP_CONV_NHWC) &&
                         g->nodes[chain[0]].op == TG_OP_RELU)) &&
             residual(g, p, e->anchor, chain[k], root)) {
@@ -330,7 +338,7 @@ int tg_pass_fuse_act(const tg_graph *g, tg_plan *p)
             (r = sole_reader(g, uses, g->nodes[last].out[0])) >= 0 && conv_pool(g, p, nd, r))
             last = r;
         /* an add already ending another GEMM's group (head + dist head) is not free */
-        if (rules->gemm_residual && adds_residual(g, nd) &&
+        if ((rules->gemm_residual || rules->conv_residual) && adds_residual(rules, g, nd) &&
             last == n &&
             (r = sole_reader(g, uses, nd->out[0])) >= 0 && p->kind[r] == TG_GROUP_SINGLE &&
             residual(g, p, n, r, r)) {

@@ -71,6 +71,10 @@ typedef struct {
     /* Whether an epilogue applies activation nd after its product (NULL:
      * every one); one it refuses stays for the loops. */
     bool (*epilogue_supports)(const tg_graph *g, const tg_node *nd);
+    /* Any float conv of one group (not transposed) takes the residual add
+     * and a relu after it, which its kernel applies (gemm_residual: only a
+     * pointwise one). Last, so that positional initializers stay valid. */
+    bool conv_residual;
 } tg_group_rules;
 
 typedef enum {
@@ -155,7 +159,8 @@ int tg_loop_analyze(const tg_graph *g, const tg_plan *p, int root, tg_loop *l);
  * (one input each) applied in place, and as the group's root either a max
  * pool the conv kernel applies (a float 2-D conv with nothing or one relu
  * before it, windows that tile the result: pool = the window) or the add of
- * a residual the pre-packed GEMM or pointwise conv applies (nothing before it). This is the
+ * a residual the pre-packed GEMM or pointwise conv applies (nothing before it;
+ * any ungrouped conv where the rules have conv_residual). This is the
  * contract between fuse_act and the code generator: it compiles every group
  * tg_epilogue_analyze accepts, and fuse_act forms no other. */
 #define TG_EPILOGUE_MAX 16

@@ -1423,6 +1423,32 @@ static void case_epilogues(void)
     }
 }
 
+/* A convolution's residual add and relu (ResNet's block end; CUDA's
+ * conv_residual, the CPU's gemm_residual for the pointwise one): 3x3 with
+ * bias, then relu; 3x3 without bias, the residual the add's first operand,
+ * no relu; 1x1 with bias, then relu; 3x3 stride 2 with bias, then relu. */
+static void case_conv_residual(void)
+{
+    for (int k = 0; k < 4; k++) {
+        tg_graph *g = tg_graph_new();
+        int64_t ks = k == 2 ? 1 : 3, pad[] = {k == 2 ? 0 : 1}, stride[] = {k == 3 ? 2 : 1};
+        int64_t h = k == 3 ? 4 : 7, w = k == 3 ? 3 : 6;
+        int x = cg_input(g, "x", TG_F32, DIMS(4, 7, 6));
+        int r = cg_input(g, "r", TG_F32, DIMS(6, h, w));
+        tg_attr a[2] = {tg_attr_ints("padding", 1, pad), tg_attr_ints("stride", 1, stride)};
+        int in[3] = {x, W(g, "w", 6, 4, ks, ks), k == 1 ? -1 : W(g, "b", 6)};
+        int y = node(g, TG_OP_CONV, k == 1 ? 2 : 3, in, 2, a);
+        y = k == 1 ? binary(g, TG_OP_ADD, r, y) : binary(g, TG_OP_ADD, y, r);
+        if (k != 1)
+            y = unary(g, TG_OP_RELU, y);
+        tg_graph_add_output(g, y);
+        static const char *const what[] = {
+            "3x3, plus a residual, then relu", "3x3 no bias, a residual plus it",
+            "1x1, plus a residual, then relu", "3x3 stride 2, plus a residual, then relu"};
+        run(TG_OP_CONV, what[k], g, (cg_case){0});
+    }
+}
+
 static void case_loops(void)
 {
     /* a residual add and relu, NCHW */
@@ -1514,6 +1540,7 @@ int main(void)
         ncov += covered[op] > 0;
     }
     case_epilogues();
+    case_conv_residual();
     case_loops();
     printf("coverage: %d of %d ops of ops.def run on every path; ops with no case:", ncov, nop);
     for (int op = 1; op < TG_OP_COUNT; op++)

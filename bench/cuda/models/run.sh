@@ -5,7 +5,8 @@
 # bench.py's workers start first (exports, then the torch contenders' warm-
 # ups); the debs in DEBS (default ../debs: cJSON and protobuf-c, which the
 # tools link) are unpacked; test_backend_ops on the cuda device starts beside
-# them (TBO_SHARDS processes, default 8, sharing its cases: TG_SHARD; at most
+# them (TBO_SHARDS processes, default 8, sharing its cases: TG_SHARD; with
+# cuDNN, then again with TG_CUDNN=off; each at most
 # TBO_LIMIT seconds, default 300) and build.sh makes our models as the
 # exports appear; the timing starts once both are done (builds.done),
 # so nothing else runs on the GPU then; when the workers have timed every
@@ -38,23 +39,28 @@ for d in "${DEBS:-../debs}"/*.deb; do [ -f "$d" ] && dpkg -x "$d" "$pfx"; done
 export LD_LIBRARY_PATH=$pfx/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export TG_BACKEND_PATH=$PWD/lib/backend/cuda/.libs     # the cuda device, uninstalled
 shards=${TBO_SHARDS:-8}
-tbo() {
-    i=0
-    while [ "$i" -lt "$shards" ]; do
-        TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_BACKEND_OPS=cuda \
-            TG_SHARD=$i/$shards timeout "${TBO_LIMIT:-300}" tests/unit/test_backend_ops \
-            >"$out/test_backend_ops.$i.log" 2>&1 &
-        i=$((i + 1))
+tbo() {     # with cuDNN (where the build has it), then TG_CUDNN=off: the product path
+    for dnn in on off; do
+        i=0
+        while [ "$i" -lt "$shards" ]; do
+            TGRAPH_RUNTIME_DIR=$PWD TGRAPH_INCLUDE_DIR=$PWD/include TG_BACKEND_OPS=cuda \
+                TG_CUDNN=$dnn TG_SHARD=$i/$shards timeout "${TBO_LIMIT:-300}" \
+                tests/unit/test_backend_ops >"$out/test_backend_ops.$dnn.$i.log" 2>&1 &
+            i=$((i + 1))
+        done
+        wait
     done
-    wait
 }
 tbo &
 tbo=$!
 sh bench/cuda/models/build.sh "$work" >"$out/builds.log" 2>&1
 wait "$tbo"
-cat "$out"/test_backend_ops.*.log >"$out/test_backend_ops.log"
-echo "test_backend_ops (cuda, $shards shards): done after $(($(date +%s) - t0)) s;" \
-    "$(grep -cE '^[0-9]+ passed, 0 failed' "$out/test_backend_ops.log") of $shards passed"
+cat "$out"/test_backend_ops.on.*.log "$out"/test_backend_ops.off.*.log >"$out/test_backend_ops.log"
+for dnn in on off; do
+    echo "test_backend_ops (cuda, TG_CUDNN=$dnn, $shards shards): done after" \
+        "$(($(date +%s) - t0)) s; $(cat "$out"/test_backend_ops.$dnn.*.log |
+        grep -cE '^[0-9]+ passed, 0 failed') of $shards passed"
+done
 grep -E '^(backend cuda|[0-9]+ passed)|times the tolerance|fail' "$out/test_backend_ops.log" |
     head -40
 touch "$work/builds.done"       # the timing starts when the warm-ups are done too

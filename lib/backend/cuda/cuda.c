@@ -168,9 +168,11 @@ static bool cuda_epilogue_supports(const tg_graph *g, const tg_node *nd)
 }
 
 /* What group.c runs as one: elementwise chains (float32, perhaps ending in a
- * sum or mean) and a product's relu. */
+ * sum or mean), a product's relu, and a convolution's residual add and relu
+ * (ResNet's: no loop over the sum after each block). */
 static const tg_group_rules cuda_groups = {
     .epilogue = true,
+    .conv_residual = true,
     .loop = true,
     .loop_supports = tgc_loop_supports,
     .epilogue_supports = cuda_epilogue_supports,

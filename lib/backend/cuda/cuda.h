@@ -34,6 +34,8 @@ typedef struct {
     int sm;                     /* compute capability, major * 10 + minor */
     bool relu;                  /* the products' epilogue applies relu (an EPILOGUE
                                  * group, group.c) */
+    const float *residual;      /* an EPILOGUE group's residual (group.c): a convolution
+                                 * adds it to its result before the relu; else NULL */
     struct cudnnContext *dnn;   /* cuDNN's handle (dnn.c), or NULL: convolutions as
                                  * products */
 } tgc_state;

@@ -6,7 +6,10 @@
  * graph's, on FMA kernels, tf32 tensor cores with tf32; with --dtype bf16 or
  * fp16, x is converted to that type, the product accumulates in float32 on
  * the tensor cores, and its result (in that type, as cuDNN writes it) comes
- * back to float32 with the bias and relu (tgc_conv_out). The algorithm is
+ * back to float32 with the bias, an EPILOGUE group's residual and relu in
+ * one pass (tgc_conv_out). In float32 with a bias, the convolution, bias,
+ * residual and relu are one call (cudnnConvolutionBiasActivationForward:
+ * y = act(conv(x) + z + b)). The algorithm is
  * cuDNN's heuristic first choice (no timing runs: a compiled model captures
  * its run). TG_CUDNN=off keeps the device and compiled models off cuDNN. */
 #include "config.h"
@@ -119,10 +122,19 @@ static bool refused(cudnnStatus_t st)
     return st >= CUDNN_STATUS_BAD_PARAM && st < CUDNN_STATUS_INTERNAL_ERROR;
 }
 
-/* y = conv(x, w) with the first of the heuristic's algorithms that cuDNN
- * runs: 0, -1 an error, 1 every one refused */
+/* The fused call's bias, residual and activation (float32 only) */
+typedef struct {
+    cudnnTensorDescriptor_t b;
+    cudnnActivationDescriptor_t act;
+    const float *bias, *z;      /* z: the residual, or NULL */
+} fused;
+
+/* y = conv(x, w), or with f (not NULL) y = act(conv(x, w) + z + b), with the
+ * first of the heuristic's algorithms that cuDNN runs: 0, -1 an error, 1
+ * every one refused (the fused call without relu takes only
+ * IMPLICIT_PRECOMP_GEMM) */
 static int forward(const tgc_state *cs, const descs *s, const cudnnConvolutionFwdAlgoPerf_t *perf,
-                   int nperf, const void *x, const void *w, void *y)
+                   int nperf, const void *x, const void *w, const fused *f, void *y)
 {
     cudnnStatus_t st = cudnnSetStream(cs->dnn, cs->stream);
     if (st)
@@ -136,15 +148,44 @@ static int forward(const tgc_state *cs, const descs *s, const cudnnConvolutionFw
         if (e)
             return tgc_fail(e, "a convolution's workspace");
         float one = 1, zero = 0;
-        st = cudnnConvolutionForward(cs->dnn, &one, s->x, x, s->w, w, s->c, perf[i].algo,
-                                     ws ? ws : cs->workspace, wsize, &zero, s->y, y);
+        if (f)
+            st = cudnnConvolutionBiasActivationForward(
+                cs->dnn, &one, s->x, x, s->w, w, s->c, perf[i].algo, ws ? ws : cs->workspace,
+                wsize, f->z ? &one : &zero, s->y, f->z ? (const void *)f->z : y, f->b, f->bias,
+                f->act, s->y, y);
+        else
+            st = cudnnConvolutionForward(cs->dnn, &one, s->x, x, s->w, w, s->c, perf[i].algo,
+                                         ws ? ws : cs->workspace, wsize, &zero, s->y, y);
         e = ws ? cudaFreeAsync(ws, cs->stream) : 0;
         if (!st)
             return e ? tgc_fail(e, "freeing a convolution's workspace") : 0;
         if (!refused(st))
-            return dnn_fail(st, "cudnnConvolutionForward");
+            return dnn_fail(st, f ? "cudnnConvolutionBiasActivationForward"
+                                  : "cudnnConvolutionForward");
     }
     return 1;
+}
+
+/* The fused call's descriptors for a float32 convolution of K channels
+ * with bias b and perhaps a residual and relu (cs): false when cuDNN refuses
+ * one (then the convolution alone and tgc_conv_out). */
+static bool describe_fused(const tgc_state *cs, const tgk_conv_desc *d, const float *b, fused *f)
+{
+    int nb = (d->nsp == 1 ? 2 : d->nsp) + 2, bd[5] = {1, (int)d->k, 1, 1, 1};
+    *f = (fused){.bias = b, .z = cs->residual};
+    return !cudnnCreateTensorDescriptor(&f->b) && !cudnnCreateActivationDescriptor(&f->act) &&
+           !cudnnSetTensorNdDescriptorEx(f->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, nb, bd) &&
+           !cudnnSetActivationDescriptor(f->act, cs->relu ? CUDNN_ACTIVATION_RELU
+                                                          : CUDNN_ACTIVATION_IDENTITY,
+                                         CUDNN_PROPAGATE_NAN, 0.0);
+}
+
+static void fused_free(fused *f)
+{
+    if (f->b)
+        cudnnDestroyTensorDescriptor(f->b);
+    if (f->act)
+        cudnnDestroyActivationDescriptor(f->act);
 }
 
 int tgc_dnn_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt,
@@ -184,13 +225,19 @@ int tgc_dnn_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg
     if (!rc && dt != TG_F32 &&
         (e = cudaMallocAsync(&ty, (size_t)(d->n * d->k * P) * tg_dtype_size(dt), cs->stream)))
         rc = tgc_fail(e, "a convolution's result");
-    if (!rc)
-        rc = forward(cs, &s, perf, nperf, xa, wa, ty ? ty : (void *)y);
-    if (!rc && (ty || b || cs->relu)) {
-        e = tgc_conv_out(tg_run_kt(dt), ty ? ty : (void *)y, b, cs->relu, y, d->n * d->k, d->k, P,
-                         cs->stream);
+    /* float32 with a bias: one call; else the convolution, then one pass */
+    fused f = {0};
+    bool one = !rc && dt == TG_F32 && b && describe_fused(cs, d, b, &f);
+    if (one && (rc = forward(cs, &s, perf, nperf, xa, wa, &f, y)) == 1)
+        one = false, rc = 0;        /* every algorithm refused the fused form */
+    if (!rc && !one)
+        rc = forward(cs, &s, perf, nperf, xa, wa, NULL, ty ? ty : (void *)y);
+    if (!rc && !one && (ty || b || cs->residual || cs->relu)) {
+        e = tgc_conv_out(tg_run_kt(dt), ty ? ty : (void *)y, b, cs->residual, cs->relu, y,
+                         d->n * d->k, d->k, P, cs->stream);
         rc = e ? tgc_fail(e, "launching a kernel") : 0;
     }
+    fused_free(&f);
     void *tmp[] = {tx, tw, ty};
     for (int i = 0; i < 3; i++)
         if (tmp[i] && (e = cudaFreeAsync(tmp[i], cs->stream)) && rc <= 0)

@@ -266,7 +266,8 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
  * [n * P, ld] (tgc_patches, in cs->gemm_dtype) times the weight [K, C * ks]
  * (padded with zeros to ld columns, a multiple of 8 that half-precision
  * tensor cores want), the bias in the product's epilogue, is the output
- * channels-last [n * P, K]; copied into y [n, K, P]. */
+ * channels-last [n * P, K]; copied into y [n, K, P]; an EPILOGUE group's
+ * residual (cs->residual) and relu added there in place. */
 int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dtype wt_type,
              const void *w, const float *b, float *y)
 {
@@ -302,13 +303,18 @@ int tgc_conv(const tgc_state *cs, const tgk_conv_desc *d, const float *x, tg_dty
         rc = e ? tgc_fail(e, "padding a convolution's weight") : 0;
         wa = wp;
     }
+    tgc_state s = *cs;
+    s.relu = cs->relu && !cs->residual;     /* a residual goes in before the relu */
     if (!rc) {
         gemm g = {M, N, ld, 1, 0, 0, 0, true, col, wa, b, yt};
-        rc = run_gemm(cs, &g);
+        rc = run_gemm(&s, &g);
     }
     if (!rc) {
         tgc_iter it = {.rank = 3, .dims = {d->n, N, P}, .st = {{N * P, P, 1}, {P * N, 1, N}}};
         e = tgc_copy(sizeof *yt, &it, yt, y, cs->stream);
+        if (!e && cs->residual)
+            e = tgc_conv_out(TGK_F32, y, NULL, cs->residual, cs->relu, y, d->n * N, N, P,
+                             cs->stream);
         rc = e ? tgc_fail(e, "launching a kernel") : 0;
     }
     rc = give_back(cs, rc, col, yt);

@@ -5,9 +5,9 @@
  *   LOOP: float32 unary and binary nodes, perhaps ending in a sum or mean
  *         over trailing axes, as one program (k_loop.cu) that reads the
  *         group's outside inputs once and writes only its root;
- *   EPILOGUE: a linear, matmul or conv and the activations after it, the
- *         first one, when relu, in cuBLASLt's epilogue (gemm.c), the others
- *         in place on the product. */
+ *   EPILOGUE: a linear, matmul or conv and its relu, in cuBLASLt's
+ *         epilogue (gemm.c) or the convolution's (dnn.c); a conv's may add a
+ *         residual first (ResNet's conv, add, relu). */
 #include <string.h>
 
 #include "../../error.h"
@@ -144,23 +144,40 @@ static int run_loop(const tgc_state *cs, const tg_group_ctx *c)
 
 /* ---- EPILOGUE --------------------------------------------------------------------- */
 
+/* The tensor group c reads from outside as value v, or NULL */
+static const tg_tensor *outside(const tg_group_ctx *c, int v)
+{
+    for (int k = 0; k < c->nin && v >= 0; k++)
+        if (c->in_values[k] == v)
+            return c->in[k];
+    return NULL;
+}
+
 /* The product writes the root's result, cuBLASLt's epilogue the relu (the
- * rules let no other activation join, cuda.c). */
+ * rules let no other activation join, cuda.c); a conv's group may add a
+ * residual before its relu (conv_residual: conv, add, and perhaps relu),
+ * which its kernel applies (dnn.c: cuDNN's fused call or the pass that
+ * converts its result; gemm.c, run.c: after the product). */
 static int run_epilogue(const tgc_state *cs, const tg_group_ctx *c)
 {
     const tg_graph *g = c->g;
     const tg_node *a = &g->nodes[c->nodes[0]];
-    if (c->nnode != 2 || g->nodes[c->nodes[1]].op != TG_OP_RELU)
-        return tg_err("cuda: %s: an epilogue but one relu", a->name);
-    const tg_tensor *in[a->nin + 1];
-    for (int j = 0; j < a->nin; j++) {
-        in[j] = NULL;
-        for (int k = 0; k < c->nin && a->in[j] >= 0; k++)
-            if (c->in_values[k] == a->in[j])
-                in[j] = c->in[k];
-    }
     tgc_state s = *cs;
-    s.relu = true;
+    int k = 1;
+    if (k < c->nnode && g->nodes[c->nodes[k]].op == TG_OP_ADD && a->op == TG_OP_CONV) {
+        const tg_node *add = &g->nodes[c->nodes[k++]];
+        const tg_tensor *z = outside(c, add->in[0] == a->out[0] ? add->in[1] : add->in[0]);
+        if (!z || z->dtype != TG_F32)
+            return tg_err("cuda: %s: the residual is no float32 input of the group", add->name);
+        s.residual = z->data;
+    }
+    if (k < c->nnode && g->nodes[c->nodes[k]].op == TG_OP_RELU)
+        s.relu = true, k++;
+    if (k != c->nnode || (!s.relu && !s.residual))
+        return tg_err("cuda: %s: an epilogue but a residual add and relu", a->name);
+    const tg_tensor *in[a->nin + 1];
+    for (int j = 0; j < a->nin; j++)
+        in[j] = outside(c, a->in[j]);
     tg_run_ctx ac = {g, a, c->sym, in, c->out};
     return tgc_run_node(&s, &ac);
 }

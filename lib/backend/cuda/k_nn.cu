@@ -323,24 +323,28 @@ extern "C" int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, 
 }
 
 /* A convolution's result into float32: one block a plane (image and channel),
- * its bias read once. */
+ * its bias read once, the residual added (an EPILOGUE group's) before the
+ * relu, as the graph's add then relu round it. */
 __device__ __forceinline__ float as_f(float v) { return v; }
 __device__ __forceinline__ float as_f(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float as_f(__half v) { return __half2float(v); }
 
 template <typename T>
-__global__ void conv_out_k(const T *t, const float *b, bool relu, float *y, int64_t K, int64_t P)
+__global__ void conv_out_k(const T *t, const float *b, const float *z, bool relu, float *y,
+                           int64_t K, int64_t P)
 {
     int64_t q = blockIdx.x, o = q * P;
     float bias = b ? b[q % K] : 0.0f;
     for (int64_t p = threadIdx.x; p < P; p += blockDim.x) {
         float v = as_f(t[o + p]) + bias;
+        if (z)
+            v += z[o + p];
         y[o + p] = relu && v < 0 ? 0.0f : v;
     }
 }
 
-extern "C" int tgc_conv_out(tgk_dtype tt, const void *t, const float *b, bool relu, float *y,
-                            int64_t planes, int64_t K, int64_t P, cudaStream_t s)
+extern "C" int tgc_conv_out(tgk_dtype tt, const void *t, const float *b, const float *z, bool relu,
+                            float *y, int64_t planes, int64_t K, int64_t P, cudaStream_t s)
 {
     if (planes == 0 || P == 0)
         return 0;
@@ -348,11 +352,11 @@ extern "C" int tgc_conv_out(tgk_dtype tt, const void *t, const float *b, bool re
         return (int)cudaErrorInvalidConfiguration;
     int th = P >= 256 ? 256 : P > 64 ? 128 : 64;
     if (tt == TGK_BF16)
-        conv_out_k<<<(unsigned)planes, th, 0, s>>>((const __nv_bfloat16 *)t, b, relu, y, K, P);
+        conv_out_k<<<(unsigned)planes, th, 0, s>>>((const __nv_bfloat16 *)t, b, z, relu, y, K, P);
     else if (tt == TGK_F16)
-        conv_out_k<<<(unsigned)planes, th, 0, s>>>((const __half *)t, b, relu, y, K, P);
+        conv_out_k<<<(unsigned)planes, th, 0, s>>>((const __half *)t, b, z, relu, y, K, P);
     else
-        conv_out_k<<<(unsigned)planes, th, 0, s>>>((const float *)t, b, relu, y, K, P);
+        conv_out_k<<<(unsigned)planes, th, 0, s>>>((const float *)t, b, z, relu, y, K, P);
     return tgc_launched();
 }
 

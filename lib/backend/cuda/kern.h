@@ -134,10 +134,10 @@ int tgc_conv_f32(const tgk_conv_desc *d, const float *x, const float *w, const f
 int tgc_patches(const tgk_conv_desc *d, const float *x, tgk_dtype t, void *col, int64_t ld,
                 cudaStream_t s);
 /* A convolution's result t [planes, P] (of type tt: f32, bf16 or f16; plane
- * q has channel q % K) into float32 y, plus b[channel] (b may be NULL), then
- * relu when asked; t may be y. */
-int tgc_conv_out(tgk_dtype tt, const void *t, const float *b, bool relu, float *y, int64_t planes,
-                 int64_t K, int64_t P, cudaStream_t s);
+ * q has channel q % K) into float32 y, plus b[channel] and the residual z
+ * (of y's shape; b and z may be NULL), then relu when asked; t may be y. */
+int tgc_conv_out(tgk_dtype tt, const void *t, const float *b, const float *z, bool relu, float *y,
+                 int64_t planes, int64_t K, int64_t P, cudaStream_t s);
 /* Attention, one warp a query row with an online softmax; contiguous q, k,
  * v, o (the desc's strides unused); a mask of bool (mask_bool) or float. */
 int tgc_sdpa_f32(const tgk_sdpa_desc *d, const void *mask, bool mask_bool, const float *q,

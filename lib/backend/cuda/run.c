@@ -364,11 +364,14 @@ static int run_conv(const tgc_state *cs, const tg_run_ctx *c)
         return tgc_conv(cs, &d, c->in[0]->data, c->in[1]->dtype, c->in[1]->data, opt_data(c, 2),
                         c->out[0]->data);
     tgk_unary_param p = {0};
-    int e = tgc_conv_f32(&d, c->in[0]->data, c->in[1]->data, opt_data(c, 2), c->out[0]->data,
-                         cs->stream);
-    if (!e && cs->relu)         /* an EPILOGUE group's relu: the products apply it */
-        e = tgc_unary(TGK_RELU, TGK_F32, numel(c->out[0]), c->out[0]->data, c->out[0]->data, &p,
-                      cs->stream);
+    float *y = c->out[0]->data;
+    int e = tgc_conv_f32(&d, c->in[0]->data, c->in[1]->data, opt_data(c, 2), y, cs->stream);
+    /* an EPILOGUE group's residual and relu: the products apply them */
+    if (!e && cs->residual)
+        e = tgc_conv_out(TGK_F32, y, NULL, cs->residual, cs->relu, y, d.n * d.k, d.k,
+                         d.k ? numel(c->out[0]) / (d.n * d.k) : 0, cs->stream);
+    else if (!e && cs->relu)
+        e = tgc_unary(TGK_RELU, TGK_F32, numel(c->out[0]), y, y, &p, cs->stream);
     return launched(e);
 }
 
