@@ -3,7 +3,8 @@
 # appears, texport it and `tcompile --target $TARGET --dtype $DTYPE` it
 # (default cuda, bf16), all rows at once, and each in float32 too
 # (MODEL.I.f32.so); WORK/MODEL.I.so.ok when it built,
-# WORK/MODEL.I.fail naming the step that failed and its first error lines.
+# WORK/MODEL.I.fail naming the step that failed and its first error lines;
+# tcompile's log has each pass's changes (TLOG, default passes).
 # Run from a built source tree or pack.sh's folder; logs in $OUT or WORK.
 set -u
 work=$1; shift
@@ -24,7 +25,8 @@ one() {     # MODEL.I
         { echo "texport:"; head -5 "$logs/texport.$1.log"; } >"$b.fail"; return
     fi
     t2=$(date +%s)
-    if ! timeout 240 ./tools/tcompile --target "$target" --dtype "$dtype" -o "$b.so" "$b.tg" \
+    if ! TLOG=${TLOG:-passes} timeout 240 ./tools/tcompile --target "$target" --dtype "$dtype" \
+            -o "$b.so" "$b.tg" \
             >"$logs/tcompile.$1.log" 2>&1; then
         { echo "tcompile --target $target:"; head -8 "$logs/tcompile.$1.log"; } >"$b.fail"; return
     fi
