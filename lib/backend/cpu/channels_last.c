@@ -491,7 +491,9 @@ static int settle(tg_graph *g)
 int tg_cpu_channels_last(tg_graph *g)
 {
     int convs, pools = 0, pushed, ones, r;
-    if ((convs = sweep(g, TG_OP_CONV, convert_conv)) < 0 || (pushed = settle(g)) < 0)
+    if ((convs = sweep(g, TG_OP_CONV, convert_conv)) <= 0)
+        return convs;       /* no conv: the graph's own permutes stay as they are */
+    if ((pushed = settle(g)) < 0)
         return -1;
     while ((r = sweep(g, TG_OP_NONE, convert_pool)) > 0) {
         pools += r;
@@ -509,8 +511,7 @@ int tg_cpu_channels_last(tg_graph *g)
             TG_LOG(PASSES, TG_LOG_DEBUG, "channels_last: permute %s is left (a copy)",
                    g->nodes[n].name);
         }
-    if (convs || pools)
-        TG_LOG(PASSES, TG_LOG_INFO, "channels_last: %d convs and %d pools channels-last, %d "
-               "permutes moved, %d reshapes, %d permutes left", convs, pools, pushed, ones, left);
+    TG_LOG(PASSES, TG_LOG_INFO, "channels_last: %d convs and %d pools channels-last, %d "
+           "permutes moved, %d reshapes, %d permutes left", convs, pools, pushed, ones, left);
     return convs + pools + pushed + ones;
 }
