@@ -52,7 +52,8 @@ static void put_attr(FILE *f, const tg_attr *a)
 /* Whether value v is read only as a GEMM's weight (linear's input 1,
  * matmul's right operand, the weight of a convolution run as a product of
  * its patches: ungrouped, not transposed), and by at least one, and is no
- * output. */
+ * output; a linear's or matmul's of an inner dim that runs in float32
+ * (tgc_half_k) is not. */
 static bool gemm_weight(const tg_graph *g, int v)
 {
     bool used = false;
@@ -64,9 +65,14 @@ static bool gemm_weight(const tg_graph *g, int v)
         for (int k = 0; k < n->nin; k++) {
             if (n->in[k] != v)
                 continue;
+            const tg_shape *ws = &g->values[v].shape;
+            int64_t K = 0;
+            int kd = n->op == TG_OP_LINEAR || ws->rank == 1 ? ws->rank - 1 : ws->rank - 2;
             bool product = n->op == TG_OP_CONV ? tg_node_int(n, "groups", 1) == 1 &&
                                                      !tg_node_int(n, "transposed", 0)
-                                               : n->op == TG_OP_LINEAR || n->op == TG_OP_MATMUL;
+                                               : (n->op == TG_OP_LINEAR || n->op == TG_OP_MATMUL) &&
+                                                     kd >= 0 && tg_dim_is_const(ws->d[kd], &K) &&
+                                                     tgc_half_k(K);
             if (k != 1 || !product)
                 return false;
             used = true;

@@ -81,6 +81,13 @@ int tgc_run_sdpa(const tgc_state *cs, const tg_run_ctx *c);
  * (tg_err). */
 int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, const float *b,
                float *y, int64_t M, int64_t N, int64_t K);
+/* Whether a linear or matmul of inner dim K runs in cs->gemm_dtype (bf16,
+ * fp16, tf32): K of 16 or more. A shorter one runs in float32 on FMA, its
+ * weight kept float32 when compiled (blob.c): the tensor cores gain it
+ * nothing, and an outer product (K = 1: RoPE's frequencies times positions,
+ * which fold leaves as a node at a long sequence) keeps its digits: in bf16
+ * a position over 256 is rounded, its angle off by radians. */
+bool tgc_half_k(int64_t K);
 int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float *a, int brank,
                const int64_t *bdims, tg_dtype bt, const void *b, float *y);
 /* An ungrouped convolution, not transposed (x, b, y float32; w float32 or

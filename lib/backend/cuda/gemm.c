@@ -170,11 +170,29 @@ static int bias_rows(const tgc_state *cs, const float *b, float *y, int64_t M, i
     return e ? tgc_fail(e, "launching a kernel") : 0;
 }
 
+bool tgc_half_k(int64_t K)
+{
+    return K >= 16;
+}
+
+/* cs as a product of inner dim K runs (tgc_half_k): float32, FMA, when short */
+static tgc_state for_k(const tgc_state *cs, int64_t K)
+{
+    tgc_state s = *cs;
+    if (!tgc_half_k(K)) {
+        s.gemm_dtype = TG_F32;
+        s.tf32 = false;
+    }
+    return s;
+}
+
 int tgc_linear(const tgc_state *cs, const float *x, tg_dtype wt, const void *w, const float *b,
                float *y, int64_t M, int64_t N, int64_t K)
 {
     if (K == 0)
         return bias_rows(cs, b, y, M, N);
+    tgc_state s = for_k(cs, K);
+    cs = &s;
     const void *xa, *wa;
     void *t1, *t2 = NULL;
     int rc = tgc_operand(cs, TG_F32, x, M * K, &xa, &t1);
@@ -253,6 +271,8 @@ int tgc_matmul(const tgc_state *cs, int arank, const int64_t *adims, const float
         nb *= bdims[k];
     const void *aa, *ba;
     void *t1, *t2 = NULL;
+    tgc_state s = for_k(cs, adims[arank - 1]);
+    cs = &s;
     int rc = tgc_operand(cs, TG_F32, a, na, &aa, &t1);
     if (!rc)
         rc = tgc_operand(cs, bt, b, nb, &ba, &t2);
