@@ -103,14 +103,14 @@ gpu_or_skip() {
         "$TCOMPILE" --target cuda --weights "$TMP/w.bin" "$GRAPHS/mlp.tg" -o "$TMP/m.so"
 }
 
-@test "a cuda model needs only the CUDA runtime, cuBLASLt and the C library" {
+@test "a cuda model needs only the CUDA runtime, cuBLASLt (cuDNN where built with it) and the C library" {
     cuda_build_or_skip
     need readelf binutils
     needed=$(readelf -d "$TMP/probe.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
     echo "NEEDED: $needed"
     [[ "$needed" == *libcudart.so* && "$needed" == *libcublasLt.so* ]]
     for lib in $needed; do
-        [[ "$lib" =~ ^lib(cudart|cublasLt|c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so ]] ||
+        [[ "$lib" =~ ^lib(cudart|cublasLt|cudnn|c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so ]] ||
             [[ "$lib" =~ ^ld-linux ]] || { echo "unexpected: $lib"; return 1; }
     done
     ! grep -q "tgraph\|cjson\|protobuf\|libz" <<<"$needed"
