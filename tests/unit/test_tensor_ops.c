@@ -701,6 +701,24 @@ static void test_movement(void)
     free(tx);
     free(ty);
 
+    /* short rows (movement.c's SHORT_ROW) of 1, 2, 4 and 8-byte elements: a
+     * slice of the last axis, enough rows to be split into tasks */
+    for (size_t es = 1; es <= 8; es *= 2) {
+        int64_t sd[3] = {3, randint(600, 900), 24}, st = randint(0, 12), sl = randint(1, 12);
+        size_t nb = (size_t)numel(3, sd) * es;
+        unsigned char *sx = malloc(nb), *sy = malloc(nb);
+        for (size_t i = 0; i < nb; i++)
+            sx[i] = (unsigned char)unit_next();
+        tgk_slice(es, 3, sd, 2, st, 1, sl, sx, sy);
+        int bad = 0;
+        for (int64_t row = 0; row < sd[0] * sd[1]; row++)
+            bad += memcmp(sy + (size_t)(row * sl) * es, sx + (size_t)(row * 24 + st) * es,
+                          (size_t)sl * es) != 0;
+        CHECK(bad == 0);
+        free(sx);
+        free(sy);
+    }
+
     for (int trial = 0; trial < 30; trial++) {
         int r = (int)randint(1, 6);
         int64_t d[8], od[8], idx[8], perm[8];

@@ -15,11 +15,13 @@
 #define GRAIN (1 << 15)
 #define GRAIN_SLOW (GRAIN / 4)
 #define LONG_ROW 1024
+#define SHORT_ROW 64
 
 typedef struct {
     size_t es;
     const char *x;
     char *y;
+    int64_t w;      /* rows_run's row length */
 } copy_ctx;
 
 #define COPY_LOOP(T) do { \
@@ -47,16 +49,44 @@ static void copy_run(void *vctx, const int64_t *off, int64_t n, const int64_t *i
     }
 }
 
+/* Rows of c->w contiguous elements, len of them, each a row stride apart
+ * (inner): the runs of a copy whose contiguous rows are short (RoPE's
+ * halves of a head, 8 floats; a concat of them), one call a block of rows,
+ * not a call and a memcpy a row. */
+static void rows_run(void *vctx, const int64_t *off, int64_t len, const int64_t *inner)
+{
+    const copy_ctx *c = vctx;
+    int64_t w = c->w;
+    if (c->es == 4) {
+        const uint32_t *X = (const uint32_t *)c->x + off[1];
+        uint32_t *Y = (uint32_t *)c->y + off[0];
+        for (int64_t i = 0; i < len; i++, X += inner[1], Y += inner[0])
+            for (int64_t k = 0; k < w; k++)
+                Y[k] = X[k];
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        memcpy(c->y + (off[0] + i * inner[0]) * c->es, c->x + (off[1] + i * inner[1]) * c->es,
+               (size_t)w * c->es);
+}
+
 void tgk_copy_strided(size_t elsize, int rank, const int64_t *dims, const void *x,
                       const int64_t *xs, void *y, const int64_t *ys)
 {
     const int64_t *st[2] = { ys, xs };
     tgk_iter it;
     tgk_iter_init(&it, rank, dims, 2, st);
-    copy_ctx c = { elsize, x, y };
+    copy_ctx c = { elsize, x, y, 0 };
     int r = it.rank - 1;
-    bool fast = it.st[0][r] == 1 && it.st[1][r] == 1 && it.dims[r] >= LONG_ROW;
-    tgk_iter_parallel(&it, fast ? GRAIN : GRAIN_SLOW, copy_run, &c);
+    bool rows = it.st[0][r] == 1 && it.st[1][r] == 1;
+    if (rows && r > 0 && it.numel > 0 && it.dims[r] < SHORT_ROW) {
+        c.w = it.dims[r];       /* the iteration over rows: the last dim dropped */
+        it.rank--;
+        it.numel /= c.w;
+        tgk_iter_parallel(&it, GRAIN_SLOW / c.w + 1, rows_run, &c);
+        return;
+    }
+    tgk_iter_parallel(&it, rows && it.dims[r] >= LONG_ROW ? GRAIN : GRAIN_SLOW, copy_run, &c);
 }
 
 static void contiguous_strides(int rank, const int64_t *dims, int64_t *st)
