@@ -119,6 +119,8 @@ int tgk_conv_nhwc_f32(const tgk_conv_nhwc_desc *d, const float *x, const float *
 {
     if (!valid(d))
         return -1;
+    if (d->groups > 1 && d->groups == d->c && d->c == d->k)   /* depthwise: conv_dw_nhwc.c */
+        return tgk_conv_dw_nhwc_f32(d, x, wp, b, y);
     nhwc_job j = {.d = d, .x = x, .wp = wp, .b = b, .y = y, .ldy = d->y_ld ? d->y_ld : d->k,
                   .cg = d->c / d->groups, .kg = d->k / d->groups,
                   .panels = (d->k + TGK_PANEL - 1) / TGK_PANEL,

@@ -276,6 +276,14 @@ void tgk_pack_conv_nhwc_f32(const float *w, int64_t c, int64_t k, int64_t groups
  * cannot be allocated. Threads: the kernels' pool (tgk_parallel_*), as tgk_conv_f32. */
 int tgk_conv_nhwc_f32(const tgk_conv_nhwc_desc *d, const float *x, const float *wp,
                       const float *b, float *y);
+/* Its depthwise case (groups == c == k), which it hands on (conv_dw_nhwc.c):
+ * the same contract, any kernel size, stride, padding and dilation. */
+int tgk_conv_dw_nhwc_f32(const tgk_conv_nhwc_desc *d, const float *x, const float *wp,
+                         const float *b, float *y);
+/* Tests: run it with one instruction set's vectors, "base" (SSE2), "avx2"
+ * or "avx512", instead of the widest the CPU has; NULL: the widest again.
+ * false: the CPU lacks it. */
+bool tgk_conv_dw_nhwc_isa(const char *isa);
 
 /* ---- attention (sdpa.c): FlashAttention-2 style, tiled, online softmax ------ */
 typedef struct {

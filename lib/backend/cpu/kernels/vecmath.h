@@ -60,6 +60,32 @@
             T(MR, NP, j, r, p);                                              \
     } while (0)
 
+/* Activations a kernel applies on its registers, and TGK_VEC_ACT(QUAL, fn,
+ * vec): QUAL void fn(vec *a, int kind) applies kind's to a vector of a GCC
+ * vector type: tgk_vec_relu_f32's, _relu6_f32's or _hardswish_f32's
+ * operations lane by lane (selects: NaN and -0 stay; / 6, not a multiply),
+ * so the result is the call's bit for bit. */
+enum { TGK_ACT_NONE, TGK_ACT_RELU, TGK_ACT_RELU6, TGK_ACT_HARDSWISH };
+#define TGK_VEC_ACT(QUAL, fn, vec)                                                  \
+    QUAL void fn(vec *a, int kind)                                                  \
+    {                                                                               \
+        typedef __typeof__(*a < *a) mask;                                           \
+        vec v = *a, t = v + 3.0f, six = (vec){0} + 6.0f;                            \
+        if (kind == TGK_ACT_RELU || kind == TGK_ACT_RELU6) {                        \
+            v = (vec)((mask)v & ~(v < (vec){0}));                                   \
+            if (kind == TGK_ACT_RELU6) {                                            \
+                mask cap = v > six;                                                 \
+                v = (vec)(((mask)v & ~cap) | ((mask)six & cap));                    \
+            }                                                                       \
+            *a = v;                                                                 \
+            return;                                                                 \
+        }                                                                           \
+        t = (vec)((mask)t & ~(t < (vec){0}));                                       \
+        mask big = t > six;                                                         \
+        t = (vec)(((mask)t & ~big) | ((mask)six & big));                            \
+        *a = v * t / 6.0f;                                                          \
+    }
+
 /* t clamped to [0, 6], NaN kept (hardswish's, as selects that vectorize) */
 static inline float tgk_clamp06(float t)
 {
