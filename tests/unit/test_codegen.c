@@ -135,6 +135,19 @@ static void test_loops(void)
     tg_graph_add_output(g, NODE(g, LOG, 0, NULL, NODE(g, ADD, 0, NULL, ex, ec)));
     check_case("log, sin, pow, fmod, remainder by their kernels", g, false);
 
+    /* values one a row, computed once a row (row_invariant): an RMS norm's
+     * x * rsqrt(m + eps) with m [batch, 5, 1], and m's row value spread into
+     * a tile for a vec call (exp) and a kernel call (sin) */
+    g = tg_graph_new();
+    x = input(g, "x", DIMS(5, 300));
+    u = input(g, "u", DIMS(5, 1));
+    int ms = NODE(g, ADD, 0, NULL, NODE(g, MUL, 0, NULL, u, u), W(g, "eps", 1));
+    tg_graph_add_output(g, NODE(g, MUL, 0, NULL, x, NODE(g, RSQRT, 0, NULL, ms)));
+    int u1 = NODE(g, MUL, 0, NULL, u, W(g, "h", 1)), u2 = NODE(g, MUL, 0, NULL, u, W(g, "h2", 1));
+    tg_graph_add_output(g, NODE(g, ADD, 0, NULL, x, NODE(g, EXP, 0, NULL, u1)));
+    tg_graph_add_output(g, NODE(g, MUL, 0, NULL, x, NODE(g, SIN, 0, NULL, u2)));
+    check_case("row values once a row: rsqrt, spread for exp and sin", g, false);
+
     /* T5's RMS norm, x.pow(2).mean(-1): pow by a constant 2 is x * x in the
      * loop, GPT-2's GELU's x.pow(3) x * x * x; by constants not all equal
      * (one 3 among 2s) still its kernel */

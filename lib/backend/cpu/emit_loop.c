@@ -25,6 +25,7 @@ typedef struct {
     int root;
     const tg_node *rn;
     bool inplace;       /* an epilogue: every member reads and writes the result row */
+    signed char *inv;   /* per value: row_invariant's answer, -1 not known yet */
 } loop_cx;
 
 static const char *ctype(tg_dtype t)
@@ -53,6 +54,8 @@ static bool inner_full(const loop_cx *x, int k)
            !tg_dim_eq(x->l->stride[k][x->l->rank - 1], tg_dim_const(0));
 }
 
+static bool row_invariant(loop_cx *x, int v);
+
 /* Element i of value v. */
 static const char *elem(loop_cx *x, int v)
 {
@@ -60,7 +63,7 @@ static const char *elem(loop_cx *x, int v)
         return "yr[i]";
     int k = outside_index(x, v);
     if (k < 0)
-        return cg_str(x->c, "t%d[i]", v);
+        return row_invariant(x, v) ? cg_str(x->c, "s%d", v) : cg_str(x->c, "t%d[i]", v);
     return inner_full(x, k) ? cg_str(x->c, "x%d[o%d + j0 + i]", k, k)
                             : cg_str(x->c, "x%d[o%d]", k, k);
 }
@@ -71,6 +74,9 @@ static const char *tile_ptr(loop_cx *x, int v)
     if (x->inplace)
         return "yr";
     int k = outside_index(x, v);
+    if (k < 0 && row_invariant(x, v))   /* a row's value, spread for a call */
+        fprintf(x->f, "            for (int64_t i = 0; i < n; i++)\n                t%d[i] = s%d;\n",
+                v, v);
     if (k < 0)
         return cg_str(x->c, "t%d", v);
     if (inner_full(x, k))
@@ -219,6 +225,32 @@ static int emit_member(loop_cx *x, int n)
     return 0;
 }
 
+static bool in_loop(const loop_cx *x, int n);
+
+/* Whether member value v is one value a row: an expression whose inputs are
+ * (the loop's inputs broadcast along the row, or such values): computed once
+ * a row, before the row's tiles (an RMS norm's rsqrt(mean + eps): a sqrt and
+ * a division an element, else). Not the root's, nor an epilogue's. */
+static bool row_invariant(loop_cx *x, int v)
+{
+    if (x->inplace || outside_index(x, v) >= 0)
+        return false;
+    if (x->inv[v] >= 0)
+        return x->inv[v];
+    const tg_value *val = &x->c->g->values[v];
+    int n = val->kind == TG_VALUE_NODE ? val->producer : -1;
+    const tg_node *nd = n >= 0 ? &x->c->g->nodes[n] : NULL;
+    bool yes = nd && in_loop(x, n) && n != x->root && nd->nin > 0 && !vec_name(nd);
+    for (int i = 0; yes && i < nd->nin; i++) {
+        int k = nd->in[i] < 0 ? -1 : outside_index(x, nd->in[i]);
+        yes = nd->in[i] >= 0 && (k >= 0 ? !inner_full(x, k) : row_invariant(x, nd->in[i]));
+    }
+    const char *vec;
+    x->inv[v] = yes;    /* expr's inputs below are answered already */
+    x->inv[v] = yes && expr(x, nd, &vec) != NULL;
+    return x->inv[v];
+}
+
 /* The reductions a loop can end with, the one list reduction() writes and
  * tg_cpu_loop_supports takes (a REDUCTION op of ops.def not here stays a kernel
  * call instead of being accumulated as something else). */
@@ -341,6 +373,13 @@ static int emit_body(loop_cx *x)
         reduction(x, &init, &step, &fin);
         fprintf(f, "        %s\n", init);
     }
+    for (int n = 0; n < x->root; n++) {
+        const char *vec;
+        int v = g->nodes[n].out[0];
+        if (in_loop(x, n) && row_invariant(x, v))
+            fprintf(f, "        const %s s%d = %s;\n", ctype(g->values[v].dtype), v,
+                    expr(x, &g->nodes[n], &vec));
+    }
     fprintf(f, "        for (int64_t j0 = jb; j0 < je; j0 += %d) {\n"
             "            const int64_t n = je - j0 < %d ? je - j0 : %d;\n",
             TILE, TILE, TILE);
@@ -348,7 +387,8 @@ static int emit_body(loop_cx *x)
         fprintf(f, "            %s *yr = y + r * inner + j0;\n",
                 ctype(g->values[x->rn->out[0]].dtype));
     for (int n = 0; n <= x->root; n++)
-        if (in_loop(x, n) && !(l->reduce && n == x->root) && emit_member(x, n))
+        if (in_loop(x, n) && !(l->reduce && n == x->root) &&
+            !row_invariant(x, g->nodes[n].out[0]) && emit_member(x, n))
             return -1;
     if (l->reduce && (reduction_of(x->rn->op) == RED_SUM || reduction_of(x->rn->op) == RED_MEAN))
         fprintf(f, "            int64_t i0 = 0;\n"
@@ -373,10 +413,13 @@ static const char *emit_function(loop_cx *x)
 {
     char *body = NULL;
     size_t n = 0;
-    if (!(x->f = open_memstream(&body, &n)))
-        return tg_err("out of memory"), NULL;
+    x->inv = malloc((size_t)x->c->g->nvalue + 1);
+    if (!x->inv || !(x->f = open_memstream(&body, &n)))
+        return free(x->inv), tg_err("out of memory"), NULL;
+    memset(x->inv, -1, (size_t)x->c->g->nvalue + 1);
     int rc = emit_body(x);
     fclose(x->f);
+    free(x->inv);
     const char *name = rc ? NULL : cg_hot_add(x->c, cg_str(x->c, "%sloop_%d", x->c->pre, x->root),
                                               body);
     free(body);
@@ -422,7 +465,7 @@ int cg_emit_loop(tg_cg *c, int root)
     tg_loop l;
     if (tg_loop_analyze(c->g, c->p, root, &l))
         return tg_err("node '%s': %s", c->g->nodes[root].name, tg_errmsg());
-    loop_cx x = {c, NULL, &l, root, &c->g->nodes[root], false};
+    loop_cx x = {c, NULL, &l, root, &c->g->nodes[root], false, NULL};
     const char *fn = emit_function(&x);
     if (!fn)
         return -1;
@@ -523,7 +566,7 @@ int cg_emit_epilogue(tg_cg *c, int root)
     tg_loop l = {.rank = 1};
     if (tg_shape_numel(&c->g->values[c->g->nodes[root].out[0]].shape, &l.dims[0]))
         return -1;
-    loop_cx x = {c, NULL, &l, root, &c->g->nodes[root], true};
+    loop_cx x = {c, NULL, &l, root, &c->g->nodes[root], true, NULL};
     const char *fn = emit_function(&x);
     if (!fn)
         return -1;
