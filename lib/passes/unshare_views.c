@@ -60,8 +60,10 @@ int tg_pass_unshare_views(tg_graph *g)
                 continue;   /* the first reader keeps the node */
             char name[256];
             snprintf(name, sizeof name, "%s/%d", g->nodes[n].name, k);
+            bool taken = tg_graph_find_node(g, name) >= 0 || tg_graph_find_value(g, name) >= 0;
             const tg_node *nd = &g->nodes[n];
-            int c = tg_graph_add_node(g, nd->op, name, nd->nin, nd->in, nd->nattr, nd->attr);
+            int c = tg_graph_add_node(g, nd->op, taken ? NULL : name, nd->nin, nd->in, nd->nattr,
+                                      nd->attr);
             if (c < 0)
                 return -1;
             g->nodes[r].in[0] = c;
