@@ -1,13 +1,12 @@
 /* Channels-last (NHWC) 2-D convolutions: x [n, h, w, c] -> y [n, oh, ow, k],
  * the weight packed once (at compile time) into panels of TGK_PANEL output
  * channels, [ceil(k/16)][taps * (c/groups)][16], so that a panel row is one
- * vector of 16 output channels and a pixel's channels are broadcasts. */
+ * vector of 16 output channels and a pixel's channels are broadcasts.
+ * Depthwise layers go to conv_dw_nhwc.c. */
 #include "backend/cpu/kernels/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "backend/cpu/kernels/vecmath.h"
 
 bool tgk_conv_nhwc_supported(int64_t c, int64_t k, int64_t groups)
 {
@@ -40,63 +39,41 @@ void tgk_pack_conv_nhwc_f32(const float *w, int64_t c, int64_t k, int64_t groups
             }
 }
 
+/* ---- one group or groups of 16-channel multiples: the packed GEMM's tile ----
+ * Output pixels are the register tile's rows and output channels its panels
+ * (tgk_igemm_f32): each row reads its pixel's taps in place, a tap's c/groups
+ * channels contiguous (channels-last), at any stride and dilation; a tap in
+ * the padding reads a zero vector. Nothing is packed or copied at run time. */
 typedef struct {
     const tgk_conv_nhwc_desc *d;
-    const float *x, *wp, *b;
-    float *y;
-    int64_t ldy, cg, kg, panels;
-    bool depthwise;
-} nhwc_job;
+    const float *x, *zero;
+} conv_rows;
 
-/* One output pixel's panel p: 16 lanes, the taps inside the image. */
-TGK_CLONES static void pixel_panel(const nhwc_job *j, int64_t q, int64_t p)
+/* rows [r0, r0 + n): output pixels, their taps' input pixels (the pixel's
+ * coordinates divided out once, then stepped) */
+static void tap_rows(const void *ctx, int64_t r0, int64_t n, const float **ptr)
 {
-    const tgk_conv_nhwc_desc *d = j->d;
-    int64_t ow = q % d->out[1], oh = q / d->out[1] % d->out[0], img = q / d->out[1] / d->out[0];
-    int64_t lanes = d->k - p * TGK_PANEL < TGK_PANEL ? d->k - p * TGK_PANEL : TGK_PANEL;
-    int64_t rows = d->kernel[0] * d->kernel[1] * j->cg;
-    /* a panel's channels are in one group (k / groups a multiple of 16, or one group) */
-    int64_t g = j->depthwise ? 0 : p * TGK_PANEL / j->kg;
-    float acc[TGK_PANEL];
-    for (int64_t l = 0; l < TGK_PANEL; l++)
-        acc[l] = j->b && l < lanes ? j->b[p * TGK_PANEL + l] : 0.0f;
-    for (int64_t r = 0; r < d->kernel[0]; r++) {
-        int64_t ih = oh * d->stride[0] - d->pad[0] + r * d->dil[0];
-        if (ih < 0 || ih >= d->in[0])
-            continue;
-        for (int64_t s = 0; s < d->kernel[1]; s++) {
-            int64_t iw = ow * d->stride[1] - d->pad[1] + s * d->dil[1];
-            if (iw < 0 || iw >= d->in[1])
-                continue;
-            const float *xp = j->x + ((img * d->in[0] + ih) * d->in[1] + iw) * d->c;
-            const float *wt = j->wp + (p * rows + (r * d->kernel[1] + s) * j->cg) * TGK_PANEL;
-            if (j->depthwise) {
-                for (int64_t l = 0; l < lanes; l++)
-                    acc[l] += xp[p * TGK_PANEL + l] * wt[l];
-                continue;
+    const conv_rows *cr = ctx;
+    const tgk_conv_nhwc_desc *d = cr->d;
+    int64_t kw = d->kernel[1], ow = r0 % d->out[1], oh = r0 / d->out[1] % d->out[0];
+    const float *xi = cr->x + r0 / d->out[1] / d->out[0] * d->in[0] * d->in[1] * d->c;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ih0 = oh * d->stride[0] - d->pad[0], iw0 = ow * d->stride[1] - d->pad[1];
+        for (int64_t r = 0; r < d->kernel[0]; r++) {
+            int64_t ih = ih0 + r * d->dil[0];
+            for (int64_t s = 0; s < kw; s++) {
+                int64_t iw = iw0 + s * d->dil[1];
+                bool in = ih >= 0 && ih < d->in[0] && iw >= 0 && iw < d->in[1];
+                ptr[(r * kw + s) * TGK_IGEMM_ROWS + i] =
+                    in ? xi + (ih * d->in[1] + iw) * d->c : cr->zero;
             }
-            xp += g * j->cg;
-            for (int64_t ic = 0; ic < j->cg; ic++)
-                for (int64_t l = 0; l < TGK_PANEL; l++)
-                    acc[l] += xp[ic] * wt[ic * TGK_PANEL + l];
         }
+        if (++ow < d->out[1])
+            continue;
+        ow = 0;
+        if (++oh == d->out[0])
+            oh = 0, xi += d->in[0] * d->in[1] * d->c;
     }
-    float *yp = j->y + q * j->ldy + p * TGK_PANEL;
-    const float *rp = d->res ? d->res + q * d->k + p * TGK_PANEL : NULL;
-    for (int64_t l = 0; l < lanes; l++) {
-        float v = acc[l] + (rp ? rp[l] : 0.0f);
-        yp[l] = d->relu && v < 0.0f ? 0.0f : v;
-    }
-    if (d->act)
-        d->act(lanes, yp, yp);
-}
-
-static void pixel_tasks(void *ctx, int64_t begin, int64_t end)
-{
-    const nhwc_job *j = ctx;
-    for (int64_t q = begin; q < end; q++)
-        for (int64_t p = 0; p < j->panels; p++)
-            pixel_panel(j, q, p);
 }
 
 static bool valid(const tgk_conv_nhwc_desc *d)
@@ -121,12 +98,17 @@ int tgk_conv_nhwc_f32(const tgk_conv_nhwc_desc *d, const float *x, const float *
         return -1;
     if (d->groups > 1 && d->groups == d->c && d->c == d->k)   /* depthwise: conv_dw_nhwc.c */
         return tgk_conv_dw_nhwc_f32(d, x, wp, b, y);
-    nhwc_job j = {.d = d, .x = x, .wp = wp, .b = b, .y = y, .ldy = d->y_ld ? d->y_ld : d->k,
-                  .cg = d->c / d->groups, .kg = d->k / d->groups,
-                  .panels = (d->k + TGK_PANEL - 1) / TGK_PANEL,
-                  .depthwise = d->groups > 1 && d->groups == d->c && d->c == d->k};
-    int64_t pixels = d->n * d->out[0] * d->out[1];
-    double per_pixel = (double)d->k * (double)(d->kernel[0] * d->kernel[1] * j.cg);
-    tgk_parallel_for(pixels, (int64_t)(TGK_TASK_MIN_MACS / per_pixel) + 1, pixel_tasks, &j);
-    return 0;
+    bool padded = d->pad[0] > 0 || d->pad[1] > 0;
+    float *zero = padded ? calloc((size_t)d->c, sizeof *zero) : NULL;
+    if (padded && !zero)
+        return -1;
+    conv_rows cr = {d, x, zero};
+    tgk_igemm g = {.M = d->n * d->out[0] * d->out[1], .N = d->k / d->groups,
+                   .taps = d->kernel[0] * d->kernel[1], .C = d->c / d->groups,
+                   .groups = d->groups, .rows = tap_rows, .ctx = &cr, .wp = wp, .b = b,
+                   .res = d->res, .y = y, .ldy = d->y_ld ? d->y_ld : d->k, .ldres = d->k,
+                   .act = d->relu ? tgk_vec_relu_f32 : d->act};
+    int rc = tgk_igemm_f32(&g);
+    free(zero);
+    return rc;
 }

@@ -49,6 +49,15 @@ struct pgemm_job {
     /* an activation applied on the tile's registers as it stores (after res,
      * which the tile adds), act then NULL: ACT_RELU, ACT_RELU6 or ACT_HARDSWISH */
     int act_reg;
+    int64_t ldres;              /* res's rows apart; 0: ldy */
+    /* an indirect GEMM (the chunk functions that take it): x's row r is
+     * taps runs of cin floats, run t at xtab[t * TGK_IGEMM_ROWS + i] + xoff
+     * (r = i + the tile's first row), which rows (tgk_igemm) writes for each
+     * tile's rows into xtab (the task's own scratch); panel row t * cin + c
+     * goes with run t's float c */
+    int64_t taps, cin, xoff;
+    const float **xtab;
+    const tgk_igemm *ig;
 };
 
 enum { ACT_CALL, ACT_RELU, ACT_RELU6, ACT_HARDSWISH };
@@ -62,11 +71,16 @@ static int act_in_registers(tgk_vec_fn act, const float *res_after)
            : act == tgk_vec_hardswish_f32                 ? ACT_HARDSWISH : ACT_CALL;
 }
 
+/* how a tile finds its operands: x rows ldx apart and panel rows ldb apart;
+ * panel rows at koff; x rows through the indirection table (xtab) */
+enum { X_ROWS, W_KOFF, X_IND };
+
 /* TILE(name, vec, VL): name(mr, np, j, r, p) computes mr rows x np panels
  * starting at row r, panel p, with vectors of VL floats, the instruction
  * set's own width (GCC splits wider generic vectors through memory). mr and
  * np are constants at every call site, so with the loops unrolled the
- * accumulators live in registers. name##_koff reads panel rows at j->koff. */
+ * accumulators live in registers. name##_koff reads panel rows at j->koff,
+ * name##_ind x's rows through j->xtab. */
 #define TILE(name, vec, VL)                                                         \
     typedef float vec __attribute__((vector_size(VL * sizeof(float))));            \
     typedef int32_t vec##_mask __attribute__((vector_size(VL * sizeof(float))));   \
@@ -98,14 +112,14 @@ static int act_in_registers(tgk_vec_fn act, const float *res_after)
         t = (vec)(((vec##_mask)t & ~big) | ((vec##_mask)six & big));                \
         *a = v * t / 6.0f;                                                          \
     }                                                                               \
-    INLINE void name##_body(const int mr, const int np, const bool koff,            \
+    INLINE void name##_body(const int mr, const int np, const int mode,             \
                             const pgemm_job *j, int64_t r, int64_t p)               \
     {                                                                               \
         enum { PV = TGK_PANEL / VL };   /* vectors a panel row */                   \
         int64_t K = j->K, n0 = p * TGK_PANEL;                                       \
         int64_t kend = r + mr - 1 + j->x_diag < K ? r + mr - 1 + j->x_diag : K;     \
         int64_t ncols = j->N - n0 < np * TGK_PANEL ? j->N - n0 : np * TGK_PANEL;    \
-        const float *a = j->x + r * j->ldx, *bp = j->wp + p * j->pstride;           \
+        const float *bp = j->wp + p * j->pstride;                                   \
         vec acc[8][4 * PV];                                                         \
         _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {                \
             int64_t nb = ncols - v * VL;                                            \
@@ -123,22 +137,32 @@ static int act_in_registers(tgk_vec_fn act, const float *res_after)
                     acc[i][v] = bv;                                                 \
             }                                                                       \
         }                                                                           \
-        for (int64_t k = 0; k < kend; k++) {                                        \
-            vec w[4 * PV];                                                          \
-            const float *bk = bp + (koff ? j->koff[k] : k * j->ldb);                \
-            _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)              \
-                memcpy(&w[v], bk + v / PV * j->pstride + v % PV * VL, sizeof w[v]); \
-            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                  \
-                float xv = a[i * j->ldx + k];                                       \
+        /* x's rows: one run of kend floats each, or (X_IND) taps runs of cin */  \
+        int64_t taps = mode == X_IND ? j->taps : 1, kc = mode == X_IND ? j->cin : kend; \
+        for (int64_t t = 0; t < taps; t++) {                                        \
+            const float *xr[8];                                                     \
+            _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                    \
+                xr[i] = mode == X_IND ? j->xtab[t * TGK_IGEMM_ROWS + i] + j->xoff   \
+                                      : j->x + (r + i) * j->ldx;                    \
+            const float *bt = bp + t * kc * j->ldb;                                 \
+            for (int64_t k = 0; k < kc; k++) {                                      \
+                vec w[4 * PV];                                                      \
+                const float *bk = mode == W_KOFF ? bp + j->koff[k] : bt + k * j->ldb; \
                 _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)          \
-                    acc[i][v] += xv * w[v];                                         \
+                    memcpy(&w[v], bk + v / PV * j->pstride + v % PV * VL, sizeof w[v]); \
+                _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {              \
+                    float xv = xr[i][k];                                            \
+                    _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++)      \
+                        acc[i][v] += xv * w[v];                                     \
+                }                                                                   \
             }                                                                       \
         }                                                                           \
-        if (j->res) /* the residual, loaded as the tile stores (rows ldy apart) */ \
+        int64_t ldr = j->ldres ? j->ldres : j->ldy;                                 \
+        if (j->res) /* the residual, loaded as the tile stores (rows ldr apart) */ \
             _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++)                    \
                 _Pragma("GCC unroll 16") for (int v = 0; v < np * PV; v++) {        \
                     vec rv;                                                         \
-                    row_init_##name(&rv, j->res + (r + i) * j->ldy + n0 + v * VL,   \
+                    row_init_##name(&rv, j->res + (r + i) * ldr + n0 + v * VL,      \
                                     ncols - v * VL);                                \
                     acc[i][v] += rv;                                                \
                 }                                                                   \
@@ -161,12 +185,17 @@ static int act_in_registers(tgk_vec_fn act, const float *res_after)
     INLINE void name(const int mr, const int np, const pgemm_job *j, int64_t r,     \
                      int64_t p)                                                     \
     {                                                                               \
-        name##_body(mr, np, false, j, r, p);                                        \
+        name##_body(mr, np, X_ROWS, j, r, p);                                       \
     }                                                                               \
     INLINE void name##_koff(const int mr, const int np, const pgemm_job *j,         \
                             int64_t r, int64_t p)                                   \
     {                                                                               \
-        name##_body(mr, np, true, j, r, p);                                         \
+        name##_body(mr, np, W_KOFF, j, r, p);                                       \
+    }                                                                               \
+    INLINE void name##_ind(const int mr, const int np, const pgemm_job *j,          \
+                           int64_t r, int64_t p)                                    \
+    {                                                                               \
+        name##_body(mr, np, X_IND, j, r, p);                                        \
     }
 
 /* One chunk of rows x panels: rows outer, so a register tile's rows of x stay
@@ -182,12 +211,16 @@ static int act_in_registers(tgk_vec_fn act, const float *res_after)
                           int64_t p1)                                                  \
     {                                                                                  \
         int64_t p = p0;                                                                \
+        if (j->ig)  /* an indirect GEMM: the tile's rows' table */                     \
+            j->ig->rows(j->ig->ctx, r0, r1 - r0 < MR ? r1 - r0 : MR, j->xtab);         \
         if (r1 - r0 == 1)                                                              \
             for (; p + 4 <= p1 && p * TGK_PANEL < r0 + j->y_diag; p += 4)              \
                 T(1, 4, j, r0, p);                                                     \
         int64_t pe = p + (p1 - p) / NP * NP;                                           \
         for (int64_t r = r0; r < r1; r += MR) {                                        \
             int64_t mr = r1 - r < MR ? r1 - r : MR;                                    \
+            if (j->ig && r > r0)                                                       \
+                j->ig->rows(j->ig->ctx, r, mr, j->xtab);                               \
             for (int64_t q = p; q < pe; q += NP)                                       \
                 if (q * TGK_PANEL < r + mr - 1 + j->y_diag)                            \
                     TGK_TILE_ROWS(T, MR, NP, j, r, q, mr);                                 \
@@ -204,15 +237,18 @@ TILE(tile8, v8, 8)
 #define V3 __attribute__((target("arch=x86-64-v3")))
 CHUNK_FN(chunk_avx512, V4, tile16, 8, 2)
 CHUNK_FN(chunk_avx512_koff, V4, tile16_koff, 8, 2)
+CHUNK_FN(chunk_avx512_ind, V4, tile16_ind, 8, 2)
 CHUNK_FN(chunk_avx2, V3, tile8, 6, 1)
 CHUNK_FN(chunk_avx2_koff, V3, tile8_koff, 6, 1)
+CHUNK_FN(chunk_avx2_ind, V3, tile8_ind, 6, 1)
 #endif
 TILE(tile4, v4, 4)
 CHUNK_FN(chunk_base, , tile4, 2, 1)
 CHUNK_FN(chunk_base_koff, , tile4_koff, 2, 1)
+CHUNK_FN(chunk_base_ind, , tile4_ind, 2, 1)
 
 typedef struct {
-    chunk_fn fn, fn_koff;       /* panel rows k * ldb apart, or at koff */
+    chunk_fn fn, fn_koff, fn_ind;   /* panel rows k * ldb apart, or at koff; x indirect */
     int64_t mr;
 } chunk_kind;
 
@@ -223,16 +259,16 @@ static bool find_chunk(const char *isa, chunk_kind *k)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     __builtin_cpu_init();
     if ((any || !strcmp(isa, "avx512")) && __builtin_cpu_supports("x86-64-v4")) {
-        *k = (chunk_kind){chunk_avx512, chunk_avx512_koff, 8};
+        *k = (chunk_kind){chunk_avx512, chunk_avx512_koff, chunk_avx512_ind, 8};
         return true;
     }
     if ((any || !strcmp(isa, "avx2")) && __builtin_cpu_supports("x86-64-v3")) {
-        *k = (chunk_kind){chunk_avx2, chunk_avx2_koff, 6};
+        *k = (chunk_kind){chunk_avx2, chunk_avx2_koff, chunk_avx2_ind, 6};
         return true;
     }
 #endif
     if (any || !strcmp(isa, "base")) {
-        *k = (chunk_kind){chunk_base, chunk_base_koff, 2};
+        *k = (chunk_kind){chunk_base, chunk_base_koff, chunk_base_ind, 2};
         return true;
     }
     return false;
@@ -393,9 +429,12 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *x, int64_t
     int64_t tiles = (M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
     int64_t panels = (N + TGK_PANEL - 1) / TGK_PANEL;
     int reg = act_in_registers(act, NULL);  /* on the registers, not a pass after */
-    pgemm_job j = {M, N, K, ldx, ldy, x, wp, b, accumulate, false, y, y_diag, x_diag, res,
-                   reg != ACT_CALL ? NULL : act, (tiles + row_chunks - 1) / row_chunks * kind.mr,
-                   4, kind.fn, K * TGK_PANEL, TGK_PANEL, NULL, reg};
+    pgemm_job j = {.M = M, .N = N, .K = K, .ldx = ldx, .ldy = ldy, .x = x, .wp = wp, .b = b,
+                   .accumulate = accumulate, .y = y, .y_diag = y_diag, .x_diag = x_diag,
+                   .res = res, .act = reg != ACT_CALL ? NULL : act,
+                   .row_chunk = (tiles + row_chunks - 1) / row_chunks * kind.mr,
+                   .panel_chunk = 4, .fn = kind.fn, .pstride = K * TGK_PANEL, .ldb = TGK_PANEL,
+                   .act_reg = reg};
     int64_t tasks = row_chunks * ((panels + j.panel_chunk - 1) / j.panel_chunk);
     double per_task = (double)M * (double)N * (double)K / (double)tasks;
     tgk_parallel_for(tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1, run_chunks, &j);
@@ -418,6 +457,72 @@ void tgk_linear_packed_ex_f32(const float *x, const float *wp, const float *b, c
                               float *y, int64_t M, int64_t N, int64_t K, tgk_vec_fn act)
 {
     gemm_packed(M, N, K, x, K, wp, b, false, y, N, TGK_NO_DIAG, TGK_NO_DIAG, res, act);
+}
+
+/* ---- tgk_igemm_f32: x's rows through a table of pointers ----------------------
+ * The packed GEMM's tasks (chunks of rows x 4 panels), each group's after
+ * the one before; a task builds its tiles' tables in its own scratch. */
+typedef struct {
+    pgemm_job j;                /* group 0's */
+    int64_t tasks;              /* a group's */
+    atomic_bool failed;
+} igemm_job;
+
+static void igemm_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    igemm_job *ij = ctx;
+    const tgk_igemm *g = ij->j.ig;
+    const float **tab = malloc(sizeof *tab * (size_t)(g->taps * TGK_IGEMM_ROWS));
+    if (!tab) {
+        atomic_store(&ij->failed, true);
+        return;
+    }
+    for (int64_t t = begin; t < end; t++) {
+        int64_t grp = t / ij->tasks, b[4];
+        pgemm_job j = ij->j;
+        j.xtab = tab;
+        j.xoff = grp * g->C;
+        j.wp += grp * (g->N / TGK_PANEL) * j.pstride;
+        j.y += grp * g->N;
+        j.b = j.b ? j.b + grp * g->N : NULL;
+        j.res = j.res ? j.res + grp * g->N : NULL;
+        tgk_gemm_task(t % ij->tasks, j.M, j.N, j.row_chunk, j.panel_chunk, b);
+        j.fn(&j, b[0], b[1], b[2], b[3]);
+        epilogue(&j, b[0], b[1], b[2] * TGK_PANEL,
+                 b[3] * TGK_PANEL < j.N ? b[3] * TGK_PANEL : j.N);
+    }
+    free(tab);
+}
+
+int tgk_igemm_f32(const tgk_igemm *g)
+{
+    if (g->M <= 0 || g->N <= 0 || g->groups <= 0)
+        return g->groups <= 0 ? -1 : 0;
+    if (g->groups > 1 && g->N % TGK_PANEL)
+        return -1;
+    /* chunks of 4 panels x at most 8 register tiles of rows, fewer rows a
+     * chunk where the threads would go idle */
+    int64_t tiles = (g->M + kind.mr - 1) / kind.mr, row_chunks = (tiles + 7) / 8;
+    int64_t pchunks = ((g->N + TGK_PANEL - 1) / TGK_PANEL + 3) / 4;
+    int64_t want = 2 * (int64_t)tgk_num_threads();
+    if (g->groups * row_chunks * pchunks < want) {
+        int64_t more = (want + g->groups * pchunks - 1) / (g->groups * pchunks);
+        row_chunks = more < tiles ? more : tiles;
+    }
+    int reg = act_in_registers(g->act, NULL);
+    igemm_job ij = {
+        .j = {.M = g->M, .N = g->N, .K = g->taps * g->C, .ldy = g->ldy, .wp = g->wp,
+              .b = g->b, .y = g->y, .y_diag = TGK_NO_DIAG, .x_diag = TGK_NO_DIAG,
+              .res = g->res, .act = reg != ACT_CALL ? NULL : g->act,
+              .row_chunk = (tiles + row_chunks - 1) / row_chunks * kind.mr, .panel_chunk = 4,
+              .fn = kind.fn_ind, .pstride = g->taps * g->C * TGK_PANEL, .ldb = TGK_PANEL,
+              .act_reg = reg, .ldres = g->ldres, .taps = g->taps, .cin = g->C, .ig = g},
+        .tasks = row_chunks * pchunks};
+    atomic_init(&ij.failed, false);
+    double per_task = (double)g->M * (double)g->N * (double)(g->taps * g->C) / (double)ij.tasks;
+    tgk_parallel_for(g->groups * ij.tasks, (int64_t)(TGK_TASK_MIN_MACS / per_task) + 1,
+                     igemm_tasks, &ij);
+    return atomic_load(&ij.failed) ? -1 : 0;
 }
 
 /* ---- tgk_conv_gemm_f32: a convolution's GEMM over its pixels --------------------

@@ -138,6 +138,30 @@ typedef struct {
     bool merged;
 } tgk_conv_gemm;
 int tgk_conv_gemm_f32(const tgk_conv_gemm *c);
+/* An indirect GEMM (conv_nhwc.c: a convolution over channels-last pixels,
+ * no im2col): y[m, n] = act(b[n] + sum over taps t < taps and c < C of
+ * xr(m, t)[c] w[n][t * C + c] + res[m, n]) for rows m < M, columns n < N,
+ * in groups GEMMs side by side: GEMM g reads xr(m, t) + g * C, its weight
+ * is the panels from g * N / 16 on, its y, b and res columns start at g * N
+ * (groups > 1: N a multiple of 16). rows(ctx, r0, n, ptr) writes ptr[t *
+ * TGK_IGEMM_ROWS + i] = xr(r0 + i, t) for i < n <= TGK_IGEMM_ROWS, each C
+ * floats readable (a tap's pixel; a zero vector for padding), once a
+ * register tile of rows. wp: the weight packed as tgk_pack_weight_f32 packs
+ * [groups * N][taps * C]; b may be NULL; y rows ldy apart; res rows ldres
+ * apart (or NULL; not overlapping y); act may be NULL (relu, relu6 and
+ * hardswish on the tile's registers). 0, or -1 when scratch cannot be
+ * allocated or N does not split into groups' panels. */
+#define TGK_IGEMM_ROWS 8
+typedef struct tgk_igemm {
+    int64_t M, N, taps, C, groups;
+    void (*rows)(const void *ctx, int64_t r0, int64_t n, const float **ptr);
+    const void *ctx;
+    const float *wp, *b, *res;
+    float *y;
+    int64_t ldy, ldres;
+    tgk_vec_fn act;
+} tgk_igemm;
+int tgk_igemm_f32(const tgk_igemm *g);
 /* Task t of a packed GEMM split into chunks of row_chunk rows x panel_chunk
  * panels, panel chunks fastest: b = rows [b[0], b[1]), panels [b[2], b[3]). */
 void tgk_gemm_task(int64_t t, int64_t M, int64_t N, int64_t row_chunk, int64_t panel_chunk,
