@@ -46,8 +46,19 @@ void tgk_pack_conv_nhwc_f32(const float *w, int64_t c, int64_t k, int64_t groups
  * the padding reads a zero vector. Nothing is packed or copied at run time. */
 typedef struct {
     const tgk_conv_nhwc_desc *d;
-    const float *x, *zero;
+    const float *x, *zero;      /* x: the input, or (runs) its zero-padded copy */
+    int64_t h, w;               /* x's rows and columns */
 } conv_rows;
+
+/* the output pixel after (ow, oh) of the image at *xi (images h * w * c apart) */
+static inline void next_pixel(const conv_rows *cr, int64_t *ow, int64_t *oh, const float **xi)
+{
+    if (++*ow < cr->d->out[1])
+        return;
+    *ow = 0;
+    if (++*oh == cr->d->out[0])
+        *oh = 0, *xi += cr->h * cr->w * cr->d->c;
+}
 
 /* rows [r0, r0 + n): output pixels, their taps' input pixels (the pixel's
  * coordinates divided out once, then stepped) */
@@ -56,8 +67,8 @@ static void tap_rows(const void *ctx, int64_t r0, int64_t n, const float **ptr)
     const conv_rows *cr = ctx;
     const tgk_conv_nhwc_desc *d = cr->d;
     int64_t kw = d->kernel[1], ow = r0 % d->out[1], oh = r0 / d->out[1] % d->out[0];
-    const float *xi = cr->x + r0 / d->out[1] / d->out[0] * d->in[0] * d->in[1] * d->c;
-    for (int64_t i = 0; i < n; i++) {
+    const float *xi = cr->x + r0 / d->out[1] / d->out[0] * cr->h * cr->w * d->c;
+    for (int64_t i = 0; i < n; i++, next_pixel(cr, &ow, &oh, &xi)) {
         int64_t ih0 = oh * d->stride[0] - d->pad[0], iw0 = ow * d->stride[1] - d->pad[1];
         for (int64_t r = 0; r < d->kernel[0]; r++) {
             int64_t ih = ih0 + r * d->dil[0];
@@ -68,11 +79,46 @@ static void tap_rows(const void *ctx, int64_t r0, int64_t n, const float **ptr)
                     in ? xi + (ih * d->in[1] + iw) * d->c : cr->zero;
             }
         }
-        if (++ow < d->out[1])
-            continue;
-        ow = 0;
-        if (++oh == d->out[0])
-            oh = 0, xi += d->in[0] * d->in[1] * d->c;
+    }
+}
+
+/* A few channels (a stem's 3): each kernel row's kw taps (dilation 1) are
+ * one run of kw * c floats of the unpadded or zero-padded input, and their
+ * panel rows are consecutive too, so the tile's inner loop is kw * c long,
+ * not c (one copy of a 3-channel input is cheap; 7 x 7 pointer loads per
+ * 3 channels were not: 44% of peak on ResNet's 7x7/2 stem). */
+static void run_rows(const void *ctx, int64_t r0, int64_t n, const float **ptr)
+{
+    const conv_rows *cr = ctx;
+    const tgk_conv_nhwc_desc *d = cr->d;
+    int64_t ow = r0 % d->out[1], oh = r0 / d->out[1] % d->out[0];
+    const float *xi = cr->x + r0 / d->out[1] / d->out[0] * cr->h * cr->w * d->c;
+    for (int64_t i = 0; i < n; i++, next_pixel(cr, &ow, &oh, &xi))
+        for (int64_t r = 0; r < d->kernel[0]; r++)
+            ptr[r * TGK_IGEMM_ROWS + i] =
+                xi + ((oh * d->stride[0] + r * d->dil[0]) * cr->w + ow * d->stride[1]) * d->c;
+}
+
+typedef struct {
+    const tgk_conv_nhwc_desc *d;
+    const float *x;
+    float *xp;
+    int64_t h, w;               /* xp's */
+} pad_job;
+
+/* rows [begin, end) of the padded images: zeros, the input's row inside */
+static void pad_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const pad_job *pj = ctx;
+    const tgk_conv_nhwc_desc *d = pj->d;
+    int64_t c = d->c;
+    for (int64_t q = begin; q < end; q++) {
+        float *dst = pj->xp + q * pj->w * c;
+        int64_t ih = q % pj->h - d->pad[0];
+        memset(dst, 0, sizeof *dst * (size_t)(pj->w * c));
+        if (ih >= 0 && ih < d->in[0])
+            memcpy(dst + d->pad[1] * c, pj->x + ((q / pj->h * d->in[0]) + ih) * d->in[1] * c,
+                   sizeof *dst * (size_t)(d->in[1] * c));
     }
 }
 
@@ -99,16 +145,27 @@ int tgk_conv_nhwc_f32(const tgk_conv_nhwc_desc *d, const float *x, const float *
     if (d->groups > 1 && d->groups == d->c && d->c == d->k)   /* depthwise: conv_dw_nhwc.c */
         return tgk_conv_dw_nhwc_f32(d, x, wp, b, y);
     bool padded = d->pad[0] > 0 || d->pad[1] > 0;
-    float *zero = padded ? calloc((size_t)d->c, sizeof *zero) : NULL;
-    if (padded && !zero)
+    bool runs = d->groups == 1 && d->c < TGK_PANEL && d->kernel[1] > 1 && d->dil[1] == 1;
+    conv_rows cr = {.d = d, .x = x, .h = d->in[0], .w = d->in[1]};
+    float *buf = NULL;
+    if (runs && padded) {
+        pad_job pj = {d, x, NULL, d->in[0] + 2 * d->pad[0], d->in[1] + 2 * d->pad[1]};
+        buf = pj.xp = malloc(sizeof *buf * (size_t)(d->n * pj.h * pj.w * d->c));
+        if (!buf)
+            return -1;
+        tgk_parallel_for(d->n * pj.h, 64, pad_rows, &pj);
+        cr.x = buf, cr.h = pj.h, cr.w = pj.w;
+    } else if (padded && !(buf = calloc((size_t)d->c, sizeof *buf))) {
         return -1;
-    conv_rows cr = {d, x, zero};
+    }
+    cr.zero = buf;
     tgk_igemm g = {.M = d->n * d->out[0] * d->out[1], .N = d->k / d->groups,
-                   .taps = d->kernel[0] * d->kernel[1], .C = d->c / d->groups,
-                   .groups = d->groups, .rows = tap_rows, .ctx = &cr, .wp = wp, .b = b,
+                   .taps = runs ? d->kernel[0] : d->kernel[0] * d->kernel[1],
+                   .C = runs ? d->kernel[1] * d->c : d->c / d->groups, .groups = d->groups,
+                   .rows = runs ? run_rows : tap_rows, .ctx = &cr, .wp = wp, .b = b,
                    .res = d->res, .y = y, .ldy = d->y_ld ? d->y_ld : d->k, .ldres = d->k,
                    .act = d->relu ? tgk_vec_relu_f32 : d->act};
     int rc = tgk_igemm_f32(&g);
-    free(zero);
+    free(buf);
     return rc;
 }
