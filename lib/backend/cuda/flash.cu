@@ -6,6 +6,12 @@
 #include <math.h>
 #include <stdio.h>
 
+#include <atomic>
+
+#ifndef TGF_DECODE_PDL
+#define TGF_DECODE_PDL 1     /* 0: the merge launched after the splits (tuning) */
+#endif
+
 namespace {
 
 using tgf::Params;
@@ -33,10 +39,19 @@ constexpr Shape prefill_shape(int64_t D)
 /* decode: one warp when a kv head's rows fit one m-tile, with small key
  * tiles so that several blocks share a multiprocessor, K and V three tiles
  * deep (run 9, S = 32k: d128 3.9 -> 4.1 TB/s, d256 3.6 -> 4.1; d64 3.7 ->
- * 3.4, so two there); else four warps */
+ * 3.4, so two there); else four warps. d64's one-warp key tile and stages
+ * can be set at build time (-DTGF_DECODE_D64_BN=64) for tuning. */
+#ifndef TGF_DECODE_D64_BN
+#define TGF_DECODE_D64_BN 32
+#endif
+#ifndef TGF_DECODE_D64_STAGES
+#define TGF_DECODE_D64_STAGES 2
+#endif
 constexpr Shape decode_shape(int64_t D, int64_t rows)
 {
-    return rows <= 16 ? Shape{1, 1, D == 256 ? 16 : 32, D == 64 ? 2 : 3} : Shape{4, 1, D == 256 ? 32 : 64, 2};
+    return rows > 16   ? Shape{4, 1, D == 256 ? 32 : 64, 2}
+           : D == 64 ? Shape{1, 1, TGF_DECODE_D64_BN, TGF_DECODE_D64_STAGES}
+                     : Shape{1, 1, D == 256 ? 16 : 32, 3};
 }
 constexpr int DECODE_MAX_L = 16;    /* queries up to which decode splits the keys */
 
@@ -50,21 +65,44 @@ struct Plan {
     int pack, row_blocks, heads, splits, tiles_per_split;
 };
 
-/* the current device's attribute, or fallback when there is none */
-int device_attr(cudaDeviceAttr a, int fallback)
+/* The current device's attributes the plan reads, queried once a device
+ * and thread: a decode call's host time is in its latency (run 9b: d64 S=32k
+ * takes 73 us, of which the queries were a few). A failed query gives the
+ * fallback (an H100's figures, no Hopper kernels); no device, every one. */
+struct DeviceInfo {
+    int sms, smem_per_sm, threads_per_sm, reserved_smem;
+    bool hopper;        /* sm_90a machine code runs on compute capability 9.0 only */
+    bool pdl;           /* programmatic dependent launch: 9.0 and up */
+};
+
+int device_attr(cudaDeviceAttr a, int dev, int fallback)
 {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess)
-        return fallback;
-    return v;
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, a, dev) == cudaSuccess ? v : fallback;
 }
 
-/* the wgmma kernel: sm_90a machine code runs on compute capability 9.0 only */
-bool hopper_device()
+const DeviceInfo &device_info()
 {
-    return device_attr(cudaDevAttrComputeCapabilityMajor, 0) == 9 &&
-           device_attr(cudaDevAttrComputeCapabilityMinor, 0) == 0;
+    thread_local int cached = -2;
+    thread_local DeviceInfo info;
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        dev = -1;
+    if (dev != cached) {
+        const int major = device_attr(cudaDevAttrComputeCapabilityMajor, dev, 0);
+        const int minor = device_attr(cudaDevAttrComputeCapabilityMinor, dev, 0);
+        info.sms = device_attr(cudaDevAttrMultiProcessorCount, dev, 132);
+        info.smem_per_sm = device_attr(cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev, 233472);
+        info.threads_per_sm = device_attr(cudaDevAttrMaxThreadsPerMultiProcessor, dev, 2048);
+        info.reserved_smem = device_attr(cudaDevAttrReservedSharedMemoryPerBlock, dev, 1024);
+        info.hopper = major == 9 && minor == 0;
+        info.pdl = major >= 9;
+        cached = dev;
+    }
+    return info;
 }
+
+bool hopper_device() { return device_info().hopper; }
 /* two warpgroups of 64 rows */
 constexpr Shape hopper_shape(int64_t D) { return Shape{8, 1, tgf::sm90_bn((int)D)}; }
 
@@ -72,10 +110,10 @@ constexpr Shape hopper_shape(int64_t D) { return Shape{8, 1, tgf::sm90_bn((int)D
  * and threads (its registers allow more) */
 int resident_blocks(const Shape &sh, int64_t D)
 {
-    const int64_t smem = (16 * sh.mt * sh.warps + 2 * sh.stages * sh.bn) * D * 2 +
-                         device_attr(cudaDevAttrReservedSharedMemoryPerBlock, 1024);
-    int64_t n = device_attr(cudaDevAttrMaxSharedMemoryPerMultiprocessor, 233472) / smem;
-    int64_t by_threads = device_attr(cudaDevAttrMaxThreadsPerMultiProcessor, 2048) / (32 * sh.warps);
+    const DeviceInfo &di = device_info();
+    const int64_t smem = (16 * sh.mt * sh.warps + 2 * sh.stages * sh.bn) * D * 2 + di.reserved_smem;
+    int64_t n = di.smem_per_sm / smem;
+    int64_t by_threads = di.threads_per_sm / (32 * sh.warps);
     n = n < by_threads ? n : by_threads;
     return n < 1 ? 1 : n > 32 ? 32 : (int)n;
 }
@@ -88,7 +126,7 @@ int resident_blocks(const Shape &sh, int64_t D)
 int decode_splits(const tgf_attn_desc *d, const Plan &pl, int ntiles)
 {
     const int64_t base = d->batch * pl.heads * pl.row_blocks;
-    const int64_t cap = device_attr(cudaDevAttrMultiProcessorCount, 132) * resident_blocks(pl.shape, d->D);
+    const int64_t cap = device_info().sms * resident_blocks(pl.shape, d->D);
     int64_t most = (cap + base - 1) / base, best = 1;
     double best_fill = 0.0;
     most = most < ntiles ? most : ntiles;
@@ -168,14 +206,34 @@ void fill_strides(const int64_t given[3], int64_t heads, int64_t rows, int64_t c
     st[2] = set ? given[2] : cols;
 }
 
+/* the dynamic shared memory a kernel may take over the default 48 KB, set
+ * once a device (bit dev of set_on; devices past 31 set it every call) */
+template <typename K>
+cudaError_t allow_smem(K kernel, size_t smem, std::atomic<unsigned> &set_on)
+{
+    if (smem <= 48 * 1024)
+        return cudaSuccess;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return e;
+    const unsigned bit = dev < 32 ? 1u << dev : 0u;
+    if (bit && (set_on.load(std::memory_order_relaxed) & bit))
+        return cudaSuccess;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess)
+        set_on.fetch_or(bit, std::memory_order_relaxed);
+    return e;
+}
+
 template <typename T, int D, int WARPS, int MT, int BN, int STAGES>
 cudaError_t launch_tiles(const Params &p, const Plan &pl, int64_t batch, cudaStream_t stream)
 {
     auto kernel = tgf::flash_fwd<T, D, WARPS, MT, BN, STAGES>;
     constexpr int BM = 16 * MT * WARPS;
     constexpr size_t smem = (size_t)(BM + 2 * STAGES * BN) * D * sizeof(T);
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem);
+    static std::atomic<unsigned> smem_set{0};
+    cudaError_t e = allow_smem(kernel, smem, smem_set);
     if (e != cudaSuccess)
         return e;
     dim3 grid(pl.row_blocks, (unsigned)(batch * pl.heads), pl.splits);
@@ -183,10 +241,20 @@ cudaError_t launch_tiles(const Params &p, const Plan &pl, int64_t batch, cudaStr
     e = cudaGetLastError();
     if (e != cudaSuccess || pl.splits == 1)
         return e;
+    /* the merge, launched while the splits run where the device allows
+     * (programmatic dependent launch: it waits in griddepcontrol.wait for
+     * their results), so that no launch gap follows the last split */
     int64_t threads = batch * p.hq * p.L * (D / 4);
-    tgf::flash_combine<T, D><<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
-        p, (int)batch, pl.splits);
-    return cudaGetLastError();
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((threads + 255) / 256));
+    cfg.blockDim = dim3(256);
+    cfg.stream = stream;
+    cudaLaunchAttribute overlap[1];
+    overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    overlap[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = overlap;
+    cfg.numAttrs = TGF_DECODE_PDL && device_info().pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, tgf::flash_combine<T, D>, p, (int)batch, pl.splits);
 }
 
 /* the shape's instantiation for one dtype and head dim */

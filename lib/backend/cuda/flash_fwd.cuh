@@ -355,6 +355,12 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
     const Place pc(p, BM, BN, blockIdx.x);
     const T *K = static_cast<const T *>(p.k) + pc.b * p.ks[0] + pc.kvh * p.ks[1];
     const T *V = static_cast<const T *>(p.v) + pc.b * p.vs[0] + pc.kvh * p.vs[1];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* a split lets the merge start now: it waits for this grid's end, and
+     * its blocks take a multiprocessor's spare threads meanwhile */
+    if (gridDim.z > 1)
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 
     /* the first STAGES - 1 key tiles in flight (the queries with the first):
      * one commit group a tile, empty ones too, so that waiting for all but
@@ -476,27 +482,39 @@ __global__ void __launch_bounds__(32 * WARPS) flash_fwd(const Params p)
 }
 
 /* o[row] = sum_s w_s o_s / sum_s w_s, w_s = 2^(lse_s - max lse); every split
- * empty (a fully masked row): 0. One thread: 4 elements of one row. */
+ * empty (a fully masked row): 0. One thread: 4 elements of one row, the
+ * splits in one pass (the running max rescales what is summed), eight
+ * splits' loads in flight at a time: its latency is the merge's time.
+ * Launched as the splits' programmatic dependent (flash.cu), it waits for
+ * their grid to finish first; launched after them, the wait returns. */
 template <typename T, int D>
 __global__ void flash_combine(const Params p, int batch, int splits)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t rows = (int64_t)batch * p.hq * p.L;
     if (i >= rows * (D / 4))
         return;
     int64_t row = i / (D / 4);
     int c = (int)(i % (D / 4)) * 4;
-    float mx = -INFINITY;
-    for (int s = 0; s < splits; s++)
-        mx = fmaxf(mx, p.part_lse[s * rows + row]);
-    float o[4] = {0.f, 0.f, 0.f, 0.f}, wsum = 0.f;
-    if (mx != -INFINITY)
-        for (int s = 0; s < splits; s++) {
-            float w = ex2(p.part_lse[s * rows + row] - mx);
-            float4 v = *reinterpret_cast<const float4 *>(p.part_o + (s * rows + row) * D + c);
-            o[0] += w * v.x, o[1] += w * v.y, o[2] += w * v.z, o[3] += w * v.w;
-            wsum += w;
+    float mx = -INFINITY, o[4] = {0.f, 0.f, 0.f, 0.f}, wsum = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < splits; s++) {
+        const float lse = p.part_lse[s * rows + row];
+        const float4 v = *reinterpret_cast<const float4 *>(p.part_o + (s * rows + row) * D + c);
+        if (lse == -INFINITY)
+            continue;
+        if (lse > mx) {     /* ex2(-inf) = 0: nothing summed yet */
+            const float f = ex2(mx - lse);
+            o[0] *= f, o[1] *= f, o[2] *= f, o[3] *= f, wsum *= f;
+            mx = lse;
         }
+        const float w = ex2(lse - mx);
+        o[0] += w * v.x, o[1] += w * v.y, o[2] += w * v.z, o[3] += w * v.w;
+        wsum += w;
+    }
     float inv = wsum > 0.f ? 1.f / wsum : 0.f;
     int lq = (int)(row % p.L), h = (int)(row / p.L % p.hq), b = (int)(row / p.L / p.hq);
     T *dst = static_cast<T *>(p.o) + b * p.os[0] + h * p.os[1] + (int64_t)lq * p.os[2] + c;
