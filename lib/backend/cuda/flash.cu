@@ -39,10 +39,12 @@ constexpr Shape prefill_shape(int64_t D)
 /* decode: one warp when a kv head's rows fit one m-tile, with small key
  * tiles so that several blocks share a multiprocessor, K and V three tiles
  * deep (run 9, S = 32k: d128 3.9 -> 4.1 TB/s, d256 3.6 -> 4.1; d64 3.7 ->
- * 3.4, so two there); else four warps. d64's one-warp key tile and stages
- * can be set at build time (-DTGF_DECODE_D64_BN=64) for tuning. */
+ * 3.4, so two there), d64 64 keys a tile (run 10, H100, S = 32k: 2.76 ->
+ * 2.82 TB/s, 12 splits instead of 24); else four warps. d64's one-warp key
+ * tile and stages can be set at build time (-DTGF_DECODE_D64_BN=32) for
+ * tuning. */
 #ifndef TGF_DECODE_D64_BN
-#define TGF_DECODE_D64_BN 32
+#define TGF_DECODE_D64_BN 64
 #endif
 #ifndef TGF_DECODE_D64_STAGES
 #define TGF_DECODE_D64_STAGES 2
