@@ -498,10 +498,8 @@ static int settle(tg_graph *g)
 
 int tg_cpu_channels_last(tg_graph *g)
 {
-    int convs, pools = 0, pushed, ones, r;
-    if ((convs = sweep(g, TG_OP_CONV, convert_conv)) <= 0)
-        return convs;       /* no conv: the graph's own permutes stay as they are */
-    if ((pushed = settle(g)) < 0)
+    int convs, pools = 0, pushed = 0, ones, r;
+    if ((convs = sweep(g, TG_OP_CONV, convert_conv)) < 0 || (convs && (pushed = settle(g)) < 0))
         return -1;
     while ((r = sweep(g, TG_OP_NONE, convert_pool)) > 0) {
         pools += r;
@@ -509,8 +507,12 @@ int tg_cpu_channels_last(tg_graph *g)
             return -1;
         pushed += r;
     }
+    if (r < 0)
+        return -1;
+    if (!convs && !pools)
+        return 0;   /* nothing channels-last: the graph's own permutes stay as they are */
     /* the permutes the moves left unread gone, then those of size-1 dims */
-    if (r < 0 || tg_pass_dce(g) < 0 || (ones = sweep(g, TG_OP_PERMUTE, to_reshape)) < 0)
+    if (tg_pass_dce(g) < 0 || (ones = sweep(g, TG_OP_PERMUTE, to_reshape)) < 0)
         return -1;
     int left = 0;
     for (int n = 0; n < g->nnode; n++)
