@@ -497,11 +497,16 @@ fixtures() {
     done
 }
 
-@test "tcompile --layout=nchw is the default: the same bytes, no channels-last lowering" {
-    TLOG=passes run_ok "$TCOMPILE" --layout=nchw "$GRAPHS/cnn.tg" -o "$TMP/a.so"
-    [[ "$stderr" != *channels_last* ]]
+@test "tcompile --layout=nhwc is the cpu target's default: the same bytes" {
+    run_ok "$TCOMPILE" --layout=nhwc "$GRAPHS/cnn.tg" -o "$TMP/a.so"
     run_ok "$TCOMPILE" "$GRAPHS/cnn.tg" -o "$TMP/b.so"
     cmp "$TMP/a.so" "$TMP/b.so"
+}
+
+@test "tcompile --layout=nchw runs no channels-last lowering, matching PyTorch" {
+    TLOG=passes run_ok "$TCOMPILE" --layout=nchw "$GRAPHS/cnn.tg" -o "$TMP/a.so" --emit-c "$TMP/a.c"
+    [[ "$stderr" != *channels_last* ]]
+    ! grep -q 'tgk_conv_nhwc_f32' "$TMP/a.c"
     run_ok "$TRUN" "$TMP/a.so" "$FIX/cnn.in0.b3.npy" --check "$FIX/cnn.out0.b3.npy"
 }
 

@@ -44,11 +44,11 @@ static void help(void)
            "                       rounded now, inputs when they run, float32 sums\n"
            "                       and outputs; AMX or AVX512_BF16 where the CPU has\n"
            "                       them)\n"
-           "      --layout=LAYOUT  the activations' layout around convolutions: nchw\n"
-           "                       (default: as the graph has them) or nhwc (the cpu\n"
-           "                       target: float32 2-D convolutions and their pools\n"
-           "                       channels-last, the permutes between them\n"
-           "                       cancelled)\n"
+           "      --layout=LAYOUT  the activations' layout around convolutions: nhwc\n"
+           "                       (the cpu target's default: float32 2-D\n"
+           "                       convolutions and their pools channels-last, the\n"
+           "                       permutes between them cancelled) or nchw (as the\n"
+           "                       graph has them; other targets' default)\n"
            "  -O, --opt=LEVEL      0: only dead code, constant folding and the memory\n"
            "                       plan; 1: every pass (default)\n"
            "  -h, --help           show this help and exit\n"
@@ -93,6 +93,7 @@ int main(int argc, char **argv)
     const char *out = NULL, *header = NULL;
     tg_build_opts bo = {0};
     tg_passes_opts po = {.level = 1, .target = &tg_backend_cpu};
+    int layout = -1;    /* --layout: 0 nchw, 1 nhwc, -1 the target's default */
     int c;
     cli_init("tcompile");
     while ((c = getopt_long(argc, argv, "o:O:hV", opts, NULL)) != -1) {
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
         case 'l':
             if (strcmp(optarg, "nchw") && strcmp(optarg, "nhwc"))
                 cli_usage("--layout: '%s' is not nchw or nhwc", optarg);
-            po.channels_last = !strcmp(optarg, "nhwc");
+            layout = !strcmp(optarg, "nhwc");
             break;
         case 'O': po.level = (int)cli_int("--opt", optarg, 0, 1); break;
         case 'h': help(); return 0;
@@ -144,6 +145,7 @@ int main(int argc, char **argv)
     bool nhwc = false;
     for (int k = 0; k < po.target->nlower; k++)
         nhwc |= po.target->lower[k].channels_last;
+    po.channels_last = layout < 0 ? nhwc : layout;
     if (po.channels_last && !nhwc)
         cli_usage("--layout nhwc: the %s target has no channels-last lowering",
                   po.target->name);

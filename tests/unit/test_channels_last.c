@@ -142,6 +142,21 @@ static void flatten_spatial(void)
     check("flatten of a spatial map", g, 2);
 }
 
+/* RegNet's grouped 3x3 of 8 channels a group, which the NHWC kernel refuses,
+ * between convs it takes: the graph stays NCHW as it is (no permute added) */
+static void refused_group(void)
+{
+    tg_graph *g = tg_graph_new();
+    int x = input(g, "x", DIMS(16, 6, 6));
+    int h = unary(g, TG_OP_RELU, conv(g, x, 16, 32, 1, 1, 1, true));
+    h = unary(g, TG_OP_RELU, conv(g, h, 32, 32, 3, 1, 4, true));
+    tg_graph_add_output(g, conv(g, h, 32, 16, 1, 1, 1, true));
+    int nnode = g->nnode;
+    CHECK(tg_cpu_channels_last(g) == 0);
+    CHECK(g->nnode == nnode && count_op(g, TG_OP_CONV) == 3 && count_op(g, TG_OP_PERMUTE) == 0);
+    check_case_with("a refused grouped conv: NCHW as a whole", g, &(cg_case){.levels = 3});
+}
+
 int main(void)
 {
     if (!cg_start())
@@ -151,5 +166,6 @@ int main(void)
     concat_pool();
     depthwise_head();
     flatten_spatial();
+    refused_group();
     return unit_report();
 }

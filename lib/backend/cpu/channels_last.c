@@ -21,7 +21,9 @@
  * - Last, a permute that only moves dims of size 1 (the [N, C, 1, 1] of a
  *   global pool or an SE block's scale) is a reshape: no copy.
  * What is left are copies at the boundaries only: the model's input, a
- * flatten of a spatial map, ops that stay NCHW (TLOG=passes counts them). */
+ * flatten of a spatial map, ops that stay NCHW (TLOG=passes counts them).
+ * A graph with a convolution the kernel refuses (groups of other than 16k
+ * channels) stays NCHW as a whole. */
 #include "cpu.h"
 
 #include "kernels/kernels.h"
@@ -164,17 +166,44 @@ static int packed_weight(tg_graph *g, int wv, int64_t C, int64_t K, int64_t grou
     return tg_graph_add_const(g, name, TG_F32, &s, data, (size_t)size * sizeof *data);
 }
 
+/* Whether conv node nd is a float32 2-D convolution on a constant weight
+ * with at least STEM_C input channels (C, K, kh, kw, groups set). */
+static bool nhwc_candidate(const tg_graph *g, const tg_node *nd, int64_t *C, int64_t *K,
+                           int64_t *kh, int64_t *kw, int64_t *groups)
+{
+    const tg_value *x = &g->values[nd->in[0]], *w = &g->values[nd->in[1]];
+    *groups = tg_node_int(nd, "groups", 1);
+    return x->dtype == TG_F32 && x->shape.rank == 4 && !tg_node_int(nd, "transposed", 0) &&
+           w->kind == TG_VALUE_CONST && tg_dim_is_const(x->shape.d[1], C) &&
+           tg_dim_is_const(w->shape.d[0], K) && tg_dim_is_const(w->shape.d[2], kh) &&
+           tg_dim_is_const(w->shape.d[3], kw) && *C >= STEM_C;
+}
+
+/* The first conv of g the channels-last kernel refuses though it would
+ * convert it (RegNet's grouped 3x3s of 8 channels a group), or -1. Such a
+ * graph stays NCHW: a copy each side of each of them costs more than the
+ * layout gains (regnet_y_400mf channels-last with them NCHW: 0.85x at b1,
+ * 0.88x at b8, one thread; bench/RESULTS.md). */
+static int refused_conv(const tg_graph *g)
+{
+    for (int n = 0; n < g->nnode; n++) {
+        const tg_node *nd = &g->nodes[n];
+        int64_t C, K, kh, kw, groups;
+        if (nd->op == TG_OP_CONV && nhwc_candidate(g, nd, &C, &K, &kh, &kw, &groups) &&
+            !tgk_conv_nhwc_supported(C, K, groups))
+            return n;
+    }
+    return -1;
+}
+
 /* conv node n -> permute, conv_nhwc, permute: 1, or 0 when the kernel does
  * not take it. */
 static int convert_conv(tg_graph *g, int n)
 {
     const tg_node *nd = &g->nodes[n];
-    const tg_value *x = &g->values[nd->in[0]], *w = &g->values[nd->in[1]];
-    int64_t C, K, kh, kw, groups = tg_node_int(nd, "groups", 1), k[2], s[2], pad[2], dil[2];
-    if (x->dtype != TG_F32 || x->shape.rank != 4 || tg_node_int(nd, "transposed", 0) ||
-        w->kind != TG_VALUE_CONST || !tg_dim_is_const(x->shape.d[1], &C) ||
-        !tg_dim_is_const(w->shape.d[0], &K) || !tg_dim_is_const(w->shape.d[2], &kh) ||
-        !tg_dim_is_const(w->shape.d[3], &kw) || !tgk_conv_nhwc_supported(C, K, groups) || C < STEM_C ||
+    int64_t C, K, kh, kw, groups, k[2], s[2], pad[2], dil[2];
+    if (!nhwc_candidate(g, nd, &C, &K, &kh, &kw, &groups) ||
+        !tgk_conv_nhwc_supported(C, K, groups) ||
         tg_attr_per_axis(nd, "stride", 2, 1, s) || tg_attr_per_axis(nd, "padding", 2, 0, pad) ||
         tg_attr_per_axis(nd, "dilation", 2, 1, dil)) {
         tg_err_clear();
@@ -498,7 +527,13 @@ static int settle(tg_graph *g)
 
 int tg_cpu_channels_last(tg_graph *g)
 {
-    int convs, pools = 0, pushed = 0, ones, r;
+    int convs, pools = 0, pushed = 0, ones, r, refused = refused_conv(g);
+    if (refused >= 0) {
+        TG_LOG(PASSES, TG_LOG_INFO, "channels_last: the graph stays NCHW: the channels-last "
+               "kernel does not take conv %s (groups of other than 16k channels)",
+               g->nodes[refused].name);
+        return 0;
+    }
     if ((convs = sweep(g, TG_OP_CONV, convert_conv)) < 0 || (convs && (pushed = settle(g)) < 0))
         return -1;
     while ((r = sweep(g, TG_OP_NONE, convert_pool)) > 0) {
