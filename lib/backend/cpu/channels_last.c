@@ -344,16 +344,16 @@ static int operand(tg_graph *g, const push_ctx *pc, int v, bool make)
 }
 
 /* The attributes reader r (one input) has on x: its axes remapped; into
- * *attrs (malloc'd, or NULL: r's own), and in q (rank *qr) the permute that
- * takes its result back; -1 when r does not take the move. */
+ * *attrs (malloc'd, or NULL: r's own; its axes point into the caller's
+ * axes[TG_MAX_RANK], which must outlive them), and in q (rank *qr) the
+ * permute that takes its result back; -1 when r does not take the move. */
 static int moved_attrs(const tg_node *nd, const push_ctx *pc, bool make, tg_attr **attrs,
-                       int *na, int64_t *q, int *qr)
+                       int *na, int64_t *q, int *qr, int64_t *axes)
 {
     memcpy(q, pc->p, sizeof *q * (size_t)pc->rank);
     *qr = pc->rank;
     *attrs = NULL;
     *na = nd->nattr;
-    int64_t axes[TG_MAX_RANK];
     tg_attr a;
     if (nd->op == TG_OP_CONCAT) {
         int64_t axis = tg_node_int(nd, "axis", 0);
@@ -397,6 +397,7 @@ static int moved(tg_graph *g, const push_ctx *pc, int r, bool make, int64_t *q, 
     const tg_node *nd = &g->nodes[r];
     tg_attr *attrs = NULL;
     int na = nd->nattr, nin = nd->nin;
+    int64_t axes[TG_MAX_RANK];  /* the remapped axes attrs point to */
     if (nd->nout != 1)
         return -1;
     if (tg_op_is_elementwise(nd->op)) {
@@ -404,7 +405,7 @@ static int moved(tg_graph *g, const push_ctx *pc, int r, bool make, int64_t *q, 
         *qr = pc->rank;     /* u broadcast to a larger result: not the result's layout */
         if (!tg_shape_eq(&g->values[nd->out[0]].shape, &g->values[pc->u].shape))
             return -1;
-    } else if (moved_attrs(nd, pc, make, &attrs, &na, q, qr)) {
+    } else if (moved_attrs(nd, pc, make, &attrs, &na, q, qr, axes)) {
         return -1;
     }
     int *in = malloc(sizeof *in * (size_t)(nin ? nin : 1));
