@@ -17,7 +17,7 @@
 #include "../error.h"
 #include "../log.h"
 
-static int perm_of(const tg_node *nd, int64_t *p)
+int tg_layout_perm(const tg_node *nd, int64_t *p)
 {
     const int64_t *v;
     int n = tg_node_ints(nd, "perm", &v);
@@ -48,9 +48,9 @@ int tg_layout_fold_permute(tg_graph *g, int n)
 {
     const tg_node *nd = &g->nodes[n];
     int64_t p[TG_MAX_RANK], q[TG_MAX_RANK], r[TG_MAX_RANK];
-    int k = perm_of(nd, p), x = nd->in[0];
+    int k = tg_layout_perm(nd, p), x = nd->in[0];
     const tg_node *in = producer(g, x);
-    if (in && in->op == TG_OP_PERMUTE && perm_of(in, q) == k) {
+    if (in && in->op == TG_OP_PERMUTE && tg_layout_perm(in, q) == k) {
         for (int i = 0; i < k; i++)     /* out[i] = mid[p[i]] = x[q[p[i]]] */
             r[i] = q[p[i]];
         memcpy(p, r, sizeof r);

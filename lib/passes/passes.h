@@ -195,6 +195,8 @@ int tg_strided_kernel(const tg_graph *g, int root);
  * the two (or n alone) keep the order (layout.c; the CPU's channels-last
  * lowering cancels its pairs with it): 1, 0 (unchanged), -1 (tg_err). */
 int tg_layout_fold_permute(tg_graph *g, int n);
+/* A permute node's perm into p, negative axes made positive; its length. */
+int tg_layout_perm(const tg_node *nd, int64_t *p);
 
 /* ---- the pipeline ----------------------------------------------------------- */
 struct tg_backend;

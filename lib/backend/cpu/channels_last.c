@@ -47,22 +47,13 @@
 
 static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
 
-static int perm_of(const tg_node *nd, int64_t *p)
-{
-    const int64_t *v;
-    int n = tg_node_ints(nd, "perm", &v);
-    for (int i = 0; i < n; i++)
-        p[i] = v[i] < 0 ? v[i] + n : v[i];
-    return n;
-}
-
 /* The permute producing value v (its perm in p, rank returned), or 0. */
 static int permuted(const tg_graph *g, int v, int64_t *p)
 {
     const tg_value *x = &g->values[v];
     if (x->kind != TG_VALUE_NODE || g->nodes[x->producer].op != TG_OP_PERMUTE)
         return 0;
-    return perm_of(&g->nodes[x->producer], p);
+    return tg_layout_perm(&g->nodes[x->producer], p);
 }
 
 static bool same_perm(const int64_t *a, const int64_t *b, int n)
@@ -76,7 +67,7 @@ static int find_permute(const tg_graph *g, int v, int rank, const int64_t *perm)
     int64_t q[TG_MAX_RANK];
     for (int n = 0; n < g->nnode; n++)
         if (g->nodes[n].op == TG_OP_PERMUTE && g->nodes[n].in[0] == v &&
-            perm_of(&g->nodes[n], q) == rank && same_perm(q, perm, rank))
+            tg_layout_perm(&g->nodes[n], q) == rank && same_perm(q, perm, rank))
             return g->nodes[n].out[0];
     return -1;
 }
@@ -435,7 +426,7 @@ static int push(tg_graph *g, int n)
 {
     const tg_node *nd = &g->nodes[n];
     push_ctx pc = {.u = nd->out[0], .x = nd->in[0]};
-    if ((pc.rank = perm_of(nd, pc.p)) != 4 || !same_perm(pc.p, to_nchw, 4))
+    if ((pc.rank = tg_layout_perm(nd, pc.p)) != 4 || !same_perm(pc.p, to_nchw, 4))
         return 0;       /* only the permutes back to NCHW move */
     for (int i = 0; i < pc.rank; i++)
         pc.inv[pc.p[i]] = i;
@@ -485,7 +476,7 @@ static int to_reshape(tg_graph *g, int n)
 {
     const tg_node *nd = &g->nodes[n];
     int64_t p[TG_MAX_RANK];
-    perm_of(nd, p);
+    tg_layout_perm(nd, p);
     const tg_value *x = &g->values[nd->in[0]], *y = &g->values[nd->out[0]];
     if (!moves_only_ones(&x->shape, p))
         return 0;
